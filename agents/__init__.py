@@ -1,0 +1,1 @@
+"""Reinforcement-learning side of lyra-gym (agents, configs, callbacks)."""

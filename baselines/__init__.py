@@ -1,0 +1,1 @@
+"""Heuristic schedulers for lyra-gym, found by name through the registry."""
