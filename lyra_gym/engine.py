@@ -1,0 +1,480 @@
+"""The event-driven co-simulator of a training cluster and an inference cluster.
+
+One engine serves every policy. Events: job arrival, job completion (exact
+time from the current rate), inference-demand change, reclaim deadline and the
+scheduler's own tick. All events at one instant are processed together and
+then form one decision point: the scheduler gets a read-only
+:class:`~lyra_gym.view.ClusterView` and returns a :class:`~lyra_gym.plan.Plan`,
+which the engine validates completely before applying any of it.
+
+Modelling choices (DESIGN.md "Model contract"):
+- An overhead (start/restart, rescale) is time in which the job holds its GPUs
+  and makes no progress; its end is folded into the completion time rather
+  than being a decision point. A change during an overhead starts a new one.
+- Preemption checkpoints: no work is lost.
+- Reclaiming: when inference demand exceeds the non-loaned inference servers,
+  a request for the shortfall opens with deadline ``now + reclaim_grace_s``.
+  Servers given back pay off the oldest request first; so does a drop in
+  demand. A request still open at its deadline (after the decision at that
+  instant) is enforced by the default rule: give back the loaned server with
+  the fewest GPUs in use (ties: the highest id); its jobs are scaled in when
+  elastic and still at or above their minimum, preempted otherwise. Each server
+  returned this way counts one inference violation, and the scheduler gets a
+  second decision at the same instant.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import time
+from collections import deque
+from types import MappingProxyType
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from lyra_gym.cluster import Pool, Server, build_servers
+from lyra_gym.config import SimConfig
+from lyra_gym.demand import DemandCurve
+from lyra_gym.jobs import EMPTY_ALLOCATION, Job, JobState
+from lyra_gym.plan import Plan, PlanError
+from lyra_gym.profiles import ProfileError, ProfileSet
+from lyra_gym.scheduler import Scheduler
+from lyra_gym.trace import JobSpec
+from lyra_gym.view import ClusterView, JobView
+
+_COMPLETION, _DEADLINE, _TICK = 0, 1, 2
+
+
+class Engine:
+    """Simulates ``jobs`` under ``scheduler``; call :meth:`run` once.
+
+    :param jobs: the trace (any order; sorted by submit time here).
+    :param scheduler: the policy.
+    :param config: cluster, overheads, loaning settings.
+    :param profiles: throughput profiles (every job's model must be in them).
+    :param demand: inference demand curve (servers needed over time).
+    :param rng: the run's generator (passed on to the scheduler's ``reset``).
+    :param progress: show a progress bar on long runs.
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[JobSpec],
+        scheduler: Scheduler,
+        config: SimConfig,
+        profiles: ProfileSet,
+        demand: DemandCurve,
+        rng: np.random.Generator,
+        progress: bool = False,
+    ) -> None:
+        self.config = config
+        self.profiles = profiles
+        self.demand = demand
+        self.scheduler = scheduler
+        self.rng = rng
+        self.progress = progress
+        self.servers: list[Server] = build_servers(config.cluster)
+        self.inference_servers = [s for s in self.servers if s.pool is Pool.INFERENCE]
+        self.reference_gpu = config.reference_gpu or profiles.reference_gpu
+        ref_groups = [g for g in config.cluster.training if g.gpu_type == self.reference_gpu]
+        self.reference_gpus_per_server = (ref_groups or list(config.cluster.training))[0].gpus_per_server
+
+        specs = sorted(jobs, key=lambda j: j.submit_time)  # stable: ties keep trace order
+        self.jobs: list[Job] = []
+        self._by_id: dict[str, Job] = {}
+        for index, spec in enumerate(specs):
+            if spec.model not in profiles:
+                raise ProfileError(
+                    f"job {spec.job_id!r}: unknown model key {spec.model!r} (known: {', '.join(sorted(profiles.models))})"
+                )
+            if spec.job_id in self._by_id:
+                raise ValueError(f"job_id {spec.job_id!r}: duplicate job id")
+            work = spec.duration * self.reference_throughput(spec.model, spec.num_gpus)
+            job = Job(index, spec, work)
+            job.view = JobView(job, self)
+            self.jobs.append(job)
+            self._by_id[spec.job_id] = job
+
+        self.now = specs[0].submit_time if specs else 0.0
+        self.queue: list[int] = []          # queued job indices, ascending = submit order
+        self.running: dict[int, None] = {}  # running job indices in start order
+        self.finished = 0
+        self._next_arrival = 0
+        self._heap: list[tuple[float, int, int, int, int]] = []
+        self._seq = 0
+        self.demand_now = demand.at(self.now)
+        self._demand_ptr = int(np.searchsorted(demand.times_s, self.now, side="right"))
+        self._requests: deque[list[float]] = deque()  # [servers owed, deadline], oldest first
+        self.loaned_count = 0
+        self.view = ClusterView(self)
+
+        # counters for metrics (GPU-seconds are integrated at every clock advance)
+        self.start_time = self.now
+        self.used_training = 0       # GPUs allocated on training servers
+        self.used_loaned = 0         # GPUs allocated on loaned servers
+        self.gpu_s_training = 0.0
+        self.gpu_s_loaned = 0.0
+        self.gpu_s_loaned_capacity = 0.0
+        self.gpu_s_inference_busy = 0.0
+        self.counts = dict(
+            preemptions=0, scale_ins=0, scale_outs=0, migrations=0, starts=0,
+            servers_borrowed=0, servers_returned=0, inference_violations=0,
+            events=0, decisions=0,
+        )
+        self.sim_wall_s = 0.0
+
+    # ------------------------------------------------------------------ helpers
+    def reference_throughput(self, model: str, workers: int) -> float:
+        """Samples/s of ``workers`` reference GPUs packed onto reference servers."""
+        return self.profiles.packed_throughput(model, workers, self.reference_gpu, self.reference_gpus_per_server)
+
+    def job_by_id(self, job_id: str) -> Job:
+        try:
+            return self._by_id[job_id]
+        except KeyError:
+            raise KeyError(f"unknown job id {job_id!r}") from None
+
+    def num_loanable(self) -> int:
+        """Idle inference servers not on loan."""
+        return max(0, len(self.inference_servers) - self.loaned_count - self.demand_now)
+
+    def reclaim_owed(self) -> int:
+        """Loaned servers inference needs back now."""
+        return min(self.loaned_count, max(0, self.demand_now - (len(self.inference_servers) - self.loaned_count)))
+
+    def reclaim_deadline(self) -> float | None:
+        return self._requests[0][1] if self._requests else None
+
+    def _push(self, t: float, kind: int, index: int = -1, version: int = 0) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, kind, index, version))
+
+    def _peek_heap(self) -> float | None:
+        heap, jobs = self._heap, self.jobs
+        while heap:
+            t, _, kind, index, version = heap[0]
+            if kind == _COMPLETION and (jobs[index].version != version or jobs[index].state is not JobState.RUNNING):
+                heapq.heappop(heap)
+                continue
+            return t
+        return None
+
+    # ------------------------------------------------------------------ main loop
+    def run(self) -> "Engine":
+        """Simulate until every job finished, nothing can change, or the horizon."""
+        from tqdm import tqdm
+
+        wall = time.perf_counter()
+        self.scheduler.reset(self.rng)
+        tick = self.scheduler.tick_interval
+        if tick is not None:
+            if tick <= 0:
+                raise ValueError(f"{type(self.scheduler).__name__}.tick_interval: must be > 0, got {tick}")
+            self._push(self.now + tick, _TICK)
+        horizon = self.config.horizon_s
+        times, values = self.demand.times_s, self.demand.servers
+        specs_n = len(self.jobs)
+        bar = tqdm(total=specs_n, disable=not self.progress, delay=2.0, unit="job", leave=False)
+        try:
+            while self.finished < specs_n:
+                candidates = []
+                if self._next_arrival < specs_n:
+                    candidates.append(self.jobs[self._next_arrival].spec.submit_time)
+                if self._demand_ptr < len(times):
+                    candidates.append(float(times[self._demand_ptr]))
+                heap_t = self._peek_heap()
+                if heap_t is not None:
+                    candidates.append(heap_t)
+                if not candidates:
+                    break
+                t = min(candidates)
+                if horizon is not None and t > horizon:
+                    self._advance_clock(horizon)
+                    break
+                self._advance_clock(t)
+                done_before = self.finished
+                self._process_events(t, times, values)
+                bar.update(self.finished - done_before)
+                if self.finished == specs_n:
+                    break
+                changed = self._decide()
+                if self._enforce_reclaims():
+                    self._decide()
+                    changed = True
+                if (
+                    not self.running
+                    and self._next_arrival >= specs_n
+                    and self._demand_ptr >= len(times)
+                    and (tick is None or not changed)
+                ):
+                    break  # nothing can change any more: the queued jobs stay unfinished
+        finally:
+            bar.close()
+        self.sim_wall_s = time.perf_counter() - wall
+        return self
+
+    def _advance_clock(self, t: float) -> None:
+        dt = t - self.now
+        if dt > 0:
+            gpus_inf = self.config.cluster.inference.gpus_per_server
+            self.gpu_s_training += self.used_training * dt
+            self.gpu_s_loaned += self.used_loaned * dt
+            self.gpu_s_loaned_capacity += self.loaned_count * gpus_inf * dt
+            serving = min(self.demand_now, len(self.inference_servers) - self.loaned_count)
+            self.gpu_s_inference_busy += serving * gpus_inf * dt
+            self.now = t
+
+    def _process_events(self, t: float, times: np.ndarray, values: np.ndarray) -> None:
+        jobs = self.jobs
+        while self._next_arrival < len(jobs) and jobs[self._next_arrival].spec.submit_time <= t:
+            job = jobs[self._next_arrival]
+            job.state = JobState.QUEUED
+            job.queued_since = job.last_update = job.spec.submit_time
+            self.queue.append(job.index)  # arrivals come in index order, after any re-queued job
+            self._next_arrival += 1
+            self.counts["events"] += 1
+        heap = self._heap
+        while self._peek_heap() is not None and heap[0][0] <= t:
+            _, _, kind, index, _ = heapq.heappop(heap)
+            self.counts["events"] += 1
+            if kind == _COMPLETION:
+                self._finish(jobs[index])
+            elif kind == _TICK and self.finished < len(jobs):
+                self._push(t + self.scheduler.tick_interval, _TICK)
+        demand_changed = False
+        while self._demand_ptr < len(times) and times[self._demand_ptr] <= t:
+            self.demand_now = int(values[self._demand_ptr])
+            self._demand_ptr += 1
+            demand_changed = True
+            self.counts["events"] += 1
+        if demand_changed:
+            self._sync_requests()
+
+    def _finish(self, job: Job) -> None:
+        job.advance(self.now)
+        job.work_done = job.total_work
+        self._release(job)
+        job.state = JobState.FINISHED
+        job.finish_time = self.now
+        job.version += 1
+        del self.running[job.index]
+        self.finished += 1
+
+    # ------------------------------------------------------------------ reclaiming
+    def _sync_requests(self) -> None:
+        """Keep the open reclaim requests summing to what inference is owed."""
+        owed = self.reclaim_owed()
+        total = sum(r[0] for r in self._requests)
+        if owed > total:
+            deadline = self.now + self.config.reclaim_grace_s
+            self._requests.append([owed - total, deadline])
+            if deadline > self.now:
+                self._push(deadline, _DEADLINE)
+        excess = total - owed
+        while excess > 0 and self._requests:
+            paid = min(excess, self._requests[0][0])
+            self._requests[0][0] -= paid
+            excess -= paid
+            if self._requests[0][0] <= 0:
+                self._requests.popleft()
+
+    def _enforce_reclaims(self) -> bool:
+        """Return servers of overdue requests by the default rule; True if any."""
+        due = sum(int(n) for n, deadline in self._requests if deadline <= self.now)
+        if due <= 0:
+            return False
+        loaned = [s for s in self.inference_servers if s.loaned]
+        loaned.sort(key=lambda s: (s.used, -s.id))
+        victims = loaned[:due]
+        plan = self.view.current_plan()
+        for server in victims:
+            for index in list(server.jobs):
+                job = self.jobs[index]
+                remaining = {sid: g for sid, g in plan.allocations[job.spec.job_id].items() if sid != server.id}
+                if job.spec.elastic and sum(remaining.values()) >= job.spec.min_gpus:
+                    plan.allocations[job.spec.job_id] = remaining
+                else:
+                    del plan.allocations[job.spec.job_id]
+        plan.give_back = tuple(s.id for s in victims)
+        self.apply(plan)
+        self.counts["inference_violations"] += len(victims)
+        return True
+
+    # ------------------------------------------------------------------ decisions
+    def _decide(self) -> bool:
+        """One decision point; returns whether the plan changed anything."""
+        self.counts["decisions"] += 1
+        plan = self.scheduler.decide(self.view)
+        return self.apply(plan)
+
+    def apply(self, plan: Plan) -> bool:
+        """Validate ``plan`` completely, then apply it; raises PlanError and changes nothing if invalid."""
+        changes = self._validate(plan)
+        if not changes and not plan.borrow and not plan.give_back:
+            return False
+        now = self.now
+        for sid in plan.borrow:
+            self.servers[sid].loaned = True
+            self.loaned_count += 1
+            self.counts["servers_borrowed"] += 1
+        for job, _ in changes:  # release everything first so moves between jobs are consistent
+            job.advance(now)
+            self._release(job)
+        for job, new in changes:
+            self._assign(job, new)
+        for sid in plan.give_back:
+            self.servers[sid].loaned = False
+            self.loaned_count -= 1
+            self.counts["servers_returned"] += 1
+        if plan.borrow or plan.give_back:
+            self._sync_requests()
+        return True
+
+    def _validate(self, plan: Plan) -> list[tuple[Job, Mapping[int, int] | None]]:
+        servers = self.servers
+        n_servers = len(servers)
+
+        def server_of(sid: object, where: str) -> Server:
+            if not isinstance(sid, (int, np.integer)) or isinstance(sid, bool) or not 0 <= sid < n_servers:
+                raise PlanError("unknown-server", f"{where}: no server with id {sid!r}")
+            return servers[int(sid)]
+
+        borrow = set()
+        for sid in plan.borrow:
+            s = server_of(sid, "borrow")
+            if s.pool is not Pool.INFERENCE or s.loaned or sid in borrow:
+                raise PlanError("not-loanable", f"borrow: server {sid} is not an idle inference server off loan")
+            borrow.add(int(sid))
+        if len(borrow) > self.num_loanable():
+            raise PlanError("not-loanable", f"borrow: {len(borrow)} servers asked, {self.num_loanable()} loanable")
+        give_back = set()
+        for sid in plan.give_back:
+            s = server_of(sid, "give_back")
+            if not s.loaned or sid in give_back:
+                raise PlanError("not-on-loan", f"give_back: server {sid} is not on loan")
+            give_back.add(int(sid))
+
+        allocations = plan.allocations
+        changes: list[tuple[Job, Mapping[int, int] | None]] = []
+        jobs = self.jobs
+        for index in self.running:
+            job = jobs[index]
+            new = allocations.get(job.spec.job_id)
+            if new is job.allocation:
+                continue
+            if not new:
+                changes.append((job, None))
+            elif new != job.allocation:
+                changes.append((job, new))
+        # Keys beyond the running jobs kept running are starts or errors; skip the scan when there are none.
+        if len(allocations) > len(self.running) - sum(1 for _, n in changes if n is None):
+            for job_id, new in allocations.items():
+                job = self._by_id.get(job_id)
+                if job is None or job.state in (JobState.PENDING, JobState.FINISHED):
+                    raise PlanError("unknown-job", f"allocations: no job {job_id!r} in the system")
+                if job.state is JobState.QUEUED and new:
+                    changes.append((job, new))
+
+        delta: dict[int, int] = {}
+        mixed_ok = self.config.allow_mixed_gpu_types
+        for job, new in changes:
+            for sid, gpus in job.allocation.items():
+                delta[sid] = delta.get(sid, 0) - gpus
+            if new is None:
+                continue
+            where = f"allocations[{job.spec.job_id!r}]"
+            total = 0
+            gpu_types = set()
+            for sid, gpus in new.items():
+                s = server_of(sid, where)
+                if not isinstance(gpus, (int, np.integer)) or isinstance(gpus, bool) or gpus < 1:
+                    raise PlanError("bad-gpu-count", f"{where}: server {sid} given {gpus!r} GPUs (need an int >= 1)")
+                if not (s.pool is Pool.TRAINING or (s.loaned and s.id not in give_back) or s.id in borrow):
+                    raise PlanError("server-unavailable", f"{where}: server {sid} is an inference server not on loan")
+                total += gpus
+                gpu_types.add(s.gpu_type)
+                delta[s.id] = delta.get(s.id, 0) + int(gpus)
+            spec = job.spec
+            if not spec.min_gpus <= total <= spec.max_gpus:
+                raise PlanError(
+                    "worker-range", f"{where}: {total} GPUs outside [{spec.min_gpus}, {spec.max_gpus}]"
+                )
+            if not mixed_ok and len(gpu_types) > 1:
+                raise PlanError("mixed-gpu-types", f"{where}: spans GPU types {sorted(gpu_types)}")
+        for sid, d in delta.items():
+            s = servers[sid]
+            if s.used + d > s.num_gpus:
+                raise PlanError("server-overfull", f"server {sid}: {s.used + d} GPUs planned, {s.num_gpus} present")
+        for sid in give_back:
+            if servers[sid].used + delta.get(sid, 0) > 0:
+                raise PlanError("server-unavailable", f"give_back: server {sid} still holds jobs in the plan")
+        return changes
+
+    def _release(self, job: Job) -> None:
+        for sid, gpus in job.allocation.items():
+            s = self.servers[sid]
+            s.used -= gpus
+            del s.jobs[job.index]
+            if s.pool is Pool.TRAINING:
+                self.used_training -= gpus
+            else:
+                self.used_loaned -= gpus
+
+    def _assign(self, job: Job, new: Mapping[int, int] | None) -> None:
+        """Give ``job`` allocation ``new`` (None = preempt); its old allocation is already released."""
+        now, counts = self.now, self.counts
+        was_running = job.state is JobState.RUNNING
+        old_workers = job.workers
+        job.version += 1
+        if not new:
+            job.allocation, job.workers, job.servers_used, job.rate = EMPTY_ALLOCATION, 0, 0, 0.0
+            job.state = JobState.QUEUED
+            job.queued_since = now
+            job.preemptions += 1
+            counts["preemptions"] += 1
+            del self.running[job.index]
+            bisect.insort(self.queue, job.index)
+            return
+        allocation = MappingProxyType({int(sid): int(g) for sid, g in new.items()})
+        workers = sum(allocation.values())
+        for sid, gpus in allocation.items():
+            s = self.servers[sid]
+            s.used += gpus
+            s.jobs[job.index] = gpus
+            if s.pool is Pool.TRAINING:
+                self.used_training += gpus
+            else:
+                self.used_loaned += gpus
+        overheads = self.config.overheads
+        if was_running:
+            overhead = overheads.rescale_s
+            if workers > old_workers:
+                job.scale_outs += 1
+                counts["scale_outs"] += 1
+            elif workers < old_workers:
+                job.scale_ins += 1
+                counts["scale_ins"] += 1
+            else:
+                job.migrations += 1
+                counts["migrations"] += 1
+        else:
+            overhead = overheads.restart_s
+            if overhead is None:
+                overhead = self.profiles.model(job.spec.model).restart_overhead_s
+            del self.queue[bisect.bisect_left(self.queue, job.index)]
+            self.running[job.index] = None
+            job.state = JobState.RUNNING
+            job.queued_total += now - job.queued_since
+            if job.first_start is None:
+                job.first_start = now
+            counts["starts"] += 1
+        job.allocation = allocation
+        job.workers = workers
+        job.servers_used = len(allocation)
+        gpu_types = frozenset(self.servers[sid].gpu_type for sid in allocation)
+        job.rate = self.profiles.throughput(job.spec.model, workers, len(allocation), gpu_types)
+        job.last_update = now
+        job.overhead_until = now + overhead
+        self._push(job.completion_time(), _COMPLETION, job.index, job.version)

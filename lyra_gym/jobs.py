@@ -1,0 +1,83 @@
+"""A job's mutable state inside the engine (the engine alone writes it)."""
+
+from __future__ import annotations
+
+import enum
+from types import MappingProxyType
+from typing import Mapping
+
+from lyra_gym.trace import JobSpec
+
+EMPTY_ALLOCATION: Mapping[int, int] = MappingProxyType({})
+
+
+class JobState(enum.Enum):
+    PENDING = "pending"      # not yet submitted
+    QUEUED = "queued"        # submitted, holds no GPUs
+    RUNNING = "running"      # holds GPUs (possibly inside an overhead)
+    FINISHED = "finished"
+
+
+class Job:
+    """Runtime record of one job. Work is in samples; times in seconds.
+
+    Progress is integrated lazily: ``work_done`` is exact at ``last_update``;
+    between updates the job advances at ``rate`` samples/s once ``overhead_until``
+    has passed.
+    """
+
+    __slots__ = (
+        "index", "spec", "total_work", "state", "allocation", "workers", "servers_used",
+        "rate", "overhead_until", "work_done", "last_update", "attained_gpu_s",
+        "first_start", "finish_time", "queued_since", "queued_total", "preemptions",
+        "scale_ins", "scale_outs", "migrations", "version", "view",
+    )
+
+    def __init__(self, index: int, spec: JobSpec, total_work: float) -> None:
+        self.index = index
+        self.spec = spec
+        self.total_work = total_work
+        self.state = JobState.PENDING
+        self.allocation: Mapping[int, int] = EMPTY_ALLOCATION
+        self.workers = 0
+        self.servers_used = 0
+        self.rate = 0.0
+        self.overhead_until = 0.0
+        self.work_done = 0.0
+        self.last_update = spec.submit_time
+        self.attained_gpu_s = 0.0
+        self.first_start: float | None = None
+        self.finish_time: float | None = None
+        self.queued_since = spec.submit_time
+        self.queued_total = 0.0
+        self.preemptions = 0
+        self.scale_ins = 0
+        self.scale_outs = 0
+        self.migrations = 0
+        self.version = 0  # bumped on every allocation change; stale completion events are skipped
+        self.view = None  # the JobView handed to schedulers, created once
+
+    def advance(self, now: float) -> None:
+        """Integrate progress and attained service up to ``now``."""
+        dt = now - self.last_update
+        if dt <= 0:
+            return
+        if self.workers:
+            self.attained_gpu_s += self.workers * dt
+            busy = now - max(self.last_update, self.overhead_until)
+            if busy > 0:
+                self.work_done = min(self.total_work, self.work_done + self.rate * busy)
+        self.last_update = now
+
+    def remaining_work(self, now: float) -> float:
+        """Samples left at ``now`` (without mutating the record)."""
+        if not self.workers:
+            return self.total_work - self.work_done
+        busy = now - max(self.last_update, self.overhead_until)
+        done = self.work_done + self.rate * busy if busy > 0 else self.work_done
+        return max(0.0, self.total_work - done)
+
+    def completion_time(self) -> float:
+        """When the job finishes at its current rate (call right after ``advance``)."""
+        start = max(self.last_update, self.overhead_until)
+        return start + (self.total_work - self.work_done) / self.rate

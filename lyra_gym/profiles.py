@@ -1,0 +1,178 @@
+"""Throughput profiles: how fast a model trains on a GPU type and a worker count.
+
+Profile file format (JSON, ``"format": "lyra-gym-profiles/1"``)::
+
+    {"format": "lyra-gym-profiles/1",
+     "metadata": {"reference_gpu": "v100", ...},
+     "models": {"resnet50": {
+         "local_batch": 256,                 # samples per worker per step
+         "restart_overhead_s": 250,          # checkpoint + restore, seconds
+         "gpus": {"v100": {"step_compute_s": 0.213,     # forward+backward+optimizer, s
+                           "allreduce_intra_s": 0.019,  # all-reduce unit inside one server, s
+                           "allreduce_inter_s": 0.037,  # all-reduce unit across servers, s
+                           "source": "..."}}}}}
+
+Scaling model (synchronous data parallel, no overlap of compute and
+communication). For ``n`` workers spread over ``k`` servers whose GPU types are
+``T``::
+
+    step(n, k, T) = max_{g in T} step_compute_s[g] + sync
+    sync = 0                                         if n == 1
+         = max_{g in T} allreduce_intra_s[g] * 2(n-1)/n   if k == 1
+         = max_{g in T} allreduce_inter_s[g] * 2(n-1)/n   if k > 1
+    throughput = n * local_batch / step      (samples/s)
+
+``2(n-1)/n`` is the ring all-reduce's data volume factor; the slowest GPU type
+sets the pace of every worker. The shipped ``builtin_profiles.json`` is derived
+by ``tools/derive_builtin_profiles.py``, which cites each number's source.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Iterable, Mapping
+
+PROFILE_FORMAT = "lyra-gym-profiles/1"
+
+
+class ProfileError(ValueError):
+    """A profile file or a profile look-up is invalid; the message names the file, model or field."""
+
+
+@dataclass(frozen=True)
+class GpuProfile:
+    """Step timings of one model on one GPU type (seconds per step at the model's local batch)."""
+
+    step_compute_s: float
+    allreduce_intra_s: float
+    allreduce_inter_s: float
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """One model's throughput on each GPU type, plus its restart overhead (s)."""
+
+    name: str
+    local_batch: float
+    gpus: Mapping[str, GpuProfile]
+    restart_overhead_s: float
+
+    def gpu(self, gpu_type: str) -> GpuProfile:
+        try:
+            return self.gpus[gpu_type]
+        except KeyError:
+            raise ProfileError(
+                f"model {self.name!r} has no profile for GPU type {gpu_type!r} (known: {sorted(self.gpus)})"
+            ) from None
+
+    def step_time(self, workers: int, servers: int, gpu_types: Iterable[str]) -> float:
+        """Seconds per synchronous step for ``workers`` spread over ``servers`` servers."""
+        profiles = [self.gpu(g) for g in gpu_types]
+        compute = max(p.step_compute_s for p in profiles)
+        if workers <= 1:
+            return compute
+        ring = 2.0 * (workers - 1) / workers
+        if servers <= 1:
+            return compute + ring * max(p.allreduce_intra_s for p in profiles)
+        return compute + ring * max(p.allreduce_inter_s for p in profiles)
+
+    def throughput(self, workers: int, servers: int, gpu_types: Iterable[str]) -> float:
+        """Samples per second of ``workers`` workers over ``servers`` servers of the given GPU types."""
+        if workers < 1:
+            return 0.0
+        return workers * self.local_batch / self.step_time(workers, servers, gpu_types)
+
+
+class ProfileSet:
+    """All model profiles of one file, with cached throughput look-ups."""
+
+    def __init__(self, models: Mapping[str, ModelProfile], reference_gpu: str, source: str = "") -> None:
+        if not models:
+            raise ProfileError(f"{source or 'profiles'}: no models")
+        self.models = dict(models)
+        self.reference_gpu = reference_gpu
+        self.source = source
+        self._throughput = lru_cache(maxsize=65536)(self._throughput_uncached)
+
+    def model(self, key: str) -> ModelProfile:
+        try:
+            return self.models[key]
+        except KeyError:
+            raise ProfileError(f"unknown model key {key!r} (known: {', '.join(sorted(self.models))})") from None
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.models
+
+    def _throughput_uncached(self, model: str, workers: int, servers: int, gpu_types: frozenset[str]) -> float:
+        return self.model(model).throughput(workers, servers, gpu_types)
+
+    def throughput(self, model: str, workers: int, servers: int, gpu_types: frozenset[str]) -> float:
+        """Samples/s of ``model`` (cached); ``gpu_types`` is the set of types the workers sit on."""
+        return self._throughput(model, workers, servers, gpu_types)
+
+    def packed_throughput(self, model: str, workers: int, gpu_type: str, gpus_per_server: int) -> float:
+        """Samples/s of ``workers`` packed onto as few ``gpu_type`` servers of ``gpus_per_server`` GPUs as possible."""
+        servers = math.ceil(workers / gpus_per_server)
+        return self.throughput(model, workers, servers, frozenset((gpu_type,)))
+
+
+def _positive(value: object, where: str) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ProfileError(f"{where}: expected a number, got {value!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise ProfileError(f"{where}: expected a finite number >= 0, got {value!r}")
+    return number
+
+
+def parse_profiles(data: Mapping, source: str = "profiles") -> ProfileSet:
+    """Build a ProfileSet from the decoded JSON document; errors name ``source`` and the field."""
+    if data.get("format") != PROFILE_FORMAT:
+        raise ProfileError(f"{source}: field 'format' must be {PROFILE_FORMAT!r}, got {data.get('format')!r}")
+    reference = data.get("metadata", {}).get("reference_gpu")
+    if not isinstance(reference, str):
+        raise ProfileError(f"{source}: field 'metadata.reference_gpu' must name a GPU type")
+    models = {}
+    for name, entry in (data.get("models") or {}).items():
+        where = f"{source}: models.{name}"
+        gpus = {}
+        for gpu, timings in (entry.get("gpus") or {}).items():
+            gpus[gpu] = GpuProfile(
+                step_compute_s=_positive(timings.get("step_compute_s"), f"{where}.gpus.{gpu}.step_compute_s"),
+                allreduce_intra_s=_positive(timings.get("allreduce_intra_s"), f"{where}.gpus.{gpu}.allreduce_intra_s"),
+                allreduce_inter_s=_positive(timings.get("allreduce_inter_s"), f"{where}.gpus.{gpu}.allreduce_inter_s"),
+            )
+            if gpus[gpu].step_compute_s <= 0:
+                raise ProfileError(f"{where}.gpus.{gpu}.step_compute_s: must be > 0")
+        if not gpus:
+            raise ProfileError(f"{where}.gpus: no GPU types")
+        if reference not in gpus:
+            raise ProfileError(f"{where}.gpus: no entry for the reference GPU type {reference!r}")
+        batch = _positive(entry.get("local_batch"), f"{where}.local_batch")
+        if batch <= 0:
+            raise ProfileError(f"{where}.local_batch: must be > 0")
+        restart = _positive(entry.get("restart_overhead_s", 0.0), f"{where}.restart_overhead_s")
+        models[name] = ModelProfile(name, batch, gpus, restart)
+    return ProfileSet(models, reference, source)
+
+
+def load_profiles(path: str | os.PathLike) -> ProfileSet:
+    """Load a profile JSON file (format above)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except json.JSONDecodeError as err:
+        raise ProfileError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+    return parse_profiles(data, source=str(path))
+
+
+def builtin_profiles() -> ProfileSet:
+    """The small profile shipped with the package (lyra_gym/data/builtin_profiles.json)."""
+    text = resources.files("lyra_gym").joinpath("data/builtin_profiles.json").read_text(encoding="utf-8")
+    return parse_profiles(json.loads(text), source="builtin_profiles.json")

@@ -1,0 +1,183 @@
+"""Read-only views of the engine's state, handed to schedulers.
+
+Views read the live engine state; a scheduler must not keep them across
+decision points expecting old values. Nothing here can change the state: the
+only way to act is to return a :class:`~lyra_gym.plan.Plan`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+
+from lyra_gym.cluster import Pool, Server
+from lyra_gym.jobs import Job, JobState
+from lyra_gym.plan import Plan
+from lyra_gym.trace import JobSpec
+
+if TYPE_CHECKING:
+    from lyra_gym.engine import Engine
+    from lyra_gym.profiles import ProfileSet
+
+
+class JobView:
+    """Read-only view of one job. Times in seconds, work in samples."""
+
+    __slots__ = ("_job", "_engine")
+
+    def __init__(self, job: Job, engine: "Engine") -> None:
+        self._job = job
+        self._engine = engine
+
+    spec: JobSpec = property(lambda self: self._job.spec)  # type: ignore[assignment]
+    id: str = property(lambda self: self._job.spec.job_id)  # type: ignore[assignment]
+    index: int = property(lambda self: self._job.index)  # type: ignore[assignment]
+    state: JobState = property(lambda self: self._job.state)  # type: ignore[assignment]
+    allocation: Mapping[int, int] = property(lambda self: self._job.allocation)  # type: ignore[assignment]
+    workers: int = property(lambda self: self._job.workers)  # type: ignore[assignment]
+    total_work: float = property(lambda self: self._job.total_work)  # type: ignore[assignment]
+    preemptions: int = property(lambda self: self._job.preemptions)  # type: ignore[assignment]
+    first_start = property(lambda self: self._job.first_start)
+    overhead_until: float = property(lambda self: self._job.overhead_until)  # type: ignore[assignment]
+
+    @property
+    def remaining_work(self) -> float:
+        return self._job.remaining_work(self._engine.now)
+
+    @property
+    def attained_gpu_s(self) -> float:
+        """GPU-seconds held so far (Tiresias's attained service)."""
+        job = self._job
+        return job.attained_gpu_s + job.workers * max(0.0, self._engine.now - job.last_update)
+
+    @property
+    def waiting_s(self) -> float:
+        """Seconds since the job last entered the queue (0 while running)."""
+        job = self._job
+        return self._engine.now - job.queued_since if job.state is JobState.QUEUED else 0.0
+
+    def remaining_time_at(self, workers: int) -> float:
+        """Estimated seconds to finish if run on ``workers`` reference GPUs packed (no overhead)."""
+        rate = self._engine.reference_throughput(self._job.spec.model, workers)
+        return self.remaining_work / rate
+
+    def __repr__(self) -> str:
+        job = self._job
+        return f"JobView({job.spec.job_id!r}, {job.state.value}, workers={job.workers})"
+
+
+class ServerView:
+    """Read-only view of one server."""
+
+    __slots__ = ("_server",)
+
+    def __init__(self, server: Server) -> None:
+        self._server = server
+
+    id: int = property(lambda self: self._server.id)  # type: ignore[assignment]
+    pool: Pool = property(lambda self: self._server.pool)  # type: ignore[assignment]
+    gpu_type: str = property(lambda self: self._server.gpu_type)  # type: ignore[assignment]
+    num_gpus: int = property(lambda self: self._server.num_gpus)  # type: ignore[assignment]
+    used_gpus: int = property(lambda self: self._server.used)  # type: ignore[assignment]
+    free_gpus: int = property(lambda self: self._server.free)  # type: ignore[assignment]
+    loaned: bool = property(lambda self: self._server.loaned)  # type: ignore[assignment]
+    usable: bool = property(lambda self: self._server.usable)  # type: ignore[assignment]
+
+    @property
+    def jobs(self) -> Mapping[int, int]:
+        """Job index -> GPUs held here (a copy)."""
+        return dict(self._server.jobs)
+
+    def __repr__(self) -> str:
+        s = self._server
+        return f"ServerView({s.id}, {s.pool.value}, {s.gpu_type}, used={s.used}/{s.num_gpus}, loaned={s.loaned})"
+
+
+class ClusterView:
+    """What a scheduler sees at a decision point."""
+
+    def __init__(self, engine: "Engine") -> None:
+        self._engine = engine
+        self.servers: Sequence[ServerView] = tuple(ServerView(s) for s in engine.servers)
+        self.training_server_ids: tuple[int, ...] = tuple(s.id for s in engine.servers if s.pool is Pool.TRAINING)
+        self.inference_server_ids: tuple[int, ...] = tuple(s.id for s in engine.servers if s.pool is Pool.INFERENCE)
+
+    @property
+    def now(self) -> float:
+        return self._engine.now
+
+    @property
+    def profiles(self) -> "ProfileSet":
+        return self._engine.profiles
+
+    @property
+    def allow_mixed_gpu_types(self) -> bool:
+        return self._engine.config.allow_mixed_gpu_types
+
+    def queued_jobs(self) -> Iterator[JobView]:
+        """Queued jobs in submit order (ties: trace order)."""
+        jobs = self._engine.jobs
+        return (jobs[i].view for i in self._engine.queue)
+
+    def running_jobs(self) -> Iterator[JobView]:
+        """Running jobs in start order."""
+        jobs = self._engine.jobs
+        return (jobs[i].view for i in self._engine.running)
+
+    @property
+    def num_queued(self) -> int:
+        return len(self._engine.queue)
+
+    @property
+    def num_running(self) -> int:
+        return len(self._engine.running)
+
+    def free_gpus(self) -> list[int]:
+        """Free GPUs per server id (0 on servers training may not use now)."""
+        return [s.free for s in self._engine.servers]
+
+    def usable_server_ids(self) -> list[int]:
+        """Training servers plus loaned inference servers."""
+        return [s.id for s in self._engine.servers if s.usable]
+
+    # --- loaning -------------------------------------------------------------------
+    @property
+    def inference_demand(self) -> int:
+        """Inference servers needed now."""
+        return self._engine.demand_now
+
+    def inference_demand_at(self, t: float) -> int:
+        """Inference servers needed at time ``t`` (the curve is known ahead)."""
+        return self._engine.demand.at(t)
+
+    @property
+    def num_loanable(self) -> int:
+        """Idle inference servers not on loan: how many may be borrowed now."""
+        return self._engine.num_loanable()
+
+    def loanable_servers(self) -> tuple[int, ...]:
+        """Ids that may be borrowed now: the first ``num_loanable`` non-loaned inference servers."""
+        engine = self._engine
+        ids = [s.id for s in engine.inference_servers if not s.loaned]
+        return tuple(ids[: engine.num_loanable()])
+
+    def loaned_servers(self) -> tuple[int, ...]:
+        return tuple(s.id for s in self._engine.inference_servers if s.loaned)
+
+    @property
+    def reclaim_pending(self) -> int:
+        """Loaned servers inference wants back (answer with ``Plan.give_back``)."""
+        return self._engine.reclaim_owed()
+
+    @property
+    def reclaim_deadline(self) -> float | None:
+        """Deadline (s) of the oldest open reclaim request, or None."""
+        return self._engine.reclaim_deadline()
+
+    # --- helpers for building plans -------------------------------------------------
+    def current_plan(self) -> Plan:
+        """A Plan that keeps every running job where it is and changes nothing else."""
+        jobs = self._engine.jobs
+        return Plan(allocations={jobs[i].spec.job_id: jobs[i].allocation for i in self._engine.running})
+
+    def job(self, job_id: str) -> JobView:
+        return self._engine.job_by_id(job_id).view

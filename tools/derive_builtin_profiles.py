@@ -1,0 +1,97 @@
+"""Derive lyra_gym/data/builtin_profiles.json from published single-node figures.
+
+Run: python tools/derive_builtin_profiles.py
+
+Each model gets, per GPU type, the compute time of one step at a stated local
+batch and the all-reduce time of one step inside a server and across servers.
+The scaling model these feed is documented in lyra_gym/profiles.py.
+
+Sources (numbers, not text):
+- NVIDIA DeepLearningExamples READMEs, mixed precision, samples/s on 1 and 8
+  GPUs of one server (V100, A100), as collected in shared/data/PROVENANCE.md.
+- Gavel (stanford-futuredata/gavel, scheduler/simulation_throughputs.json,
+  commit c4fa4009, MIT): ResNet-18 batch 128 on one V100 = 17.99 steps/s.
+This is the small built-in profile; the measured profiles of the CUDA
+collector replace it.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+DLE = "NVIDIA DeepLearningExamples README (AMP), via shared/data/PROVENANCE.md"
+RING_8 = 2 * 7 / 8  # ring all-reduce factor 2(n-1)/n at n = 8
+
+# model -> (local batch, {gpu: (samples/s on 1 GPU, samples/s on 8 GPUs of one server)}, source, note)
+PUBLISHED = {
+    "resnet50": (256, {"v100": (1200, 8322), "a100": (2470, 16621)}, DLE + ": ResNet-50 v1.5", ""),
+    "bert": (64, {"v100": (224, 1746), "a100": (580, 4591)}, DLE + ": BERT-large pretrain seq128", ""),
+    "transformer": (5120, {"v100": (32942, 214656), "a100": (82059, 551599)},
+                    DLE + ": Transformer-big, tokens/s", "samples are tokens"),
+    "ncf": (131072, {"v100": (21.8e6, 96.0e6), "a100": (34.1e6, 142.9e6)}, DLE + ": NCF", ""),
+    "yolov3": (64, {"v100": (297, 2154), "a100": (663, 5253)},
+               DLE + ": SSD300", "assumption: SSD300 stands in for YOLOv3 (both single-stage detectors)"),
+    "deepspeech2": (8192, {"v100": (76438, 447832), "a100": (140909, 822024)},
+                    DLE + ": GNMT, tokens/s", "assumption: GNMT (LSTM) stands in for DeepSpeech2 (RNN)"),
+}
+# ResNet-18: Gavel's single-V100 figure; 8-GPU efficiency and the A100/V100 ratio
+# are assumed equal to ResNet-50's (Gavel's multi-GPU ResNet-18 entries are super-linear).
+RESNET18_V100 = 17.994906225052176 * 128
+
+# Assumptions (no published figure in shared/data):
+T4_SPEED_VS_V100 = 0.3     # T4 vs V100 per-GPU training speed; NVIDIA datasheets: 65 vs 125 FP16 tensor TFLOPS, 320 vs 900 GB/s memory
+T4_INTRA_VS_V100 = 2.0     # T4 servers use PCIe, not NVLink: in-server all-reduce twice V100's
+T4_INTER_VS_V100 = 4.0     # T4 inference servers on 25-50 Gbps Ethernet (Pollux artifact's g4dn cluster)
+INTER_VS_INTRA = 2.0       # V100/A100 training servers on an InfiniBand-class fabric: across-server all-reduce twice in-server
+
+RESTART_S = {  # checkpoint + restore per model, Sia simulator (shared/data/PROVENANCE.md)
+    "ncf": 15, "deepspeech2": 25, "resnet18": 40, "yolov3": 60, "bert": 120, "resnet50": 250, "transformer": 120,
+}
+RESTART_SRC = "Sia simulator checkpoint+restore (PROVENANCE.md); resnet18 = CIFAR-10 midpoint of 30-50 s, yolov3 midpoint of 45-80 s; transformer assumed equal to BERT"
+
+
+def gpu_entry(batch: float, sps1: float, sps8: float, source: str) -> dict:
+    compute = batch / sps1
+    sync8 = 8 * batch / sps8 - compute
+    unit = sync8 / RING_8  # all-reduce time per unit of ring factor
+    return {"step_compute_s": compute, "allreduce_intra_s": unit, "allreduce_inter_s": INTER_VS_INTRA * unit,
+            "source": source}
+
+
+def derive() -> dict:
+    models = {}
+    for name, (batch, gpus, source, note) in PUBLISHED.items():
+        entries = {g: gpu_entry(batch, s1, s8, f"{source}: {g} {s1:g} -> {s8:g} samples/s on 1 -> 8 GPUs")
+                   for g, (s1, s8) in gpus.items()}
+        models[name] = {"local_batch": batch, "gpus": entries, "note": note}
+    r50 = PUBLISHED["resnet50"][1]
+    eff8 = r50["v100"][1] / (8 * r50["v100"][0])
+    v100 = RESNET18_V100
+    a100 = v100 * r50["a100"][0] / r50["v100"][0]
+    src = "Gavel simulation_throughputs.json v100 ResNet-18 bs128 (17.99 steps/s); scaling and A100 ratio assumed as ResNet-50"
+    models["resnet18"] = {"local_batch": 128, "note": "", "gpus": {
+        "v100": gpu_entry(128, v100, 8 * v100 * eff8, src),
+        "a100": gpu_entry(128, a100, 8 * a100 * r50["a100"][1] / (8 * r50["a100"][0]), src),
+    }}
+    for name, m in models.items():
+        v = m["gpus"]["v100"]
+        m["gpus"]["t4"] = {
+            "step_compute_s": v["step_compute_s"] / T4_SPEED_VS_V100,
+            "allreduce_intra_s": v["allreduce_intra_s"] * T4_INTRA_VS_V100,
+            "allreduce_inter_s": v["allreduce_intra_s"] * T4_INTER_VS_V100,
+            "source": "assumption: V100 figures scaled (speed x0.3, in-server all-reduce x2, across x4); see tools/derive_builtin_profiles.py",
+        }
+        m["restart_overhead_s"] = RESTART_S[name]
+        m["restart_source"] = RESTART_SRC
+    return {
+        "format": "lyra-gym-profiles/1",
+        "metadata": {"name": "builtin", "derived_by": "tools/derive_builtin_profiles.py",
+                     "reference_gpu": "v100", "note": "small built-in profile from published figures; replace with measured profiles"},
+        "models": dict(sorted(models.items())),
+    }
+
+
+if __name__ == "__main__":
+    out = Path(__file__).resolve().parents[1] / "lyra_gym" / "data" / "builtin_profiles.json"
+    out.write_text(json.dumps(derive(), indent=1, sort_keys=False) + "\n")
+    print(f"wrote {out}")
