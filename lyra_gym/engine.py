@@ -38,7 +38,7 @@ from lyra_gym.cluster import Pool, Server, build_servers
 from lyra_gym.config import SimConfig
 from lyra_gym.demand import DemandCurve
 from lyra_gym.jobs import EMPTY_ALLOCATION, Job, JobState
-from lyra_gym.plan import Plan, PlanError
+from lyra_gym.plan import Plan, PlanError, TrackedAllocations
 from lyra_gym.profiles import ProfileError, ProfileSet
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.trace import JobSpec
@@ -77,6 +77,7 @@ class Engine:
         self.progress = progress
         self.servers: list[Server] = build_servers(config.cluster)
         self.inference_servers = [s for s in self.servers if s.pool is Pool.INFERENCE]
+        self.free = [s.free for s in self.servers]  # free GPUs per server id (0 where training may not go)
         self.reference_gpu = config.reference_gpu or profiles.reference_gpu
         ref_groups = [g for g in config.cluster.training if g.gpu_type == self.reference_gpu]
         self.reference_gpus_per_server = (ref_groups or list(config.cluster.training))[0].gpus_per_server
@@ -100,6 +101,8 @@ class Engine:
         self.now = specs[0].submit_time if specs else 0.0
         self.queue: list[int] = []          # queued job indices, ascending = submit order
         self.running: dict[int, None] = {}  # running job indices in start order
+        self.running_allocations: dict[str, Mapping[int, int]] = {}  # job id -> allocation, start order
+        self.state_version = 0  # bumped by every applied change; dates TrackedAllocations
         self.finished = 0
         self._next_arrival = 0
         self._heap: list[tuple[float, int, int, int, int]] = []
@@ -260,6 +263,8 @@ class Engine:
         job.finish_time = self.now
         job.version += 1
         del self.running[job.index]
+        del self.running_allocations[job.spec.job_id]
+        self.state_version += 1
         self.finished += 1
 
     # ------------------------------------------------------------------ reclaiming
@@ -315,8 +320,10 @@ class Engine:
         if not changes and not plan.borrow and not plan.give_back:
             return False
         now = self.now
+        self.state_version += 1
         for sid in plan.borrow:
             self.servers[sid].loaned = True
+            self.free[sid] = self.servers[sid].num_gpus
             self.loaned_count += 1
             self.counts["servers_borrowed"] += 1
         for job, _ in changes:  # release everything first so moves between jobs are consistent
@@ -326,6 +333,7 @@ class Engine:
             self._assign(job, new)
         for sid in plan.give_back:
             self.servers[sid].loaned = False
+            self.free[sid] = 0
             self.loaned_count -= 1
             self.counts["servers_returned"] += 1
         if plan.borrow or plan.give_back:
@@ -359,23 +367,27 @@ class Engine:
         allocations = plan.allocations
         changes: list[tuple[Job, Mapping[int, int] | None]] = []
         jobs = self.jobs
-        for index in self.running:
-            job = jobs[index]
-            new = allocations.get(job.spec.job_id)
-            if new is job.allocation:
-                continue
-            if not new:
-                changes.append((job, None))
-            elif new != job.allocation:
-                changes.append((job, new))
-        # Keys beyond the running jobs kept running are starts or errors; skip the scan when there are none.
-        if len(allocations) > len(self.running) - sum(1 for _, n in changes if n is None):
-            for job_id, new in allocations.items():
-                job = self._by_id.get(job_id)
-                if job is None or job.state in (JobState.PENDING, JobState.FINISHED):
+        if type(allocations) is TrackedAllocations and allocations.token == (id(self), self.state_version):
+            candidates = list(allocations.touched)  # every other entry is the current allocation
+        else:  # plan order, then running jobs the plan leaves out (ordered: runs are reproducible)
+            candidates = [*allocations, *(k for k in self.running_allocations if k not in allocations)]
+        by_id = self._by_id
+        for job_id in candidates:
+            job = by_id.get(job_id)
+            if job is None or job.state in (JobState.PENDING, JobState.FINISHED):
+                if job_id in allocations:
                     raise PlanError("unknown-job", f"allocations: no job {job_id!r} in the system")
-                if job.state is JobState.QUEUED and new:
+                continue
+            new = allocations.get(job_id)
+            if job.state is JobState.RUNNING:
+                if new is job.allocation:
+                    continue
+                if not new:
+                    changes.append((job, None))
+                elif new != job.allocation:
                     changes.append((job, new))
+            elif new:
+                changes.append((job, new))
 
         delta: dict[int, int] = {}
         mixed_ok = self.config.allow_mixed_gpu_types
@@ -416,6 +428,7 @@ class Engine:
         for sid, gpus in job.allocation.items():
             s = self.servers[sid]
             s.used -= gpus
+            self.free[sid] += gpus
             del s.jobs[job.index]
             if s.pool is Pool.TRAINING:
                 self.used_training -= gpus
@@ -435,6 +448,7 @@ class Engine:
             job.preemptions += 1
             counts["preemptions"] += 1
             del self.running[job.index]
+            del self.running_allocations[job.spec.job_id]
             bisect.insort(self.queue, job.index)
             return
         allocation = MappingProxyType({int(sid): int(g) for sid, g in new.items()})
@@ -442,6 +456,7 @@ class Engine:
         for sid, gpus in allocation.items():
             s = self.servers[sid]
             s.used += gpus
+            self.free[sid] -= gpus
             s.jobs[job.index] = gpus
             if s.pool is Pool.TRAINING:
                 self.used_training += gpus
@@ -471,6 +486,7 @@ class Engine:
                 job.first_start = now
             counts["starts"] += 1
         job.allocation = allocation
+        self.running_allocations[job.spec.job_id] = allocation
         job.workers = workers
         job.servers_used = len(allocation)
         gpu_types = frozenset(self.servers[sid].gpu_type for sid in allocation)

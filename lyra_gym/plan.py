@@ -30,3 +30,53 @@ class PlanError(ValueError):
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(f"invalid plan [{rule}]: {message}")
         self.rule = rule
+
+
+class TrackedAllocations(dict):
+    """The ``allocations`` of ``ClusterView.current_plan()``: a dict that records every job id
+    written or removed, so the engine validates only those (the rest are known unchanged).
+
+    ``token`` ties it to the engine state it was copied from; a stale or copied
+    dict loses the shortcut and is checked in full.
+    """
+
+    __slots__ = ("touched", "token")
+
+    def __init__(self, base: Mapping[str, Mapping[int, int]], token: object) -> None:
+        super().__init__(base)
+        self.touched: dict[str, None] = {}  # insertion-ordered set
+        self.token = token
+
+    def __setitem__(self, key, value) -> None:
+        self.touched[key] = None
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key) -> None:
+        self.touched[key] = None
+        super().__delitem__(key)
+
+    def pop(self, key, *default):
+        self.touched[key] = None
+        return super().pop(key, *default)
+
+    def popitem(self):
+        key, value = super().popitem()
+        self.touched[key] = None
+        return key, value
+
+    def clear(self) -> None:
+        self.touched.update(dict.fromkeys(self))
+        super().clear()
+
+    def update(self, *args, **kwargs) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def __ior__(self, other):
+        self.update(other)
+        return self

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 from lyra_gym.cluster import Pool, Server
 from lyra_gym.jobs import Job, JobState
-from lyra_gym.plan import Plan
+from lyra_gym.plan import Plan, TrackedAllocations
 from lyra_gym.trace import JobSpec
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ class ClusterView:
 
     def free_gpus(self) -> list[int]:
         """Free GPUs per server id (0 on servers training may not use now)."""
-        return [s.free for s in self._engine.servers]
+        return list(self._engine.free)
 
     def usable_server_ids(self) -> list[int]:
         """Training servers plus loaned inference servers."""
@@ -176,8 +176,9 @@ class ClusterView:
     # --- helpers for building plans -------------------------------------------------
     def current_plan(self) -> Plan:
         """A Plan that keeps every running job where it is and changes nothing else."""
-        jobs = self._engine.jobs
-        return Plan(allocations={jobs[i].spec.job_id: jobs[i].allocation for i in self._engine.running})
+        engine = self._engine
+        token = (id(engine), engine.state_version)
+        return Plan(allocations=TrackedAllocations(engine.running_allocations, token))
 
     def job(self, job_id: str) -> JobView:
         return self._engine.job_by_id(job_id).view

@@ -1,0 +1,413 @@
+"""Training-job traces: the job record, and a CSV loader and writer.
+
+A trace is a CSV file with a header line. The header must contain the columns
+in :data:`TRACE_COLUMNS` (in any order); other columns are ignored, so a trace
+may carry extra annotations. One row is one job:
+
+==============  =====================================================  ==========
+column          meaning                                                unit
+==============  =====================================================  ==========
+job_id          unique, non-empty identifier                           --
+submit_time     time the job is submitted, from trace start, >= 0      seconds
+num_gpus        GPUs the job requests, integer >= 1                    GPUs
+duration        run time at ``num_gpus`` on the reference GPU type     seconds
+model           key into the throughput profiles (e.g. ``resnet50``)   --
+elastic         ``1/0``, ``true/false`` or ``yes/no`` (any case)       --
+min_gpus        fewest GPUs an elastic job may run on                  GPUs
+max_gpus        most GPUs an elastic job may run on                    GPUs
+==============  =====================================================  ==========
+
+``min_gpus`` and ``max_gpus`` are required for elastic jobs and must satisfy
+``1 <= min_gpus <= num_gpus <= max_gpus``. For an inelastic job they may be
+left empty (they then equal ``num_gpus``); if given, they must equal
+``num_gpus``.
+
+Every mistake in a file raises :class:`TraceError`, whose message names the
+file, the 1-based line number (the header is line 1) and the offending field.
+Rows may appear in any order; :func:`load_trace` returns the jobs sorted by
+submit time, ties kept in file order. Blank lines are skipped.
+
+:func:`write_trace` writes floats with ``repr`` so ``load_trace(write_trace(x))``
+gives back exactly ``x`` (as a list sorted by submit time).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import numbers
+import os
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "TRACE_COLUMNS",
+    "JobSpec",
+    "JobSpecError",
+    "TraceError",
+    "load_trace",
+    "write_trace",
+]
+
+#: Columns every trace file must have (in any order).
+TRACE_COLUMNS: tuple[str, ...] = (
+    "job_id",
+    "submit_time",
+    "num_gpus",
+    "duration",
+    "model",
+    "elastic",
+    "min_gpus",
+    "max_gpus",
+)
+
+_TRUE = frozenset({"1", "true", "yes"})
+_FALSE = frozenset({"0", "false", "no"})
+
+
+class TraceError(ValueError):
+    """A trace file is malformed.
+
+    The message has the form ``"<file>:<line>: field '<field>': <problem>"``.
+    The parts are also available as attributes.
+
+    Attributes:
+        path: the trace file, as given to :func:`load_trace`.
+        line: 1-based line number in the file; the header is line 1.
+        field: the column (or ``"header"``) the problem is in.
+        problem: the bare description of what is wrong.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], line: int, field: str, problem: str) -> None:
+        self.path = os.fspath(path)
+        self.line = line
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{self.path}:{line}: field '{field}': {problem}")
+
+
+class JobSpecError(ValueError):
+    """A :class:`JobSpec` was built with an invalid value.
+
+    Attributes:
+        field: name of the offending field.
+        problem: the bare description of what is wrong.
+    """
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"JobSpec.{field}: {problem}")
+
+
+def _as_float(spec: "JobSpec", name: str) -> float:
+    """Return field ``name`` as a plain float, converting it in place if needed."""
+    x = getattr(spec, name)
+    if type(x) is float:
+        return x
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise JobSpecError(name, f"must be a number, got {x!r}")
+    x = float(x)
+    object.__setattr__(spec, name, x)
+    return x
+
+
+def _as_int(spec: "JobSpec", name: str) -> int:
+    """Return field ``name`` as a plain int, converting it in place if needed."""
+    x = getattr(spec, name)
+    if type(x) is int:
+        return x
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+        raise JobSpecError(name, f"must be an integer, got {x!r}")
+    x = int(x)
+    object.__setattr__(spec, name, x)
+    return x
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """One job of a trace (immutable). Times in seconds, sizes in GPUs.
+
+    Attributes:
+        job_id: unique, non-empty identifier without leading/trailing spaces.
+        submit_time: seconds from trace start at which the job arrives, finite, >= 0.
+        num_gpus: GPUs the job requests, >= 1.
+        duration: seconds the job runs at ``num_gpus`` on the reference GPU
+            type (the simulator turns it into work with the throughput
+            profile), finite, > 0.
+        model: key into the throughput profiles, non-empty.
+        elastic: whether the job may be scaled between ``min_gpus`` and
+            ``max_gpus`` while it runs.
+        min_gpus: fewest GPUs the job may run on; ``== num_gpus`` if inelastic.
+        max_gpus: most GPUs the job may run on; ``== num_gpus`` if inelastic.
+
+    Raises:
+        JobSpecError: (a ``ValueError``) naming the first invalid field.
+    """
+
+    job_id: str
+    submit_time: float
+    num_gpus: int
+    duration: float
+    model: str
+    elastic: bool
+    min_gpus: int
+    max_gpus: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.job_id, str) or not self.job_id:
+            raise JobSpecError("job_id", f"must be a non-empty string, got {self.job_id!r}")
+        if self.job_id != self.job_id.strip():
+            raise JobSpecError("job_id", f"must not start or end with whitespace, got {self.job_id!r}")
+        # Numbers are normalised to plain float / int (numpy scalars are
+        # accepted and converted), so equality and CSV output do not depend
+        # on where the values came from.
+        st = _as_float(self, "submit_time")
+        if not math.isfinite(st) or st < 0:
+            raise JobSpecError("submit_time", f"must be a finite number >= 0, got {st!r}")
+        ng = _as_int(self, "num_gpus")
+        if ng < 1:
+            raise JobSpecError("num_gpus", f"must be an integer >= 1, got {ng!r}")
+        d = _as_float(self, "duration")
+        if not math.isfinite(d) or d <= 0:
+            raise JobSpecError("duration", f"must be a finite number > 0, got {d!r}")
+        if not isinstance(self.model, str) or not self.model or self.model != self.model.strip():
+            raise JobSpecError(
+                "model", f"must be a non-empty string without surrounding whitespace, got {self.model!r}"
+            )
+        el = self.elastic
+        if type(el) is not bool:
+            # numpy booleans are accepted and converted; ints (0/1) are not.
+            if getattr(getattr(el, "dtype", None), "kind", None) != "b" or getattr(el, "ndim", 1) != 0:
+                raise JobSpecError("elastic", f"must be a bool, got {el!r}")
+            object.__setattr__(self, "elastic", bool(el))
+        for name in ("min_gpus", "max_gpus"):
+            if _as_int(self, name) < 1:
+                raise JobSpecError(name, f"must be an integer >= 1, got {getattr(self, name)!r}")
+        if not self.elastic:
+            for name in ("min_gpus", "max_gpus"):
+                if getattr(self, name) != self.num_gpus:
+                    raise JobSpecError(
+                        name,
+                        f"an inelastic job must have {name} == num_gpus "
+                        f"({self.num_gpus}), got {getattr(self, name)}",
+                    )
+        if self.min_gpus > self.max_gpus:
+            raise JobSpecError(
+                "min_gpus", f"min_gpus ({self.min_gpus}) is greater than max_gpus ({self.max_gpus})"
+            )
+        if not self.min_gpus <= self.num_gpus <= self.max_gpus:
+            raise JobSpecError(
+                "num_gpus",
+                f"num_gpus ({self.num_gpus}) is outside [min_gpus, max_gpus] = "
+                f"[{self.min_gpus}, {self.max_gpus}]",
+            )
+
+
+# --------------------------------------------------------------------------- loading
+
+
+class _RowError(Exception):
+    """Internal: a field of the current row is invalid (line added by the caller)."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+
+
+def _parse_float(field: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise _RowError(field, f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise _RowError(field, f"must be finite, got {text!r}")
+    return value
+
+
+def _parse_int(field: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    # Accept integral floats ("4.0"), as written by tools that store an
+    # integer column holding blanks as floats.
+    try:
+        value = float(text)
+    except ValueError:
+        raise _RowError(field, f"not an integer: {text!r}") from None
+    if not math.isfinite(value) or not value.is_integer():
+        raise _RowError(field, f"not an integer: {text!r}")
+    return int(value)
+
+
+def _parse_row(cells: list[str], idx: dict[str, int]) -> JobSpec:
+    def get(name: str) -> str:
+        i = idx[name]
+        if i >= len(cells):
+            raise _RowError(name, "missing: the row has fewer cells than the header")
+        return cells[i].strip()
+
+    job_id = get("job_id")
+    if not job_id:
+        raise _RowError("job_id", "empty job_id")
+
+    submit_time = _parse_float("submit_time", get("submit_time"))
+    if submit_time < 0:
+        raise _RowError("submit_time", f"must be >= 0, got {submit_time!r}")
+
+    num_gpus = _parse_int("num_gpus", get("num_gpus"))
+    if num_gpus < 1:
+        raise _RowError("num_gpus", f"must be >= 1, got {num_gpus}")
+
+    duration = _parse_float("duration", get("duration"))
+    if duration <= 0:
+        raise _RowError("duration", f"must be > 0, got {duration!r}")
+
+    model = get("model")
+    if not model:
+        raise _RowError("model", "empty model key")
+
+    el_text = get("elastic")
+    el_key = el_text.lower()
+    if el_key in _TRUE:
+        elastic = True
+    elif el_key in _FALSE:
+        elastic = False
+    else:
+        raise _RowError("elastic", f"expected one of 1/0/true/false/yes/no, got {el_text!r}")
+
+    bounds: dict[str, int] = {}
+    for name in ("min_gpus", "max_gpus"):
+        text = get(name)
+        if text:
+            value = _parse_int(name, text)
+            if value < 1:
+                raise _RowError(name, f"must be >= 1, got {value}")
+            bounds[name] = value
+        elif elastic:
+            raise _RowError(name, "required for an elastic job")
+        else:
+            bounds[name] = num_gpus
+
+    try:
+        return JobSpec(
+            job_id, submit_time, num_gpus, duration, model, elastic, bounds["min_gpus"], bounds["max_gpus"]
+        )
+    except JobSpecError as exc:
+        raise _RowError(exc.field, exc.problem) from None
+
+
+def load_trace(
+    path: str | os.PathLike[str], known_models: Collection[str] | None = None
+) -> list[JobSpec]:
+    """Read a trace CSV file (format: see the module docstring).
+
+    Args:
+        path: the CSV file.
+        known_models: if given, every row's ``model`` must be one of these keys.
+
+    Returns:
+        The jobs sorted by ``submit_time``; jobs with equal submit times keep
+        their file order.
+
+    Raises:
+        TraceError: naming the file, the 1-based line (header = 1) and the field
+            of the first problem found.
+        OSError: if the file cannot be opened.
+    """
+    known = None if known_models is None else frozenset(known_models)
+    jobs: list[JobSpec] = []
+    first_line: dict[str, int] = {}
+    # utf-8-sig: tolerate the byte-order mark spreadsheet programs write.
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        reader = csv.reader(fh)
+        header: list[str] | None = None
+        for row in reader:
+            if any(cell.strip() for cell in row):
+                header = [cell.strip() for cell in row]
+                break
+            # Blank lines before the header are skipped too; the header is
+            # then not on line 1, and errors about it name its real line.
+        if header is None:
+            raise TraceError(path, 1, "header", "empty file: expected a header line with columns " + ", ".join(TRACE_COLUMNS))
+        header_line = reader.line_num
+        idx: dict[str, int] = {}
+        for i, name in enumerate(header):
+            idx.setdefault(name, i)
+        for name in TRACE_COLUMNS:
+            if name not in idx:
+                raise TraceError(
+                    path, header_line, name,
+                    f"missing column {name!r} in the header (required: {', '.join(TRACE_COLUMNS)})",
+                )
+
+        line_end = reader.line_num
+        for row in reader:
+            # The row's first line (a quoted cell may span several lines).
+            line, line_end = line_end + 1, reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            try:
+                job = _parse_row(row, idx)
+            except _RowError as exc:
+                raise TraceError(path, line, exc.field, exc.problem) from None
+            if known is not None and job.model not in known:
+                raise TraceError(
+                    path, line, "model",
+                    f"unknown model key {job.model!r}; known models: {', '.join(sorted(known))}",
+                )
+            prev = first_line.setdefault(job.job_id, line)
+            if prev != line:
+                raise TraceError(path, line, "job_id", f"duplicate job_id {job.job_id!r} (first on line {prev})")
+            jobs.append(job)
+
+    jobs.sort(key=lambda j: j.submit_time)  # list.sort is stable: ties keep file order
+    return jobs
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def write_trace(jobs: Iterable[JobSpec], path: str | os.PathLike[str]) -> None:
+    """Write jobs to a trace CSV file (format: see the module docstring).
+
+    Jobs are written in the order given. Floats are written with ``repr`` so
+    that loading the file gives back exactly the same values; ``elastic`` is
+    written as ``1``/``0``; ``min_gpus``/``max_gpus`` are left empty for
+    inelastic jobs. Parent directories are created if needed. Line endings
+    are ``\\n``.
+
+    Raises:
+        ValueError: if two jobs share a ``job_id`` (the file would not load).
+        TypeError: if an item is not a :class:`JobSpec`.
+    """
+    rows: list[tuple[object, ...]] = []
+    seen: set[str] = set()
+    for job in jobs:
+        if not isinstance(job, JobSpec):
+            raise TypeError(f"write_trace expects JobSpec items, got {type(job).__name__}")
+        if job.job_id in seen:
+            raise ValueError(f"duplicate job_id {job.job_id!r}")
+        seen.add(job.job_id)
+        if job.elastic:
+            lo, hi = str(job.min_gpus), str(job.max_gpus)
+        else:
+            lo = hi = ""
+        rows.append((
+            job.job_id,
+            repr(float(job.submit_time)),
+            str(job.num_gpus),
+            repr(float(job.duration)),
+            job.model,
+            "1" if job.elastic else "0",
+            lo,
+            hi,
+        ))
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(TRACE_COLUMNS)
+        writer.writerows(rows)
