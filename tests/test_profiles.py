@@ -1,0 +1,80 @@
+"""Throughput profiles: the scaling model by hand, the shipped file, and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lyra_gym.profiles import ProfileError, builtin_profiles, parse_profiles
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def doc(**gpus):
+    return {"format": "lyra-gym-profiles/1", "metadata": {"reference_gpu": "v100"},
+            "models": {"m": {"local_batch": 32, "restart_overhead_s": 20, "gpus": gpus}}}
+
+
+TIMINGS = {"v100": {"step_compute_s": 0.1, "allreduce_intra_s": 0.02, "allreduce_inter_s": 0.05},
+           "t4": {"step_compute_s": 0.3, "allreduce_intra_s": 0.04, "allreduce_inter_s": 0.2}}
+
+
+def test_scaling_model_matches_hand_computation():
+    m = parse_profiles(doc(**TIMINGS)).model("m")
+    assert m.throughput(1, 1, ["v100"]) == pytest.approx(32 / 0.1)
+    # 4 workers in one server: ring factor 2*3/4 = 1.5 -> step 0.1 + 1.5*0.02 = 0.13
+    assert m.throughput(4, 1, ["v100"]) == pytest.approx(4 * 32 / 0.13)
+    # 8 workers over 2 servers: 2*7/8 = 1.75 -> 0.1 + 1.75*0.05 = 0.1875
+    assert m.throughput(8, 2, ["v100"]) == pytest.approx(8 * 32 / 0.1875)
+    # mixed: slowest compute (t4) and slowest all-reduce (t4 inter): 0.3 + 1.5*0.2
+    assert m.throughput(4, 2, ["v100", "t4"]) == pytest.approx(4 * 32 / 0.6)
+    assert m.restart_overhead_s == 20
+
+
+def test_shipped_profile_is_what_the_derivation_script_writes(tmp_path):
+    code = (
+        "import json,sys; sys.path.insert(0, 'tools'); import derive_builtin_profiles as d;"
+        "print(json.dumps(d.derive()))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    shipped = json.loads((ROOT / "lyra_gym" / "data" / "builtin_profiles.json").read_text())
+    assert json.loads(out.stdout) == shipped
+
+
+def test_builtin_profile_covers_trace_models_on_all_gpu_types():
+    from lyra_gym.tracegen import MODEL_KEYS
+
+    profiles = builtin_profiles()
+    for key in MODEL_KEYS:
+        for gpu in ("t4", "v100", "a100"):
+            assert profiles.model(key).throughput(1, 1, [gpu]) > 0
+        # more workers never lower throughput within one server in the shipped numbers
+        rates = [profiles.model(key).throughput(n, 1, ["v100"]) for n in range(1, 9)]
+        assert rates == sorted(rates)
+
+
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda d: d.update(format="x"), "format"),
+        (lambda d: d["metadata"].pop("reference_gpu"), "reference_gpu"),
+        (lambda d: d["models"]["m"]["gpus"]["v100"].update(step_compute_s="fast"), "models.m.gpus.v100.step_compute_s"),
+        (lambda d: d["models"]["m"]["gpus"]["v100"].update(allreduce_inter_s=-1), "models.m.gpus.v100.allreduce_inter_s"),
+        (lambda d: d["models"]["m"]["gpus"].pop("v100"), "reference GPU"),
+        (lambda d: d["models"]["m"].update(local_batch=0), "models.m.local_batch"),
+    ],
+)
+def test_bad_profile_names_the_field(mutate, field):
+    data = doc(**json.loads(json.dumps(TIMINGS)))
+    mutate(data)
+    with pytest.raises(ProfileError, match=field):
+        parse_profiles(data)
+
+
+def test_unknown_model_key_lists_the_known_ones():
+    with pytest.raises(ProfileError, match="unknown model key 'gpt9'.*resnet50"):
+        builtin_profiles().model("gpt9")
