@@ -14,7 +14,7 @@ from lyra_gym.config import ConfigError, SimConfig, load_config
 from lyra_gym.demand import DemandFileError
 from lyra_gym.plan import PlanError
 from lyra_gym.profiles import ProfileError
-from lyra_gym.simulate import SimResult, simulate, write_result
+from lyra_gym.simulate import SimResult, load_profile_set, simulate, write_result
 from lyra_gym.trace import JobSpec, TraceError, load_trace, write_trace
 from lyra_gym.tracegen import PRESETS, generate_trace
 
@@ -26,11 +26,15 @@ TABLE_KEYS = (
 )
 
 
-def _load_jobs(path: str) -> list[JobSpec]:
-    """The trace at ``path``; the default path falls back to regenerating the shipped trace."""
+def _load_jobs(path: str, config: SimConfig) -> list[JobSpec]:
+    """The trace at ``path``, model keys checked against the run's profiles.
+
+    The default path falls back to regenerating the shipped trace (identical
+    content) so the main job runs from an installed package too.
+    """
     if path == DEFAULT_TRACE and not Path(path).exists():
         return generate_trace(DEFAULT_PRESET, DEFAULT_PRESET_SEED)
-    return load_trace(path)
+    return load_trace(path, known_models=load_profile_set(config).models)
 
 
 def _config(path: str | None) -> SimConfig:
@@ -70,7 +74,8 @@ def mean_over_seeds(results: Sequence[SimResult]) -> dict[str, Any]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    result = simulate(_load_jobs(args.trace), args.policy, _config(args.config), seed=args.seed, progress=True)
+    config = _config(args.config)
+    result = simulate(_load_jobs(args.trace, config), args.policy, config, seed=args.seed, progress=True)
     print(format_table([{"policy": result.policy, **result.metrics}], TABLE_KEYS))
     out = write_result(result, args.out)
     print(f"wrote {out / 'metrics.json'} and {out / 'jobs.csv'}")
@@ -85,7 +90,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for p in policies:  # fail fast on a typo before any run
         if p not in registry.available():
             raise registry.UnknownSchedulerError(f"unknown scheduler {p!r} (available: {', '.join(registry.available())})")
-    jobs, config, out = _load_jobs(args.trace), _config(args.config), Path(args.out)
+    config, out = _config(args.config), Path(args.out)
+    jobs = _load_jobs(args.trace, config)
     rows = []
     with tqdm(total=len(policies) * len(seeds), unit="run", delay=2.0, leave=False) as bar:
         for policy in policies:
