@@ -54,10 +54,18 @@ class OverheadConfig:
       30 s as in the Pollux simulator (adaptdl, OSDI 2021 artifact).
     - ``restart_s``: after a (re)start; ``None`` takes the model's
       ``restart_overhead_s`` from the profile (Sia simulator's 15-250 s).
+    - ``migrate_s``: after a move with the same worker count; 45 s as the Sia
+      simulator's migration cost.
+    - ``resume_s``: restart of a job the scheduler suspended in memory
+      (``Plan.suspend``, Gandiva's suspend/resume); 1 s is an assumption
+      (Gandiva, OSDI 2018, suspends at a mini-batch boundary and keeps the
+      state in host memory, far cheaper than a checkpoint restore).
     """
 
     rescale_s: float = 30.0
     restart_s: float | None = None
+    migrate_s: float = 45.0
+    resume_s: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -99,6 +107,9 @@ class SimConfig:
             raise ConfigError(f"overheads.rescale_s: must be >= 0, got {self.overheads.rescale_s}")
         if self.overheads.restart_s is not None and self.overheads.restart_s < 0:
             raise ConfigError(f"overheads.restart_s: must be >= 0, got {self.overheads.restart_s}")
+        for name in ("migrate_s", "resume_s"):
+            if getattr(self.overheads, name) < 0:
+                raise ConfigError(f"overheads.{name}: must be >= 0, got {getattr(self.overheads, name)}")
         if not self.cluster.training:
             raise ConfigError("cluster.training: at least one server group is needed")
         for i, group in enumerate((*self.cluster.training, self.cluster.inference)):

@@ -122,7 +122,7 @@ class Engine:
         self.gpu_s_loaned_capacity = 0.0
         self.gpu_s_inference_busy = 0.0
         self.counts = dict(
-            preemptions=0, scale_ins=0, scale_outs=0, migrations=0, starts=0,
+            preemptions=0, suspensions=0, scale_ins=0, scale_outs=0, migrations=0, starts=0,
             servers_borrowed=0, servers_returned=0, inference_violations=0,
             events=0, decisions=0,
         )
@@ -329,8 +329,9 @@ class Engine:
         for job, _ in changes:  # release everything first so moves between jobs are consistent
             job.advance(now)
             self._release(job)
+        suspend = set(plan.suspend)
         for job, new in changes:
-            self._assign(job, new)
+            self._assign(job, new, job.spec.job_id in suspend)
         for sid in plan.give_back:
             self.servers[sid].loaned = False
             self.free[sid] = 0
@@ -422,6 +423,10 @@ class Engine:
         for sid in give_back:
             if servers[sid].used + delta.get(sid, 0) > 0:
                 raise PlanError("server-unavailable", f"give_back: server {sid} still holds jobs in the plan")
+        stopped = {job.spec.job_id for job, new in changes if new is None}
+        for job_id in plan.suspend:
+            if job_id not in stopped:
+                raise PlanError("bad-suspend", f"suspend: job {job_id!r} is not stopped by this plan")
         return changes
 
     def _release(self, job: Job) -> None:
@@ -435,8 +440,8 @@ class Engine:
             else:
                 self.used_loaned -= gpus
 
-    def _assign(self, job: Job, new: Mapping[int, int] | None) -> None:
-        """Give ``job`` allocation ``new`` (None = preempt); its old allocation is already released."""
+    def _assign(self, job: Job, new: Mapping[int, int] | None, suspend: bool = False) -> None:
+        """Give ``job`` allocation ``new`` (None = preempt, or suspend); its old allocation is already released."""
         now, counts = self.now, self.counts
         was_running = job.state is JobState.RUNNING
         old_workers = job.workers
@@ -445,8 +450,12 @@ class Engine:
             job.allocation, job.workers, job.servers_used, job.rate = EMPTY_ALLOCATION, 0, 0, 0.0
             job.state = JobState.QUEUED
             job.queued_since = now
-            job.preemptions += 1
-            counts["preemptions"] += 1
+            job.suspended = suspend
+            if suspend:
+                counts["suspensions"] += 1
+            else:
+                job.preemptions += 1
+                counts["preemptions"] += 1
             del self.running[job.index]
             del self.running_allocations[job.spec.job_id]
             bisect.insort(self.queue, job.index)
@@ -472,11 +481,16 @@ class Engine:
                 job.scale_ins += 1
                 counts["scale_ins"] += 1
             else:
+                overhead = overheads.migrate_s
                 job.migrations += 1
                 counts["migrations"] += 1
         else:
-            overhead = overheads.restart_s
-            if overhead is None:
+            if job.suspended:
+                overhead = overheads.resume_s
+                job.suspended = False
+            elif overheads.restart_s is not None:
+                overhead = overheads.restart_s
+            else:
                 overhead = self.profiles.model(job.spec.model).restart_overhead_s
             del self.queue[bisect.bisect_left(self.queue, job.index)]
             self.running[job.index] = None

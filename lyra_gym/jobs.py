@@ -30,7 +30,7 @@ class Job:
         "index", "spec", "total_work", "state", "allocation", "workers", "servers_used",
         "rate", "overhead_until", "work_done", "last_update", "attained_gpu_s",
         "first_start", "finish_time", "queued_since", "queued_total", "preemptions",
-        "scale_ins", "scale_outs", "migrations", "version", "view",
+        "scale_ins", "scale_outs", "migrations", "suspended", "version", "view",
     )
 
     def __init__(self, index: int, spec: JobSpec, total_work: float) -> None:
@@ -54,6 +54,7 @@ class Job:
         self.scale_ins = 0
         self.scale_outs = 0
         self.migrations = 0
+        self.suspended = False  # stopped by Plan.suspend: next start costs the resume overhead
         self.version = 0  # bumped on every allocation change; stale completion events are skipped
         self.view = None  # the JobView handed to schedulers, created once
 

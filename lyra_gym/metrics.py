@@ -66,6 +66,7 @@ def summarize(engine: "Engine") -> dict[str, Any]:
         "gpu_usage_overall": ratio(allocated + engine.gpu_s_inference_busy, (training_gpus + inference_gpus) * span),
         "preemptions": counts["preemptions"],
         "preempted_job_share": ratio(sum(1 for j in jobs if j.preemptions), len(jobs)),
+        "suspensions": counts["suspensions"],
         "scale_ins": counts["scale_ins"],
         "scale_outs": counts["scale_outs"],
         "scale_events": counts["scale_ins"] + counts["scale_outs"],

@@ -17,11 +17,15 @@ class Plan:
       ``allocations`` of the same Plan.
     - ``give_back``: loaned server ids to return now (answers reclaim requests);
       no job may keep GPUs on them.
+    - ``suspend``: ids of jobs this Plan stops that are suspended in memory
+      (Gandiva-style time slicing) rather than checkpointed: their next start
+      costs ``overheads.resume_s`` instead of the restart overhead.
     """
 
     allocations: dict[str, Mapping[int, int]] = field(default_factory=dict)
     borrow: tuple[int, ...] = ()
     give_back: tuple[int, ...] = ()
+    suspend: tuple[str, ...] = ()
 
 
 class PlanError(ValueError):
