@@ -259,6 +259,7 @@ class Engine:
         job.advance(self.now)
         job.work_done = job.total_work
         self._release(job)
+        job.allocation, job.workers, job.servers_used, job.rate = EMPTY_ALLOCATION, 0, 0, 0.0
         job.state = JobState.FINISHED
         job.finish_time = self.now
         job.version += 1
@@ -297,6 +298,8 @@ class Engine:
         for server in victims:
             for index in list(server.jobs):
                 job = self.jobs[index]
+                if job.spec.job_id not in plan.allocations:
+                    continue  # already preempted by an earlier victim
                 remaining = {sid: g for sid, g in plan.allocations[job.spec.job_id].items() if sid != server.id}
                 if job.spec.elastic and sum(remaining.values()) >= job.spec.min_gpus:
                     plan.allocations[job.spec.job_id] = remaining

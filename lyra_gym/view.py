@@ -15,6 +15,7 @@ from lyra_gym.plan import Plan, TrackedAllocations
 from lyra_gym.trace import JobSpec
 
 if TYPE_CHECKING:
+    from lyra_gym.config import OverheadConfig, SimConfig
     from lyra_gym.engine import Engine
     from lyra_gym.profiles import ProfileSet
 
@@ -108,6 +109,15 @@ class ClusterView:
     @property
     def profiles(self) -> "ProfileSet":
         return self._engine.profiles
+
+    @property
+    def config(self) -> "SimConfig":
+        """The run's configuration (frozen dataclasses)."""
+        return self._engine.config
+
+    @property
+    def overheads(self) -> "OverheadConfig":
+        return self._engine.config.overheads
 
     @property
     def allow_mixed_gpu_types(self) -> bool:
