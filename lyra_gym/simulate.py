@@ -55,17 +55,20 @@ def simulate(
     policy_params: Mapping[str, Any] | None = None,
     profiles: ProfileSet | None = None,
     progress: bool = False,
+    demand: DemandCurve | None = None,
 ) -> SimResult:
     """Simulate ``jobs`` under ``policy`` (a registry name or a Scheduler instance).
 
     The seed feeds one ``numpy.random.SeedSequence``, split into the demand
     curve's generator and the scheduler's generator: same seed, same run.
+    ``profiles`` and ``demand`` override the ones the config names.
     """
     config = config or SimConfig()
     scheduler = registry.make(policy, **(policy_params or {})) if isinstance(policy, str) else policy
     name = policy if isinstance(policy, str) else getattr(scheduler, "name", type(scheduler).__name__)
     demand_seq, policy_seq = np.random.SeedSequence(seed).spawn(2)
-    demand = build_demand(config, jobs, np.random.default_rng(demand_seq))
+    if demand is None:
+        demand = build_demand(config, jobs, np.random.default_rng(demand_seq))
     engine = Engine(
         jobs, scheduler, config, profiles or load_profile_set(config), demand,
         np.random.default_rng(policy_seq), progress=progress,

@@ -1,66 +1,13 @@
-"""Hand-computed scenarios: exact JCTs, overheads, reclaims and violations.
-
-The toy profile makes arithmetic easy: model ``toy`` trains 1 sample/s per V100
-and 0.5 samples/s per T4, with free all-reduce, so n workers give n (or n/2)
-samples/s and a job's work is duration x requested GPUs.
-"""
+"""Hand-computed scenarios: exact JCTs, overheads, reclaims and violations (toy profile: tests/toy.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from lyra_gym.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.demand import DemandCurve
-from lyra_gym.plan import Plan
-from lyra_gym.profiles import parse_profiles
 from lyra_gym.scheduler import Scheduler
-from lyra_gym.simulate import simulate
-from lyra_gym.trace import JobSpec
-
-TOY = parse_profiles({
-    "format": "lyra-gym-profiles/1",
-    "metadata": {"reference_gpu": "v100"},
-    "models": {"toy": {"local_batch": 1, "restart_overhead_s": 0, "gpus": {
-        "v100": {"step_compute_s": 1.0, "allreduce_intra_s": 0.0, "allreduce_inter_s": 0.0},
-        "t4": {"step_compute_s": 2.0, "allreduce_intra_s": 0.0, "allreduce_inter_s": 0.0},
-    }}},
-})
-
-
-def job(job_id: str, submit: float, gpus: int, duration: float, elastic: bool = False,
-        lo: int | None = None, hi: int | None = None) -> JobSpec:
-    return JobSpec(job_id, submit, gpus, duration, "toy", elastic, lo or gpus, hi or gpus)
-
-
-def config(training: int = 1, gpus: int = 8, inference: int = 0, restart: float = 0.0,
-           rescale: float = 30.0, grace: float = 0.0) -> SimConfig:
-    return SimConfig(
-        cluster=ClusterConfig(training=(ServerGroup(training, "v100", gpus),),
-                              inference=ServerGroup(inference, "t4", gpus)),
-        overheads=OverheadConfig(rescale_s=rescale, restart_s=restart),
-        reclaim_grace_s=grace,
-    )
-
-
-def run(jobs, policy, cfg, demand=None):
-    """simulate() with the toy profile and a fixed demand curve."""
-    if demand is not None:
-        import lyra_gym.simulate as sim
-
-        original = sim.build_demand
-        sim.build_demand = lambda *a, **k: demand
-        try:
-            return simulate(jobs, policy, cfg, profiles=TOY)
-        finally:
-            sim.build_demand = original
-    return simulate(jobs, policy, cfg, profiles=TOY)
-
-
-def jct(result, job_id: str) -> float:
-    row = next(r for r in result.jobs if r["job_id"] == job_id)
-    return row["jct_s"]
-
+from toy import config, jct, job, run
 
 # --- two jobs queued behind a third on one server -------------------------------------
 # X (8 GPUs, 50 s) starts at 0; A (100 s) arrives at 1, B (20 s) at 2.

@@ -1,0 +1,100 @@
+"""Multiple-choice knapsack (MCKP) for Lyra's elastic phase.
+
+One group per elastic job; item k of a group = k extra workers, weight k GPUs,
+value ``values[g][k]`` (any real number; item 0 has weight 0). Choose exactly
+one item per group with total weight <= capacity, maximising total value.
+
+- :func:`solve_exact`: dynamic programming over capacity, O(groups x items x
+  capacity) numpy operations; exact.
+- :func:`solve_greedy`: the fast fallback. Each group's items are reduced to
+  their upper concave hull (from k = 0); the hull's increments are taken in
+  order of value per GPU, best first, while they fit and add value. Exact when
+  every group is concave and the capacity is used up by whole increments;
+  otherwise a lower bound (``benchmarks/bench_knapsack.py`` reports the gap).
+- :func:`solve`: exact below ``exact_limit`` DP cells, greedy above.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+DEFAULT_EXACT_LIMIT = 400_000  # DP cells (groups x items x capacity) before falling back
+
+
+def total_value(values: Sequence[Sequence[float]], choice: Sequence[int]) -> float:
+    return float(sum(values[g][k] for g, k in enumerate(choice)))
+
+
+def solve_exact(values: Sequence[Sequence[float]], capacity: int) -> list[int]:
+    """Optimal item index per group (ties: the smallest k in the earliest group that decides)."""
+    capacity = max(0, int(capacity))
+    dp = np.zeros(capacity + 1)  # best value using the groups so far with weight <= c
+    choices = []
+    for items in values:
+        v = np.asarray(items[: capacity + 1], dtype=np.float64)
+        n = len(v)
+        # window[c, j] = dp[c - (n - 1 - j)]: row c holds dp[c - k] for k = n-1 .. 0
+        padded = np.concatenate([np.full(n - 1, -np.inf), dp])
+        step = padded.strides[0]
+        cand = np.lib.stride_tricks.as_strided(padded, shape=(capacity + 1, n), strides=(step, step)) + v[::-1]
+        # argmax picks the first maximum; reversed columns make that the smallest k
+        rev = cand[:, ::-1]
+        arg = rev.argmax(axis=1)
+        dp = rev[np.arange(capacity + 1), arg]
+        choices.append(arg)
+    choice = [0] * len(values)
+    c = capacity
+    for g in range(len(values) - 1, -1, -1):
+        k = int(choices[g][c])
+        choice[g] = k
+        c -= k
+    return choice
+
+
+def _hull_increments(items: Sequence[float]) -> list[tuple[int, float]]:
+    """Upper concave hull of points (k, items[k]) from k = 0, as (weight, value) increments."""
+    hull = [0]
+    for k in range(1, len(items)):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            # drop b if it lies on or below the segment a -> k
+            if (items[b] - items[a]) * (k - a) <= (items[k] - items[a]) * (b - a):
+                hull.pop()
+            else:
+                break
+        hull.append(k)
+    return [(b - a, items[b] - items[a]) for a, b in zip(hull, hull[1:])]
+
+
+def solve_greedy(values: Sequence[Sequence[float]], capacity: int) -> list[int]:
+    """Convex-hull greedy: near-optimal, O(total items x log)."""
+    increments = []
+    for g, items in enumerate(values):
+        for step, (w, v) in enumerate(_hull_increments(items)):
+            increments.append((-v / w, g, step, w, v))
+    increments.sort()
+    choice = [0] * len(values)
+    next_step = [0] * len(values)
+    left = capacity
+    for _, g, step, w, v in increments:
+        if v <= 0:
+            break
+        if step != next_step[g] or w > left:
+            next_step[g] = -1  # a group's hull increments must be taken in order
+            continue
+        choice[g] += w
+        left -= w
+        next_step[g] += 1
+    return choice
+
+
+def solve(values: Sequence[Sequence[float]], capacity: int, exact_limit: int = DEFAULT_EXACT_LIMIT) -> list[int]:
+    """Exact DP when groups x items x (capacity + 1) <= ``exact_limit``, else the greedy."""
+    if not values:
+        return []
+    items = max(len(v) for v in values)
+    if len(values) * items * (capacity + 1) <= exact_limit:
+        return solve_exact(values, capacity)
+    return solve_greedy(values, capacity)
