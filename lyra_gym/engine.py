@@ -127,6 +127,9 @@ class Engine:
             events=0, decisions=0,
         )
         self.sim_wall_s = 0.0
+        self._redecide = False  # a forced reclaim asks for a second decision at the same instant
+        self._changed = True    # did the decisions since the last events change anything?
+        self._over = False
 
     # ------------------------------------------------------------------ helpers
     def reference_throughput(self, model: str, workers: int) -> float:
@@ -167,56 +170,92 @@ class Engine:
     # ------------------------------------------------------------------ main loop
     def run(self) -> "Engine":
         """Simulate until every job finished, nothing can change, or the horizon."""
+        self.begin()
+        while self.next_decision():
+            self.submit(self.scheduler.decide(self.view))
+        self.finish()
+        return self
+
+    def begin(self) -> None:
+        """Prepare a run (scheduler reset, first tick). Then alternate :meth:`next_decision`
+        and :meth:`submit`, and call :meth:`finish` at the end (this is what :meth:`run` does;
+        the Gymnasium environments drive the same loop one decision at a time)."""
         from tqdm import tqdm
 
-        wall = time.perf_counter()
+        self._wall = time.perf_counter()
         self.scheduler.reset(self.rng)
         tick = self.scheduler.tick_interval
         if tick is not None:
             if tick <= 0:
                 raise ValueError(f"{type(self.scheduler).__name__}.tick_interval: must be > 0, got {tick}")
             self._push(self.now + tick, _TICK)
-        horizon = self.config.horizon_s
+        self._bar = tqdm(total=len(self.jobs), disable=not self.progress, delay=2.0, unit="job", leave=False)
+
+    def next_decision(self) -> bool:
+        """Process events up to the next decision point; False when the simulation is over."""
+        if self._over:
+            return False
+        if self._redecide:
+            self._redecide = False
+            return True
+        jobs_n = len(self.jobs)
         times, values = self.demand.times_s, self.demand.servers
-        specs_n = len(self.jobs)
-        bar = tqdm(total=specs_n, disable=not self.progress, delay=2.0, unit="job", leave=False)
-        try:
-            while self.finished < specs_n:
-                candidates = []
-                if self._next_arrival < specs_n:
-                    candidates.append(self.jobs[self._next_arrival].spec.submit_time)
-                if self._demand_ptr < len(times):
-                    candidates.append(float(times[self._demand_ptr]))
-                heap_t = self._peek_heap()
-                if heap_t is not None:
-                    candidates.append(heap_t)
-                if not candidates:
-                    break
-                t = min(candidates)
-                if horizon is not None and t > horizon:
-                    self._advance_clock(horizon)
-                    break
-                self._advance_clock(t)
-                done_before = self.finished
-                self._process_events(t, times, values)
-                bar.update(self.finished - done_before)
-                if self.finished == specs_n:
-                    break
-                changed = self._decide()
-                if self._enforce_reclaims():
-                    self._decide()
-                    changed = True
-                if (
-                    not self.running
-                    and self._next_arrival >= specs_n
-                    and self._demand_ptr >= len(times)
-                    and (tick is None or not changed)
-                ):
-                    break  # nothing can change any more: the queued jobs stay unfinished
-        finally:
-            bar.close()
-        self.sim_wall_s = time.perf_counter() - wall
-        return self
+        tick = self.scheduler.tick_interval
+        if (
+            self.counts["decisions"]
+            and not self.running
+            and self._next_arrival >= jobs_n
+            and self._demand_ptr >= len(times)
+            and (tick is None or not self._changed)
+        ):
+            self._over = True  # nothing can change any more: the queued jobs stay unfinished
+            return False
+        while self.finished < jobs_n:
+            candidates = []
+            if self._next_arrival < jobs_n:
+                candidates.append(self.jobs[self._next_arrival].spec.submit_time)
+            if self._demand_ptr < len(times):
+                candidates.append(float(times[self._demand_ptr]))
+            heap_t = self._peek_heap()
+            if heap_t is not None:
+                candidates.append(heap_t)
+            if not candidates:
+                break
+            t = min(candidates)
+            horizon = self.config.horizon_s
+            if horizon is not None and t > horizon:
+                self._advance_clock(horizon)
+                break
+            self._advance_clock(t)
+            done_before = self.finished
+            self._process_events(t, times, values)
+            self._bar.update(self.finished - done_before)
+            if self.finished == jobs_n:
+                break
+            self._changed = False
+            return True
+        self._over = True
+        return False
+
+    def submit(self, plan: Plan) -> bool:
+        """Apply the scheduler's Plan for the current decision point, then enforce overdue
+        reclaims (which asks for another decision at the same instant). Returns whether
+        anything changed."""
+        self.counts["decisions"] += 1
+        changed = self.apply(plan)
+        if self._enforce_reclaims():
+            self._redecide = changed = True
+        self._changed = self._changed or changed
+        return changed
+
+    def finish(self) -> None:
+        """Close the run (progress bar, wall time)."""
+        self._bar.close()
+        self.sim_wall_s = time.perf_counter() - self._wall
+
+    def _decide(self) -> bool:
+        """One decision point by the engine's own scheduler; returns whether the plan changed anything."""
+        return self.submit(self.scheduler.decide(self.view))
 
     def _advance_clock(self, t: float) -> None:
         dt = t - self.now
@@ -311,12 +350,6 @@ class Engine:
         return True
 
     # ------------------------------------------------------------------ decisions
-    def _decide(self) -> bool:
-        """One decision point; returns whether the plan changed anything."""
-        self.counts["decisions"] += 1
-        plan = self.scheduler.decide(self.view)
-        return self.apply(plan)
-
     def apply(self, plan: Plan) -> bool:
         """Validate ``plan`` completely, then apply it; raises PlanError and changes nothing if invalid."""
         changes = self._validate(plan)

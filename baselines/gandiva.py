@@ -1,0 +1,316 @@
+"""Gandiva: time slicing, migration and grow-shrink, with whole GPUs.
+
+After Xiao et al., "Gandiva: Introspective Cluster Scheduling for Deep
+Learning" (OSDI 2018). Gandiva uses the fact that a training job is a loop of
+mini-batches: at a mini-batch boundary a job can be suspended cheaply, moved or
+resized. This file keeps the three mechanisms that fit whole-GPU allocation:
+
+1. **Time slicing** (suspend/resume). While jobs wait, the cluster is
+   oversubscribed and jobs take turns. Round-robin order: queued jobs by the
+   time they entered the queue (arrival or last suspension), oldest first,
+   served strictly: no job overtakes one that has waited longer, which
+   guarantees every job a slot (the price: GPUs may sit idle for up to a
+   quantum while the head of the queue waits for room). Every ``quantum_s``
+   a waiting job may displace running jobs that have held their GPUs for a
+   full quantum and are not in a start or resize overhead, the one running
+   longest first. A displaced job is suspended in memory (``Plan.suspend``): its
+   next start costs the engine's ``overheads.resume_s``, not a restart.
+   Between quanta, queued jobs start only in free GPUs, or in room made by
+   shrinking (3). A job starts at its requested size, training servers first,
+   then loaned ones (best fit, largest job first, ``baselines.placement``). A
+   job larger than all servers usable now is passed over, not waited for.
+   Room is counted over all usable GPUs; where GPU types may not mix, a job
+   that then finds no room of one type stays queued.
+2. **Migration**. At each quantum, a running job spread over several servers
+   moves onto one server that now has room for it (best fit, training servers
+   first), if that does not lower its profiled throughput and it still has at
+   least ``migrate_min_remaining_s`` to run. The engine charges
+   ``overheads.migrate_s`` (same worker count, new placement).
+3. **Grow-shrink**. At a quantum where no job waits (under-subscribed), elastic
+   jobs grow onto idle GPUs (their own servers first, then training, then
+   loaned ones) up to ``spec.max_gpus``, if the profile predicts it saves at
+   least ``grow_min_gain_s`` of their remaining time. As soon as a waiting job
+   needs room (at any decision point) grown jobs shrink back to their requested
+   size, before any job is suspended; not below it: beyond that, time slicing
+   shares the GPUs. The engine charges ``overheads.rescale_s`` for both.
+
+Left out: GPU sharing (packing two jobs onto one GPU at once; the engine
+allocates whole GPUs); the introspective loop (Gandiva measures a job after a
+move or a grow and undoes it if it did not help; here the throughput profile
+predicts the effect); consolidating a job larger than one server onto fewer
+servers; migration purely to defragment for other jobs.
+
+Loaning is orthogonal (``baselines.loaning``): with ``loan=True`` every
+loanable inference server is borrowed, and reclaims are answered by
+``reclaim_rule`` at the start of every decision.
+
+Parameters (dataclass fields):
+
+- ``quantum_s`` = 60.0: time slice and ``tick_interval`` (the project's default,
+  DESIGN.md; an assumption for this whole-GPU model).
+- ``grow_min_gain_s`` = 120.0: least predicted saving of a job's remaining time
+  for a grow (assumption: covers the rescale of the grow and of a later shrink,
+  30 s each by default).
+- ``migrate_min_remaining_s`` = 300.0: a job closer than this to its end is not
+  moved (assumption: a move costs 45 s by default).
+- ``loan`` = False, ``reclaim_rule`` = ``"cost"``: see ``baselines.loaning``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from baselines.loaning import Loaning, free_after
+from baselines.placement import best_fit, take
+from lyra_gym.plan import Plan
+from lyra_gym.scheduler import Scheduler
+from lyra_gym.view import ClusterView, JobView
+
+EPS = 1e-6  # s: tolerance when comparing times with quantum boundaries
+
+
+@dataclass
+class GandivaScheduler(Scheduler):
+    """Gandiva-style time slicing, migration and grow-shrink (parameters: module docstring)."""
+
+    quantum_s: float = 60.0
+    grow_min_gain_s: float = 120.0
+    migrate_min_remaining_s: float = 300.0
+    loan: bool = False
+    reclaim_rule: str = "cost"
+    name = "gandiva"
+
+    def __post_init__(self) -> None:
+        if not self.quantum_s > 0:
+            raise ValueError(f"quantum_s: must be > 0, got {self.quantum_s}")
+        for key in ("grow_min_gain_s", "migrate_min_remaining_s"):
+            if not getattr(self, key) >= 0:
+                raise ValueError(f"{key}: must be >= 0, got {getattr(self, key)}")
+        self.loaning = Loaning(enabled=self.loan, reclaim_rule=self.reclaim_rule)
+        self.reset(None)  # the engine calls reset() with the run's generator before any decision
+
+    @property
+    def tick_interval(self) -> float:  # type: ignore[override]
+        return self.quantum_s
+
+    def reset(self, rng: np.random.Generator | None) -> None:
+        self.rng = rng
+        self._slot_start: dict[str, float] = {}  # job id -> when it last started (running jobs)
+        self._grown: set[str] = set()            # jobs this policy grew above their requested size
+        self._next_quantum: float | None = None
+        self._types: list[str] | None = None     # GPU type per server id (static; filled at first decide)
+
+    # ------------------------------------------------------------------ decision
+    def decide(self, view: ClusterView) -> Plan:
+        plan = view.current_plan()
+        self.loaning.prepare(view, plan, self.rng)
+        now = view.now
+        if self._next_quantum is None:  # the engine's ticks run from the first decision point
+            self._next_quantum = now + self.quantum_s
+        at_quantum = now >= self._next_quantum - EPS
+        if at_quantum:
+            self._next_quantum = now + self.quantum_s
+        free = free_after(view, plan)
+        if not at_quantum and (not view.num_queued or (not any(free) and not self._grown)):
+            return plan  # between quanta only free or shrinkable GPUs can start a job
+        groups, capacity = self._groups(view, plan)
+        waiting = self._admit(view, plan, free, groups, capacity, at_quantum) if view.num_queued else False
+        if at_quantum:
+            self._consolidate(view, plan, free, groups)
+            if not waiting:
+                self._grow(view, plan, free, groups)
+        return plan
+
+    def _groups(self, view: ClusterView, plan: Plan) -> tuple[list[list[int]], int]:
+        """Server-id lists to place on, in order of preference, and the GPUs of the largest."""
+        if self._types is None:
+            self._types = [s.gpu_type for s in view.servers]
+            self._size = [s.num_gpus for s in view.servers]
+            self._training = list(view.training_server_ids)
+        back = set(plan.give_back)
+        loaned = [s for s in view.loaned_servers() if s not in back] + list(plan.borrow)
+        self._loaned = set(loaned)
+        if view.allow_mixed_gpu_types:
+            groups = [self._training] + ([self._training + loaned] if loaned else [])
+        else:
+            by_type: dict[str, list[int]] = {}
+            for sid in self._training + loaned:
+                by_type.setdefault(self._types[sid], []).append(sid)
+            groups = list(by_type.values())
+        return groups, max(sum(self._size[s] for s in g) for g in groups)
+
+    def _rate(self, view: ClusterView, model: str, alloc: Mapping[int, int]) -> float:
+        types = frozenset(self._types[s] for s in alloc)
+        return view.profiles.throughput(model, sum(alloc.values()), len(alloc), types)
+
+    # ------------------------------------------------------------------ 1. time slicing
+    def _admit(self, view: ClusterView, plan: Plan, free: list[int], groups: list[list[int]],
+               capacity: int, at_quantum: bool) -> bool:
+        """Start queued jobs in round-robin order; True if one that could run is left waiting."""
+        now, allocs = view.now, plan.allocations
+        queued = sorted(view.queued_jobs(), key=lambda j: (-j.waiting_s, j.index))
+        room = sum(free)
+        grown = self._shrinkable(view, allocs)
+        grown_room = sum(excess for _, excess in grown)
+        victims: list[JobView] | None = None
+        victim_room = 0
+        suspended: list[str] = []
+        admitted: list[JobView] = []
+        waiting = False
+        for job in queued:  # pass 1: who runs, by counting GPUs; make room as needed
+            need = job.spec.num_gpus
+            if need > capacity:
+                continue  # cannot run on the servers usable now: does not block the others
+            if room + grown_room < need and at_quantum and victims is None:
+                victims = self._victims(view, allocs, {j.id for j, _ in grown})
+                victim_room = sum(sum(allocs[v.id].values()) for v in victims)
+            if room + grown_room + victim_room < need:
+                waiting = True
+                break
+            while room < need and grown:  # 3. shrink grown jobs back to their requested size
+                g, excess = grown.pop()
+                new = self._shrunk(allocs[g.id], g.spec.num_gpus, self._loaned)
+                for sid, gpus in allocs[g.id].items():
+                    free[sid] += gpus - new.get(sid, 0)
+                allocs[g.id] = new
+                self._grown.discard(g.id)
+                room += excess
+                grown_room -= excess
+            while room < need and victims:  # suspend the job running longest
+                v = victims.pop()
+                for sid, gpus in allocs.pop(v.id).items():
+                    free[sid] += gpus
+                    room += gpus
+                    victim_room -= gpus
+                suspended.append(v.id)
+                self._slot_start.pop(v.id, None)
+            room -= need
+            admitted.append(job)
+        plan.suspend = (*plan.suspend, *suspended)
+        # pass 2: place, largest first (best-fit decreasing); the counts above guarantee room
+        # unless GPU types may not mix, where a job that finds none stays queued
+        groups = [[s for s in group if free[s]] for group in groups]
+        for job in sorted(admitted, key=lambda j: -j.spec.num_gpus):
+            placement = next((p for g in groups if (p := best_fit(free, job.spec.num_gpus, g))), None)
+            if placement is None:
+                waiting = True
+                continue
+            take(free, placement)
+            allocs[job.id] = placement
+            self._slot_start[job.id] = now
+        return waiting
+
+    def _victims(self, view: ClusterView, allocs: Mapping, exclude: set[str]) -> list[JobView]:
+        """Running jobs whose quantum is over, outside any overhead; the longest running last."""
+        now, start = view.now, self._slot_start
+        out = [j for j in view.running_jobs()
+               if j.id in allocs and j.id not in exclude and j.overhead_until <= now
+               and now - start.get(j.id, -np.inf) >= self.quantum_s - EPS]
+        out.sort(key=lambda j: (start.get(j.id, -np.inf), j.index), reverse=True)
+        return out
+
+    def _shrinkable(self, view: ClusterView, allocs: Mapping) -> list[tuple[JobView, int]]:
+        """Grown jobs still running above their requested size, the largest excess last."""
+        out = []
+        for job_id in sorted(self._grown):
+            job, alloc = view.job(job_id), allocs.get(job_id)
+            excess = sum(alloc.values()) - job.spec.num_gpus if alloc else 0
+            if excess > 0:
+                out.append((job, excess))
+            else:
+                self._grown.discard(job_id)
+        out.sort(key=lambda p: (p[1], -p[0].index))
+        return out
+
+    @staticmethod
+    def _shrunk(alloc: Mapping[int, int], keep: int, loaned: set[int]) -> dict[int, int]:
+        """``alloc`` cut to ``keep`` GPUs: loaned servers first, then where it holds fewest."""
+        new = dict(alloc)
+        drop = sum(alloc.values()) - keep
+        for sid in sorted(alloc, key=lambda s: (s not in loaned, alloc[s], -s)):
+            cut = min(drop, new[sid])
+            new[sid] -= cut
+            drop -= cut
+            if not new[sid]:
+                del new[sid]
+        return new
+
+    # ------------------------------------------------------------------ 2. migration
+    def _consolidate(self, view: ClusterView, plan: Plan, free: list[int], groups: list[list[int]]) -> None:
+        """Move spread jobs onto one server with room, if that does not slow them down."""
+        allocs, now = plan.allocations, view.now
+        most_free = max(free)
+        if not most_free:
+            return  # a spread job needs a free GPU on its target server
+        for job in view.running_jobs():
+            alloc = allocs.get(job.id)
+            if alloc is not job.allocation or len(alloc) < 2 or job.overhead_until > now:
+                continue
+            workers = job.workers
+            if most_free + max(alloc.values()) < workers:
+                continue
+            rate = self._rate(view, job.spec.model, alloc)
+            if job.remaining_work / rate < self.migrate_min_remaining_s:
+                continue
+            target = None
+            for group in groups:  # training first; best fit within a group
+                fits = [(free[s] + alloc.get(s, 0), s) for s in group if free[s] + alloc.get(s, 0) >= workers]
+                if fits:
+                    target = min(fits)[1]
+                    break
+            if target is None or self._rate(view, job.spec.model, {target: workers}) < rate:
+                continue
+            for sid, gpus in alloc.items():
+                free[sid] += gpus
+            free[target] -= workers
+            allocs[job.id] = {target: workers}
+            most_free = max(free)
+
+    # ------------------------------------------------------------------ 3. grow
+    def _grow(self, view: ClusterView, plan: Plan, free: list[int], groups: list[list[int]]) -> None:
+        """Grow elastic jobs onto idle GPUs where the profile predicts enough gain."""
+        allocs, now = plan.allocations, view.now
+        if not any(free):
+            return
+        usable = set(groups[-1]) if view.allow_mixed_gpu_types else {s for g in groups for s in g}
+        jobs = [j for j in view.running_jobs()
+                if j.spec.elastic and j.workers < j.spec.max_gpus
+                and allocs.get(j.id) is j.allocation and j.overhead_until <= now]
+        jobs.sort(key=lambda j: (-j.remaining_time_at(j.workers), j.index))  # longest remaining first
+        for job in jobs:
+            alloc, model = job.allocation, job.spec.model
+            own_type = self._types[next(iter(alloc))]
+            servers = sorted((s for s in usable if free[s] > 0
+                              and (view.allow_mixed_gpu_types or self._types[s] == own_type)),
+                             key=lambda s: (s not in alloc, s in self._loaned, -free[s], s))
+            remaining = job.remaining_work
+            before = remaining / self._rate(view, model, alloc)
+            new, left = dict(alloc), job.spec.max_gpus - job.workers
+            best, best_gain = None, 0.0
+            for sid in servers:  # each prefix of the preferred servers is a candidate
+                if not left:
+                    break
+                add = min(left, free[sid])
+                new[sid] = new.get(sid, 0) + add
+                left -= add
+                gain = before - remaining / self._rate(view, model, new)
+                if gain >= self.grow_min_gain_s and (best is None or gain > best_gain):
+                    best, best_gain = dict(new), gain
+            if best is None:
+                continue
+            for sid, gpus in best.items():
+                free[sid] -= gpus - alloc.get(sid, 0)
+            allocs[job.id] = best
+            if sum(best.values()) > job.spec.num_gpus:
+                self._grown.add(job.id)
+
+
+@dataclass
+class GandivaLoanScheduler(GandivaScheduler):
+    """Gandiva with capacity loaning: borrows every loanable inference server."""
+
+    loan: bool = True
+    name = "gandiva+loan"

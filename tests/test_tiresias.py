@@ -1,0 +1,215 @@
+"""Tiresias (discretized 2D-LAS): hand-computed queues, preemptions, promotion and loaning.
+
+The toy profile makes arithmetic easy: model ``toy`` trains 1 sample/s per V100
+and 0.5 samples/s per T4, with free all-reduce, so n V100s give n samples/s and
+a job's work is duration x requested GPUs. Restart overhead is zero, so a
+preempted job resumes exactly where it stopped. Attained service is GPUs held
+x seconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from baselines.tiresias import TiresiasLoanScheduler, TiresiasScheduler
+from lyra_gym.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
+from lyra_gym.demand import DemandCurve
+from lyra_gym.profiles import parse_profiles
+from lyra_gym.simulate import simulate
+from lyra_gym.trace import JobSpec, load_trace
+
+TOY = parse_profiles({
+    "format": "lyra-gym-profiles/1",
+    "metadata": {"reference_gpu": "v100"},
+    "models": {"toy": {"local_batch": 1, "restart_overhead_s": 0, "gpus": {
+        "v100": {"step_compute_s": 1.0, "allreduce_intra_s": 0.0, "allreduce_inter_s": 0.0},
+        "t4": {"step_compute_s": 2.0, "allreduce_intra_s": 0.0, "allreduce_inter_s": 0.0},
+    }}},
+})
+DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "traces" / "default.csv"
+
+
+def job(job_id: str, submit: float, gpus: int, duration: float) -> JobSpec:
+    return JobSpec(job_id, submit, gpus, duration, "toy", False, gpus, gpus)
+
+
+def config(gpus: int = 4, inference: int = 0) -> SimConfig:
+    """One training server of ``gpus`` V100s, ``inference`` servers of ``gpus`` T4s, no restart overhead."""
+    return SimConfig(
+        cluster=ClusterConfig(training=(ServerGroup(1, "v100", gpus),), inference=ServerGroup(inference, "t4", gpus)),
+        overheads=OverheadConfig(restart_s=0.0),
+    )
+
+
+def run(jobs, policy, cfg, demand=None):
+    """simulate() with the toy profile and, if given, a fixed inference-demand curve."""
+    if demand is not None:
+        import lyra_gym.simulate as sim
+
+        original = sim.build_demand
+        sim.build_demand = lambda *a, **k: demand
+        try:
+            return simulate(jobs, policy, cfg, profiles=TOY)
+        finally:
+            sim.build_demand = original
+    return simulate(jobs, policy, cfg, profiles=TOY)
+
+
+def jcts(result) -> dict[str, float]:
+    return {row["job_id"]: row["jct_s"] for row in result.jobs}
+
+
+# --- demotion and preemption ------------------------------------------------------------
+# One server, 4 GPUs, one threshold at 400 GPU-s. A (4 GPUs, 300 s) starts at 0 and reaches
+# 400 GPU-s at t=100: it drops to queue 1.
+def test_demoted_job_is_preempted_by_a_newly_arrived_job():
+    # B (4 GPUs, 50 s) arrives at 150 in queue 0 and preempts A (queue 1): B runs 150-200.
+    # A resumes at 200 with 300 - 150 = 150 s left -> 350. JCTs: A 350, B 50.
+    result = run([job("A", 0, 4, 300), job("B", 150, 4, 50)], TiresiasScheduler(thresholds=(400,)), config())
+    assert jcts(result) == {"A": 350, "B": 50}
+    assert result.metrics["preemptions"] == 1
+
+
+def test_a_running_job_of_the_same_queue_is_not_preempted():
+    # Default thresholds: A attains at most 1,200 GPU-s and stays in queue 0, like B (arrives
+    # at 50): B waits. A 0-300, B 300-350.
+    result = run([job("A", 0, 4, 300), job("B", 50, 4, 50)], TiresiasScheduler(), config())
+    assert jcts(result) == {"A": 300, "B": 300}
+    assert result.metrics["preemptions"] == 0
+
+
+@pytest.mark.parametrize("tick, c_start", [(60.0, 120), (10.0, 100)])
+def test_the_tick_acts_on_a_threshold_crossing_between_events(tick, c_start):
+    # C (4 GPUs, 50 s) waits from 50 behind A (same queue). A crosses 400 GPU-s at 100, between
+    # events; the first tick at or after 100 (120 with the default 60 s tick, 100 with 10 s)
+    # lets C preempt A. C: c_start .. c_start + 50. A has run c_start s, resumes at c_start + 50
+    # with 300 - c_start s left -> finishes at 350 either way.
+    sched = TiresiasScheduler(thresholds=(400,), tick_interval=tick)
+    result = run([job("A", 0, 4, 300), job("C", 50, 4, 50)], sched, config())
+    assert jcts(result) == {"A": 350, "C": c_start}  # finishes at c_start + 50, submitted at 50
+
+
+# --- order inside a queue ----------------------------------------------------------------
+def test_fifo_inside_the_top_queue_follows_submit_order():
+    # X (4 GPUs, 100 s) holds the server until 100. Queued in queue 0: C (4 GPUs, 10 s, at 1),
+    # A (2 GPUs, 30 s, at 2), B (2 GPUs, 20 s, at 3). FIFO: C 100-110, then A and B together:
+    # A 110-140, B 110-130. JCTs: X 100, C 109, A 138, B 127. (Smallest-first would start A and
+    # B at 100 and C at 130.)
+    jobs = [job("X", 0, 4, 100), job("C", 1, 4, 10), job("A", 2, 2, 30), job("B", 3, 2, 20)]
+    result = run(jobs, TiresiasScheduler(), config())
+    assert jcts(result) == {"X": 100, "C": 109, "A": 138, "B": 127}
+
+
+def test_a_job_that_does_not_fit_lets_later_ones_of_its_queue_start():
+    # X (2 GPUs, 100 s) runs from 0. C (4 GPUs, 10 s) at 1 does not fit and may not preempt X
+    # (same queue); A (2 GPUs, 30 s) at 2 fits and starts: A 2-32. C runs 100-110.
+    jobs = [job("X", 0, 2, 100), job("C", 1, 4, 10), job("A", 2, 2, 30)]
+    result = run(jobs, TiresiasScheduler(), config())
+    assert jcts(result) == {"X": 100, "C": 109, "A": 30}
+
+
+def test_fifo_inside_a_lower_queue_follows_the_time_a_job_entered_it():
+    # 8 GPUs, threshold 100 GPU-s. P (1 GPU, 1000 s) submitted at 0 reaches queue 1 at 100;
+    # Q (4 GPUs, 1000 s) submitted at 1 reaches it at 1 + 100/4 = 26, so Q is ahead of P there.
+    # Z (8 GPUs, 10 s) arrives at 200 and preempts both (3 free + 1 + 4 = 8): Z 200-210.
+    # W (4 GPUs, 100 s) arrives at 205 (queue 0) and waits for Z. At 210 the order is W, Q, P:
+    # W 210-310, Q resumes with 1000 - 199 = 801 s -> 1011, P waits for W and resumes at 310
+    # with 800 s left -> 1110. (Submit order would run P at 210 and leave Q waiting.)
+    jobs = [job("P", 0, 1, 1000), job("Q", 1, 4, 1000), job("Z", 200, 8, 10), job("W", 205, 4, 100)]
+    result = run(jobs, TiresiasScheduler(thresholds=(100,)), config(gpus=8))
+    assert jcts(result) == {"P": 1110, "Q": 1010, "Z": 10, "W": 105}
+    assert result.metrics["preemptions"] == 2
+
+
+# --- starvation promotion ------------------------------------------------------------------
+# 4 GPUs, threshold 100 GPU-s, 10 s tick. L (4 GPUs, 100 s) reaches queue 1 at 25;
+# H (4 GPUs, 200 s) arrives at 50 and preempts it. L has run 50 s.
+STARVE_JOBS = [job("L", 0, 4, 100), job("H", 50, 4, 200)]
+
+
+def test_starvation_promotion_returns_a_waiting_job_to_the_top_queue():
+    # Factor 1: L has waited 50 s = 1 x its 50 s of run time at t=100 -> back to queue 0, where
+    # it preempts H (in queue 1 since 75). L finishes its last 50 s at 150. H (ran 50-100)
+    # resumes at 150 with 150 s left -> 300. JCTs: L 150, H 250.
+    sched = TiresiasScheduler(thresholds=(100,), starvation_factor=1.0, tick_interval=10.0)
+    result = run(STARVE_JOBS, sched, config())
+    assert jcts(result) == {"L": 150, "H": 250}
+    assert result.metrics["preemptions"] == 2
+
+
+def test_no_starvation_promotion_when_it_is_off():
+    # Default (off): H runs 50-250; L, in H's queue from 75 on, waits; L 250-300.
+    result = run(STARVE_JOBS, TiresiasScheduler(thresholds=(100,), tick_interval=10.0), config())
+    assert jcts(result) == {"L": 300, "H": 200}
+    assert result.metrics["preemptions"] == 1
+
+
+# --- loaning --------------------------------------------------------------------------------
+# Server 0: training, 4 V100. Server 1: inference, 4 T4, idle until inference needs it at 60.
+# A and B (4 GPUs, 100 s -> 400 samples each) arrive at 0.
+LOAN_JOBS = [job("A", 0, 4, 100), job("B", 0, 4, 100)]
+DEMAND = DemandCurve(np.array([0.0, 60.0]), np.array([0, 1]))
+
+
+def test_loan_borrows_idle_inference_servers_and_returns_them_on_reclaim():
+    # A runs on the training server (4/s): 0-100. B runs on the borrowed T4 server (2/s) and
+    # has 120 samples at 60, when the server is reclaimed: B is preempted (no room elsewhere)
+    # and resumes at 100 on server 0: 280 / 4 = 70 s -> 170.
+    result = run(LOAN_JOBS, TiresiasLoanScheduler(), config(inference=1), DEMAND)
+    assert jcts(result) == {"A": 100, "B": 170}
+    m = result.metrics
+    assert m["servers_borrowed"] == 1 and m["servers_returned"] == 1
+    assert m["inference_violations"] == 0 and m["preemptions"] == 1
+
+
+def test_without_loan_nothing_is_borrowed():
+    result = run(LOAN_JOBS, TiresiasScheduler(), config(inference=1), DEMAND)
+    assert jcts(result) == {"A": 100, "B": 200}
+    assert result.metrics["servers_borrowed"] == 0
+
+
+def test_a_job_never_spans_training_and_loaned_servers():
+    # Inference idle throughout: server 1 stays on loan. X (2 GPUs, 50 s) and V (2 GPUs, 1000 s)
+    # fill the training server; W (2 GPUs, 1000 s, at 2) goes to the loaned T4s (1/s: 2000 s).
+    # At 60 U (4 GPUs, 10 s) finds 2 free V100s and 2 free T4s: it waits for V (same queue, no
+    # preemption) rather than run across both at the T4s' pace. U 1001-1011: JCT 951.
+    jobs = [job("X", 0, 2, 50), job("V", 1, 2, 1000), job("W", 2, 2, 1000), job("U", 60, 4, 10)]
+    idle = DemandCurve(np.array([0.0]), np.array([0]))
+    result = run(jobs, TiresiasLoanScheduler(), config(inference=1), idle)
+    assert jcts(result) == {"X": 50, "V": 1000, "W": 2000, "U": 951}
+
+
+# --- whole traces -------------------------------------------------------------------------
+@pytest.mark.parametrize("scheduler", [TiresiasScheduler, TiresiasLoanScheduler])
+def test_every_job_of_the_default_trace_finishes(scheduler):
+    result = simulate(load_trace(DEFAULT_TRACE), scheduler(), seed=0)
+    m = result.metrics
+    assert m["jobs_unfinished"] == 0 and m["jobs_finished"] == m["jobs_total"] == 400
+    assert m["inference_violations"] == 0
+    assert (m["servers_borrowed"] > 0) == (scheduler is TiresiasLoanScheduler)
+
+
+def test_same_seed_gives_identical_job_rows():
+    jobs = load_trace(DEFAULT_TRACE)
+
+    def once():
+        return simulate(jobs, TiresiasLoanScheduler(reclaim_rule="random", starvation_factor=2.0), seed=7).jobs
+
+    assert once() == once()
+
+
+# --- parameters -----------------------------------------------------------------------------
+def test_parameters_are_checked_and_named():
+    sched = TiresiasScheduler(thresholds=[57600])  # a config file gives a list
+    assert sched.thresholds == (57600.0,) and sched.name == "tiresias" and not sched.loaning.enabled
+    loan = TiresiasLoanScheduler(reclaim_rule="random")
+    assert loan.name == "tiresias+loan" and loan.loaning.enabled and loan.loaning.reclaim_rule == "random"
+    with pytest.raises(ValueError, match="thresholds"):
+        TiresiasScheduler(thresholds=(7200, 3250))
+    with pytest.raises(ValueError, match="starvation_factor"):
+        TiresiasScheduler(starvation_factor=-1)
+    with pytest.raises(ValueError, match="reclaim_rule"):
+        TiresiasScheduler(reclaim_rule="nope")
