@@ -1,0 +1,313 @@
+"""Pollux: goodput-driven elastic allocation with a restart penalty.
+
+After Qiao et al., "Pollux: Co-adaptive Cluster Scheduling for
+Goodput-Optimized Deep Learning", OSDI 2021, and its simulator (adaptdl,
+``simulator/pollux.py``).
+
+What is modelled
+----------------
+- **Goodput** = throughput x statistical efficiency. Throughput of ``x`` GPUs
+  is the profile's (``view.profiles.packed_throughput``), packed onto servers
+  of the job's pool (below; its first server's GPU type). Efficiency is Pollux's gradient-noise-scale
+  model ``E(M) = (phi + M0) / (phi + M)`` with total batch ``M = x * local_batch``
+  and initial batch ``M0 = num_gpus * local_batch`` (the job keeps the
+  profile's local batch; ``E = 1`` at the requested size).
+- **Noise scale** (assumption: the traces carry none): ``phi = ratio * M0``
+  with ``ratio = noise_scale_ratio`` (default 2.0) unless
+  ``model_noise_scale_ratio`` names the model. With 2.0, doubling a job's
+  batch keeps 3/4 of each sample's value and no allocation can speed a job up
+  more than 3x, whatever its throughput scaling.
+- **Speed-up** of job j at ``x`` GPUs = goodput(x) / goodput(num_gpus on the
+  first training server's GPU type): the baseline is the job's requested
+  (static) allocation, so a job on slower loaned GPUs has a lower speed-up
+  (and, with p < 0, a claim to more of them). Pollux's simulator
+  uses an equal 1/J share of the cluster instead; with sizes given by the
+  trace the request is the natural static allocation.
+- **Objective**: the power mean (exponent ``p``, default -1 as in Pollux's
+  simulator) of the speed-ups of the *admitted* jobs, maximised exactly (for
+  the jobs' pools) by :func:`baselines.pollux_optimizer.best_sizes`, a
+  dynamic programme where Pollux runs a genetic algorithm.
+- **Pools**: the training servers and the loaned servers are two pools, each
+  sized and placed on its own, and a job runs in one of them: a queued job
+  joins the training pool if its minimum fits there, else the loaned pool;
+  a running job stays in its pool. (Pollux assumes identical GPUs; left to
+  it, a job spread over V100 and T4 servers would run at the T4 pace while
+  the optimiser counted V100 speed.) Without loaning there is one pool.
+- **Who gets GPUs** (admission). A job with no GPUs has speed-up 0, which
+  makes any power mean with p <= 0 equal to 0. Pollux's simulator floors
+  speed-ups at 1e-3, so an unallocated job costs 1/1e-3 = 1000 in the p = -1
+  sum while an allocated one costs about 1: its optimiser first runs as many
+  jobs as possible, then balances speed-ups. We make that order explicit:
+  (1) running jobs stay admitted (scaled down to their minimum if need be,
+  never preempted; only a reclaim stops one, which then competes with the
+  queue); (2) queued jobs are admitted in Pollux's priority order (least
+  attained GPU-time first: never-started jobs in submit order, then
+  preempted ones by attained service) while their minimum fits next to every
+  admitted job's minimum in a pool (with ``backfill``, a job that does not fit
+  is skipped, otherwise it blocks those behind it);
+  (3) the power mean over the admitted jobs sizes them. Minimum = ``min_gpus``
+  for an elastic job (it may get ``min_gpus..max_gpus``), ``num_gpus`` for an
+  inelastic one (exactly that).
+- **Restart penalty**: a running job whose GPU count would change has its
+  speed-up multiplied by Pollux's ``max(age - R * delay, 0) / (age + delay)``
+  (age = now - submit, R = re-allocations this scheduler made so far,
+  delay = ``restart_penalty_s``), so a change happens only when the objective
+  still gains after the discount; young jobs are not thrashed. Starting a
+  newly admitted job is never discounted (it is not optional once admitted),
+  nor is a job a reclaim already changes.
+- **When**: every decision point (arrivals, completions, demand changes) and
+  a ``tick_interval`` tick (default 60 s, Pollux's scheduling interval), so
+  restart factors that grow with age are re-evaluated. (Pollux itself waits
+  for its next 60 s round; the exact optimiser is cheap enough not to.)
+- **Placement**: a job whose count is unchanged keeps its GPUs. Changed and
+  new jobs, largest first, are best-fit packed (fewest servers) in their
+  pool; one GPU type at a time if the config forbids mixing types.
+- **Loaning** is orthogonal (``baselines/loaning.py``): ``loan`` borrows every
+  loanable inference server at every decision; reclaims are answered first,
+  by ``reclaim_rule``, whether or not ``loan`` is set.
+
+Left out: batch-size and learning-rate adaptation (the job's batch grows only
+with its worker count; AdaScale is not modelled), online fitting of the
+throughput and noise-scale models (profiles and ``phi`` are known),
+interference avoidance and the one-distributed-job-per-node rule, placement
+optimised jointly with sizes (the GA's node matrix), cluster autoscaling, the
+16-node cap per job, moving jobs between pools, and heterogeneity beyond the
+two pools (a pool of several GPU types is valued at its first server's type;
+Sia's territory).
+
+Parameters (dataclass fields, defaults and sources)
+---------------------------------------------------
+=========================  =========  ==============================================
+``p``                      -1.0       power-mean exponent (Pollux simulator)
+``noise_scale_ratio``      2.0        phi / M0 for every model (assumption)
+``model_noise_scale_ratio`` {}        per-model override of the ratio (assumption)
+``restart_penalty_s``      30.0       Pollux's restart delay (adaptdl simulator;
+                                      equals the engine's default rescale_s)
+``tick_interval``          60.0       s between re-optimisations (Pollux)
+``backfill``               True       admit later queued jobs past one that does
+                                      not fit (Pollux admits any subset)
+``loan``                   False      borrow idle inference servers
+``reclaim_rule``           "cost"     which loaned servers to return (loaning.py)
+=========================  =========  ==============================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+
+from baselines.loaning import Loaning, free_after
+from baselines.placement import best_fit, take
+from baselines.pollux_optimizer import best_sizes, restart_factor, statistical_efficiency
+from lyra_gym.plan import Plan
+from lyra_gym.scheduler import Scheduler
+from lyra_gym.view import ClusterView, JobView
+
+
+@dataclass
+class PolluxScheduler(Scheduler):
+    """Goodput-driven elastic allocation (see the module docstring for the model).
+
+    :param p: power-mean exponent over the admitted jobs' speed-ups (default -1).
+    :param noise_scale_ratio: gradient noise scale phi as a multiple of the job's initial
+        batch M0 = num_gpus x local_batch (default 2.0, assumption).
+    :param model_noise_scale_ratio: per-model-key overrides of ``noise_scale_ratio``.
+    :param restart_penalty_s: delay in Pollux's restart factor, seconds (default 30; 0 = off).
+    :param tick_interval: seconds between re-optimisations besides events (default 60).
+    :param backfill: skip queued jobs whose minimum does not fit (default True).
+    :param loan: borrow idle inference servers (default False).
+    :param reclaim_rule: ``"cost"`` (default) or ``"random"``.
+    """
+
+    p: float = -1.0
+    noise_scale_ratio: float = 2.0
+    model_noise_scale_ratio: Mapping[str, float] = field(default_factory=dict)
+    restart_penalty_s: float = 30.0
+    tick_interval: float | None = 60.0
+    backfill: bool = True
+    loan: bool = False
+    reclaim_rule: str = "cost"
+    name = "pollux"
+
+    def __post_init__(self) -> None:
+        if self.noise_scale_ratio < 0 or any(r < 0 for r in self.model_noise_scale_ratio.values()):
+            raise ValueError("noise_scale_ratio: must be >= 0")
+        if self.restart_penalty_s < 0:
+            raise ValueError(f"restart_penalty_s: must be >= 0, got {self.restart_penalty_s}")
+        self.loaning = Loaning(enabled=self.loan, reclaim_rule=self.reclaim_rule)
+        self.rng = np.random.default_rng(0)  # replaced by the run's generator in reset()
+        self._speedups: dict[tuple, np.ndarray] = {}
+        self._reallocations: dict[str, int] = {}
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self._speedups = {}
+        self._reallocations = {}
+
+    # --- the goodput model --------------------------------------------------------------
+    def speedups(self, view: ClusterView, model: str, num_gpus: int, lo: int, hi: int,
+                 gpu_type: str | None = None, gpus_per_server: int | None = None) -> np.ndarray:
+        """Speed-ups of a ``model`` job requesting ``num_gpus`` at ``lo..hi`` GPUs packed on servers of
+        ``gpus_per_server`` GPUs of ``gpu_type`` (default: the first training server's), relative
+        to its requested GPUs packed on the first training server's type. A read-only array."""
+        ref = view.servers[view.training_server_ids[0]]
+        gpu_type = gpu_type or ref.gpu_type
+        gpus_per_server = gpus_per_server or ref.num_gpus
+        key = (model, num_gpus, gpu_type, gpus_per_server, ref.gpu_type, ref.num_gpus)
+        table = self._speedups.get(key)
+        if table is None or len(table) < hi:
+            profiles = view.profiles
+            batch = profiles.model(model).local_batch
+            ratio = self.model_noise_scale_ratio.get(model, self.noise_scale_ratio)
+            m0 = num_gpus * batch
+            base = profiles.packed_throughput(model, num_gpus, ref.gpu_type, ref.num_gpus)
+            table = np.array([
+                profiles.packed_throughput(model, x, gpu_type, gpus_per_server) / base
+                * statistical_efficiency(x * batch, m0, ratio * m0)
+                for x in range(1, max(hi, 2 * num_gpus) + 1)
+            ])
+            table.flags.writeable = False
+            self._speedups[key] = table
+        return table[lo - 1:hi]
+
+    # --- the policy ---------------------------------------------------------------------
+    def decide(self, view: ClusterView) -> Plan:
+        plan = view.current_plan()
+        self.loaning.prepare(view, plan, self.rng)
+        allocations = plan.allocations
+        free = free_after(view, plan)
+        pools = self._pools(view, plan, free)
+        pool_of = {sid: pool for pool in pools for sid in pool.servers}
+
+        # (1) running jobs stay admitted, in the pool they run in; elastic ones may shrink to their minimum
+        dropped: list[JobView] = []  # stopped by a reclaim: candidates again
+        for job in view.running_jobs():
+            alloc = allocations.get(job.id)
+            if alloc is None:
+                dropped.append(job)
+            elif job.spec.elastic:
+                pool = pool_of[next(iter(alloc))]
+                if any(pool_of[sid] is not pool for sid in alloc):
+                    continue  # spans both pools (not made by this policy): left as it is
+                untouched = alloc is job.allocation
+                count = job.workers if untouched else sum(alloc.values())
+                pool.spare += count - job.spec.min_gpus
+                pool.elastic.append((job, count, count if untouched else None))
+
+        # (2) queued jobs in Pollux's order, each at its minimum, while minimums fit (training first)
+        if any(pool.spare for pool in pools):
+            for job in self._admission_order(view, dropped):
+                need = job.spec.min_gpus if job.spec.elastic else job.spec.num_gpus
+                pool = next((pool for pool in pools if need <= pool.spare), None)
+                if pool is None:
+                    if not self.backfill:
+                        break
+                    continue
+                pool.spare -= need
+                if job.spec.elastic:
+                    pool.elastic.append((job, 0, None))
+                else:
+                    pool.started.append(job)
+                if not any(pool.spare for pool in pools):
+                    break
+
+        # (3) per pool: size the elastic jobs by the power mean of (penalised) speed-ups, then place
+        for pool in pools:
+            changed = [(job, job.spec.num_gpus) for job in pool.started]
+            for (job, count, _), x in zip(pool.elastic, self._sizes(view, pool)):
+                if x != count:
+                    changed.append((job, x))
+                    for sid, gpus in allocations.get(job.id, {}).items():
+                        free[sid] += gpus
+            self._place(view, plan, free, pool, changed)
+        return plan
+
+    def _pools(self, view: ClusterView, plan: Plan, free: list[int]) -> list["_Pool"]:
+        """Training servers, then the loaned ones (if any); each sized and placed separately."""
+        returned = set(plan.give_back)
+        loaned = [sid for sid in view.loaned_servers() if sid not in returned] + list(plan.borrow)
+        pools = []
+        for servers in (list(view.training_server_ids), loaned):
+            if servers:
+                first = view.servers[servers[0]]
+                groups = [servers]
+                if not view.allow_mixed_gpu_types:
+                    by_type: dict[str, list[int]] = {}
+                    for sid in servers:
+                        by_type.setdefault(view.servers[sid].gpu_type, []).append(sid)
+                    groups = list(by_type.values())
+                pools.append(_Pool(servers, groups, first.gpu_type, first.num_gpus, sum(free[s] for s in servers)))
+        return pools
+
+    def _admission_order(self, view: ClusterView, dropped: Sequence[JobView]) -> Iterator[JobView]:
+        """Never-started queued jobs in submit order, then started ones by least attained GPU-time."""
+        resumed = list(dropped)
+        for job in view.queued_jobs():
+            if job.first_start is None:
+                yield job
+            else:
+                resumed.append(job)
+        resumed.sort(key=lambda j: (j.attained_gpu_s, j.index))
+        yield from resumed
+
+    def _sizes(self, view: ClusterView, pool: "_Pool") -> list[int]:
+        """GPU counts of the pool's elastic jobs, given its ``spare`` GPUs beyond their minimums."""
+        if pool.spare == 0:
+            return [job.spec.min_gpus for job, _, _ in pool.elastic]
+        options = []
+        for job, _, current in pool.elastic:
+            spec = job.spec
+            lo = spec.min_gpus
+            hi = min(spec.max_gpus, lo + pool.spare)
+            s = self.speedups(view, spec.model, spec.num_gpus, lo, hi, pool.gpu_type, pool.gpus_per_server)
+            if current is not None and self.restart_penalty_s > 0:
+                age = view.now - spec.submit_time
+                factor = restart_factor(age, self._reallocations.get(job.id, 0), self.restart_penalty_s)
+                unchanged = s[current - lo] if current <= hi else None
+                s = s * factor
+                if unchanged is not None:
+                    s[current - lo] = unchanged
+            options.append((lo, s))
+        return best_sizes(options, sum(lo for lo, _ in options) + pool.spare, self.p)
+
+    def _place(self, view: ClusterView, plan: Plan, free: list[int], pool: "_Pool",
+               changed: list[tuple[JobView, int]]) -> None:
+        """Best-fit the ``changed`` jobs (largest first) into the pool's ``free`` GPUs."""
+        allocations = plan.allocations
+        changed.sort(key=lambda jx: -jx[1])  # stable: ties keep admission order
+        for job, x in changed:
+            placement = None
+            for candidates in pool.groups:
+                placement = best_fit(free, x, candidates)
+                if placement is not None:
+                    break
+            if placement is None:  # only when a pool's GPU types may not mix: the job waits
+                allocations.pop(job.id, None)
+                continue
+            take(free, placement)
+            allocations[job.id] = placement
+            if job.first_start is not None:
+                self._reallocations[job.id] = self._reallocations.get(job.id, 0) + 1
+
+
+@dataclass
+class _Pool:
+    """One set of servers sized and placed together (training, or loaned), during one decision."""
+
+    servers: list[int]
+    groups: list[list[int]]  # candidate server lists for placement (one per GPU type if types may not mix)
+    gpu_type: str            # throughput of this pool's jobs is taken on this type ...
+    gpus_per_server: int     # ... packed onto servers of this many GPUs
+    spare: int               # GPUs beyond the minimums of the jobs admitted here
+    elastic: list[tuple[JobView, int, int | None]] = field(default_factory=list)  # (job, GPUs now, penalised count)
+    started: list[JobView] = field(default_factory=list)  # inelastic jobs admitted now
+
+
+@dataclass
+class PolluxLoanScheduler(PolluxScheduler):
+    """Pollux with capacity loaning: borrows every loanable inference server (``loan=True``)."""
+
+    loan: bool = True
+    name = "pollux+loan"
