@@ -30,6 +30,7 @@ from typing import Mapping
 import numpy as np
 
 from lyra_gym.plan import Plan, TrackedAllocations
+from lyra_gym.scheduler import NEUTRAL_RETURN_LEVEL
 from lyra_gym.view import ClusterView
 
 RECLAIM_RULES = ("cost", "random")
@@ -60,15 +61,24 @@ class Loaning:
         if self.reserve_servers < 0:
             raise ValueError(f"reserve_servers: must be >= 0, got {self.reserve_servers}")
 
-    def prepare(self, view: ClusterView, plan: Plan, rng: np.random.Generator) -> None:
-        """Answer the pending reclaim (always, even when borrowing is off) and borrow servers."""
+    def prepare(self, view: ClusterView, plan: Plan, rng: np.random.Generator,
+                borrow_fraction: float | None = None, return_levels: Mapping[int, int] | None = None) -> None:
+        """Answer the pending reclaim (always, even when borrowing is off) and borrow servers.
+
+        ``borrow_fraction`` (0-1 of the loanable servers) and ``return_levels``
+        (server id -> level, higher returned first) let an agent override the rule.
+        """
         owed = view.reclaim_pending
         if owed:
-            returns = choose_returns(view, plan, owed, self, rng)
+            returns = choose_returns(view, plan, owed, self, rng, return_levels)
             plan.give_back = (*plan.give_back, *returns)
         if self.enabled:
             loanable = view.loanable_servers()
-            plan.borrow = loanable[: max(0, len(loanable) - self.reserve_servers)]
+            if borrow_fraction is None:
+                count = max(0, len(loanable) - self.reserve_servers)
+            else:
+                count = int(round(borrow_fraction * len(loanable)))
+            plan.borrow = loanable[:count]
 
 
 def _jobs_on_loaned(view: ClusterView, allocations: Mapping[str, Mapping[int, int]]) -> dict[int, dict[str, int]]:
@@ -98,8 +108,14 @@ def server_cost(jobs_here: Mapping[str, int], allocations: Mapping[str, Mapping[
     return cost
 
 
-def choose_returns(view: ClusterView, plan: Plan, k: int, loaning: Loaning, rng: np.random.Generator) -> list[int]:
-    """Pick ``k`` loaned servers to give back and remove their jobs' workers from ``plan``."""
+def choose_returns(view: ClusterView, plan: Plan, k: int, loaning: Loaning, rng: np.random.Generator,
+                   levels: Mapping[int, int] | None = None) -> list[int]:
+    """Pick ``k`` loaned servers to give back and remove their jobs' workers from ``plan``.
+
+    ``levels`` (server id -> level) ranks servers before the rule: a higher level is
+    returned first; servers absent from it count as neutral.
+    """
+    levels = levels or {}
     allocations = plan.allocations
     on = _jobs_on_loaned(view, allocations)
     for sid in plan.give_back:
@@ -110,7 +126,8 @@ def choose_returns(view: ClusterView, plan: Plan, k: int, loaning: Loaning, rng:
             candidates = sorted(on)
             sid = candidates[int(rng.integers(len(candidates)))]
         else:
-            sid = min(on, key=lambda s: (server_cost(on[s], allocations, view, loaning),
+            sid = min(on, key=lambda s: (-levels.get(s, NEUTRAL_RETURN_LEVEL),
+                                         server_cost(on[s], allocations, view, loaning),
                                          sum(on[s].values()), -s))
         for job_id in on.pop(sid):
             release_server(view, allocations, job_id, sid)

@@ -44,7 +44,7 @@ from baselines.loaning import Loaning, free_after
 from baselines.placement import best_fit, take
 from lyra_gym.cluster import Pool
 from lyra_gym.plan import Plan
-from lyra_gym.scheduler import Scheduler
+from lyra_gym.scheduler import NEUTRAL_JOB_LEVEL, Guidance, Scheduler
 from lyra_gym.view import ClusterView, JobView
 
 
@@ -137,8 +137,18 @@ class LyraScheduler(Scheduler):
 
     # ------------------------------------------------------------------ decide
     def decide(self, view: ClusterView) -> Plan:
+        return self.decide_guided(view, Guidance())
+
+    def decide_guided(self, view: ClusterView, guidance: Guidance) -> Plan:
+        """Lyra's decision, modulated by an agent (an empty Guidance = plain Lyra).
+
+        Job levels: 0 holds a queued job and denies a running one extra workers; otherwise
+        queued jobs are admitted by level (higher first), then shortest remaining time, and a
+        job's knapsack values are scaled by 2 ** (level - neutral).
+        """
+        levels = guidance.job_levels
         plan = view.current_plan()
-        self.loaning.prepare(view, plan, self.rng)
+        self.loaning.prepare(view, plan, self.rng, guidance.borrow_fraction, guidance.return_levels)
         round_due = self.elastic and view.now >= self._next_round
         if not view.num_queued and not round_due and not plan.give_back and not plan.borrow:
             return plan  # nothing to admit, return or rebalance: keep everything
@@ -164,8 +174,11 @@ class LyraScheduler(Scheduler):
         admitted_elastic = False
 
         # Phase 1: base demands of queued jobs, shortest remaining time first.
-        queued = sorted(view.queued_jobs(), key=lambda j: (j.remaining_time_at(j.spec.num_gpus), j.index))
+        queued = sorted(view.queued_jobs(), key=lambda j: (-levels.get(j.id, NEUTRAL_JOB_LEVEL),
+                                                           j.remaining_time_at(j.spec.num_gpus), j.index))
         for job in queued:
+            if levels.get(job.id, NEUTRAL_JOB_LEVEL) == 0:
+                break  # held, and so is everything sorted after it
             need = self.base_demand(job)
             placement = None
             for candidates in groups:
@@ -185,12 +198,13 @@ class LyraScheduler(Scheduler):
 
         evicted = any(avail[sid] < g for sid, g in flex_on.items())
         if elastic_jobs and (round_due or admitted_elastic or evicted or plan.give_back or plan.borrow):
-            self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned))
+            self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels)
             self._next_round = view.now + self.round_s
         return plan
 
     def _phase2(self, view: ClusterView, plan: Plan, jobs: list[JobView], base: dict[str, dict[int, int]],
-                flex: dict[str, dict[int, int]], avail: list[int], loaned: set[int]) -> None:
+                flex: dict[str, dict[int, int]], avail: list[int], loaned: set[int],
+                levels: Mapping[str, int]) -> None:
         """Spare GPUs to elastic jobs by knapsack, per GPU type; then place the extra workers."""
         rescale = view.overheads.rescale_s
         by_type: dict[str, list[JobView]] = {}
@@ -205,7 +219,8 @@ class LyraScheduler(Scheduler):
             for job in typed:
                 spec = job.spec
                 current = sum(flex[job.id].values())
-                top = min(spec.max_gpus - spec.min_gpus, capacity)
+                level = levels.get(job.id, NEUTRAL_JOB_LEVEL)
+                top = min(spec.max_gpus - spec.min_gpus, capacity) if level else 0
                 rates = self._packed_rates(view, spec.model, gpu_type, per_server, spec.min_gpus + top)
                 times = job.remaining_work / rates[spec.min_gpus: spec.min_gpus + top + 1]
                 row = times[0] - times
@@ -214,6 +229,8 @@ class LyraScheduler(Scheduler):
                     if current <= top:
                         penalty[current] = 0.0
                     row -= penalty
+                if level != NEUTRAL_JOB_LEVEL:
+                    row *= 2.0 ** (level - NEUTRAL_JOB_LEVEL)
                 values.append(row)
             # GPUs already held as flexible workers are back in avail; weights count all extras.
             choice = solve(values, capacity, self.knapsack_exact_limit)

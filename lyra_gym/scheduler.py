@@ -9,8 +9,9 @@ adds one the same way, with no edit here).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -18,6 +19,36 @@ from lyra_gym.plan import Plan
 from lyra_gym.view import ClusterView
 
 ENTRY_POINT_GROUP = "lyra_gym.schedulers"
+
+
+@dataclass
+class Guidance:
+    """An agent's modulation of a guided heuristic (the environments' decoded actions).
+
+    Every field left at its default lets the heuristic decide alone, so an
+    empty Guidance reproduces the heuristic exactly.
+
+    - ``job_levels``: job id -> level in ``0 .. JOB_LEVELS - 1``. 0 = hold (a
+      queued job is not admitted; a running elastic job gets no workers above
+      its minimum); ``NEUTRAL_JOB_LEVEL`` = the heuristic's own choice; other
+      levels admit in level order (higher first) and scale the job's value for
+      extra workers by ``2 ** (level - NEUTRAL_JOB_LEVEL)``.
+    - ``borrow_fraction``: fraction (0-1) of loanable servers to borrow; None =
+      the heuristic's choice.
+    - ``return_levels``: loaned server id -> level in ``0 .. RETURN_LEVELS - 1``;
+      on a reclaim, servers with a higher level are returned first (0 =
+      protect; ``NEUTRAL_RETURN_LEVEL`` = no preference).
+    """
+
+    job_levels: Mapping[str, int] = field(default_factory=dict)
+    borrow_fraction: float | None = None
+    return_levels: Mapping[int, int] = field(default_factory=dict)
+
+
+JOB_LEVELS = 5
+NEUTRAL_JOB_LEVEL = 2
+RETURN_LEVELS = 3
+NEUTRAL_RETURN_LEVEL = 1
 
 
 class Scheduler:
@@ -37,6 +68,10 @@ class Scheduler:
 
     def decide(self, view: ClusterView) -> Plan:
         raise NotImplementedError
+
+    def decide_guided(self, view: ClusterView, guidance: Guidance) -> Plan:
+        """Decide with an agent's :class:`Guidance`; only guidable heuristics implement it."""
+        raise NotImplementedError(f"scheduler {self.name!r} cannot be guided by an agent")
 
 
 class UnknownSchedulerError(KeyError):
