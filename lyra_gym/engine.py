@@ -29,7 +29,6 @@ import bisect
 import heapq
 import time
 from collections import deque
-from types import MappingProxyType
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -38,7 +37,7 @@ from lyra_gym.cluster import Pool, Server, build_servers
 from lyra_gym.config import SimConfig
 from lyra_gym.demand import DemandCurve
 from lyra_gym.jobs import EMPTY_ALLOCATION, Job, JobState
-from lyra_gym.plan import Plan, PlanError, TrackedAllocations
+from lyra_gym.plan import FrozenAllocation, Plan, PlanError, TrackedAllocations
 from lyra_gym.profiles import ProfileError, ProfileSet
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.trace import JobSpec
@@ -130,6 +129,8 @@ class Engine:
         self._redecide = False  # a forced reclaim asks for a second decision at the same instant
         self._changed = True    # did the decisions since the last events change anything?
         self._over = False
+        self._bar = None
+        self._wall = time.perf_counter()
 
     # ------------------------------------------------------------------ helpers
     def reference_throughput(self, model: str, workers: int) -> float:
@@ -189,7 +190,7 @@ class Engine:
             if tick <= 0:
                 raise ValueError(f"{type(self.scheduler).__name__}.tick_interval: must be > 0, got {tick}")
             self._push(self.now + tick, _TICK)
-        self._bar = tqdm(total=len(self.jobs), disable=not self.progress, delay=2.0, unit="job", leave=False)
+        self._bar = tqdm(total=len(self.jobs), delay=2.0, unit="job", leave=False) if self.progress else None
 
     def next_decision(self) -> bool:
         """Process events up to the next decision point; False when the simulation is over."""
@@ -229,7 +230,8 @@ class Engine:
             self._advance_clock(t)
             done_before = self.finished
             self._process_events(t, times, values)
-            self._bar.update(self.finished - done_before)
+            if self._bar is not None:
+                self._bar.update(self.finished - done_before)
             if self.finished == jobs_n:
                 break
             self._changed = False
@@ -250,7 +252,8 @@ class Engine:
 
     def finish(self) -> None:
         """Close the run (progress bar, wall time)."""
-        self._bar.close()
+        if self._bar is not None:
+            self._bar.close()
         self.sim_wall_s = time.perf_counter() - self._wall
 
     def _decide(self) -> bool:
@@ -496,7 +499,7 @@ class Engine:
             del self.running_allocations[job.spec.job_id]
             bisect.insort(self.queue, job.index)
             return
-        allocation = MappingProxyType({int(sid): int(g) for sid, g in new.items()})
+        allocation = FrozenAllocation({int(sid): int(g) for sid, g in new.items()})
         workers = sum(allocation.values())
         for sid, gpus in allocation.items():
             s = self.servers[sid]

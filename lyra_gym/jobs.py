@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import enum
-from types import MappingProxyType
 from typing import Mapping
 
+from lyra_gym.plan import FrozenAllocation
 from lyra_gym.trace import JobSpec
 
-EMPTY_ALLOCATION: Mapping[int, int] = MappingProxyType({})
+EMPTY_ALLOCATION: Mapping[int, int] = FrozenAllocation()
 
 
 class JobState(enum.Enum):

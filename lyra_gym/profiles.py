@@ -99,6 +99,15 @@ class ProfileSet:
         self.source = source
         self._throughput = lru_cache(maxsize=65536)(self._throughput_uncached)
 
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["_throughput"]  # a cache of a bound method: rebuilt on unpickling
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._throughput = lru_cache(maxsize=65536)(self._throughput_uncached)
+
     def model(self, key: str) -> ModelProfile:
         try:
             return self.models[key]

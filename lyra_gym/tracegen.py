@@ -297,6 +297,13 @@ PRESETS: dict[str, TracePreset] = {
             description="shipped default: 1 day, 400 jobs of 1-16 GPUs, for 128 GPUs at load ~0.8",
         ),
         TracePreset(
+            name="env-14d",
+            days=14.0,
+            num_jobs=5_600,
+            description="the environments' default: small-1d's mix over 14 days (400 jobs/day) for 128 GPUs "
+                        "at load ~0.8; train windows in the first 80 %, test windows after",
+        ),
+        TracePreset(
             name="bench-15d",
             days=15.0,
             num_jobs=50_000,
