@@ -66,15 +66,30 @@ def simulate(
     config = config or SimConfig()
     scheduler = registry.make(policy, **(policy_params or {})) if isinstance(policy, str) else policy
     name = policy if isinstance(policy, str) else getattr(scheduler, "name", type(scheduler).__name__)
+    engine = build_engine(jobs, scheduler, config, seed, profiles, demand, progress)
+    engine.run()
+    return SimResult(name, seed, summarize(engine), job_rows(engine), config)
+
+
+def build_engine(
+    jobs: Sequence[JobSpec],
+    scheduler: Scheduler,
+    config: SimConfig,
+    seed: int,
+    profiles: ProfileSet | None = None,
+    demand: DemandCurve | None = None,
+    progress: bool = False,
+) -> Engine:
+    """The engine of one run: the seed feeds ``SeedSequence(seed).spawn(2)`` = (demand noise,
+    scheduler generator). The environments build theirs here too, so an episode and a
+    ``simulate`` call with the same jobs, config and seed start from the same state."""
     demand_seq, policy_seq = np.random.SeedSequence(seed).spawn(2)
     if demand is None:
         demand = build_demand(config, jobs, np.random.default_rng(demand_seq))
-    engine = Engine(
+    return Engine(
         jobs, scheduler, config, profiles or load_profile_set(config), demand,
         np.random.default_rng(policy_seq), progress=progress,
     )
-    engine.run()
-    return SimResult(name, seed, summarize(engine), job_rows(engine), config)
 
 
 def write_result(result: SimResult, out_dir: str | os.PathLike) -> Path:

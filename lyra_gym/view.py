@@ -192,3 +192,11 @@ class ClusterView:
 
     def job(self, job_id: str) -> JobView:
         return self._engine.job_by_id(job_id).view
+
+    def job_at(self, index: int) -> JobView:
+        """The job with trace index ``index`` (as in ``ServerView.jobs``)."""
+        return self._engine.jobs[index].view
+
+    def reference_throughput(self, model: str, workers: int) -> float:
+        """Samples/s of ``workers`` reference GPUs packed on reference servers."""
+        return self._engine.reference_throughput(model, workers)

@@ -1,0 +1,370 @@
+"""Gymnasium environments over the co-simulator: the agent guides a heuristic scheduler.
+
+Design (DESIGN.md "Environment", design 2): one step per decision point. The
+action gives a level per job slot and per loaned-server slot plus a borrow
+level; a guided heuristic (Lyra by default, found by name in the scheduler
+registry) turns them into a feasible Plan: its own admission order, knapsack
+and placement, with the agent's levels as priorities and value weights. The
+all-neutral action (:meth:`LyraClusterEnv.expert_action`) therefore reproduces
+the heuristic exactly, and every action is executable, so per-dimension masks
+are exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from lyra_gym import scheduler as registry
+from lyra_gym.config import SimConfig, config_from_dict, load_config
+from lyra_gym.envs.observation import (
+    CLUSTER_FEATURES, JOB_FEATURES, SERVER_FEATURES, ObservationBuilder, job_slots, server_slots,
+)
+from lyra_gym.envs.rewards import StepOutcome, parse_reward, reward
+from lyra_gym.envs.windows import Window, WindowSampler
+from lyra_gym.jobs import JobState
+from lyra_gym.metrics import summarize
+from lyra_gym.profiles import ProfileSet, builtin_profiles, load_profiles
+from lyra_gym.scheduler import (
+    JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS, Guidance,
+)
+from lyra_gym.simulate import build_engine
+from lyra_gym.trace import load_trace
+from lyra_gym.tracegen import PRESETS, generate_trace
+
+
+def _resolve_config(config: SimConfig | Mapping | str | None) -> SimConfig:
+    if config is None:
+        return SimConfig()
+    if isinstance(config, SimConfig):
+        return config
+    if isinstance(config, str):
+        return load_config(config)
+    return config_from_dict(config)
+
+
+class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
+    """Base of the three environments; see each subclass for its manual.
+
+    ## Observation Space
+    ``Box(-1, 1, (K*12 + 14 + M*4,), float32)``: K job slots x 12 features, 14
+    cluster features, M loaned-server slots x 4 features (all normalised; see
+    ``lyra_gym/envs/observation.py`` for the formula of each):
+
+    | index | meaning |
+    |---|---|
+    | 12*i + 0..11 | job slot i: present, queued, elastic, requested/64, min/64, max/64, workers/64, waiting (log-time), attained GPU-h (log), estimated remaining time (log-time), scaling efficiency max vs min, in overhead |
+    | 12*K + 0..13 | free training GPUs share, free loaned GPUs share, loaned servers, loanable servers, inference demand now, +1 h, +3 h, +6 h, reclaim pending, time of day sin, cos, weekend, log queued, log running |
+    | 12*K + 14 + 4*j + 0..3 | loaned-server slot j: present, GPUs used share, jobs/8, inelastic jobs/8 |
+
+    Job slots hold queued jobs in the heuristic's admission order, then running
+    elastic jobs, then running inelastic jobs. Min 0 (or -1 for the sine and
+    cosine), max 1.
+
+    ## Rewards
+    Named and swappable (``reward=``, ``lyra_gym/envs/rewards.py``). Default
+    ``"jct"``: -(jobs in the system x seconds to the next decision point) /
+    ``reward_scale_s``; with gamma = 1 an episode's return is -(total JCT of the
+    window's jobs) / scale.
+
+    ## Starting State
+    ``reset`` picks a window of the trace (``window_s`` long) from the train
+    part (by the reset seed), or test window ``options["window"]`` with
+    ``options={"split": "test"}``; the cluster starts empty at the window's
+    first submission and the first step is its first decision point.
+
+    ## Episode End
+    1. Termination: every job of the window has finished, or nothing more can
+       happen (remaining jobs cannot be placed).
+    2. Truncation: ``max_steps`` decision points.
+    At the end, ``info["final_metrics"]`` holds the metrics in the keys of
+    ``metrics.json``.
+
+    ## Arguments
+    | keyword | type | default | meaning |
+    |---|---|---|---|
+    | trace | str | "env-14d" | a trace preset name or a trace CSV path |
+    | trace_seed | int | 0 | seed of a preset trace |
+    | config | SimConfig, dict or path | None | cluster and engine settings (defaults: 16x8 V100, 16x8 T4) |
+    | profiles | str | None | profile JSON path (built-in when None) |
+    | window_s | float | 43200 | episode window length, s |
+    | test_fraction | float | 0.2 | last share of the trace kept for test windows |
+    | reward | str or dict | "jct" | reward name or weights |
+    | reward_scale_s | float | 3600 | seconds per unit of reward |
+    | num_job_slots | int | 32 | K |
+    | num_server_slots | int | 16 | M |
+    | borrow_levels | int | 4 | B: borrow b/B of the loanable servers |
+    | heuristic | str | "lyra" | guided scheduler by registry name |
+    | max_steps | int | 5000 | truncation |
+    | render_mode | str | None | "ansi" |
+
+    ## Vectorized environment
+    Any Gymnasium vector wrapper; instances share nothing.
+
+    ## Version History
+    - v0: first release.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    controls_jobs = True
+    controls_loaning = True
+
+    def __init__(
+        self,
+        trace: str = "env-14d",
+        trace_seed: int = 0,
+        config: SimConfig | Mapping | str | None = None,
+        profiles: str | None = None,
+        window_s: float = 12 * 3600.0,
+        test_fraction: float = 0.2,
+        reward: str | Mapping[str, float] = "jct",
+        reward_scale_s: float = 3600.0,
+        num_job_slots: int = 32,
+        num_server_slots: int = 16,
+        borrow_levels: int = 4,
+        heuristic: str = "lyra",
+        max_steps: int = 5000,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode: must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        if num_job_slots < 1 or num_server_slots < 0 or borrow_levels < 1 or max_steps < 1:
+            raise ValueError("num_job_slots, borrow_levels and max_steps must be >= 1; num_server_slots >= 0")
+        self.trace = generate_trace(trace, trace_seed) if trace in PRESETS else load_trace(trace)
+        self.sim_config = _resolve_config(config)
+        if profiles is not None:
+            self.sim_config = replace(self.sim_config, profiles=profiles)
+        self.profiles: ProfileSet = load_profiles(profiles) if profiles else builtin_profiles()
+        self.windows = WindowSampler(self.trace, window_s, test_fraction)
+        self.reward_weights = parse_reward(reward)
+        self.reward_scale_s = reward_scale_s
+        self.k, self.m, self.b = num_job_slots, num_server_slots, borrow_levels
+        self.heuristic_name = heuristic
+        registry.make(heuristic)  # fail now on an unknown name
+        self.max_steps = max_steps
+        self.render_mode = render_mode
+        self.builder = ObservationBuilder(self.k, self.m)
+        self.observation_space = spaces.Box(-1.0, 1.0, (self.builder.size,), dtype=np.float32)
+        nvec = []
+        if self.controls_jobs:
+            nvec += [JOB_LEVELS] * self.k
+        if self.controls_loaning:
+            nvec += [self.b + 1] + [RETURN_LEVELS] * self.m
+        self.action_space = spaces.MultiDiscrete(nvec)
+        self.engine = None
+        self.window: Window | None = None
+        self.invalid_actions_total = 0
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = options or {}
+        split = options.get("split", "train")
+        if split == "test":
+            self.window = self.windows.test(int(options.get("window", 0)))
+        elif split == "train":
+            self.window = self.windows.train(self.np_random)
+        else:
+            raise ValueError(f"options['split']: must be 'train' or 'test', got {split!r}")
+        jobs = self.window.jobs(self.trace)
+        self.heuristic = registry.make(self.heuristic_name)
+        self.engine = build_engine(jobs, self.heuristic, self.sim_config, self.window.seed, self.profiles)
+        self.engine.begin()
+        self.steps = 0
+        self.invalid_actions_total = 0
+        self.done = not self.engine.next_decision()
+        self._observe()
+        return self.obs, self._info(0)
+
+    def step(self, action):
+        if self.engine is None or self.done:
+            raise RuntimeError("call reset() before step() (the episode is over)")
+        engine = self.engine
+        guidance, invalid = self._decode(np.asarray(action))
+        self.invalid_actions_total += invalid
+        plan = self.heuristic.decide_guided(engine.view, guidance)
+        t0, preempt0 = engine.now, engine.counts["preemptions"]
+        engine.submit(plan)
+        in_system, queued = len(engine.queue) + len(engine.running), len(engine.queue)
+        usage = engine.used_training / max(1, self.sim_config.cluster.training_gpus)
+        self.done = not engine.next_decision()
+        self.steps += 1
+        outcome = StepOutcome(engine.now - t0, in_system, queued, usage, engine.counts["preemptions"] - preempt0)
+        r = reward(self.reward_weights, outcome, self.reward_scale_s)
+        truncated = not self.done and self.steps >= self.max_steps
+        self._observe()
+        info = self._info(invalid)
+        if self.done or truncated:
+            engine.finish()
+            info["final_metrics"] = summarize(engine)
+        return self.obs, r, self.done, truncated, info
+
+    # ------------------------------------------------------------------ actions
+    def _observe(self) -> None:
+        view = self.engine.view
+        self.slots = job_slots(view, self.k)
+        self.server_ids = server_slots(view, self.m)
+        self.obs = self.builder.build(view, self.slots, self.server_ids)
+
+    def _dimension_masks(self) -> list[np.ndarray]:
+        masks = []
+        if self.controls_jobs:
+            for i in range(self.k):
+                mask = np.zeros(JOB_LEVELS, dtype=bool)
+                if i >= len(self.slots):
+                    mask[0] = True  # empty slot
+                elif self.slots[i].state is JobState.RUNNING and not self.slots[i].spec.elastic:
+                    mask[NEUTRAL_JOB_LEVEL] = True  # nothing to decide for a running inelastic job
+                else:
+                    mask[:] = True
+                masks.append(mask)
+        if self.controls_loaning:
+            masks.append(np.ones(self.b + 1, dtype=bool))
+            for j in range(self.m):
+                mask = np.zeros(RETURN_LEVELS, dtype=bool)
+                if j < len(self.server_ids):
+                    mask[:] = True
+                else:
+                    mask[NEUTRAL_RETURN_LEVEL] = True
+                masks.append(mask)
+        return masks
+
+    def action_masks(self) -> np.ndarray:
+        """Valid values of every action dimension, concatenated (sb3-contrib MaskablePPO)."""
+        return np.concatenate(self._dimension_masks())
+
+    def expert_action(self) -> np.ndarray:
+        """The heuristic's own choice: neutral levels everywhere, borrow as it would."""
+        action = []
+        if self.controls_jobs:
+            action += [NEUTRAL_JOB_LEVEL if i < len(self.slots) else 0 for i in range(self.k)]
+        if self.controls_loaning:
+            action += [self.b] + [NEUTRAL_RETURN_LEVEL] * self.m
+        return np.array(action, dtype=np.int64)
+
+    def _decode(self, action: np.ndarray) -> tuple[Guidance, int]:
+        """Action -> Guidance; a masked value becomes that dimension's default and is counted."""
+        if action.shape != self.action_space.shape:
+            raise ValueError(f"action: expected shape {self.action_space.shape}, got {action.shape}")
+        masks = self._dimension_masks()
+        default = self.expert_action()
+        values, invalid = [], 0
+        for d, mask in enumerate(masks):
+            v = int(action[d])
+            if not 0 <= v < len(mask) or not mask[v]:
+                v, invalid = int(default[d]), invalid + 1
+            values.append(v)
+        guidance = Guidance()
+        pos = 0
+        if self.controls_jobs:
+            guidance.job_levels = {job.id: values[i] for i, job in enumerate(self.slots)}
+            pos = self.k
+        if self.controls_loaning:
+            guidance.borrow_fraction = values[pos] / self.b
+            guidance.return_levels = {sid: values[pos + 1 + j] for j, sid in enumerate(self.server_ids)}
+        return guidance, invalid
+
+    # ------------------------------------------------------------------ info and rendering
+    def _info(self, invalid: int) -> dict[str, Any]:
+        engine = self.engine
+        counts = engine.counts
+        return {
+            "time_s": engine.now,
+            "window": self.window.index,
+            "split": self.window.split,
+            "jobs_total": len(engine.jobs),
+            "jobs_finished": engine.finished,
+            "jobs_queued": len(engine.queue),
+            "jobs_running": len(engine.running),
+            "servers_loaned": engine.loaned_count,
+            "preemptions": counts["preemptions"],
+            "scale_events": counts["scale_ins"] + counts["scale_outs"],
+            "servers_borrowed": counts["servers_borrowed"],
+            "inference_violations": counts["inference_violations"],
+            "invalid_actions": invalid,
+            "invalid_actions_total": self.invalid_actions_total,
+        }
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self.engine is None:
+            return None
+        engine, view = self.engine, self.engine.view
+        lines = [
+            f"t={engine.now / 3600:8.2f} h  queued={len(engine.queue):4d} running={len(engine.running):4d} "
+            f"finished={engine.finished}/{len(engine.jobs)}  demand={view.inference_demand} "
+            f"loaned={engine.loaned_count} loanable={view.num_loanable} reclaim={view.reclaim_pending}",
+        ]
+        for pool, ids in (("train", view.training_server_ids), ("infer", view.inference_server_ids)):
+            cells = []
+            for sid in ids:
+                s = engine.servers[sid]
+                mark = "L" if s.loaned else ("-" if pool == "infer" else "")
+                cells.append(f"{mark}{s.used}/{s.num_gpus}")
+            lines.append(f"{pool}: " + " ".join(cells))
+        return "\n".join(lines)
+
+
+class ClusterEnv(LyraClusterEnv):
+    """``LyraGym/Cluster-v0``: the agent guides job allocation and loaning.
+
+    ## Description
+    Training and inference clusters co-simulated (Lyra, EuroSys 2023). At each
+    decision point (arrival, completion, demand change, reclaim) the agent sets
+    a level per job slot, a borrow level and a return level per loaned server;
+    the Lyra heuristic turns them into a feasible allocation.
+
+    ## Action Space
+    ``MultiDiscrete([5]*K + [B+1] + [3]*M)``:
+    - job slot i (5 levels): 0 hold (queued: not admitted now; running elastic:
+      no workers above its minimum); 1-4 admit, higher levels first, and weight
+      the job's value for extra workers by 0.5, 1 (neutral = 2), 2, 4.
+    - borrow (B+1 levels): borrow b/B of the loanable inference servers.
+    - loaned-server slot j (3 levels): on a reclaim, return higher levels first
+      (0 protect, 1 neutral, 2 return first); ties by Lyra's preemption cost.
+    ``action_masks()`` gives the valid values per dimension; a masked value is
+    replaced by the neutral one and counted in ``info["invalid_actions"]``.
+
+    Observation, rewards, starting state, episode end and arguments: see
+    :class:`LyraClusterEnv`.
+    """
+
+
+class LoaningEnv(LyraClusterEnv):
+    """``LyraGym/Loaning-v0``: the agent decides borrowing and returning; Lyra allocates jobs.
+
+    ## Description
+    As ``Cluster-v0`` without the job slots' actions: admission and elastic
+    scaling are Lyra's own.
+
+    ## Action Space
+    ``MultiDiscrete([B+1] + [3]*M)``: the borrow level (b/B of the loanable
+    servers) and a return level per loaned-server slot (0 protect, 1 neutral,
+    2 return first).
+
+    Observation, rewards, starting state, episode end and arguments: see
+    :class:`LyraClusterEnv`.
+    """
+
+    controls_jobs = False
+
+
+class ElasticEnv(LyraClusterEnv):
+    """``LyraGym/Elastic-v0``: the agent guides job allocation; Lyra borrows and reclaims.
+
+    ## Description
+    As ``Cluster-v0`` without the loaning actions: borrowing (all loanable
+    servers) and reclaiming (by preemption cost) are Lyra's own.
+
+    ## Action Space
+    ``MultiDiscrete([5]*K)``: a level per job slot (0 hold; 1-4 admit in level
+    order and weight extra workers by 0.5, 1, 2, 4; 2 is neutral).
+
+    Observation, rewards, starting state, episode end and arguments: see
+    :class:`LyraClusterEnv`.
+    """
+
+    controls_loaning = False

@@ -1,0 +1,55 @@
+"""Named, swappable rewards. Each is computed from what happened between two decision points.
+
+- ``jct``: -(jobs in the system x elapsed seconds) / scale. Summed over an
+  episode with gamma = 1 this is -(total JCT of the window's jobs) / scale:
+  every job is in the system from its submission to its completion.
+- ``queue``: -(queued jobs x elapsed seconds) / scale (total queuing time).
+- ``usage``: +(allocated training GPUs / training GPUs x elapsed seconds) / scale.
+- ``preemption``: -preemptions in the step.
+
+A reward spec is a name (``"jct"``) or weights (``{"jct": 1.0, "preemption": 0.5}``,
+or the string ``"jct+0.5*preemption"``). ``scale`` defaults to 3600 s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+REWARD_TERMS = ("jct", "queue", "usage", "preemption")
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What one step did: state after the decision held for ``elapsed_s``."""
+
+    elapsed_s: float
+    in_system: int
+    queued: int
+    gpu_usage: float      # allocated / present training GPUs after the decision
+    preemptions: int
+
+
+def parse_reward(spec: str | Mapping[str, float]) -> dict[str, float]:
+    """``"jct"``, ``"jct+0.5*preemption"`` or a mapping -> {term: weight}."""
+    if isinstance(spec, Mapping):
+        weights = {str(k): float(v) for k, v in spec.items()}
+    else:
+        weights = {}
+        for part in str(spec).replace(" ", "").split("+"):
+            weight, _, name = part.rpartition("*")
+            weights[name] = float(weight) if weight else 1.0
+    unknown = sorted(set(weights) - set(REWARD_TERMS))
+    if unknown or not weights:
+        raise ValueError(f"reward: unknown term {unknown[0] if unknown else spec!r} (known: {', '.join(REWARD_TERMS)})")
+    return weights
+
+
+def reward(weights: Mapping[str, float], outcome: StepOutcome, scale_s: float = 3600.0) -> float:
+    terms = {
+        "jct": -outcome.in_system * outcome.elapsed_s / scale_s,
+        "queue": -outcome.queued * outcome.elapsed_s / scale_s,
+        "usage": outcome.gpu_usage * outcome.elapsed_s / scale_s,
+        "preemption": -float(outcome.preemptions),
+    }
+    return float(sum(w * terms[name] for name, w in weights.items()))

@@ -1,0 +1,152 @@
+"""The LyraGym environments: API conformance, determinism, masks, and the heuristic equivalence."""
+
+from __future__ import annotations
+
+import pickle
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import lyra_gym
+from lyra_gym.envs import ActionMaskObservation
+from lyra_gym.simulate import simulate
+
+IDS = lyra_gym.ENV_IDS
+SMALL = dict(window_s=6 * 3600.0)  # shorter episodes keep the suite fast
+
+
+def masked_random_action(env, rng):
+    masks, action, pos = env.action_masks(), [], 0
+    for n in env.action_space.nvec:
+        action.append(int(rng.choice(np.flatnonzero(masks[pos:pos + n]))))
+        pos += n
+    return np.array(action)
+
+
+def rollout(env, seed, policy, steps=None, options=None):
+    obs, info = env.reset(seed=seed, options=options)
+    out = [(obs.copy(), 0.0, dict(info))]
+    rng = np.random.default_rng(seed)
+    done, n = False, 0
+    while not done and (steps is None or n < steps):
+        obs, r, term, trunc, info = env.step(policy(env, rng))
+        out.append((obs.copy(), r, info))
+        done, n = term or trunc, n + 1
+    return out
+
+
+def same(a, b):
+    assert len(a) == len(b)
+    for (o1, r1, i1), (o2, r2, i2) in zip(a, b):
+        assert np.array_equal(o1, o2) and r1 == r2
+        assert {k: v for k, v in i1.items() if k != "final_metrics"} == {k: v for k, v in i2.items() if k != "final_metrics"}
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_env_checker_passes(env_id):
+    env = gym.make(env_id, **SMALL)
+    check_env(env.unwrapped, skip_render_check=True)
+    assert env.observation_space.contains(env.reset(seed=0)[0])
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_same_seed_same_rollout(env_id):
+    a = rollout(gym.make(env_id, **SMALL).unwrapped, 5, masked_random_action, steps=150)
+    b = rollout(gym.make(env_id, **SMALL).unwrapped, 5, masked_random_action, steps=150)
+    same(a, b)
+
+
+def test_env_pickles_mid_episode_and_continues_identically():
+    env = gym.make("LyraGym/Cluster-v0", **SMALL).unwrapped
+    env.reset(seed=1)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        env.step(masked_random_action(env, rng))
+    clone = pickle.loads(pickle.dumps(env))
+    for _ in range(40):
+        action = masked_random_action(env, rng)
+        o1, r1, *_ = env.step(action)
+        o2, r2, *_ = clone.step(action)
+        assert np.array_equal(o1, o2) and r1 == r2
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_masked_random_actions_are_never_invalid(env_id):
+    steps = rollout(gym.make(env_id, **SMALL).unwrapped, 2, masked_random_action)
+    assert steps[-1][2]["invalid_actions_total"] == 0
+    assert "final_metrics" in steps[-1][2]
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_unmasked_random_actions_are_counted_noops(env_id):
+    env = gym.make(env_id, **SMALL).unwrapped
+    steps = rollout(env, 2, lambda e, rng: e.action_space.sample(), steps=200)
+    assert sum(info["invalid_actions"] for _, _, info in steps) == steps[-1][2]["invalid_actions_total"] > 0
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_expert_action_reproduces_the_lyra_heuristic(env_id):
+    env = gym.make(env_id, **SMALL).unwrapped
+    steps = rollout(env, 7, lambda e, rng: e.expert_action())
+    final = steps[-1][2]["final_metrics"]
+    reference = simulate(env.window.jobs(env.trace), "lyra", env.sim_config, seed=env.window.seed).metrics
+    assert {k: v for k, v in final.items() if k != "sim_wall_s"} == \
+        {k: v for k, v in reference.items() if k != "sim_wall_s"}
+
+
+def test_jct_reward_sums_to_minus_total_jct():
+    env = gym.make("LyraGym/Elastic-v0", **SMALL).unwrapped
+    steps = rollout(env, 4, masked_random_action)
+    final = steps[-1][2]["final_metrics"]
+    assert final["jobs_unfinished"] == 0
+    total_jct = final["jct_mean_s"] * final["jobs_total"]
+    assert sum(r for _, r, _ in steps) == pytest.approx(-total_jct / 3600.0, rel=1e-9)
+
+
+def test_test_windows_are_disjoint_from_train_windows_and_fixed():
+    env = gym.make("LyraGym/Elastic-v0").unwrapped
+    split = env.windows.split_s
+    for seed in range(20):
+        env.reset(seed=seed)
+        assert env.window.start_s + env.window.length_s <= split
+    starts = set()
+    for i in range(env.windows.num_test):
+        env.reset(options={"split": "test", "window": i})
+        assert env.window.start_s >= split
+        starts.add(env.window.start_s)
+        first = env.window
+        env.reset(seed=99, options={"split": "test", "window": i})
+        assert env.window == first  # the same window and simulation seed for every policy
+    assert len(starts) == env.windows.num_test
+
+
+def test_named_rewards_and_their_combination():
+    env = gym.make("LyraGym/Elastic-v0", reward="queue+0.5*preemption", **SMALL).unwrapped
+    env.reset(seed=0)
+    _, r, *_ = env.step(env.expert_action())
+    assert r <= 0
+    with pytest.raises(ValueError, match="reward: unknown term 'speed'"):
+        gym.make("LyraGym/Elastic-v0", reward="speed")
+
+
+def test_dict_observation_wrapper_carries_the_mask():
+    env = ActionMaskObservation(gym.make("LyraGym/Cluster-v0", **SMALL))
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    assert np.array_equal(obs["action_mask"].astype(bool), env.unwrapped.action_masks())
+
+
+def test_ansi_render_shows_the_cluster():
+    env = gym.make("LyraGym/Loaning-v0", render_mode="ansi", **SMALL)
+    env.reset(seed=0)
+    text = env.render()
+    assert "queued=" in text and "train:" in text and "infer:" in text
+
+
+def test_bad_arguments_name_the_field():
+    with pytest.raises(ValueError, match="window_s"):
+        gym.make("LyraGym/Elastic-v0", window_s=30 * 86400.0)
+    with pytest.raises(ValueError, match="render_mode"):
+        gym.make("LyraGym/Elastic-v0", render_mode="human")
