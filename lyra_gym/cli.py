@@ -88,7 +88,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     for p in policies:  # fail fast on a typo before any run
-        if p not in registry.available():
+        if ":" not in p and p not in registry.available():
             raise registry.UnknownSchedulerError(f"unknown scheduler {p!r} (available: {', '.join(registry.available())})")
     config, out = _config(args.config), Path(args.out)
     jobs = _load_jobs(args.trace, config)

@@ -19,6 +19,9 @@ from lyra_gym.plan import Plan
 from lyra_gym.view import ClusterView
 
 ENTRY_POINT_GROUP = "lyra_gym.schedulers"
+# "PREFIX:ARGUMENT" names (e.g. "model:runs/x/model.zip") go to the loader registered under
+# PREFIX in this group: a callable (argument, **params) -> Scheduler.
+PREFIX_ENTRY_POINT_GROUP = "lyra_gym.scheduler_loaders"
 
 
 @dataclass
@@ -97,7 +100,18 @@ def available() -> list[str]:
 
 
 def make(name: str, **params: Any) -> Scheduler:
-    """Instantiate scheduler ``name`` with ``params`` (its dataclass fields)."""
+    """Instantiate scheduler ``name`` with ``params`` (its dataclass fields).
+
+    ``PREFIX:ARGUMENT`` names a scheduler built by a loader (entry-point group
+    ``lyra_gym.scheduler_loaders``), e.g. ``model:PATH`` for a trained agent.
+    """
+    prefix, sep, argument = name.partition(":")
+    if sep and name not in _registered:
+        loaders = {ep.name: ep for ep in entry_points(group=PREFIX_ENTRY_POINT_GROUP)}
+        if prefix not in loaders:
+            raise UnknownSchedulerError(
+                f"unknown scheduler loader {prefix!r} in {name!r} (available: {', '.join(sorted(loaders)) or 'none'})")
+        return loaders[prefix].load()(argument, **params)
     if name in _registered:
         factory = _registered[name]
     else:
