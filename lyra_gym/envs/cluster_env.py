@@ -155,6 +155,7 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         if self.controls_loaning:
             nvec += [self.b + 1] + [RETURN_LEVELS] * self.m
         self.action_space = spaces.MultiDiscrete(nvec)
+        self._offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]]).astype(np.int64)
         self.engine = None
         self.window: Window | None = None
         self.invalid_actions_total = 0
@@ -209,33 +210,32 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         self.slots = job_slots(view, self.k)
         self.server_ids = server_slots(view, self.m)
         self.obs = self.builder.build(view, self.slots, self.server_ids)
+        self._masks = self._compute_masks()
 
-    def _dimension_masks(self) -> list[np.ndarray]:
-        masks = []
+    def _compute_masks(self) -> np.ndarray:
+        """Valid values per dimension, concatenated. Every value of a dimension is executable;
+        a dimension is narrowed to one value only where the others would mean nothing."""
+        parts = []
         if self.controls_jobs:
-            for i in range(self.k):
-                mask = np.zeros(JOB_LEVELS, dtype=bool)
-                if i >= len(self.slots):
-                    mask[0] = True  # empty slot
-                elif self.slots[i].state is JobState.RUNNING and not self.slots[i].spec.elastic:
-                    mask[NEUTRAL_JOB_LEVEL] = True  # nothing to decide for a running inelastic job
-                else:
-                    mask[:] = True
-                masks.append(mask)
+            jobs = np.ones((self.k, JOB_LEVELS), dtype=bool)
+            jobs[len(self.slots):] = False
+            jobs[len(self.slots):, 0] = True  # empty slot: 0
+            for i, job in enumerate(self.slots):
+                if job.state is JobState.RUNNING and not job.spec.elastic:
+                    jobs[i] = False
+                    jobs[i, NEUTRAL_JOB_LEVEL] = True  # nothing to decide for a running inelastic job
+            parts.append(jobs.ravel())
         if self.controls_loaning:
-            masks.append(np.ones(self.b + 1, dtype=bool))
-            for j in range(self.m):
-                mask = np.zeros(RETURN_LEVELS, dtype=bool)
-                if j < len(self.server_ids):
-                    mask[:] = True
-                else:
-                    mask[NEUTRAL_RETURN_LEVEL] = True
-                masks.append(mask)
-        return masks
+            parts.append(np.ones(self.b + 1, dtype=bool))
+            servers = np.ones((self.m, RETURN_LEVELS), dtype=bool)
+            servers[len(self.server_ids):] = False
+            servers[len(self.server_ids):, NEUTRAL_RETURN_LEVEL] = True  # empty slot: neutral
+            parts.append(servers.ravel())
+        return np.concatenate(parts)
 
     def action_masks(self) -> np.ndarray:
         """Valid values of every action dimension, concatenated (sb3-contrib MaskablePPO)."""
-        return np.concatenate(self._dimension_masks())
+        return self._masks.copy()
 
     def expert_action(self) -> np.ndarray:
         """The heuristic's own choice: neutral levels everywhere, borrow as it would."""
@@ -250,14 +250,15 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         """Action -> Guidance; a masked value becomes that dimension's default and is counted."""
         if action.shape != self.action_space.shape:
             raise ValueError(f"action: expected shape {self.action_space.shape}, got {action.shape}")
-        masks = self._dimension_masks()
-        default = self.expert_action()
-        values, invalid = [], 0
-        for d, mask in enumerate(masks):
-            v = int(action[d])
-            if not 0 <= v < len(mask) or not mask[v]:
-                v, invalid = int(default[d]), invalid + 1
-            values.append(v)
+        nvec = self.action_space.nvec
+        values = action.astype(np.int64)
+        in_range = (values >= 0) & (values < nvec)
+        flat = self._offsets + np.where(in_range, values, 0)
+        bad = ~(in_range & self._masks[flat])
+        invalid = int(bad.sum())
+        if invalid:
+            values = np.where(bad, self.expert_action(), values)
+        values = values.tolist()
         guidance = Guidance()
         pos = 0
         if self.controls_jobs:
