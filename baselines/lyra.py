@@ -80,6 +80,7 @@ class LyraScheduler(Scheduler):
     def reset(self, rng: np.random.Generator) -> None:
         self.rng = rng
         self._next_round = -np.inf
+        self._views: dict[str, JobView] = {}
         self._rates: dict[tuple[str, str, int], np.ndarray] = {}
         self._splits: dict[str, tuple[Mapping[int, int], dict[int, int], dict[int, int]]] = {}
 
@@ -160,11 +161,14 @@ class LyraScheduler(Scheduler):
         base: dict[str, dict[int, int]] = {}
         flex: dict[str, dict[int, int]] = {}
         elastic_jobs: list[JobView] = []
-        for job_id, alloc in allocations.items():
-            job = view.job(job_id)
-            if self.elastic and job.spec.elastic:
-                base[job_id], flex[job_id] = self._split(view, job, alloc)
-                elastic_jobs.append(job)
+        if self.elastic:
+            for job_id, alloc in allocations.items():
+                job = self._views.get(job_id)
+                if job is None:
+                    job = self._views[job_id] = view.job(job_id)
+                if job.spec.elastic:
+                    base[job_id], flex[job_id] = self._split(view, job, alloc)
+                    elastic_jobs.append(job)
         avail = list(free)
         flex_on: dict[int, int] = {}  # flexible GPUs per server
         for f in flex.values():
@@ -197,16 +201,22 @@ class LyraScheduler(Scheduler):
                 admitted_elastic = True
 
         evicted = any(avail[sid] < g for sid, g in flex_on.items())
-        if elastic_jobs and (round_due or admitted_elastic or evicted or plan.give_back or plan.borrow):
-            self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels)
+        if elastic_jobs and (round_due or plan.give_back or plan.borrow):
+            self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, knapsack=True)
             self._next_round = view.now + self.round_s
+        elif elastic_jobs and (admitted_elastic or evicted):
+            self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, knapsack=False)
         return plan
 
     def _phase2(self, view: ClusterView, plan: Plan, jobs: list[JobView], base: dict[str, dict[int, int]],
                 flex: dict[str, dict[int, int]], avail: list[int], loaned: set[int],
-                levels: Mapping[str, int]) -> None:
-        """Spare GPUs to elastic jobs by knapsack, per GPU type; then place the extra workers."""
-        rescale = view.overheads.rescale_s
+                levels: Mapping[str, int], knapsack: bool) -> None:
+        """Spare GPUs to elastic jobs, per GPU type, then place the extra workers.
+
+        At a round (``knapsack=True``) the knapsack decides. Between rounds running jobs keep
+        their extra workers (moved if displaced, while room lasts) and a newly admitted job
+        grows toward its requested size from the spare GPUs, in order.
+        """
         by_type: dict[str, list[JobView]] = {}
         for job in jobs:
             gpu_type = view.servers[next(iter(base[job.id]))].gpu_type
@@ -215,51 +225,72 @@ class LyraScheduler(Scheduler):
             servers = [s for s in range(len(avail)) if avail[s] > 0 and view.servers[s].gpu_type == gpu_type]
             capacity = sum(avail[s] for s in servers)
             per_server = view.servers[servers[0]].num_gpus if servers else 1
-            values = []
-            for job in typed:
-                spec = job.spec
-                current = sum(flex[job.id].values())
-                level = levels.get(job.id, NEUTRAL_JOB_LEVEL)
-                top = min(spec.max_gpus - spec.min_gpus, capacity) if level else 0
-                rates = self._packed_rates(view, spec.model, gpu_type, per_server, spec.min_gpus + top)
-                times = job.remaining_work / rates[spec.min_gpus: spec.min_gpus + top + 1]
-                row = times[0] - times
-                if job.workers > 0:  # a running job pays a rescale for any change
-                    penalty = np.full(len(row), rescale)
-                    if current <= top:
-                        penalty[current] = 0.0
-                    row -= penalty
-                if level != NEUTRAL_JOB_LEVEL:
-                    row *= 2.0 ** (level - NEUTRAL_JOB_LEVEL)
-                values.append(row)
-            # GPUs already held as flexible workers are back in avail; weights count all extras.
-            choice = solve(values, capacity, self.knapsack_exact_limit)
-            # Place: largest extras first; keep current flexible placement, then loaned servers first.
-            order = sorted(range(len(typed)), key=lambda i: (-choice[i], typed[i].index))
-            loaned_first = sorted(servers, key=lambda s: (s not in loaned, s))
-            for i in order:
-                job = typed[i]
-                want = choice[i]
-                extra: dict[int, int] = {}
-                for sid, g in sorted(flex[job.id].items(), key=lambda kv: (kv[0] not in loaned, kv[0])):
-                    keep = min(g, avail[sid], want)
-                    if keep:
-                        extra[sid] = keep
-                        avail[sid] -= keep
-                        want -= keep
-                for sid in loaned_first:
-                    if want <= 0:
-                        break
-                    g = min(avail[sid], want)
-                    if g:
-                        extra[sid] = extra.get(sid, 0) + g
-                        avail[sid] -= g
-                        want -= g
-                alloc = dict(base[job.id])
-                for sid, g in extra.items():
-                    alloc[sid] = alloc.get(sid, 0) + g
-                if alloc != plan.allocations.get(job.id):
-                    plan.allocations[job.id] = alloc
+            if knapsack:
+                choice = self._knapsack_choice(view, typed, flex, capacity, gpu_type, per_server, levels)
+            else:
+                choice, left = [], capacity
+                for job in typed:
+                    spec = job.spec
+                    want = sum(flex[job.id].values()) if job.workers else spec.num_gpus - spec.min_gpus
+                    want = min(want, left) if levels.get(job.id, NEUTRAL_JOB_LEVEL) else 0
+                    choice.append(want)
+                    left -= want
+            self._place_extras(plan, typed, choice, base, flex, avail, servers, loaned)
+
+    def _knapsack_choice(self, view: ClusterView, typed: list[JobView], flex: dict[str, dict[int, int]],
+                         capacity: int, gpu_type: str, per_server: int, levels: Mapping[str, int]) -> list[int]:
+        """Extra workers per job maximising the total remaining-time reduction (MCKP)."""
+        rescale = view.overheads.rescale_s
+        values = []
+        for job in typed:
+            spec = job.spec
+            current = sum(flex[job.id].values())
+            level = levels.get(job.id, NEUTRAL_JOB_LEVEL)
+            top = min(spec.max_gpus - spec.min_gpus, capacity) if level else 0
+            rates = self._packed_rates(view, spec.model, gpu_type, per_server, spec.min_gpus + top)
+            times = job.remaining_work / rates[spec.min_gpus: spec.min_gpus + top + 1]
+            row = times[0] - times
+            if job.workers > 0:  # a running job pays a rescale for any change
+                penalty = np.full(len(row), rescale)
+                if current <= top:
+                    penalty[current] = 0.0
+                row -= penalty
+            if level != NEUTRAL_JOB_LEVEL:
+                row *= 2.0 ** (level - NEUTRAL_JOB_LEVEL)
+            values.append(row)
+        # GPUs already held as flexible workers are back in avail; weights count all extras.
+        return solve(values, capacity, self.knapsack_exact_limit)
+
+    @staticmethod
+    def _place_extras(plan: Plan, typed: list[JobView], choice: list[int], base: dict[str, dict[int, int]],
+                      flex: dict[str, dict[int, int]], avail: list[int], servers: list[int], loaned: set[int]) -> None:
+        """Place each job's extra workers: largest first; keep current flexible placement, then
+        loaned servers first. Writes changed allocations into ``plan``."""
+        order = sorted(range(len(typed)), key=lambda i: (-choice[i], typed[i].index))
+        loaned_first = sorted(servers, key=lambda s: (s not in loaned, s))
+        for i in order:
+            job = typed[i]
+            want = choice[i]
+            extra: dict[int, int] = {}
+            for sid, g in sorted(flex[job.id].items(), key=lambda kv: (kv[0] not in loaned, kv[0])):
+                keep = min(g, avail[sid], want)
+                if keep:
+                    extra[sid] = keep
+                    avail[sid] -= keep
+                    want -= keep
+            for sid in loaned_first:
+                if want <= 0:
+                    break
+                g = min(avail[sid], want)
+                if g:
+                    extra[sid] = extra.get(sid, 0) + g
+                    avail[sid] -= g
+                    want -= g
+            alloc = dict(base[job.id])
+            for sid, g in extra.items():
+                alloc[sid] = alloc.get(sid, 0) + g
+            if alloc != plan.allocations.get(job.id):
+                plan.allocations[job.id] = alloc
 
 
 @dataclass
