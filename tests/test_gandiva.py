@@ -14,24 +14,12 @@ import pytest
 
 from baselines.gandiva import GandivaLoanScheduler, GandivaScheduler
 from lyra_gym.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
-from lyra_gym.profiles import parse_profiles
 from lyra_gym.simulate import simulate
-from lyra_gym.trace import JobSpec, load_trace
+from lyra_gym.trace import load_trace
+from toy import TOY, job
 
-TOY = parse_profiles({
-    "format": "lyra-gym-profiles/1",
-    "metadata": {"reference_gpu": "v100"},
-    "models": {"toy": {"local_batch": 1, "restart_overhead_s": 0, "gpus": {
-        "v100": {"step_compute_s": 1.0, "allreduce_intra_s": 0.0, "allreduce_inter_s": 0.0},
-        "t4": {"step_compute_s": 2.0, "allreduce_intra_s": 0.0, "allreduce_inter_s": 0.0},
-    }}},
-})
 DEFAULT_TRACE = Path(__file__).resolve().parent.parent / "traces" / "default.csv"
 
-
-def job(job_id: str, submit: float, gpus: int, duration: float, elastic: bool = False,
-        lo: int | None = None, hi: int | None = None) -> JobSpec:
-    return JobSpec(job_id, submit, gpus, duration, "toy", elastic, lo or gpus, hi or gpus)
 
 
 def config(training: int = 1, gpus: int = 8, restart: float = 0.0, rescale: float = 30.0,

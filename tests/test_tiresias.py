@@ -17,23 +17,12 @@ import pytest
 from baselines.tiresias import TiresiasLoanScheduler, TiresiasScheduler
 from lyra_gym.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.demand import DemandCurve
-from lyra_gym.profiles import parse_profiles
 from lyra_gym.simulate import simulate
-from lyra_gym.trace import JobSpec, load_trace
+from lyra_gym.trace import load_trace
+from toy import TOY, job
 
-TOY = parse_profiles({
-    "format": "lyra-gym-profiles/1",
-    "metadata": {"reference_gpu": "v100"},
-    "models": {"toy": {"local_batch": 1, "restart_overhead_s": 0, "gpus": {
-        "v100": {"step_compute_s": 1.0, "allreduce_intra_s": 0.0, "allreduce_inter_s": 0.0},
-        "t4": {"step_compute_s": 2.0, "allreduce_intra_s": 0.0, "allreduce_inter_s": 0.0},
-    }}},
-})
 DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "traces" / "default.csv"
 
-
-def job(job_id: str, submit: float, gpus: int, duration: float) -> JobSpec:
-    return JobSpec(job_id, submit, gpus, duration, "toy", False, gpus, gpus)
 
 
 def config(gpus: int = 4, inference: int = 0) -> SimConfig:
@@ -46,16 +35,7 @@ def config(gpus: int = 4, inference: int = 0) -> SimConfig:
 
 def run(jobs, policy, cfg, demand=None):
     """simulate() with the toy profile and, if given, a fixed inference-demand curve."""
-    if demand is not None:
-        import lyra_gym.simulate as sim
-
-        original = sim.build_demand
-        sim.build_demand = lambda *a, **k: demand
-        try:
-            return simulate(jobs, policy, cfg, profiles=TOY)
-        finally:
-            sim.build_demand = original
-    return simulate(jobs, policy, cfg, profiles=TOY)
+    return simulate(jobs, policy, cfg, profiles=TOY, demand=demand)
 
 
 def jcts(result) -> dict[str, float]:
