@@ -81,8 +81,21 @@ class LyraScheduler(Scheduler):
         self.rng = rng
         self._next_round = -np.inf
         self._views: dict[str, JobView] = {}
+        self._training_groups: list[list[int]] | None = None
+        self._gpu_types: list[str] = []
+        self._sjf_keys: dict[str, tuple[int, float]] = {}  # job id -> (preemptions, est. remaining s)
         self._rates: dict[tuple[str, str, int], np.ndarray] = {}
         self._splits: dict[str, tuple[Mapping[int, int], dict[int, int], dict[int, int]]] = {}
+
+    def _remaining_estimate(self, job: JobView) -> float:
+        """Seconds left at the requested size (cached: a queued job's remaining work only
+        changes by running, so the key is its preemption count)."""
+        cached = self._sjf_keys.get(job.id)
+        if cached is not None and cached[0] == job.preemptions:
+            return cached[1]
+        estimate = job.remaining_time_at(job.spec.num_gpus)
+        self._sjf_keys[job.id] = (job.preemptions, estimate)
+        return estimate
 
     def _packed_rates(self, view: ClusterView, model: str, gpu_type: str, per_server: int, top: int) -> np.ndarray:
         """Samples/s of 0..top workers packed on ``gpu_type`` servers (index = workers; cached)."""
@@ -99,16 +112,20 @@ class LyraScheduler(Scheduler):
     def base_demand(self, job: JobView) -> int:
         return job.spec.min_gpus if self.elastic and job.spec.elastic else job.spec.num_gpus
 
-    @staticmethod
-    def _server_groups(view: ClusterView, plan: Plan) -> tuple[list[list[int]], list[int]]:
+    def _server_groups(self, view: ClusterView, plan: Plan) -> tuple[list[list[int]], list[int]]:
         """Candidate server lists in base-placement order (training by GPU type, then loaned),
         and the loaned ids usable under ``plan``."""
-        by_type: dict[str, list[int]] = {}
-        for sid in view.training_server_ids:
-            by_type.setdefault(view.servers[sid].gpu_type, []).append(sid)
+        if self._training_groups is None:  # the training pool never changes during a run
+            by_type: dict[str, list[int]] = {}
+            for sid in view.training_server_ids:
+                by_type.setdefault(view.servers[sid].gpu_type, []).append(sid)
+            self._training_groups = list(by_type.values())
+            self._gpu_types = [s.gpu_type for s in view.servers]
+        if not view.loaned_servers() and not plan.borrow:
+            return self._training_groups, []
         back = set(plan.give_back)
         loaned = sorted({*(s for s in view.loaned_servers() if s not in back), *plan.borrow})
-        groups = list(by_type.values())
+        groups = list(self._training_groups)
         loaned_by_type: dict[str, list[int]] = {}
         for sid in loaned:
             loaned_by_type.setdefault(view.servers[sid].gpu_type, []).append(sid)
@@ -179,7 +196,7 @@ class LyraScheduler(Scheduler):
 
         # Phase 1: base demands of queued jobs, shortest remaining time first.
         queued = sorted(view.queued_jobs(), key=lambda j: (-levels.get(j.id, NEUTRAL_JOB_LEVEL),
-                                                           j.remaining_time_at(j.spec.num_gpus), j.index))
+                                                           self._remaining_estimate(j), j.index))
         for job in queued:
             if levels.get(job.id, NEUTRAL_JOB_LEVEL) == 0:
                 break  # held, and so is everything sorted after it
@@ -222,7 +239,8 @@ class LyraScheduler(Scheduler):
             gpu_type = view.servers[next(iter(base[job.id]))].gpu_type
             by_type.setdefault(gpu_type, []).append(job)
         for gpu_type, typed in by_type.items():
-            servers = [s for s in range(len(avail)) if avail[s] > 0 and view.servers[s].gpu_type == gpu_type]
+            types = self._gpu_types
+            servers = [s for s, a in enumerate(avail) if a > 0 and types[s] == gpu_type]
             capacity = sum(avail[s] for s in servers)
             per_server = view.servers[servers[0]].num_gpus if servers else 1
             if knapsack:
