@@ -471,3 +471,8 @@ def offered_load(jobs: Iterable[JobSpec], num_gpus: int, horizon_s: float) -> fl
         raise ValueError(f"horizon_s must be a finite number > 0, got {horizon_s!r}")
     demand = math.fsum(j.num_gpus * j.duration for j in jobs)
     return demand / (num_gpus * horizon_s)
+
+
+from lyra_gym.presets_calibrated import LYRA_15D  # noqa: E402  (last: that module imports TracePreset from here)
+
+PRESETS[LYRA_15D.name] = LYRA_15D

@@ -1,0 +1,166 @@
+"""``lyra-15d``: a synthetic trace calibrated to the queuing the Lyra paper reports for its baseline.
+
+The Lyra paper (EuroSys 2023) evaluates on 15-day production traces of over
+50,000 jobs; its comparison point (the same scheduler without capacity
+loaning or elastic scaling, our ``baseline`` policy) sees an average queuing
+time above 3,000 s and a p95 near 10,000 s. Those traces are not public. This
+preset is a synthetic stand-in whose *load* is tuned so that ``baseline``
+reproduces that queuing on :data:`LYRA_15D_CLUSTER`:
+
+    target: mean queuing 3,000-4,000 s and p95 8,000-12,000 s.
+
+Why not the default 128-GPU cluster: 50,000 jobs in 15 days on 128 GPUs at a
+busy-but-stable load (0.8-0.95) leave each job 2,700-3,200 GPU-seconds on
+average (under one GPU-hour), and a multi-server job of 32-64 GPUs would take a quarter to a
+half of the whole cluster; no mix from 1 GPU to multi-server fits sensibly.
+So the preset is sized for 128 x 8 V100 = 1,024 training GPUs (the same as
+``benchmarks/bench_engine.py``'s ``BENCH_CLUSTER``) with 32 x 8 T4 inference
+servers, shipped as ``traces/lyra-15d.yaml`` and as :data:`LYRA_15D_CLUSTER`.
+
+Shape (facts vs assumptions)
+----------------------------
+* 15 days, 50,000 jobs: the paper's trace scale (fact).
+* Arrivals: diurnal (peak/trough 3x, peak at 14 h) and weekly (weekend rate
+  x 0.6), as the other presets (assumption).
+* Sizes 1-64 GPUs (1 GPU up to 8 servers): 1: .45, 2: .12, 4: .12, 8: .14,
+  16: .09, 32: .05, 64: .03; mean 7.25 GPUs (assumption). Heavier in large jobs
+  than ``bench-15d``: with fewer large jobs ``baseline``'s SJF order leaves
+  most jobs unqueued and piles the wait onto a few long ones, giving a p95
+  four to six times the mean instead of the paper's ~3x.
+* Durations: lognormal, log-sd 2.0 (heavy tail: p99/median ~ 100), clipped to
+  [60 s, 2 days], median ~565 s before the load calibration (assumption).
+* Models: the presets' default mix over the 7 profile keys (assumption).
+* Elastic share 0.3 (assumption): the paper does not publish its share; 0.3
+  is the other presets' value, so results compare across presets. The
+  ``baseline`` policy runs elastic jobs at their requested size and the
+  elastic flags are the generator's last draw, so the share can be swept
+  with ``dataclasses.replace(LYRA_15D, elastic_share=x)`` without changing
+  any other field of any job or ``baseline``'s calibrated queuing.
+* Load: ``target_load = 1.02`` offered load on 1,024 GPUs over the 15 days
+  (all durations scaled by one factor per seed). The number is above 1
+  because offered load counts whole durations of late jobs and ignores
+  fragmentation; the realised training-GPU usage of ``baseline`` is ~0.89.
+
+Calibration (how the 1.02 was found): 50,000-job runs of ``baseline`` on
+:data:`LYRA_15D_CLUSTER` (20-40 s each on one CPU core); first a coarse
+search over the size mix, duration spread and load (with lighter size mixes
+the mean queuing was 1.3 ks at load 0.85 -- ``bench-15d`` itself -- and 2.6 ks
+at 0.95, but the p95 came out 4-6x the mean), then the load bisected on seeds
+0-3 (1.01 -> mean queuing 3.27 ks, 1.03 -> 3.66 ks, averaged over the
+seeds). Measured on the final preset (``python -m lyra_gym.presets_calibrated
+--seeds 0,1,2,3``; seed = trace seed = simulation seed):
+
+====  ==========  =========  =========  ==============
+seed  queue mean  queue p95  JCT mean   training usage
+====  ==========  =========  =========  ==============
+0     3,549 s     10,740 s   7,578 s    0.892
+1     3,635 s      9,646 s   7,475 s    0.894
+2     3,108 s      8,683 s   7,149 s    0.891
+3     3,488 s      7,793 s   7,455 s    0.882
+mean  3,445 s      9,216 s
+====  ==========  =========  =========  ==============
+
+Seed-to-seed spread is about +-300 s on the mean and +-1,500 s on the p95
+(the tail of a heavy-tailed 15-day run); seed 3's p95 falls just under the
+band. Compare policies on several seeds.
+
+Inference side: the cluster file keeps the default diurnal demand
+(``DiurnalDemandConfig``: peak 90 % of the inference servers, peak/trough 4),
+so the trough needs about 23 % of the inference servers (measured: minimum
+7 of 32 servers busy; a third of the 15 days under 40 % busy; weekends stay
+near the trough all day): under the 40 % the paper reports for long stretches.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from typing import Sequence
+
+import numpy as np
+
+from lyra_gym.config import ClusterConfig, ServerGroup, SimConfig
+from lyra_gym.tracegen import TracePreset
+
+__all__ = ["LYRA_15D", "LYRA_15D_CLUSTER", "LYRA_15D_TARGETS", "lyra_15d_config", "measure"]
+
+#: 128 x 8 V100 training servers (1,024 GPUs), 32 x 8 T4 inference servers (assumption; the paper
+#: publishes no sizes). Same as traces/lyra-15d.yaml and benchmarks/bench_engine.py's BENCH_CLUSTER.
+LYRA_15D_CLUSTER = ClusterConfig(training=(ServerGroup(128, "v100", 8),), inference=ServerGroup(32, "t4", 8))
+
+#: (low, high) bands for ``baseline`` on this preset: mean and p95 queuing, seconds (Lyra paper).
+LYRA_15D_TARGETS = {"queue_mean_s": (3_000.0, 4_000.0), "queue_p95_s": (8_000.0, 12_000.0)}
+
+LYRA_15D = TracePreset(
+    name="lyra-15d",
+    days=15.0,
+    num_jobs=50_000,
+    diurnal_amplitude=0.5,
+    weekend_factor=0.6,
+    size_probs={1: 0.45, 2: 0.12, 4: 0.12, 8: 0.14, 16: 0.09, 32: 0.05, 64: 0.03},
+    duration_median_s=565.0,
+    duration_sigma=2.0,
+    duration_max_s=172_800.0,
+    duration_min_s=60.0,
+    elastic_share=0.3,
+    peak_hour=14.0,
+    start_weekday=0,
+    reference_gpus=1024,
+    load_band=(0.95, 1.1),
+    target_load=1.02,
+    description="Lyra-paper scale calibrated for `baseline`: 15 days, 50,000 jobs of 1-64 GPUs on 1,024 GPUs "
+                "(traces/lyra-15d.yaml); baseline queuing mean ~3.5 ks, p95 ~10 ks",
+)
+
+
+def lyra_15d_config(**overrides) -> SimConfig:
+    """The simulation config the preset is calibrated on (:data:`LYRA_15D_CLUSTER`, default demand)."""
+    return SimConfig(cluster=LYRA_15D_CLUSTER, **overrides)
+
+
+def measure(seed: int, policy: str = "baseline", preset: TracePreset = LYRA_15D,
+            config: SimConfig | None = None) -> dict[str, float]:
+    """Generate the preset at ``seed`` and simulate ``policy`` on it with the same seed.
+
+    :returns: queue mean/p95 (s), JCT mean (s), training usage, wall seconds, and the inference
+        demand's minimum and 10th-percentile busy fraction over the horizon.
+    """
+    from lyra_gym.simulate import build_demand, simulate
+    from lyra_gym.tracegen import generate_trace
+
+    config = config or lyra_15d_config()
+    jobs = generate_trace(preset, seed)
+    result = simulate(jobs, policy, config, seed=seed)
+    m = result.metrics
+    demand_seq, _ = np.random.SeedSequence(seed).spawn(2)  # as simulate.build_engine draws it
+    curve = build_demand(config, jobs, np.random.default_rng(demand_seq))
+    servers = config.cluster.inference.count
+    horizon = preset.horizon_s
+    grid = np.arange(0.0, horizon, 300.0)
+    busy = np.array([curve.at(t) for t in grid]) / max(servers, 1)
+    return {"seed": seed, "queue_mean_s": m["queue_mean_s"], "queue_p95_s": m["queue_p95_s"],
+            "jct_mean_s": m["jct_mean_s"], "gpu_usage_training": m["gpu_usage_training"],
+            "jobs_finished": m["jobs_finished"], "sim_wall_s": m["sim_wall_s"],
+            "inference_busy_min": float(busy.min()), "inference_busy_p10": float(np.quantile(busy, 0.1)),
+            "inference_busy_share_under_40pct": float(np.mean(busy < 0.4))}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Measure `baseline` queuing on the lyra-15d preset.")
+    parser.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
+    parser.add_argument("--policy", default="baseline")
+    parser.add_argument("--target-load", type=float, default=None, help="override the preset's target_load")
+    args = parser.parse_args(argv)
+    preset = LYRA_15D if args.target_load is None else replace(LYRA_15D, target_load=args.target_load)
+    rows = []
+    for seed in (int(s) for s in args.seeds.split(",") if s.strip()):
+        row = measure(seed, args.policy, preset)
+        rows.append(row)
+        print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
+    if len(rows) > 1:
+        for key in ("queue_mean_s", "queue_p95_s"):
+            print(f"mean over seeds: {key}={np.mean([r[key] for r in rows]):.0f}")
+
+
+if __name__ == "__main__":
+    main()

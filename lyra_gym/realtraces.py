@@ -1,0 +1,645 @@
+"""Loaders for public production GPU-cluster traces, converted to this project's jobs.
+
+The public traces (Microsoft Philly, SenseTime Helios, Alibaba PAI 2020) carry
+no license that allows redistribution, so none ships here: download them
+yourself, then convert with ``lyra-gym trace convert`` or the functions below.
+Only tiny hand-written fixtures in the same formats live in ``tests/fixtures/``.
+
+Input formats (as published by each project)
+--------------------------------------------
+* **Philly** (msr-fiddle/philly-traces), ``cluster_job_log``: one JSON list of
+  ``{"status", "vc", "jobid", "user", "submitted_time", "attempts": [{"start_time",
+  "end_time", "detail": [{"ip", "gpus": [...]}]}]}``; times are
+  ``"YYYY-MM-DD HH:MM:SS"`` strings (``null`` / ``"None"`` when absent).
+* **Helios** (S-Lab-System-Group/HeliosData), ``cluster_log.csv`` with a header:
+  ``job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,
+  end_time,duration,queue``; times are date-time strings or epoch seconds.
+* **Alibaba PAI 2020** (alibaba/clusterdata, cluster-trace-gpu-v2020):
+  ``pai_job_table.csv`` (``job_name,inst_id,user,status,start_time,end_time``;
+  here ``start_time`` is the *submission* time) and ``pai_task_table.csv``
+  (``job_name,task_name,inst_num,status,start_time,end_time,plan_cpu,plan_mem,
+  plan_gpu,gpu_type``; ``plan_gpu`` in percent of one GPU). The published
+  files have no header line (the columns are in separate ``.header`` files);
+  a header line, if present, is recognised and skipped. Times are seconds.
+
+Mapping to :class:`~lyra_gym.trace.JobSpec`
+-------------------------------------------
+=============  =============================================================================
+field          how it is set
+=============  =============================================================================
+job_id         Philly ``jobid``, Helios ``job_id``, PAI ``job_name`` (must be unique)
+submit_time    submission time minus the earliest submission among the *kept* jobs (so the
+               first job arrives at 0 s). Philly ``submitted_time``; Helios ``submit_time``;
+               PAI job ``start_time``
+num_gpus       Philly: GPUs listed in the ``detail`` of the last attempt; Helios ``gpu_num``;
+               PAI: sum over the job's tasks of ``inst_num * plan_gpu / 100``, rounded *up*
+               (a job sharing half a GPU takes one: the engine allocates whole GPUs)
+duration       the run's end minus its start, seconds. Philly: the last attempt (earlier
+               attempts failed and were retried); Helios ``end_time - start_time``; PAI: the
+               latest task end minus the earliest task start. Taken as the run time on the
+               reference GPU type, although the traces ran on their own hardware
+model          seeded draw from ``model_mix`` over the profile's model keys: the traces do
+               not name models. Default mix: the synthetic presets' mix restricted to the
+               profile's keys (``lyra_gym.tracegen``); uniform if none of those keys exist
+elastic        seeded draw: each job is elastic with probability ``elastic_share`` (default
+               0.3, the presets' default; the traces do not say which jobs could scale).
+               An elastic job of ``g`` GPUs gets ``min_gpus = max(1, g // 2)`` and
+               ``max_gpus = 2 g``, the rule of the synthetic presets
+=============  =============================================================================
+
+The random draws come from ``numpy.random.default_rng(seed)``: models for
+all kept jobs in submit order, then the elastic flags; the same file and
+seed give the same trace.
+
+Skipped, and counted by reason (``ConvertedJobs.skipped``): failed jobs
+(Philly ``Failed``; Helios ``FAILED``, ``NODE_FAIL``, ``OUT_OF_MEMORY``,
+``BOOT_FAIL``; PAI ``Failed``), unfinished ones (Helios ``RUNNING`` /
+``PENDING``; PAI ``Running`` / ``Waiting``), jobs that never ran (no attempt,
+or a start or end time missing), zero-GPU jobs (CPU-only), jobs with no task
+(PAI) and runs whose end is not after their start. Kept: Philly ``Pass`` and
+``Killed``, Helios ``COMPLETED``, ``CANCELLED`` and ``TIMEOUT``, PAI
+``Terminated`` (killed or timed-out jobs did occupy their GPUs for that long).
+Any other status value is an error.
+
+Errors: a malformed record raises :class:`~lyra_gym.trace.TraceError` whose
+message is ``<file>:<line>: field '<field>': <problem>`` (JSON records: the
+line where the record starts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import csv
+import json
+import math
+import os
+import sys
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from lyra_gym.trace import JobSpec, TraceError, write_trace
+
+__all__ = [
+    "FORMATS",
+    "ConvertedJobs",
+    "load_philly",
+    "load_helios",
+    "load_alibaba",
+    "load_real_trace",
+    "default_model_mix",
+    "add_convert_parser",
+    "run_convert",
+]
+
+FORMATS = ("philly", "helios", "alibaba")
+
+#: Elastic share used when none is given (same assumption as the synthetic presets).
+DEFAULT_ELASTIC_SHARE = 0.3
+
+_PHILLY_KEEP = frozenset({"Pass", "Killed"})
+_PHILLY_FAILED = frozenset({"Failed"})
+_HELIOS_KEEP = frozenset({"COMPLETED", "CANCELLED", "TIMEOUT"})
+_HELIOS_FAILED = frozenset({"FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL"})
+_HELIOS_UNFINISHED = frozenset({"RUNNING", "PENDING"})
+_PAI_KEEP = frozenset({"Terminated"})
+_PAI_FAILED = frozenset({"Failed"})
+_PAI_UNFINISHED = frozenset({"Running", "Waiting"})
+
+HELIOS_COLUMNS = ("job_id", "gpu_num", "state", "submit_time", "start_time", "end_time")
+PAI_JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
+PAI_TASK_COLUMNS = ("job_name", "task_name", "inst_num", "status", "start_time", "end_time",
+                    "plan_cpu", "plan_mem", "plan_gpu", "gpu_type")
+
+_TIME_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%f",
+                 "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M")
+
+
+class ConvertedJobs(list):
+    """The converted jobs (a plain ``list`` of :class:`JobSpec`, sorted by submit time) plus counts.
+
+    Attributes:
+        source: the input file(s).
+        format: ``"philly"``, ``"helios"`` or ``"alibaba"``.
+        records: jobs read from the input.
+        skipped: reason -> number of jobs left out (see the module docstring).
+    """
+
+    def __init__(self, jobs: list[JobSpec], source: str, format: str, records: int, skipped: Mapping[str, int]) -> None:
+        super().__init__(jobs)
+        self.source, self.format, self.records = source, format, records
+        self.skipped = dict(sorted(skipped.items()))
+
+    def summary(self) -> str:
+        """One line: read, kept and skipped counts."""
+        skipped = ", ".join(f"{n} {why}" for why, n in self.skipped.items()) or "none"
+        return f"{self.format} {self.source}: {self.records} jobs read, {len(self)} kept; skipped: {skipped}"
+
+
+@dataclass
+class _Raw:
+    job_id: str
+    submit: float  # absolute seconds
+    gpus: int
+    duration: float
+    line: int
+    path: str
+
+
+class _Skips:
+    """Skip counts by reason, and the line of every job id read (duplicates are errors, skipped or not)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.lines: dict[str, int] = {}
+
+    def add(self, reason: str) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + 1
+
+    def first_seen(self, job_id: str, path: str, line: int, field: str) -> str:
+        first = self.lines.setdefault(job_id, line)
+        if first != line:
+            raise TraceError(path, line, field, f"duplicate job id {job_id!r} (first on line {first})")
+        return job_id
+
+
+# --------------------------------------------------------------------------- value parsing
+
+
+def _parse_time(value: Any, path: str, line: int, field: str) -> float | None:
+    """Seconds (epoch for date-times, UTC assumed; only differences matter); None if absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TraceError(path, line, field, f"expected a time, got {value!r}")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise TraceError(path, line, field, f"must be finite, got {value!r}")
+        return float(value)
+    if not isinstance(value, str):
+        raise TraceError(path, line, field, f"expected a time string or number, got {value!r}")
+    text = value.strip()
+    if text == "" or text.lower() in ("none", "null", "nan", "nat"):
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        pass
+    else:
+        if not math.isfinite(number):
+            raise TraceError(path, line, field, f"must be finite, got {text!r}")
+        return number
+    for fmt in _TIME_FORMATS:
+        try:
+            return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc).timestamp()
+        except ValueError:
+            continue
+    raise TraceError(path, line, field, f"not a time: {text!r} (expected 'YYYY-MM-DD HH:MM:SS' or seconds)")
+
+
+def _parse_number(text: str, path: str, line: int, field: str, empty: float | None = None) -> float:
+    text = text.strip()
+    if text == "" or text.lower() == "nan":
+        if empty is not None:
+            return empty
+        raise TraceError(path, line, field, "missing value")
+    try:
+        value = float(text)
+    except ValueError:
+        raise TraceError(path, line, field, f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise TraceError(path, line, field, f"must be finite, got {text!r}")
+    if value < 0:
+        raise TraceError(path, line, field, f"must be >= 0, got {text!r}")
+    return value
+
+
+def _parse_gpus(text: str, path: str, line: int, field: str) -> int:
+    value = _parse_number(text, path, line, field)
+    if not value.is_integer():
+        raise TraceError(path, line, field, f"not a whole number of GPUs: {text.strip()!r}")
+    return int(value)
+
+
+def _job_id(value: Any, path: str, line: int, field: str) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise TraceError(path, line, field, f"missing or empty job id: {value!r}")
+    return value.strip()
+
+
+# --------------------------------------------------------------------------- readers
+
+
+def _json_records(path: str) -> Iterator[tuple[int, int, Any]]:
+    """(index, line, record) for each element of the top-level JSON list, lines 1-based."""
+    with open(path, encoding="utf-8-sig") as fh:
+        text = fh.read()
+    newlines = [i for i, ch in enumerate(text) if ch == "\n"]
+
+    def line_of(pos: int) -> int:
+        return bisect.bisect_left(newlines, pos) + 1
+
+    decoder = json.JSONDecoder()
+    n = len(text)
+
+    def skip_ws(i: int) -> int:
+        while i < n and text[i] in " \t\r\n":
+            i += 1
+        return i
+
+    i = skip_ws(0)
+    if i >= n or text[i] != "[":
+        raise TraceError(path, line_of(i), "json", "expected a JSON list of job records ('[' ...)")
+    i = skip_ws(i + 1)
+    index = 0
+    if i < n and text[i] == "]":
+        return
+    while True:
+        try:
+            record, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError as err:
+            raise TraceError(path, err.lineno, "json", f"invalid JSON: {err.msg} (column {err.colno})") from None
+        yield index, line_of(i), record
+        index += 1
+        i = skip_ws(end)
+        if i < n and text[i] == ",":
+            i = skip_ws(i + 1)
+            continue
+        if i < n and text[i] == "]":
+            return
+        raise TraceError(path, line_of(i), "json", "expected ',' or ']' after a job record")
+
+
+def _csv_rows(path: str, columns: tuple[str, ...], required: tuple[str, ...], header_optional: bool
+              ) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line, {column: text}) per non-blank data row.
+
+    With ``header_optional`` a file whose first row is not a header is read with
+    ``columns`` in that order (the published PAI tables have no header line).
+    """
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        reader = csv.reader(fh)
+        idx: dict[str, int] | None = None
+        line_end = 0
+        for row in reader:
+            line, line_end = line_end + 1, reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            cells = [c.strip() for c in row]
+            if idx is None:
+                if required[0] in cells:  # a header line
+                    idx = {}
+                    for i, name in enumerate(cells):
+                        idx.setdefault(name, i)
+                    for name in required:
+                        if name not in idx:
+                            raise TraceError(path, line, name,
+                                             f"missing column {name!r} in the header (required: {', '.join(required)})")
+                    continue
+                if not header_optional:
+                    raise TraceError(path, line, "header",
+                                     f"expected a header line with columns {', '.join(required)}")
+                idx = {name: i for i, name in enumerate(columns)}
+            record = {}
+            for name, i in idx.items():
+                if name in required and i >= len(cells):
+                    raise TraceError(path, line, name,
+                                     f"missing: the row has {len(cells)} cells, the column is number {i + 1}")
+                record[name] = cells[i] if i < len(cells) else ""
+            yield line, record
+        if idx is None:
+            raise TraceError(path, 1, "header", "empty file")
+
+
+# --------------------------------------------------------------------------- formats
+
+
+def _philly_raw(path: str, skips: _Skips) -> tuple[list[_Raw], int]:
+    raws: list[_Raw] = []
+    records = 0
+    for index, line, rec in _json_records(path):
+        records += 1
+        if not isinstance(rec, dict):
+            raise TraceError(path, line, f"[{index}]", f"expected a job record (JSON object), got {type(rec).__name__}")
+        job_id = skips.first_seen(_job_id(rec.get("jobid"), path, line, "jobid"), path, line, "jobid")
+        status = rec.get("status")
+        if status in _PHILLY_FAILED:
+            skips.add("failed")
+            continue
+        if status not in _PHILLY_KEEP:
+            raise TraceError(path, line, "status",
+                             f"unknown status {status!r} (expected one of {', '.join(sorted(_PHILLY_KEEP | _PHILLY_FAILED))})")
+        submit = _parse_time(rec.get("submitted_time"), path, line, "submitted_time")
+        if submit is None:
+            raise TraceError(path, line, "submitted_time", "missing submission time")
+        attempts = rec.get("attempts")
+        if not isinstance(attempts, list):
+            raise TraceError(path, line, "attempts", f"expected a list of attempts, got {attempts!r}")
+        if not attempts:
+            skips.add("never ran")
+            continue
+        k = len(attempts) - 1
+        last = attempts[k]
+        if not isinstance(last, dict):
+            raise TraceError(path, line, f"attempts[{k}]", f"expected an object, got {last!r}")
+        start = _parse_time(last.get("start_time"), path, line, f"attempts[{k}].start_time")
+        end = _parse_time(last.get("end_time"), path, line, f"attempts[{k}].end_time")
+        detail = last.get("detail")
+        if not isinstance(detail, list):
+            raise TraceError(path, line, f"attempts[{k}].detail", f"expected a list of servers, got {detail!r}")
+        gpus = 0
+        for d, server in enumerate(detail):
+            listed = server.get("gpus") if isinstance(server, dict) else None
+            if not isinstance(listed, list):
+                raise TraceError(path, line, f"attempts[{k}].detail[{d}].gpus", f"expected a list of GPUs, got {listed!r}")
+            gpus += len(listed)
+        if start is None or end is None:
+            skips.add("never ran")
+            continue
+        if gpus == 0:
+            skips.add("zero GPUs")
+            continue
+        if end <= start:
+            skips.add("non-positive duration")
+            continue
+        raws.append(_Raw(job_id, submit, gpus, end - start, line, path))
+    return raws, records
+
+
+def _helios_raw(path: str, skips: _Skips) -> tuple[list[_Raw], int]:
+    raws: list[_Raw] = []
+    records = 0
+    for line, row in _csv_rows(path, HELIOS_COLUMNS, HELIOS_COLUMNS, header_optional=False):
+        records += 1
+        job_id = skips.first_seen(_job_id(row["job_id"], path, line, "job_id"), path, line, "job_id")
+        state = row["state"]
+        if state in _HELIOS_FAILED:
+            skips.add("failed")
+            continue
+        if state in _HELIOS_UNFINISHED:
+            skips.add("unfinished")
+            continue
+        if state not in _HELIOS_KEEP:
+            known = sorted(_HELIOS_KEEP | _HELIOS_FAILED | _HELIOS_UNFINISHED)
+            raise TraceError(path, line, "state", f"unknown state {state!r} (expected one of {', '.join(known)})")
+        gpus = _parse_gpus(row["gpu_num"], path, line, "gpu_num")
+        submit = _parse_time(row["submit_time"], path, line, "submit_time")
+        if submit is None:
+            raise TraceError(path, line, "submit_time", "missing submission time")
+        start = _parse_time(row["start_time"], path, line, "start_time")
+        end = _parse_time(row["end_time"], path, line, "end_time")
+        if gpus == 0:
+            skips.add("zero GPUs")
+            continue
+        if start is None or end is None:
+            skips.add("never ran")
+            continue
+        if end <= start:
+            skips.add("non-positive duration")
+            continue
+        raws.append(_Raw(job_id, submit, gpus, end - start, line, path))
+    return raws, records
+
+
+def _alibaba_raw(job_path: str, task_path: str, skips: _Skips) -> tuple[list[_Raw], int]:
+    # Tasks first: GPUs and run span per job.
+    gpus: dict[str, float] = {}
+    span: dict[str, list[float]] = {}
+    for line, row in _csv_rows(task_path, PAI_TASK_COLUMNS, ("job_name", "inst_num", "start_time", "end_time", "plan_gpu"),
+                               header_optional=True):
+        name = _job_id(row["job_name"], task_path, line, "job_name")
+        inst = _parse_number(row["inst_num"], task_path, line, "inst_num", empty=0.0)
+        plan = _parse_number(row["plan_gpu"], task_path, line, "plan_gpu", empty=0.0)  # empty = CPU-only task
+        gpus[name] = gpus.get(name, 0.0) + inst * plan / 100.0
+        start = _parse_time(row["start_time"], task_path, line, "start_time")
+        end = _parse_time(row["end_time"], task_path, line, "end_time")
+        s = span.setdefault(name, [math.inf, -math.inf, 0.0])
+        if start is not None and end is not None:
+            s[0], s[1] = min(s[0], start), max(s[1], end)
+        else:
+            s[2] = 1.0  # a task that never ran or never ended
+    raws: list[_Raw] = []
+    records = 0
+    for line, row in _csv_rows(job_path, PAI_JOB_COLUMNS, ("job_name", "status", "start_time"), header_optional=True):
+        records += 1
+        name = skips.first_seen(_job_id(row["job_name"], job_path, line, "job_name"), job_path, line, "job_name")
+        status = row["status"]
+        if status in _PAI_FAILED:
+            skips.add("failed")
+            continue
+        if status in _PAI_UNFINISHED:
+            skips.add("unfinished")
+            continue
+        if status not in _PAI_KEEP:
+            known = sorted(_PAI_KEEP | _PAI_FAILED | _PAI_UNFINISHED)
+            raise TraceError(job_path, line, "status", f"unknown status {status!r} (expected one of {', '.join(known)})")
+        submit = _parse_time(row["start_time"], job_path, line, "start_time")
+        if submit is None:
+            raise TraceError(job_path, line, "start_time", "missing submission time")
+        if name not in gpus:
+            skips.add("no tasks")
+            continue
+        total = gpus[name]
+        whole = math.ceil(total - 1e-9)
+        if whole <= 0:
+            skips.add("zero GPUs")
+            continue
+        start, end, incomplete = span[name]
+        if incomplete or not math.isfinite(start):
+            skips.add("never ran")
+            continue
+        if end <= start:
+            skips.add("non-positive duration")
+            continue
+        raws.append(_Raw(name, submit, whole, end - start, line, job_path))
+    return raws, records
+
+
+# --------------------------------------------------------------------------- assembling
+
+
+def _known_models(known_models: Collection[str] | None) -> list[str]:
+    if known_models is not None:
+        keys = list(dict.fromkeys(known_models))
+    else:
+        from lyra_gym.profiles import builtin_profiles
+
+        keys = list(builtin_profiles().models)
+    if not keys:
+        raise ValueError("known_models: no model keys")
+    return keys
+
+
+def default_model_mix(known_models: Collection[str] | None = None) -> dict[str, float]:
+    """The synthetic presets' model mix restricted to ``known_models`` (default: the built-in
+    profile's keys) and renormalised; uniform over them if the presets' keys are all absent."""
+    from lyra_gym.tracegen import PRESETS
+
+    keys = _known_models(known_models)
+    base = dict(PRESETS["small-1d"].model_mix)
+    mix = {k: base[k] for k in keys if k in base}
+    if not mix:
+        mix = {k: 1.0 for k in keys}
+    total = sum(mix.values())
+    return {k: v / total for k, v in mix.items()}
+
+
+def _check_mix(mix: Mapping[str, float], keys: list[str]) -> dict[str, float]:
+    clean = {}
+    for key, p in mix.items():
+        if key not in keys:
+            raise ValueError(f"model_mix: unknown model key {key!r} (known: {', '.join(sorted(keys))})")
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) or p < 0:
+            raise ValueError(f"model_mix[{key!r}]: must be a finite number >= 0, got {p!r}")
+        clean[key] = float(p)
+    if sum(clean.values()) <= 0:
+        raise ValueError("model_mix: the probabilities must not all be 0")
+    return clean
+
+
+def _assemble(raws: list[_Raw], seed: int, model_mix: Mapping[str, float] | None, elastic_share: float,
+              known_models: Collection[str] | None) -> list[JobSpec]:
+    if not 0.0 <= elastic_share <= 1.0:
+        raise ValueError(f"elastic_share: must be in [0, 1], got {elastic_share!r}")
+    keys = _known_models(known_models)
+    mix = _check_mix(model_mix if model_mix is not None else default_model_mix(keys), keys)
+    raws = sorted(raws, key=lambda r: r.submit)  # stable: ties keep file order
+    n = len(raws)
+    rng = np.random.default_rng(seed)
+    names = list(mix)
+    p = np.array([mix[k] for k in names], dtype=float)
+    models = rng.choice(len(names), size=n, p=p / p.sum()) if n else np.zeros(0, dtype=int)
+    elastic = rng.random(n) < elastic_share
+    t0 = raws[0].submit if raws else 0.0
+    jobs = []
+    for r, m, e in zip(raws, models.tolist(), elastic.tolist()):
+        g = r.gpus
+        lo, hi = (max(1, g // 2), 2 * g) if e else (g, g)
+        jobs.append(JobSpec(r.job_id, r.submit - t0, g, r.duration, names[m], bool(e), lo, hi))
+    return jobs
+
+
+def _convert(fmt: str, raw_fn, source: str, seed: int, model_mix, elastic_share: float, known_models) -> ConvertedJobs:
+    skips = _Skips()
+    raws, records = raw_fn(skips)
+    jobs = _assemble(raws, seed, model_mix, elastic_share, known_models)
+    return ConvertedJobs(jobs, source, fmt, records, skips.counts)
+
+
+def load_philly(path: str | os.PathLike[str], seed: int = 0, *, model_mix: Mapping[str, float] | None = None,
+                elastic_share: float = DEFAULT_ELASTIC_SHARE, known_models: Collection[str] | None = None
+                ) -> ConvertedJobs:
+    """Convert a Philly ``cluster_job_log`` JSON file (module docstring for the mapping).
+
+    :param seed: seed of the model and elastic draws.
+    :param model_mix: model key -> probability (default :func:`default_model_mix`).
+    :param elastic_share: probability that a job is elastic, in [0, 1] (default 0.3).
+    :param known_models: the profile's model keys (default: the built-in profile's).
+    :raises TraceError: a malformed record (file, line, field).
+    :raises ValueError: a bad ``model_mix`` or ``elastic_share``.
+    """
+    p = os.fspath(path)
+    return _convert("philly", lambda s: _philly_raw(p, s), p, seed, model_mix, elastic_share, known_models)
+
+
+def load_helios(path: str | os.PathLike[str], seed: int = 0, *, model_mix: Mapping[str, float] | None = None,
+                elastic_share: float = DEFAULT_ELASTIC_SHARE, known_models: Collection[str] | None = None
+                ) -> ConvertedJobs:
+    """Convert a Helios ``cluster_log.csv`` (parameters as :func:`load_philly`)."""
+    p = os.fspath(path)
+    return _convert("helios", lambda s: _helios_raw(p, s), p, seed, model_mix, elastic_share, known_models)
+
+
+def load_alibaba(job_table: str | os.PathLike[str], task_table: str | os.PathLike[str], seed: int = 0, *,
+                 model_mix: Mapping[str, float] | None = None, elastic_share: float = DEFAULT_ELASTIC_SHARE,
+                 known_models: Collection[str] | None = None) -> ConvertedJobs:
+    """Convert Alibaba PAI 2020 ``pai_job_table.csv`` + ``pai_task_table.csv`` (parameters as :func:`load_philly`)."""
+    j, t = os.fspath(job_table), os.fspath(task_table)
+    return _convert("alibaba", lambda s: _alibaba_raw(j, t, s), f"{j} + {t}", seed, model_mix, elastic_share,
+                    known_models)
+
+
+def load_real_trace(fmt: str, path: str | os.PathLike[str], path2: str | os.PathLike[str] | None = None,
+                    seed: int = 0, **options: Any) -> ConvertedJobs:
+    """Dispatch on ``fmt`` (``philly``, ``helios``, ``alibaba``; ``alibaba`` needs ``path2`` = the task table)."""
+    if fmt == "philly":
+        return load_philly(path, seed, **options)
+    if fmt == "helios":
+        return load_helios(path, seed, **options)
+    if fmt == "alibaba":
+        if path2 is None:
+            raise ValueError("format 'alibaba' needs two files: the job table and the task table (--in2)")
+        return load_alibaba(path, path2, seed, **options)
+    raise ValueError(f"unknown trace format {fmt!r} (known: {', '.join(FORMATS)})")
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _parse_mix(text: str) -> dict[str, float]:
+    mix = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--model-mix: expected KEY=PROBABILITY, got {item.strip()!r}")
+        try:
+            mix[key.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--model-mix: not a number for {key.strip()!r}: {value.strip()!r}") from None
+    return mix
+
+
+def add_convert_parser(trace_subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``convert`` under ``lyra-gym trace``; it calls :func:`run_convert`."""
+    c = trace_subparsers.add_parser(
+        "convert", help="convert a downloaded public trace (Philly, Helios, Alibaba PAI) to a trace CSV",
+        description="Convert a public production trace to this project's trace CSV. Traces do not name "
+                    "models or elasticity: both are seeded draws (see lyra_gym/realtraces.py).")
+    c.add_argument("--format", required=True, choices=FORMATS)
+    c.add_argument("--in", dest="input", required=True,
+                   help="Philly cluster_job_log, Helios cluster_log.csv, or PAI pai_job_table.csv")
+    c.add_argument("--in2", dest="input2", default=None, help="PAI pai_task_table.csv (alibaba only)")
+    c.add_argument("--out", required=True, help="trace CSV to write")
+    c.add_argument("--seed", type=int, default=0, help="seed of the model and elastic draws (default 0)")
+    c.add_argument("--elastic-share", type=float, default=DEFAULT_ELASTIC_SHARE,
+                   help=f"probability that a job is elastic (default {DEFAULT_ELASTIC_SHARE})")
+    c.add_argument("--model-mix", default=None,
+                   help="KEY=P,KEY=P,... over the profile's model keys (default: the presets' mix)")
+    c.add_argument("--profiles", default=None, help="profile JSON whose model keys to draw from (default: built-in)")
+    c.set_defaults(func=run_convert)
+    return c
+
+
+def run_convert(args: argparse.Namespace) -> int:
+    """Convert ``args.input`` (and ``args.input2``) to ``args.out``; returns 0, or 2 on a bad option.
+
+    Malformed input raises :class:`TraceError` (the ``lyra-gym`` entry point prints it).
+    """
+    try:
+        known = None
+        if args.profiles:
+            from lyra_gym.profiles import load_profiles
+
+            known = list(load_profiles(args.profiles).models)
+        mix = _parse_mix(args.model_mix) if args.model_mix else None
+        if args.format != "alibaba" and args.input2:
+            raise ValueError(f"--in2 is only used with --format alibaba, not {args.format}")
+        jobs = load_real_trace(args.format, args.input, args.input2, args.seed, model_mix=mix,
+                               elastic_share=args.elastic_share, known_models=known)
+    except TraceError:
+        raise
+    except ValueError as err:
+        print(f"lyra-gym: error: {err}", file=sys.stderr)
+        return 2
+    write_trace(jobs, args.out)
+    print(jobs.summary())
+    print(f"wrote {len(jobs)} jobs to {args.out}")
+    return 0
