@@ -21,17 +21,13 @@ from gymnasium import spaces
 
 from lyra_gym import scheduler as registry
 from lyra_gym.config import SimConfig, config_from_dict, load_config
-from lyra_gym.envs.observation import (
-    CLUSTER_FEATURES, JOB_FEATURES, SERVER_FEATURES, ObservationBuilder, job_slots, server_slots,
-)
+from lyra_gym.envs.actions import ActionCodec
+from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
 from lyra_gym.envs.rewards import StepOutcome, parse_reward, reward
 from lyra_gym.envs.windows import Window, WindowSampler
-from lyra_gym.jobs import JobState
 from lyra_gym.metrics import summarize
 from lyra_gym.profiles import ProfileSet, builtin_profiles, load_profiles
-from lyra_gym.scheduler import (
-    JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS, Guidance,
-)
+from lyra_gym.scheduler import Guidance
 from lyra_gym.simulate import build_engine
 from lyra_gym.trace import load_trace
 from lyra_gym.tracegen import PRESETS, generate_trace
@@ -149,13 +145,8 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         self.render_mode = render_mode
         self.builder = ObservationBuilder(self.k, self.m)
         self.observation_space = spaces.Box(-1.0, 1.0, (self.builder.size,), dtype=np.float32)
-        nvec = []
-        if self.controls_jobs:
-            nvec += [JOB_LEVELS] * self.k
-        if self.controls_loaning:
-            nvec += [self.b + 1] + [RETURN_LEVELS] * self.m
-        self.action_space = spaces.MultiDiscrete(nvec)
-        self._offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]]).astype(np.int64)
+        self.codec = ActionCodec(self.k, self.m, self.b, self.controls_jobs, self.controls_loaning)
+        self.action_space = spaces.MultiDiscrete(self.codec.nvec)
         self.engine = None
         self.window: Window | None = None
         self.invalid_actions_total = 0
@@ -210,28 +201,7 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         self.slots = job_slots(view, self.k)
         self.server_ids = server_slots(view, self.m)
         self.obs = self.builder.build(view, self.slots, self.server_ids)
-        self._masks = self._compute_masks()
-
-    def _compute_masks(self) -> np.ndarray:
-        """Valid values per dimension, concatenated. Every value of a dimension is executable;
-        a dimension is narrowed to one value only where the others would mean nothing."""
-        parts = []
-        if self.controls_jobs:
-            jobs = np.ones((self.k, JOB_LEVELS), dtype=bool)
-            jobs[len(self.slots):] = False
-            jobs[len(self.slots):, 0] = True  # empty slot: 0
-            for i, job in enumerate(self.slots):
-                if job.state is JobState.RUNNING and not job.spec.elastic:
-                    jobs[i] = False
-                    jobs[i, NEUTRAL_JOB_LEVEL] = True  # nothing to decide for a running inelastic job
-            parts.append(jobs.ravel())
-        if self.controls_loaning:
-            parts.append(np.ones(self.b + 1, dtype=bool))
-            servers = np.ones((self.m, RETURN_LEVELS), dtype=bool)
-            servers[len(self.server_ids):] = False
-            servers[len(self.server_ids):, NEUTRAL_RETURN_LEVEL] = True  # empty slot: neutral
-            parts.append(servers.ravel())
-        return np.concatenate(parts)
+        self._masks = self.codec.masks(self.slots, self.server_ids)
 
     def action_masks(self) -> np.ndarray:
         """Valid values of every action dimension, concatenated (sb3-contrib MaskablePPO)."""
@@ -239,35 +209,11 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def expert_action(self) -> np.ndarray:
         """The heuristic's own choice: neutral levels everywhere, borrow as it would."""
-        action = []
-        if self.controls_jobs:
-            action += [NEUTRAL_JOB_LEVEL if i < len(self.slots) else 0 for i in range(self.k)]
-        if self.controls_loaning:
-            action += [self.b] + [NEUTRAL_RETURN_LEVEL] * self.m
-        return np.array(action, dtype=np.int64)
+        return self.codec.neutral(self.slots)
 
     def _decode(self, action: np.ndarray) -> tuple[Guidance, int]:
-        """Action -> Guidance; a masked value becomes that dimension's default and is counted."""
-        if action.shape != self.action_space.shape:
-            raise ValueError(f"action: expected shape {self.action_space.shape}, got {action.shape}")
-        nvec = self.action_space.nvec
-        values = action.astype(np.int64)
-        in_range = (values >= 0) & (values < nvec)
-        flat = self._offsets + np.where(in_range, values, 0)
-        bad = ~(in_range & self._masks[flat])
-        invalid = int(bad.sum())
-        if invalid:
-            values = np.where(bad, self.expert_action(), values)
-        values = values.tolist()
-        guidance = Guidance()
-        pos = 0
-        if self.controls_jobs:
-            guidance.job_levels = {job.id: values[i] for i, job in enumerate(self.slots)}
-            pos = self.k
-        if self.controls_loaning:
-            guidance.borrow_fraction = values[pos] / self.b
-            guidance.return_levels = {sid: values[pos + 1 + j] for j, sid in enumerate(self.server_ids)}
-        return guidance, invalid
+        """Action -> Guidance; a masked value becomes that dimension's neutral value and is counted."""
+        return self.codec.decode(action, self._masks, self.slots, self.server_ids)
 
     # ------------------------------------------------------------------ info and rendering
     def _info(self, invalid: int) -> dict[str, Any]:

@@ -1,0 +1,291 @@
+"""Every knob of a training run in one dataclass, loaded from YAML and overridable as ``key=value``.
+
+Precedence, lowest first: the dataclass defaults, a YAML file
+(``agents/configs/<env>.yaml``), the ``--quick`` overlay
+(``agents/configs/quick.yaml``, a partial file), then command-line
+``--set key=value`` overrides. Unknown keys are errors that name the key, the
+file, and the closest known key. A run writes its resolved config as
+``config.yaml``; :func:`load_train_config` reads it back unchanged.
+
+Frequencies (``eval_freq``, ``checkpoint_freq``) count environment steps over
+all vector envs together, like ``total_timesteps``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import yaml
+
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+QUICK_OVERLAY = CONFIG_DIR / "quick.yaml"
+
+ALGOS = ("maskable_ppo", "ppo")
+VEC_ENVS = ("auto", "dummy", "subproc")
+EXTRACTORS = ("mlp", "deepsets")
+ACTIVATIONS = ("tanh", "relu")
+LR_SCHEDULES = ("constant", "linear")
+
+
+class TrainConfigError(ValueError):
+    """A malformed training config or override; the message names the key (and file)."""
+
+
+@dataclass
+class TrainConfig:
+    """A training run. Field groups: experiment, environment (``gymnasium.make`` keywords),
+    vector envs and normalisation, algorithm (PPO hyperparameters), network, logging and
+    evaluation, compute. Units are in the comments."""
+
+    # --- experiment
+    name: str = "cluster"                 # config name, the second part of the run directory
+    env_id: str = "LyraGym/Cluster-v0"    # any registered LyraGym/ id
+    seed: int = 1                         # model seed (SB3 seed=) and vector env seeds seed..seed+n_envs-1
+    total_timesteps: int = 1_500_000      # env steps over all vector envs; on --resume, the total to reach
+    runs_dir: str = "runs"                # runs/<env>__<name>__<seed>__<time>/
+    # --- environment: keywords of gymnasium.make(env_id, ...) (see LyraClusterEnv's Arguments)
+    trace: str = "env-14d"                # trace preset name or CSV path
+    trace_seed: int = 0
+    sim_config: str | None = None         # SimConfig YAML/TOML path; None = defaults
+    profiles: str | None = None           # profile JSON path; None = built-in
+    window_s: float = 43_200.0            # episode window, s
+    test_fraction: float = 0.2            # last share of the trace kept for test windows
+    reward: Any = "jct"                   # reward name or {name: weight}
+    reward_scale_s: float = 3600.0        # seconds per reward unit
+    num_job_slots: int = 32               # K
+    num_server_slots: int = 16            # M
+    borrow_levels: int = 4                # B
+    heuristic: str = "lyra"               # guided heuristic, registry name
+    max_steps: int = 5000                 # decision points before truncation
+    # --- vector envs and normalisation
+    n_envs: int = 8
+    vec_env: str = "auto"                 # auto (subproc when it pays) | dummy | subproc
+    normalize_obs: bool = True            # VecNormalize running mean/std of observations (saved)
+    normalize_reward: bool = True         # VecNormalize return scaling (training only)
+    tie_slot_stats: bool = True           # one mean/std per feature shared by all job (server) slots
+    clip_obs: float = 10.0
+    # --- algorithm (sb3-contrib MaskablePPO or SB3 PPO)
+    algo: str = "maskable_ppo"
+    learning_rate: float = 3e-4
+    lr_schedule: str = "linear"           # constant | linear (to 0 at the end)
+    n_steps: int = 256                    # rollout steps per env per update
+    batch_size: int = 512
+    n_epochs: int = 5
+    gamma: float = 0.995                  # per decision point
+    gae_lambda: float = 0.95
+    clip_range: float = 0.2
+    ent_coef: float = 0.003               # entropy is summed over all action dimensions
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    target_kl: float | None = 0.05        # stop an update's epochs early past this KL (None = never)
+    # --- network
+    net_arch: list[int] = field(default_factory=lambda: [256, 256])  # policy and value MLPs
+    activation: str = "tanh"
+    extractor: str = "mlp"                # mlp (flatten) | deepsets (agents/extractors.py)
+    deepsets_hidden: int = 64             # width of the per-slot encoder phi
+    deepsets_slot_dim: int = 16           # per-slot codes appended in slot order (0 = invariant only)
+    # --- logging, evaluation, checkpoints
+    eval_freq: int = 100_000              # env steps between evaluations on test windows (0 = only at the end)
+    eval_windows: int = 3                 # test windows per evaluation (paired with lyra)
+    final_windows: int = 5                # test windows of the comparison table after training
+    checkpoint_freq: int = 250_000        # env steps between checkpoints (0 = none)
+    log_interval: int = 1                 # PPO updates between SB3 log dumps
+    progress_bar: bool = True
+    verbose: int = 0                      # SB3 verbosity (1 also prints SB3's stdout table)
+    # --- compute
+    device: str = "auto"                  # auto = cuda when available, else cpu
+    torch_threads: int = 0                # 0 = auto: half the cores, 1 to 4
+    torch_validate_args: bool = False     # torch.distributions argument checks (off: 210 -> 350 steps/s measured)
+    resume_from: str | None = None        # set by --resume; recorded for provenance
+
+    # ------------------------------------------------------------------ validation
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise :class:`TrainConfigError` naming the first invalid field."""
+        choices = {"algo": ALGOS, "vec_env": VEC_ENVS, "extractor": EXTRACTORS,
+                   "activation": ACTIVATIONS, "lr_schedule": LR_SCHEDULES}
+        for key, allowed in choices.items():
+            if getattr(self, key) not in allowed:
+                raise TrainConfigError(f"{key}: must be one of {', '.join(allowed)}, got {getattr(self, key)!r}")
+        if not self.env_id.startswith("LyraGym/"):
+            raise TrainConfigError(f"env_id: must be a LyraGym/ id, got {self.env_id!r}")
+        positive = ("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "num_job_slots",
+                    "borrow_levels", "max_steps", "eval_windows", "final_windows", "deepsets_hidden")
+        for key in positive:
+            if getattr(self, key) < 1:
+                raise TrainConfigError(f"{key}: must be >= 1, got {getattr(self, key)}")
+        for key in ("num_server_slots", "eval_freq", "checkpoint_freq", "torch_threads", "deepsets_slot_dim"):
+            if getattr(self, key) < 0:
+                raise TrainConfigError(f"{key}: must be >= 0, got {getattr(self, key)}")
+        if self.n_steps * self.n_envs < 2:
+            raise TrainConfigError("n_steps * n_envs: must be >= 2 (PPO advantage normalisation)")
+        if not 0 < self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
+            raise TrainConfigError(f"gamma/gae_lambda: must lie in (0, 1] / [0, 1], got {self.gamma}/{self.gae_lambda}")
+        if self.learning_rate <= 0:
+            raise TrainConfigError(f"learning_rate: must be > 0, got {self.learning_rate}")
+        if not self.net_arch or any(int(w) < 1 for w in self.net_arch):
+            raise TrainConfigError(f"net_arch: must be a non-empty list of widths >= 1, got {self.net_arch}")
+
+    # ------------------------------------------------------------------ conversions
+    def env_kwargs(self) -> dict[str, Any]:
+        """Keywords for ``gymnasium.make(self.env_id, ...)``."""
+        return {
+            "trace": self.trace, "trace_seed": self.trace_seed, "config": self.sim_config,
+            "profiles": self.profiles, "window_s": self.window_s, "test_fraction": self.test_fraction,
+            "reward": self.reward, "reward_scale_s": self.reward_scale_s, "num_job_slots": self.num_job_slots,
+            "num_server_slots": self.num_server_slots, "borrow_levels": self.borrow_levels,
+            "heuristic": self.heuristic, "max_steps": self.max_steps,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    def replace(self, **changes: Any) -> "TrainConfig":
+        return dataclasses.replace(self, **changes)
+
+    def updated(self, data: Mapping[str, Any], source: str = "overrides") -> "TrainConfig":
+        """A copy with ``data`` applied (keys checked, values converted to the fields' types)."""
+        _check_keys(data, source)
+        changes = {key: _coerce(key, value, source) for key, value in data.items()}
+        try:
+            return dataclasses.replace(self, **changes)
+        except TrainConfigError as err:
+            raise TrainConfigError(f"{source}: {err}") from None
+
+
+# ---------------------------------------------------------------------- helpers
+_FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
+_HINTS = typing.get_type_hints(TrainConfig)
+
+
+def _check_keys(data: Mapping[str, Any], source: str) -> None:
+    if not isinstance(data, Mapping):
+        raise TrainConfigError(f"{source}: expected a mapping of config keys, got {type(data).__name__}")
+    for key in data:
+        if key not in _FIELDS:
+            close = difflib.get_close_matches(str(key), list(_FIELDS), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise TrainConfigError(f"{source}: unknown key {key!r}{hint} (known keys: {', '.join(_FIELDS)})")
+
+
+def _coerce(key: str, value: Any, source: str) -> Any:
+    """Convert ``value`` (parsed YAML, or a ``--set`` string) to the type of field ``key``."""
+    hint = _HINTS[key]
+    if hint is Any:  # free-form (reward: a name or {name: weight})
+        return yaml.safe_load(value) if isinstance(value, str) else value
+    args = typing.get_args(hint)
+    optional = type(None) in args
+    kind = next(a for a in args if a is not type(None)) if optional else (typing.get_origin(hint) or hint)
+    if isinstance(value, str) and optional and value.strip().lower() in ("null", "none", "~", ""):
+        value = None
+    elif isinstance(value, str) and kind is not str:
+        try:
+            value = yaml.safe_load(value)
+        except yaml.YAMLError:
+            pass
+    if value is None:
+        if optional:
+            return None
+        raise TrainConfigError(f"{source}: {key}: may not be null")
+    expected = getattr(hint, "__name__", None) or str(hint)
+    try:
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+        elif kind is int:
+            number = float(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+            if number is not None and number.is_integer():
+                return int(number)
+        elif kind is float:
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                return float(value)
+        elif kind is list:
+            if isinstance(value, (list, tuple)):
+                return [int(v) for v in value]
+        elif kind is str:
+            return str(value)
+    except (TypeError, ValueError):
+        pass
+    raise TrainConfigError(f"{source}: {key}: expected {expected}, got {value!r}")
+
+
+def read_yaml(path: str | os.PathLike) -> dict[str, Any]:
+    """A YAML mapping (empty file -> {}); errors name the file."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise TrainConfigError(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(data, Mapping):
+        raise TrainConfigError(f"{path}: expected a mapping of config keys at the top level")
+    return dict(data)
+
+
+def load_train_config(path: str | os.PathLike, base: TrainConfig | None = None) -> TrainConfig:
+    """``base`` (default: the dataclass defaults) updated with the YAML file at ``path``."""
+    return (base or TrainConfig()).updated(read_yaml(path), source=str(path))
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, str]:
+    """``["key=value", ...]`` -> ``{key: value}`` (values still strings; typed by :meth:`TrainConfig.updated`)."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise TrainConfigError(f"--set {item!r}: expected key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def default_config_path(env_id: str) -> Path | None:
+    """``agents/configs/<name>.yaml`` for ``LyraGym/<Name>-vN`` (None when not shipped)."""
+    name = env_id.split("/")[-1].rsplit("-v", 1)[0].lower()
+    path = CONFIG_DIR / f"{name}.yaml"
+    return path if path.exists() else None
+
+
+def resolve_config(
+    env_id: str | None = None,
+    config_path: str | os.PathLike | None = None,
+    quick: bool = False,
+    overrides: Sequence[str] = (),
+    seed: int | None = None,
+    base: TrainConfig | None = None,
+) -> TrainConfig:
+    """The config of a run, from the command line's pieces (see the module docstring for the order).
+
+    :param env_id: ``--env``; picks ``agents/configs/<env>.yaml`` when no file is given.
+    :param config_path: ``--config``; a YAML file.
+    :param quick: apply ``agents/configs/quick.yaml``.
+    :param overrides: ``--set key=value`` items.
+    :param seed: ``--seed``.
+    :param base: start from this config instead of the defaults (``--resume``).
+    """
+    cfg = base or TrainConfig()
+    if config_path is not None:
+        cfg = load_train_config(config_path, cfg)
+    elif env_id is not None and base is None:
+        path = default_config_path(env_id)
+        cfg = load_train_config(path, cfg) if path else cfg.replace(name=env_id.split("/")[-1].lower())
+    elif base is None:
+        cfg = load_train_config(CONFIG_DIR / "cluster.yaml", cfg)
+    if env_id is not None:
+        cfg = cfg.updated({"env_id": env_id}, source="--env")
+    if quick:
+        cfg = cfg.updated(read_yaml(QUICK_OVERLAY), source=str(QUICK_OVERLAY))
+    if seed is not None:
+        cfg = cfg.updated({"seed": seed}, source="--seed")
+    if overrides:
+        cfg = cfg.updated(parse_overrides(overrides), source="--set")
+    return cfg

@@ -1,0 +1,151 @@
+"""Evaluate a model, the expert, or any scheduler on an env's held-out test windows.
+
+Test window ``i`` has a fixed simulation seed (``env.window.seed``), so every
+policy sees the same jobs and the same inference-demand curve: comparisons are
+paired. Each function returns one row per window: ``{"policy", "window",
+"seed", **metrics}`` with the keys of ``metrics.json``.
+
+Two harnesses, one engine:
+
+- :func:`evaluate_model` / :func:`evaluate_expert` step the environment (used
+  during training, on the live model);
+- :func:`evaluate_scheduler` runs ``lyra_gym.simulate`` on the window's jobs
+  with the window's seed: a registry name (``"lyra"``), or a trained model as a
+  :class:`~agents.policy_scheduler.PolicyScheduler`. This is what ``lyra-gym
+  compare`` measures; the two agree exactly (``tests/test_agents.py``).
+
+Command line: ``python -m agents.evaluate RUN_DIR_OR_MODEL [--windows N] [--baselines lyra,sjf]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from lyra_gym.scheduler import Scheduler
+from lyra_gym.simulate import simulate
+
+Row = dict[str, Any]
+
+
+def held_out_windows(env: Any, count: int) -> list[int]:
+    """The first ``count`` test windows of ``env`` (at most all of them)."""
+    return list(range(min(count, env.unwrapped.windows.num_test)))
+
+
+def rollout(env: Any, choose: Callable[[Any, np.ndarray], np.ndarray], window: int) -> Row:
+    """Play test window ``window`` to its end with ``choose(env, obs) -> action``; its final metrics."""
+    env = env.unwrapped
+    obs, _ = env.reset(options={"split": "test", "window": window})
+    info: dict[str, Any] = {}
+    done = env.done
+    while not done:
+        obs, _, terminated, truncated, info = env.step(choose(env, obs))
+        done = terminated or truncated
+    if "final_metrics" not in info:  # a window with no decision point at all
+        from lyra_gym.metrics import summarize
+        env.engine.finish()
+        info["final_metrics"] = summarize(env.engine)
+    return {"window": env.window.index, "seed": env.window.seed, **info["final_metrics"]}
+
+
+def evaluate_model(model: Any, env: Any, windows: Sequence[int], normalizer: Any | None = None,
+                   deterministic: bool = True, label: str = "policy") -> list[Row]:
+    """A live model on test ``windows``; ``normalizer`` is the training ``VecNormalize`` (or None)."""
+    from agents.factory import supports_action_masks
+
+    masked = supports_action_masks(model)
+
+    def choose(e: Any, obs: np.ndarray) -> np.ndarray:
+        if normalizer is not None:
+            obs = normalizer.normalize_obs(obs)
+        kwargs = {"action_masks": e.action_masks()} if masked else {}
+        action, _ = model.predict(obs, deterministic=deterministic, **kwargs)
+        return action
+
+    return [{"policy": label, **rollout(env, choose, w)} for w in windows]
+
+
+def evaluate_expert(env: Any, windows: Sequence[int], label: str = "expert") -> list[Row]:
+    """The env's expert action (the guided heuristic unmodified) on test ``windows``."""
+    return [{"policy": label, **rollout(env, lambda e, _obs: e.expert_action(), w)} for w in windows]
+
+
+def evaluate_scheduler(policy: str | Scheduler, env: Any, windows: Sequence[int],
+                       label: str | None = None) -> list[Row]:
+    """``simulate`` on each test window's jobs with its seed and the env's cluster config."""
+    env = env.unwrapped
+    rows = []
+    for w in windows:
+        window = env.windows.test(w)
+        result = simulate(window.jobs(env.trace), policy, env.sim_config, seed=window.seed, profiles=env.profiles)
+        rows.append({"policy": label or result.policy, "window": window.index, "seed": window.seed,
+                     **result.metrics})
+    return rows
+
+
+def mean(rows: Sequence[Row], key: str) -> float:
+    values = [r[key] for r in rows if r.get(key) is not None]
+    return float(np.mean(values)) if values else math.nan
+
+
+def compare_saved(path: str | os.PathLike, windows: int | None = None,
+                  baselines: Sequence[str] = ("lyra",)) -> dict[str, list[Row]]:
+    """A saved model (run directory, ``model.zip`` or checkpoint) and ``baselines`` on the first
+    ``windows`` test windows of its training env (default: the run's ``final_windows``)."""
+    from agents.factory import make_eval_env
+    from agents.policy_scheduler import load_policy_scheduler
+
+    scheduler = load_policy_scheduler(path, name="policy")
+    env = make_eval_env(scheduler.config)
+    chosen = held_out_windows(env, windows or scheduler.config.final_windows)
+    results = {"policy": evaluate_scheduler(scheduler, env, chosen, label="policy")}
+    for name in baselines:
+        results[name] = evaluate_scheduler(name, env, chosen, label=name)
+    return results
+
+
+def comparison_table(results: Mapping[str, Sequence[Row]], reference: str = "lyra",
+                     key: str = "jct_mean_s") -> str:
+    """Per-window ``key`` of every policy, the mean, and each policy's ratio to ``reference``."""
+    names = list(results)
+    windows = [r["window"] for r in next(iter(results.values()))]
+    header = ["window", *[f"{n} {key}" for n in names]]
+    body = [[str(w), *[f"{results[n][i][key]:.0f}" for n in names]] for i, w in enumerate(windows)]
+    means = {n: mean(results[n], key) for n in names}
+    body.append(["mean", *[f"{means[n]:.0f}" for n in names]])
+    if reference in means:
+        body.append([f"/ {reference}", *[f"{means[n] / means[reference]:.3f}" for n in names]])
+    widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.rjust(wd) for h, wd in zip(header, widths))]
+    lines += ["  ".join(c.rjust(wd) for c, wd in zip(row, widths)) for row in body]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m agents.evaluate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("path", help="run directory, its model.zip, or a checkpoint zip")
+    parser.add_argument("--windows", type=int, default=None, help="test windows (default: the run's final_windows)")
+    parser.add_argument("--baselines", default="lyra", help="comma-separated scheduler names")
+    parser.add_argument("--json", default=None, help="write the per-window rows here")
+    args = parser.parse_args(argv)
+    try:
+        results = compare_saved(args.path, args.windows, [b for b in args.baselines.split(",") if b])
+    except FileNotFoundError as err:
+        print(f"agents.evaluate: error: {err}", file=sys.stderr)
+        return 2
+    print(comparison_table(results))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(results, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""A trained model as a :class:`~lyra_gym.scheduler.Scheduler`: ``model:PATH`` in any policy list.
+
+At every decision point :class:`PolicyScheduler` does what the environment does
+around an agent, in the same order, with the same public pieces:
+
+1. job slots and loaned-server slots (``job_slots``, ``server_slots``), and the
+   observation (``ObservationBuilder``);
+2. the action masks of the env the model was trained on;
+3. the saved ``VecNormalize`` observation statistics;
+4. ``model.predict`` (with the masks when the model takes them, deterministic by default);
+5. decoding into a :class:`~lyra_gym.scheduler.Guidance` (a masked value becomes the
+   neutral one), and the guided heuristic's plan ``decide_guided(view, guidance)``.
+
+So ``simulate(window_jobs, PolicyScheduler(...), env.sim_config, seed=window.seed)``
+reproduces the env's episode on that window step for step (tested in
+``tests/test_agents.py``), and a trained agent enters ``lyra-gym compare`` beside the
+heuristics, measured by the same engine.
+
+Steps 2 and 5 use the env's own :class:`~lyra_gym.envs.actions.ActionCodec`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.envs.registration import load_env_creator
+
+from lyra_gym import scheduler as registry
+from lyra_gym.envs.actions import ActionCodec
+from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
+from lyra_gym.plan import Plan
+from lyra_gym.scheduler import Scheduler
+from lyra_gym.view import ClusterView
+
+from agents.config import TrainConfig, load_train_config
+from agents.factory import find_artifacts, load_model, load_normalizer, supports_action_masks
+
+
+def env_controls(env_id: str) -> tuple[bool, bool]:
+    """``(controls_jobs, controls_loaning)`` of a LyraGym id, read from its class (no env built)."""
+    entry = gym.spec(env_id).entry_point
+    cls = load_env_creator(entry) if isinstance(entry, str) else entry
+    return bool(cls.controls_jobs), bool(cls.controls_loaning)
+
+
+class PolicyScheduler(Scheduler):
+    """Run a trained SB3 model through the engine as a scheduler.
+
+    :param model: a trained ``MaskablePPO`` or ``PPO`` (any SB3 algorithm with ``predict``).
+    :param config: the run's :class:`~agents.config.TrainConfig` (env id, K, M, B, heuristic).
+    :param normalizer: the saved ``VecNormalize`` (its ``normalize_obs``), or None for raw observations.
+    :param deterministic: take each dimension's most likely level (default True).
+    :param name: the name in results (default ``"model"``).
+    """
+
+    name = "model"
+
+    def __init__(self, model: Any, config: TrainConfig, normalizer: Any | None = None,
+                 deterministic: bool = True, name: str | None = None) -> None:
+        self.model = model
+        self.config = config
+        self.normalizer = normalizer
+        self.deterministic = deterministic
+        if name is not None:
+            self.name = name
+        self.codec = ActionCodec(config.num_job_slots, config.num_server_slots, config.borrow_levels,
+                                 *env_controls(config.env_id))
+        self.builder = ObservationBuilder(config.num_job_slots, config.num_server_slots)
+        nvec = getattr(model.action_space, "nvec", None)
+        if nvec is None or not np.array_equal(np.asarray(nvec), self.codec.nvec):
+            raise ValueError(f"model action space {model.action_space} does not match {config.env_id} with "
+                             f"K={config.num_job_slots}, M={config.num_server_slots}, B={config.borrow_levels}")
+        if model.observation_space.shape != (self.builder.size,):
+            raise ValueError(f"model observation shape {model.observation_space.shape} does not match "
+                             f"K={config.num_job_slots}, M={config.num_server_slots} ({self.builder.size})")
+        self.use_masks = supports_action_masks(model)
+        self.heuristic = registry.make(config.heuristic)
+        self.invalid_actions = 0
+
+    @property
+    def tick_interval(self) -> float | None:  # type: ignore[override]
+        return self.heuristic.tick_interval
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """A fresh guided heuristic on the run's generator (as the env does on reset)."""
+        self.heuristic = registry.make(self.config.heuristic)
+        self.heuristic.reset(rng)
+        self.builder = ObservationBuilder(self.config.num_job_slots, self.config.num_server_slots)
+        self.invalid_actions = 0
+
+    def observe(self, view: ClusterView) -> tuple[np.ndarray, np.ndarray, list[JobView], list[int]]:
+        """(observation, masks, job slots, server slots) exactly as the env builds them."""
+        slots = job_slots(view, self.config.num_job_slots)
+        server_ids = server_slots(view, self.config.num_server_slots)
+        return self.builder.build(view, slots, server_ids), self.codec.masks(slots, server_ids), slots, server_ids
+
+    def act(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """The model's action for one raw observation."""
+        if self.normalizer is not None:
+            obs = self.normalizer.normalize_obs(obs)
+        kwargs = {"action_masks": masks} if self.use_masks else {}
+        action, _ = self.model.predict(obs, deterministic=self.deterministic, **kwargs)
+        return np.asarray(action)
+
+    def guidance(self, view: ClusterView) -> Guidance:
+        obs, masks, slots, server_ids = self.observe(view)
+        guidance, invalid = self.codec.decode(self.act(obs, masks), masks, slots, server_ids)
+        self.invalid_actions += invalid
+        return guidance
+
+    def decide(self, view: ClusterView) -> Plan:
+        return self.heuristic.decide_guided(view, self.guidance(view))
+
+
+def load_policy_scheduler(path: str | os.PathLike, deterministic: bool = True, device: str = "cpu",
+                          **params: Any) -> PolicyScheduler:
+    """The ``model:PATH`` loader (entry-point group ``lyra_gym.scheduler_loaders``).
+
+    :param path: a run directory, its ``model.zip``, or a checkpoint zip; the ``vecnormalize``
+        file and ``config.yaml`` are found beside it (:func:`agents.factory.find_artifacts`).
+    :param deterministic: most likely action per dimension (default True).
+    :param device: torch device for inference (default ``cpu``).
+    :param params: ``name=`` for the results (default ``model:PATH``).
+    """
+    unknown = set(params) - {"name"}
+    if unknown:
+        raise TypeError(f"load_policy_scheduler: unknown parameter(s) {', '.join(sorted(unknown))}")
+    files = find_artifacts(path)
+    config = load_train_config(files.config)
+    if files.vecnormalize is None and config.normalize_obs:
+        raise FileNotFoundError(f"{files.model}: the run normalised observations but its statistics "
+                                f"(vecnormalize .pkl) are missing beside the model")
+    normalizer = load_normalizer(files.vecnormalize) if files.vecnormalize else None
+    model = load_model(config, files.model, device=device)
+    return PolicyScheduler(model, config, normalizer, deterministic, name=params.get("name", f"model:{path}"))

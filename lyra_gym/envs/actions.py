@@ -1,0 +1,87 @@
+"""The environments' action layout: per-dimension masks, the neutral action, decoding to Guidance.
+
+Shared by the environments and by ``agents.policy_scheduler`` (a trained model run as a
+scheduler), so both read an action the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from lyra_gym.jobs import JobState
+from lyra_gym.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS, Guidance
+from lyra_gym.view import JobView
+
+
+class ActionCodec:
+    """The env's MultiDiscrete action layout: ``[JOB_LEVELS]*K`` if it controls jobs, then
+    ``[B+1] + [RETURN_LEVELS]*M`` if it controls loaning; masks and decoding into Guidance.
+
+    :param k: job slots K. :param m: loaned-server slots M. :param b: borrow levels B.
+    """
+
+    def __init__(self, k: int, m: int, b: int, controls_jobs: bool, controls_loaning: bool) -> None:
+        self.k, self.m, self.b = k, m, b
+        self.controls_jobs, self.controls_loaning = controls_jobs, controls_loaning
+        nvec: list[int] = []
+        if controls_jobs:
+            nvec += [JOB_LEVELS] * k
+        if controls_loaning:
+            nvec += [b + 1] + [RETURN_LEVELS] * m
+        self.nvec = np.array(nvec, dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.nvec)[:-1]]).astype(np.int64)
+
+    def masks(self, slots: Sequence[JobView], server_ids: Sequence[int]) -> np.ndarray:
+        """Valid values per dimension, concatenated. Every value of a dimension is executable;
+        a dimension is narrowed to one value only where the others would mean nothing (an
+        empty slot; a running inelastic job)."""
+        parts = []
+        if self.controls_jobs:
+            jobs = np.ones((self.k, JOB_LEVELS), dtype=bool)
+            jobs[len(slots):] = False
+            jobs[len(slots):, 0] = True
+            for i, job in enumerate(slots):
+                if job.state is JobState.RUNNING and not job.spec.elastic:
+                    jobs[i] = False
+                    jobs[i, NEUTRAL_JOB_LEVEL] = True
+            parts.append(jobs.ravel())
+        if self.controls_loaning:
+            parts.append(np.ones(self.b + 1, dtype=bool))
+            servers = np.ones((self.m, RETURN_LEVELS), dtype=bool)
+            servers[len(server_ids):] = False
+            servers[len(server_ids):, NEUTRAL_RETURN_LEVEL] = True
+            parts.append(servers.ravel())
+        return np.concatenate(parts)
+
+    def neutral(self, slots: Sequence[JobView]) -> np.ndarray:
+        """The heuristic's own choice: neutral levels, borrow everything loanable."""
+        action: list[int] = []
+        if self.controls_jobs:
+            action += [NEUTRAL_JOB_LEVEL if i < len(slots) else 0 for i in range(self.k)]
+        if self.controls_loaning:
+            action += [self.b] + [NEUTRAL_RETURN_LEVEL] * self.m
+        return np.array(action, dtype=np.int64)
+
+    def decode(self, action: np.ndarray, masks: np.ndarray, slots: Sequence[JobView],
+               server_ids: Sequence[int]) -> tuple[Guidance, int]:
+        """Action -> (Guidance, number of masked values replaced by the neutral one)."""
+        values = np.asarray(action, dtype=np.int64).reshape(-1)
+        if values.shape != self.nvec.shape:
+            raise ValueError(f"action: expected shape {self.nvec.shape}, got {values.shape}")
+        in_range = (values >= 0) & (values < self.nvec)
+        bad = ~(in_range & masks[self.offsets + np.where(in_range, values, 0)])
+        invalid = int(bad.sum())
+        if invalid:
+            values = np.where(bad, self.neutral(slots), values)
+        vals = values.tolist()
+        guidance = Guidance()
+        pos = 0
+        if self.controls_jobs:
+            guidance.job_levels = {job.id: vals[i] for i, job in enumerate(slots)}
+            pos = self.k
+        if self.controls_loaning:
+            guidance.borrow_fraction = vals[pos] / self.b
+            guidance.return_levels = {sid: vals[pos + 1 + j] for j, sid in enumerate(server_ids)}
+        return guidance, invalid

@@ -1,0 +1,109 @@
+"""Train an RL agent on a LyraGym environment, then compare it with the Lyra heuristic.
+
+    python train.py --quick                          # ~2 min train-evaluate-compare cycle
+    python train.py --env LyraGym/Elastic-v0         # agents/configs/elastic.yaml (~1 h)
+    python train.py --config my.yaml --set n_envs=4 learning_rate=1e-4 --seed 3
+    python train.py --resume runs/<run>/checkpoints/model_250000_steps.zip --set total_timesteps=3000000
+
+A run writes ``runs/<env>__<config>__<seed>__<time>/``: ``config.yaml`` (resolved),
+TensorBoard events (SB3's scalars, ``custom/*`` cluster metrics, ``eval/*`` against
+Lyra, the config as text), ``progress.csv``, ``checkpoints/``, ``model.zip``,
+``vecnormalize.pkl`` and ``compare.json``. The saved model runs as a scheduler:
+``lyra-gym compare --policies lyra,model:runs/<run>/model.zip``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Sequence
+
+from stable_baselines3.common.logger import configure
+
+from agents.callbacks import (
+    ClusterMetricsCallback, ConfigTextCallback, ProgressBarCallback, TestWindowEvalCallback, checkpoint_callback,
+)
+from agents.config import TrainConfigError, load_train_config, resolve_config
+from agents.evaluate import compare_saved, comparison_table
+from agents.factory import (
+    CONFIG_FILE, MODEL_FILE, VECNORM_FILE, build_training_envs, configure_torch, find_artifacts, load_model,
+    make_eval_env, make_model, new_run_dir,
+)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", help="LyraGym/ env id; picks agents/configs/<env>.yaml (default LyraGym/Cluster-v0)")
+    parser.add_argument("--config", help="a YAML file mapping onto agents.config.TrainConfig")
+    parser.add_argument("--quick", action="store_true", help="apply agents/configs/quick.yaml (~2 min on 2 cores)")
+    parser.add_argument("--seed", type=int, help="run seed (model and vector envs)")
+    parser.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="override config keys, e.g. --set n_envs=4 net_arch=[128,128]")
+    parser.add_argument("--resume", metavar="PATH",
+                        help="continue from a checkpoint zip or a run's model.zip (its config is the base)")
+    parser.add_argument("--no-compare", action="store_true", help="skip the comparison with lyra after training")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    start = time.perf_counter()
+
+    # --- config: defaults < YAML < --quick < --env/--seed < --set (a resumed run's config is the base)
+    try:
+        resume = find_artifacts(args.resume) if args.resume else None
+        cfg = resolve_config(args.env, args.config, args.quick, args.overrides, args.seed,
+                             base=load_train_config(resume.config) if resume else None)
+    except (TrainConfigError, FileNotFoundError) as err:
+        print(f"train.py: error: {err}", file=sys.stderr)
+        return 2
+    if resume:
+        cfg = cfg.replace(resume_from=str(resume.model))
+    run_dir = new_run_dir(cfg)
+    (run_dir / CONFIG_FILE).write_text(cfg.to_yaml())
+    threads = configure_torch(cfg)
+
+    # --- envs and model (seeded: SB3 seed= for the model, reset seeds seed+i for the envs)
+    venv = build_training_envs(cfg, resume.vecnormalize if resume else None)
+    model = load_model(cfg, resume.model, venv) if resume else make_model(cfg, venv)
+    model.set_logger(configure(str(run_dir), ["tensorboard", "csv"] + (["stdout"] if cfg.verbose else [])))
+    eval_env = make_eval_env(cfg)
+    remaining = cfg.total_timesteps - model.num_timesteps
+    print(f"run {run_dir}  env {cfg.env_id}  algo {cfg.algo}  {cfg.n_envs} x {type(venv.venv).__name__}  "
+          f"device {model.device}  torch threads {threads}  steps {model.num_timesteps} -> {cfg.total_timesteps}")
+
+    # --- train
+    evaluator = TestWindowEvalCallback(eval_env, cfg.eval_windows, cfg.eval_freq)
+    callbacks = [ConfigTextCallback(cfg.to_yaml(), cfg.to_dict()), ClusterMetricsCallback(), evaluator]
+    if cfg.checkpoint_freq:
+        callbacks.append(checkpoint_callback(run_dir, cfg.checkpoint_freq, cfg.n_envs))
+    if cfg.progress_bar:
+        callbacks.append(ProgressBarCallback(max(remaining, 0)))
+    if remaining > 0:
+        model.learn(remaining, callback=callbacks, log_interval=cfg.log_interval, reset_num_timesteps=resume is None)
+    model.save(run_dir / MODEL_FILE)
+    venv.save(str(run_dir / VECNORM_FILE))
+    venv.close()
+    train_s = time.perf_counter() - start
+    if evaluator.history:
+        last = evaluator.history[-1]
+        print(f"trained {model.num_timesteps} steps in {train_s:.0f} s; last eval on {len(evaluator.windows)} "
+              f"test windows: jct policy {last['eval/jct_policy']:.0f} s, lyra {last['eval/jct_lyra']:.0f} s, "
+              f"ratio {last['eval/jct_vs_lyra']:.3f}")
+
+    # --- compare the saved model (run as a PolicyScheduler) with lyra on held-out test windows
+    if not args.no_compare:
+        results = compare_saved(run_dir)
+        print(f"\nmean JCT (s) on {len(results['policy'])} held-out test windows, same seeds "
+              f"(policy = saved model through the engine as a scheduler):")
+        print(comparison_table(results))
+        (run_dir / "compare.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nsaved {run_dir / MODEL_FILE} and {VECNORM_FILE}; total {time.perf_counter() - start:.0f} s")
+    print(f"tensorboard --logdir {cfg.runs_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
