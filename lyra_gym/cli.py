@@ -1,22 +1,34 @@
-"""The ``lyra-gym`` command line: simulate, compare, policies, trace generate."""
+"""The ``lyra-gym`` command line: simulate, compare, policies, trace generate.
+
+``compare`` runs every policy on every seed (``--jobs N`` worker processes,
+identical results), prints mean ± 95 % CI half-width per metric, and writes
+``summary.csv``/``summary.json``, ``compare.json`` (what was run), one folder per
+run, four PNG plots (:mod:`lyra_gym.report`) and, with ``--tensorboard DIR``,
+TensorBoard scalars (:mod:`lyra_gym.tensorboard_log`).
+"""
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from lyra_gym import scheduler as registry
+from lyra_gym.compare import CompareError, RunError, check_policies, parse_policy_params, run_dirname, run_grid
 from lyra_gym.config import ConfigError, SimConfig, load_config
 from lyra_gym.demand import DemandFileError
 from lyra_gym.plan import PlanError
 from lyra_gym.profiles import ProfileError
+from lyra_gym.report import format_ci_table, summarize_runs, write_plots, write_summary
 from lyra_gym.simulate import SimResult, load_profile_set, simulate, write_result
 from lyra_gym.trace import JobSpec, TraceError, load_trace, write_trace
 from lyra_gym.tracegen import PRESETS, generate_trace
+from lyra_gym.tracestats import format_stats, trace_stats
+from lyra_gym.collector.cli import add_profile_parser
+from lyra_gym.realtraces import add_convert_parser
 
 DEFAULT_TRACE = "traces/default.csv"
 DEFAULT_PRESET, DEFAULT_PRESET_SEED = "small-1d", 0  # traces/default.csv is this preset at this seed
@@ -62,54 +74,70 @@ def format_table(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> str:
 
 
 def mean_over_seeds(results: Sequence[SimResult]) -> dict[str, Any]:
-    """Mean of every numeric metric over runs (None where any run has None)."""
-    row: dict[str, Any] = {"policy": results[0].policy, "seeds": len(results)}
-    for key, value in results[0].metrics.items():
-        values = [r.metrics[key] for r in results]
-        if any(v is None for v in values) or not isinstance(value, (int, float)):
-            row[key] = None
-        else:
-            row[key] = sum(values) / len(values)
-    return row
+    """Summary row of one policy's runs: mean of every metric over seeds and its 95 % CI
+    half-width (``<metric>_ci95``; None with one seed). See :func:`lyra_gym.report.summarize_runs`."""
+    return summarize_runs(results)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    params = parse_policy_params(args.policy_param, [args.policy])
+    check_policies([args.policy], params)
+    params = params[args.policy]
     config = _config(args.config)
-    result = simulate(_load_jobs(args.trace, config), args.policy, config, seed=args.seed, progress=True)
+    result = simulate(_load_jobs(args.trace, config), args.policy, config, seed=args.seed, policy_params=params,
+                      progress=True, record_timeline=args.timeline)
     print(format_table([{"policy": result.policy, **result.metrics}], TABLE_KEYS))
     out = write_result(result, args.out)
-    print(f"wrote {out / 'metrics.json'} and {out / 'jobs.csv'}")
+    extra = " and timeline.csv" if args.timeline else ""
+    print(f"wrote {out / 'metrics.json'}, {out / 'jobs.csv'}{extra}")
     return 0
+
+
+def _csv_list(text: str, what: str) -> list[str]:
+    items = [p.strip() for p in text.split(",") if p.strip()]
+    if not items:
+        raise CompareError(f"{what}: empty list")
+    return items
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    for p in policies:  # fail fast on a typo before any run
-        if ":" not in p and p not in registry.available():
-            raise registry.UnknownSchedulerError(f"unknown scheduler {p!r} (available: {', '.join(registry.available())})")
+    policies = _csv_list(args.policies, "--policies")
+    try:
+        seeds = [int(s) for s in _csv_list(args.seeds, "--seeds")]
+    except ValueError:
+        raise CompareError(f"--seeds {args.seeds!r}: expected comma-separated integers, e.g. 0,1,2") from None
+    if args.jobs < 0:
+        raise CompareError(f"--jobs {args.jobs}: must be >= 0 (0 = one per CPU core)")
+    n_jobs = args.jobs or os.cpu_count() or 1
+    params = parse_policy_params(args.policy_param, policies)
+    check_policies(policies, params)  # fail fast on a typo before any run
     config, out = _config(args.config), Path(args.out)
     jobs = _load_jobs(args.trace, config)
-    rows = []
+    plots = not args.no_plots
     with tqdm(total=len(policies) * len(seeds), unit="run", delay=2.0, leave=False) as bar:
-        for policy in policies:
-            results = []
-            for seed in seeds:
-                result = simulate(jobs, policy, config, seed=seed)
-                write_result(result, out / policy / f"seed{seed}")
-                results.append(result)
-                bar.update(1)
-            rows.append(mean_over_seeds(results))
-    print(format_table(rows, TABLE_KEYS))
+        results = run_grid(jobs, config, policies, seeds, params, out, n_jobs,
+                           record_timeline=plots or args.tensorboard is not None, on_done=lambda _: bar.update(1))
+    rows = [summarize_runs(results[p]) for p in policies]
+    print(format_ci_table(rows, TABLE_KEYS))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(rows, indent=2) + "\n")
-    with open(out / "summary.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows([{k: ("" if v is None else v) for k, v in r.items()} for r in rows])
-    print(f"wrote {out / 'summary.csv'} and {out / 'summary.json'}")
+    manifest = {
+        "trace": args.trace, "config": args.config, "jobs": len(jobs), "policies": policies, "seeds": seeds,
+        "policy_params": {p: v for p, v in params.items() if v},
+        "run_folders": {p: run_dirname(p) for p in policies},
+    }
+    (out / "compare.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+    csv_path, json_path = write_summary(rows, out)
+    print(f"wrote {csv_path} and {json_path}")
+    if plots:
+        written = write_plots(results, out)
+        print(f"wrote {', '.join(p.name for p in written)} to {out}")
+    if args.tensorboard is not None:
+        from lyra_gym.tensorboard_log import write_tensorboard
+
+        write_tensorboard(args.tensorboard, rows, results)
+        print(f"wrote TensorBoard runs to {args.tensorboard} (tensorboard --logdir {args.tensorboard})")
     return 0
 
 
@@ -127,6 +155,18 @@ def cmd_trace_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_policy_param(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy-param", action="append", default=[], metavar="NAME.KEY=VALUE",
+                   help="scheduler parameter, repeatable; VALUE is a YAML scalar "
+                        "(e.g. lyra.reclaim_rule=random, fifo.backfill=true)")
+
+
+def cmd_trace_stats(args: argparse.Namespace) -> int:
+    stats = trace_stats(load_trace(args.file), _config(args.config).cluster.training_gpus)
+    print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lyra-gym", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -137,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="YAML or TOML file mapping onto SimConfig")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="results/simulate", help="output directory")
+    _add_policy_param(p)
+    p.add_argument("--timeline", action="store_true",
+                   help="record the cluster after every decision and write timeline.csv")
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("compare", help="run several policies over the same trace and seeds")
@@ -145,6 +188,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="YAML or TOML file mapping onto SimConfig")
     p.add_argument("--seeds", default="0", help="comma-separated seeds, e.g. 0,1,2")
     p.add_argument("--out", default="results/compare", help="output directory")
+    _add_policy_param(p)
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="worker processes for the (policy, seed) runs (default 1: in this process; "
+                        "0: one per CPU core); results are identical")
+    p.add_argument("--tensorboard", metavar="DIR",
+                   help="also write TensorBoard scalars: one run per policy under DIR")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("policies", help="list every scheduler name")
@@ -157,6 +207,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", required=True)
     g.set_defaults(func=cmd_trace_generate)
+    add_convert_parser(trace_sub)
+    t = trace_sub.add_parser("stats", help="summary statistics of a trace CSV")
+    t.add_argument("file")
+    t.add_argument("--config", help="cluster config for the offered load (default: the default cluster)")
+    t.add_argument("--json", action="store_true", help="print JSON instead of text")
+    t.set_defaults(func=cmd_trace_stats)
+    add_profile_parser(sub)
     return parser
 
 
@@ -164,9 +221,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (TraceError, ConfigError, DemandFileError, ProfileError, PlanError,
+    except (TraceError, ConfigError, DemandFileError, ProfileError, PlanError, CompareError,
             registry.UnknownSchedulerError, FileNotFoundError) as err:
         print(f"lyra-gym: error: {err}", file=sys.stderr)
+        return 2
+    except RunError as err:  # a run failed (in this process or a worker): say which, then where
+        print(f"lyra-gym: error: {err}", file=sys.stderr)
+        print(f"traceback of the failed run:\n{err.remote_traceback}", file=sys.stderr)
         return 2
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -18,18 +18,26 @@ from lyra_gym.engine import Engine
 from lyra_gym.metrics import JOB_COLUMNS, job_rows, summarize
 from lyra_gym.profiles import ProfileSet, builtin_profiles, load_profiles
 from lyra_gym.scheduler import Scheduler
+from lyra_gym.timeline import Timeline, TimelineRecorder
 from lyra_gym.trace import JobSpec
 
 
 @dataclass
 class SimResult:
-    """Metrics (``metrics.json`` keys), per-job rows, and what produced them."""
+    """Metrics (``metrics.json`` keys), per-job rows, and what produced them.
+
+    ``timeline`` is the cluster over time when the run recorded one
+    (``simulate(..., record_timeline=True)``), else None; ``policy_params`` are the
+    parameters the scheduler was built with (empty: its defaults).
+    """
 
     policy: str
     seed: int
     metrics: dict[str, Any]
     jobs: list[dict[str, Any]]
     config: SimConfig
+    timeline: Timeline | None = None
+    policy_params: dict[str, Any] = field(default_factory=dict)
 
 
 def load_profile_set(config: SimConfig) -> ProfileSet:
@@ -56,19 +64,32 @@ def simulate(
     profiles: ProfileSet | None = None,
     progress: bool = False,
     demand: DemandCurve | None = None,
+    record_timeline: bool = False,
 ) -> SimResult:
     """Simulate ``jobs`` under ``policy`` (a registry name or a Scheduler instance).
 
     The seed feeds one ``numpy.random.SeedSequence``, split into the demand
     curve's generator and the scheduler's generator: same seed, same run.
     ``profiles`` and ``demand`` override the ones the config names.
+    ``record_timeline`` samples the cluster after every decision
+    (:mod:`lyra_gym.timeline`) into ``result.timeline``; it does not change the run.
     """
     config = config or SimConfig()
     scheduler = registry.make(policy, **(policy_params or {})) if isinstance(policy, str) else policy
     name = policy if isinstance(policy, str) else getattr(scheduler, "name", type(scheduler).__name__)
     engine = build_engine(jobs, scheduler, config, seed, profiles, demand, progress)
-    engine.run()
-    return SimResult(name, seed, summarize(engine), job_rows(engine), config)
+    timeline = None
+    if record_timeline:  # Engine.run's loop, with a sample after every decision
+        recorder = TimelineRecorder(engine)
+        engine.begin()
+        while engine.next_decision():
+            engine.submit(scheduler.decide(engine.view))
+            recorder.record()
+        engine.finish()
+        timeline = recorder.timeline()
+    else:
+        engine.run()
+    return SimResult(name, seed, summarize(engine), job_rows(engine), config, timeline, dict(policy_params or {}))
 
 
 def build_engine(
@@ -93,12 +114,18 @@ def build_engine(
 
 
 def write_result(result: SimResult, out_dir: str | os.PathLike) -> Path:
-    """Write ``metrics.json``, ``jobs.csv`` and the resolved ``config.json`` into ``out_dir``."""
+    """Write ``metrics.json``, ``jobs.csv``, the resolved ``config.json`` and ``policy.json``
+    (name, seed, scheduler parameters) into ``out_dir``; also ``timeline.csv`` when the
+    run recorded a timeline."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     meta = {"policy": result.policy, "seed": result.seed, **result.metrics}
     (out / "metrics.json").write_text(json.dumps(meta, indent=2) + "\n")
     (out / "config.json").write_text(json.dumps(config_to_dict(result.config), indent=2) + "\n")
+    policy = {"policy": result.policy, "seed": result.seed, "params": result.policy_params}
+    (out / "policy.json").write_text(json.dumps(policy, indent=2, default=str) + "\n")
+    if result.timeline is not None:
+        result.timeline.write_csv(out / "timeline.csv")
     with open(out / "jobs.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=JOB_COLUMNS)
         writer.writeheader()

@@ -178,3 +178,22 @@ def test_installed_script_exit_code_and_message(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "no-such-policy" in proc.stderr
     assert proc.stderr.startswith("lyra-gym: error:")
+
+
+def test_trace_stats_reports_counts_shares_and_load(tmp_path, capsys, monkeypatch):
+    from lyra_gym.trace import JobSpec, write_trace
+    from lyra_gym.tracestats import trace_stats
+
+    # 4 jobs over 2 h: 2 GPUs x 3600 s + 1 x 1800 + 4 x 900 + 1 x 3600 = 16,200 GPU-s
+    jobs = [JobSpec("a", 0, 2, 3600, "ncf", False, 2, 2), JobSpec("b", 1800, 1, 1800, "bert", True, 1, 2),
+            JobSpec("c", 3600, 4, 900, "ncf", False, 4, 4), JobSpec("d", 7200, 1, 3600, "ncf", True, 1, 2)]
+    stats = trace_stats(jobs, capacity_gpus=8)
+    assert stats["jobs"] == 4 and stats["span_s"] == 7200
+    assert stats["gpu_size_share"] == {1: 0.5, 2: 0.25, 4: 0.25}
+    assert stats["elastic_share"] == 0.5
+    assert stats["offered_load"] == pytest.approx(16200 / (8 * 7200))
+    assert stats["models"] == {"bert": 1, "ncf": 3}
+    path = tmp_path / "t.csv"
+    write_trace(jobs, path)
+    assert main(["trace", "stats", str(path)]) == 0
+    assert "elastic share        50.0%" in capsys.readouterr().out
