@@ -78,3 +78,24 @@ def test_bad_profile_names_the_field(mutate, field):
 def test_unknown_model_key_lists_the_known_ones():
     with pytest.raises(ProfileError, match="unknown model key 'gpt9'.*resnet50"):
         builtin_profiles().model("gpt9")
+
+
+def test_builtin_profile_reproduces_its_published_sources():
+    # Every (model, GPU) with a published 1-GPU and 8-GPU figure (NVIDIA DeepLearningExamples,
+    # via shared/data/PROVENANCE.md) comes back exactly: the derivation is a fit with zero error.
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import derive_builtin_profiles as derive
+    finally:
+        sys.path.pop(0)
+    profiles = builtin_profiles()
+    checked = 0
+    for model, (_, gpus, _, _) in derive.PUBLISHED.items():
+        for gpu, (sps1, sps8) in gpus.items():
+            m = profiles.model(model)
+            assert m.throughput(1, 1, [gpu]) == pytest.approx(sps1, rel=1e-9)
+            assert m.throughput(8, 1, [gpu]) == pytest.approx(sps8, rel=1e-9)
+            checked += 1
+    assert checked == 12
+    # Gavel's single-V100 ResNet-18 figure: 17.99 steps/s at batch 128
+    assert profiles.model("resnet18").throughput(1, 1, ["v100"]) == pytest.approx(17.994906225052176 * 128)
