@@ -372,22 +372,30 @@ def _philly_raw(path: str, skips: _Skips) -> tuple[list[_Raw], int]:
     return raws, records
 
 
+def _kept(state: str, keep: frozenset | set, failed: frozenset | set, unfinished: frozenset | set,
+          skips: "_Skips", path: str, line: int, field: str) -> bool:
+    """Is a row in this final state kept? Failed and unfinished rows are counted as skipped;
+    an unknown state is an error naming the file, line and field."""
+    if state in failed:
+        skips.add("failed")
+        return False
+    if state in unfinished:
+        skips.add("unfinished")
+        return False
+    if state not in keep:
+        known = sorted(keep | failed | unfinished)
+        raise TraceError(path, line, field, f"unknown {field} {state!r} (expected one of {', '.join(known)})")
+    return True
+
+
 def _helios_raw(path: str, skips: _Skips) -> tuple[list[_Raw], int]:
     raws: list[_Raw] = []
     records = 0
     for line, row in _csv_rows(path, HELIOS_COLUMNS, HELIOS_COLUMNS, header_optional=False):
         records += 1
         job_id = skips.first_seen(_job_id(row["job_id"], path, line, "job_id"), path, line, "job_id")
-        state = row["state"]
-        if state in _HELIOS_FAILED:
-            skips.add("failed")
+        if not _kept(row["state"], _HELIOS_KEEP, _HELIOS_FAILED, _HELIOS_UNFINISHED, skips, path, line, "state"):
             continue
-        if state in _HELIOS_UNFINISHED:
-            skips.add("unfinished")
-            continue
-        if state not in _HELIOS_KEEP:
-            known = sorted(_HELIOS_KEEP | _HELIOS_FAILED | _HELIOS_UNFINISHED)
-            raise TraceError(path, line, "state", f"unknown state {state!r} (expected one of {', '.join(known)})")
         gpus = _parse_gpus(row["gpu_num"], path, line, "gpu_num")
         submit = _parse_time(row["submit_time"], path, line, "submit_time")
         if submit is None:
@@ -429,16 +437,8 @@ def _alibaba_raw(job_path: str, task_path: str, skips: _Skips) -> tuple[list[_Ra
     for line, row in _csv_rows(job_path, PAI_JOB_COLUMNS, ("job_name", "status", "start_time"), header_optional=True):
         records += 1
         name = skips.first_seen(_job_id(row["job_name"], job_path, line, "job_name"), job_path, line, "job_name")
-        status = row["status"]
-        if status in _PAI_FAILED:
-            skips.add("failed")
+        if not _kept(row["status"], _PAI_KEEP, _PAI_FAILED, _PAI_UNFINISHED, skips, job_path, line, "status"):
             continue
-        if status in _PAI_UNFINISHED:
-            skips.add("unfinished")
-            continue
-        if status not in _PAI_KEEP:
-            known = sorted(_PAI_KEEP | _PAI_FAILED | _PAI_UNFINISHED)
-            raise TraceError(job_path, line, "status", f"unknown status {status!r} (expected one of {', '.join(known)})")
         submit = _parse_time(row["start_time"], job_path, line, "start_time")
         if submit is None:
             raise TraceError(job_path, line, "start_time", "missing submission time")
