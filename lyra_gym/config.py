@@ -74,6 +74,9 @@ class SimConfig:
 
     - ``demand``: synthetic diurnal inference demand (its ``num_servers`` is
       overwritten by the inference cluster's size).
+    - ``demand_preset``: a named shape from ``lyra_gym.demand.DEMAND_PRESETS``
+      (``default`` 4x, ``mild`` 2.5x, ``strong`` 8x peak/trough); the settings it
+      makes override those of ``demand``.
     - ``demand_csv``: a ``time_s,servers_needed`` file that replaces ``demand``.
     - ``reclaim_grace_s``: seconds between a reclaim request and its deadline
       (DESIGN.md: default 0 = immediate; the policy answers at the same
@@ -91,6 +94,7 @@ class SimConfig:
 
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     demand: DiurnalDemandConfig = field(default_factory=DiurnalDemandConfig)
+    demand_preset: str | None = None
     demand_csv: str | None = None
     reclaim_grace_s: float = 0.0
     allow_mixed_gpu_types: bool = True
@@ -118,6 +122,11 @@ class SimConfig:
                 raise ConfigError(f"{name}.count: must be >= 1 (inference may be 0), got {group.count}")
             if group.gpus_per_server < 1:
                 raise ConfigError(f"{name}.gpus_per_server: must be >= 1, got {group.gpus_per_server}")
+        if self.demand_preset is not None:
+            from lyra_gym.demand import DEMAND_PRESETS
+
+            if self.demand_preset not in DEMAND_PRESETS:
+                raise ConfigError(f"demand_preset: unknown {self.demand_preset!r} (known: {', '.join(DEMAND_PRESETS)})")
         if self.horizon_s is not None and self.horizon_s <= 0:
             raise ConfigError(f"horizon_s: must be > 0, got {self.horizon_s}")
 

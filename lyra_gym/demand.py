@@ -285,6 +285,16 @@ class DiurnalDemandConfig:
             fail("start_weekday", "an integer in 0..6 (0 = Monday)")
 
 
+#: Named demand shapes (``SimConfig.demand_preset``). Peak/trough ratios from the Azure LLM
+#: inference trace 2024 (CC-BY-4.0, shared/data/PROVENANCE.md): conversation service about
+#: 2.5x ("mild"), coding service about 8-10x ("strong"); "default" sits between (4x).
+DEMAND_PRESETS: dict[str, DiurnalDemandConfig] = {
+    "default": DiurnalDemandConfig(),
+    "mild": DiurnalDemandConfig(peak_trough_ratio=2.5),
+    "strong": DiurnalDemandConfig(peak_trough_ratio=8.0),
+}
+
+
 def diurnal_demand(
     config: DiurnalDemandConfig, horizon_s: float, rng: np.random.Generator
 ) -> DemandCurve:

@@ -96,7 +96,7 @@ __all__ = [
     "run_convert",
 ]
 
-FORMATS = ("philly", "helios", "alibaba")
+FORMATS = ("philly", "helios", "alibaba", "pai")  # "pai" = "alibaba" (Alibaba PAI 2020)
 
 #: Elastic share used when none is given (same assumption as the synthetic presets).
 DEFAULT_ELASTIC_SHARE = 0.3
@@ -572,7 +572,7 @@ def load_real_trace(fmt: str, path: str | os.PathLike[str], path2: str | os.Path
         return load_philly(path, seed, **options)
     if fmt == "helios":
         return load_helios(path, seed, **options)
-    if fmt == "alibaba":
+    if fmt in ("alibaba", "pai"):
         if path2 is None:
             raise ValueError("format 'alibaba' needs two files: the job table and the task table (--in2)")
         return load_alibaba(path, path2, seed, **options)
@@ -630,7 +630,7 @@ def run_convert(args: argparse.Namespace) -> int:
 
             known = list(load_profiles(args.profiles).models)
         mix = _parse_mix(args.model_mix) if args.model_mix else None
-        if args.format != "alibaba" and args.input2:
+        if args.format not in ("alibaba", "pai") and args.input2:
             raise ValueError(f"--in2 is only used with --format alibaba, not {args.format}")
         jobs = load_real_trace(args.format, args.input, args.input2, args.seed, model_mix=mix,
                                elastic_share=args.elastic_share, known_models=known)

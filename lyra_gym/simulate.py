@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from lyra_gym import scheduler as registry
 from lyra_gym.config import SimConfig, config_to_dict
-from lyra_gym.demand import DemandCurve, diurnal_demand, load_demand_csv
+from lyra_gym.demand import DEMAND_PRESETS, DemandCurve, DiurnalDemandConfig, diurnal_demand, load_demand_csv
 from lyra_gym.engine import Engine
 from lyra_gym.metrics import JOB_COLUMNS, job_rows, summarize
 from lyra_gym.profiles import ProfileSet, builtin_profiles, load_profiles
@@ -50,7 +50,12 @@ def build_demand(config: SimConfig, jobs: Sequence[JobSpec], rng: np.random.Gene
         return load_demand_csv(config.demand_csv)
     if config.cluster.inference.count == 0:
         return DemandCurve.constant(0)
-    demand = replace(config.demand, num_servers=config.cluster.inference.count)
+    shape = config.demand
+    if config.demand_preset:  # the preset's own settings override the demand block's
+        preset, default = DEMAND_PRESETS[config.demand_preset], DiurnalDemandConfig()
+        shape = replace(shape, **{f.name: getattr(preset, f.name) for f in fields(preset)
+                                  if getattr(preset, f.name) != getattr(default, f.name)})
+    demand = replace(shape, num_servers=config.cluster.inference.count)
     last_submit = max((j.submit_time for j in jobs), default=0.0)
     return diurnal_demand(demand, last_submit + config.demand_horizon_pad_s, rng)
 

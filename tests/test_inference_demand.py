@@ -384,3 +384,25 @@ def test_invalid_config_raises_value_error_naming_the_field(field: str, value: o
 def test_invalid_horizon_raises_value_error(horizon: float) -> None:
     with pytest.raises(ValueError, match="horizon_s"):
         diurnal_demand(DiurnalDemandConfig(), horizon, np.random.default_rng(0))
+
+
+def test_demand_presets_set_the_peak_trough_ratio_through_the_config():
+    import numpy as np
+
+    from lyra_gym.config import ConfigError, config_from_dict
+    from lyra_gym.simulate import build_demand
+    from lyra_gym.trace import JobSpec
+
+    jobs = [JobSpec("a", 6 * 86400.0, 1, 10.0, "ncf", False, 1, 1)]
+    peaks = {}
+    for name, ratio in (("mild", 2.5), ("strong", 8.0)):
+        cfg = config_from_dict({"demand_preset": name, "demand": {"noise_std": 0.0},
+                                "cluster": {"inference": {"count": 40, "gpu_type": "t4"}}})
+        curve = build_demand(cfg, jobs, np.random.default_rng(0))
+        weekday = curve.servers[curve.times_s < 5 * 86400]
+        peaks[name] = (weekday.max(), weekday.min())
+        assert weekday.max() == math.ceil(0.9 * 40 - 1e-9)
+        assert weekday.min() == math.ceil(round(0.9 * 40 / ratio, 9))
+    assert peaks["strong"][1] < peaks["mild"][1]
+    with pytest.raises(ConfigError, match="demand_preset"):
+        config_from_dict({"demand_preset": "wild"})
