@@ -1,4 +1,8 @@
-"""The ``lyra-gym`` command line: simulate, compare, policies, trace generate.
+"""The ``lyra-gym`` command line: simulate, compare, sweep, policies, trace generate.
+
+``sweep`` runs a YAML grid of policies, traces, trace and engine parameters and
+seeds (:mod:`lyra_gym.sweep`). ``compare`` and ``sweep`` take ``--backend ray``
+to run each simulation as a Ray task (:mod:`lyra_gym.ray_backend`).
 
 ``compare`` runs every policy on every seed (``--jobs N`` worker processes,
 identical results), prints mean ± 95 % CI half-width per metric, and writes
@@ -17,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from lyra_gym import scheduler as registry
-from lyra_gym.compare import CompareError, RunError, check_policies, parse_policy_params, run_dirname, run_grid
+from lyra_gym.compare import BACKENDS, CompareError, RunError, check_policies, parse_policy_params, run_dirname, run_grid
 from lyra_gym.config import ConfigError, SimConfig, load_config
 from lyra_gym.demand import DemandFileError
 from lyra_gym.plan import PlanError
@@ -118,7 +122,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     plots = not args.no_plots
     with tqdm(total=len(policies) * len(seeds), unit="run", delay=2.0, leave=False) as bar:
         results = run_grid(jobs, config, policies, seeds, params, out, n_jobs,
-                           record_timeline=plots or args.tensorboard is not None, on_done=lambda _: bar.update(1))
+                           record_timeline=plots or args.tensorboard is not None, on_done=lambda _: bar.update(1),
+                           backend=args.backend, address=args.address)
     rows = [summarize_runs(results[p]) for p in policies]
     print(format_ci_table(rows, TABLE_KEYS))
     out.mkdir(parents=True, exist_ok=True)
@@ -141,6 +146,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from lyra_gym.sweep import expand, load_grid, run_sweep, summary_table
+
+    if args.jobs < 0:
+        raise CompareError(f"--jobs {args.jobs}: must be >= 0 (0 = one per CPU core)")
+    n_runs = len(expand(load_grid(args.file)))  # checks the whole file before any run
+    with tqdm(total=n_runs, unit="run", delay=2.0, leave=False) as bar:
+        grid, rows, written = run_sweep(args.file, args.out, args.jobs or os.cpu_count() or 1, args.backend,
+                                        args.address, plots=not args.no_plots, on_done=lambda _: bar.update(1))
+    print(summary_table(grid, rows))
+    print(f"{len(rows)} runs; wrote {', '.join(p.name for p in written)} to {args.out}")
+    return 0
+
+
 def cmd_policies(args: argparse.Namespace) -> int:
     for name in registry.available():
         print(name)
@@ -159,6 +180,15 @@ def _add_policy_param(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy-param", action="append", default=[], metavar="NAME.KEY=VALUE",
                    help="scheduler parameter, repeatable; VALUE is a YAML scalar "
                         "(e.g. lyra.reclaim_rule=random, fifo.backfill=true)")
+
+
+def _add_backend(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=BACKENDS, default="local",
+                   help="where the runs go: local (this process or --jobs worker processes) or ray "
+                        "(one Ray task per run; needs pip install lyra-gym[ray]); results are identical")
+    p.add_argument("--address", metavar="ADDR",
+                   help="with --backend ray: the Ray cluster to connect to (e.g. auto, ray://host:10001); "
+                        "default: start a local Ray instance with --jobs CPUs")
 
 
 def cmd_trace_stats(args: argparse.Namespace) -> int:
@@ -192,10 +222,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes for the (policy, seed) runs (default 1: in this process; "
                         "0: one per CPU core); results are identical")
+    _add_backend(p)
     p.add_argument("--tensorboard", metavar="DIR",
                    help="also write TensorBoard scalars: one run per policy under DIR")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("sweep", help="run a grid of policies x traces x parameters x seeds from a YAML file")
+    p.add_argument("file", metavar="CONFIG.yaml", help="the sweep grid (see lyra_gym/sweep.py, docs/sweep-elastic-share.yaml)")
+    p.add_argument("--out", default="results/sweep", help="output directory (runs.csv, sweep_<param>.png)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="worker processes, or Ray CPUs of a local instance (default 1; 0: one per CPU core)")
+    _add_backend(p)
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("policies", help="list every scheduler name")
     p.set_defaults(func=cmd_policies)

@@ -60,6 +60,7 @@ class RunError(RuntimeError):
         return str(self.args[0])
 
 
+BACKENDS = ("local", "ray")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")  # YAML 1.1 reads "1e5" as a string
 
@@ -173,6 +174,8 @@ def run_grid(
     n_jobs: int = 1,
     record_timeline: bool = False,
     on_done: Callable[[RunSpec], None] | None = None,
+    backend: str = "local",
+    address: str | None = None,
 ) -> dict[str, list[SimResult]]:
     """Run every policy on every seed; returns policy -> results in ``seeds`` order.
 
@@ -180,7 +183,15 @@ def run_grid(
     (never more than there are runs). Results are identical either way. With ``out``,
     run ``(p, s)`` writes into ``out/<run_dirname(p)>/seed<s>``. ``on_done`` is called
     after each run (in completion order), e.g. to advance a progress bar.
+
+    ``backend="ray"`` runs each (policy, seed) as a Ray task instead
+    (:mod:`lyra_gym.ray_backend`; ``address`` = a Ray cluster to connect to, default a
+    local instance with ``n_jobs`` CPUs); the results are the same.
     """
+    if backend not in BACKENDS:
+        raise CompareError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+    if address and backend != "ray":
+        raise CompareError("an address is only used with the ray backend")
     params = params or {}
     specs = [
         RunSpec(p, s, dict(params.get(p, {})),
@@ -189,7 +200,11 @@ def run_grid(
     ]
     done: dict[tuple[str, int], SimResult] = {}
     workers = min(max(1, n_jobs), len(specs))
-    if workers == 1:
+    if backend == "ray":
+        from lyra_gym.ray_backend import run_specs_ray
+
+        done = run_specs_ray(specs, jobs, config, address, workers, on_done)
+    elif workers == 1:
         for spec in specs:
             done[spec.policy, spec.seed] = run_one(spec, jobs, config)
             if on_done:

@@ -1,0 +1,433 @@
+"""Parameter sweeps: every policy x trace x trace parameter x engine parameter x seed.
+
+``lyra-gym sweep CONFIG.yaml [--backend local|ray] [--jobs N] [--out DIR]`` reads a
+YAML grid::
+
+    policies: [baseline, lyra]            # scheduler names (required)
+    traces: [preset:small-1d, traces/default.csv]   # CSV paths and/or preset:NAME (required)
+    seeds: [0, 1]                         # default [0]
+    trace_seed: run                       # preset traces: generated with each run's seed
+                                          # (``run``, the default) or with this fixed integer
+    trace_params:                         # TracePreset fields, swept on preset traces only
+      elastic_share: [0, 0.25, 0.5, 0.75, 1.0]
+    params:                               # engine config keys, dotted for nested ones
+      reclaim_grace_s: [0, 60]
+      demand.peak_trough_ratio: [2.5, 8]
+    base_config: docs/example-config.yaml # optional; relative to the sweep file's folder
+    policy_params: {lyra: {reclaim_rule: random}}   # optional scheduler parameters
+
+and writes into ``--out``:
+
+- ``runs.csv``: one row per run: ``trace``, ``trace_seed``, one column per swept
+  parameter (its name as written in the grid), ``policy``, ``seed``, then every
+  metric of ``metrics.json``;
+- ``sweep_<param>.png`` for each swept parameter: mean JCT and mean queuing time
+  per policy against the parameter's values (mean over seeds, traces and the other
+  swept parameters' values; shaded band: min to max over those runs);
+- ``sweep.json``: the grid as run.
+
+Each run is independent and seeded, so the numbers do not depend on the backend
+or the number of workers (except ``sim_wall_s``). A preset trace generated with
+the same seed and different ``elastic_share`` values differs only in which jobs
+are elastic (the same random draw per job is compared to the share).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import itertools
+import json
+import math
+import multiprocessing
+import os
+import re
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import yaml
+
+from lyra_gym.compare import BACKENDS, CompareError, RunSpec, check_policies, run_one
+from lyra_gym.config import ConfigError, SimConfig, config_from_dict, config_to_dict, load_config
+from lyra_gym.report import mean_ci
+from lyra_gym.simulate import SimResult, load_profile_set
+from lyra_gym.trace import JobSpec, load_trace
+from lyra_gym.tracegen import PRESETS, TracePreset, generate_trace
+
+PRESET_PREFIX = "preset:"
+GRID_KEYS = ("policies", "traces", "seeds", "trace_seed", "trace_params", "params", "base_config", "policy_params")
+PLOT_METRICS = (("jct_mean_s", "mean JCT (h)"), ("queue_mean_s", "mean queuing time (h)"))
+
+
+class SweepError(CompareError):
+    """A sweep file asks for something impossible; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A parsed sweep file (see the module docstring)."""
+
+    policies: tuple[str, ...]
+    traces: tuple[str, ...]
+    seeds: tuple[int, ...]
+    trace_seed: int | None  # None: each run's seed
+    trace_params: Mapping[str, tuple[Any, ...]]
+    params: Mapping[str, tuple[Any, ...]]
+    base_config: SimConfig
+    base_config_path: str | None
+    policy_params: Mapping[str, Mapping[str, Any]]
+
+    @property
+    def swept(self) -> list[str]:
+        """Every swept parameter's column name: trace parameters, then engine parameters."""
+        return [*self.trace_params, *self.params]
+
+
+def _list(data: Mapping[str, Any], key: str, required: bool, default: Sequence[Any] = ()) -> tuple[Any, ...]:
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise SweepError(f"{key}: required (a list)")
+        return tuple(default)
+    if not isinstance(value, list) or not value:
+        raise SweepError(f"{key}: expected a non-empty list, got {value!r}")
+    return tuple(value)
+
+
+def _axes(data: Mapping[str, Any], key: str) -> dict[str, tuple[Any, ...]]:
+    value = data.get(key) or {}
+    if not isinstance(value, Mapping):
+        raise SweepError(f"{key}: expected a mapping of name -> list of values")
+    axes = {}
+    for name, values in value.items():
+        if not isinstance(values, list):
+            values = [values]
+        if not values:
+            raise SweepError(f"{key}.{name}: empty list of values")
+        axes[str(name)] = tuple(values)
+    return axes
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    """``data["a"]["b"] = value`` for ``key = "a.b"``, creating missing levels."""
+    *parents, last = key.split(".")
+    node = data
+    for i, part in enumerate(parents):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        elif not isinstance(child, dict):
+            raise SweepError(f"params.{key}: {'.'.join(parents[:i + 1])} is not a table of settings")
+        node = child
+    node[last] = value
+
+
+def apply_params(base: SimConfig, values: Mapping[str, Any]) -> SimConfig:
+    """``base`` with dotted engine keys set; an unknown or bad key is a :class:`SweepError` naming it."""
+    data = config_to_dict(base)
+    for key, value in values.items():
+        set_dotted(data, key, value)
+    try:
+        return config_from_dict(data)
+    except (ConfigError, TypeError, ValueError) as err:
+        shown = ", ".join(f"{k}={v!r}" for k, v in values.items())
+        raise SweepError(f"params ({shown}): {err}") from None
+
+
+def preset_with(name: str, values: Mapping[str, Any]) -> TracePreset:
+    """``replace(PRESETS[name], **values)``; an unknown field or bad value is a :class:`SweepError`."""
+    preset = PRESETS[name]
+    fields = {f.name for f in dataclasses.fields(TracePreset)} - {"name"}
+    for key in values:
+        if key not in fields:
+            raise SweepError(f"trace_params.{key}: unknown trace preset field (known: {', '.join(sorted(fields))})")
+    try:
+        return dataclasses.replace(preset, **values)
+    except (TypeError, ValueError) as err:
+        raise SweepError(f"trace_params ({', '.join(f'{k}={v!r}' for k, v in values.items())}): {err}") from None
+
+
+def load_grid(path: str | os.PathLike) -> Grid:
+    """Parse and check a sweep file: unknown keys, policies, presets, trace and engine parameters
+    (every value is tried once, so a typo fails before any run)."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise SweepError(f"{path}: not valid YAML ({err})") from None
+    if not isinstance(data, Mapping):
+        raise SweepError(f"{path}: expected a mapping at the top level")
+    unknown = sorted(set(data) - set(GRID_KEYS))
+    if unknown:
+        raise SweepError(f"{path}: {unknown[0]}: unknown key (known: {', '.join(GRID_KEYS)})")
+    policies = tuple(str(p) for p in _list(data, "policies", True))
+    traces = tuple(str(t) for t in _list(data, "traces", True))
+    try:
+        seeds = tuple(int(s) for s in _list(data, "seeds", False, (0,)))
+    except (TypeError, ValueError):
+        raise SweepError(f"seeds: expected a list of integers, got {data['seeds']!r}") from None
+    trace_seed = data.get("trace_seed", "run")
+    if trace_seed == "run":
+        trace_seed = None
+    elif not isinstance(trace_seed, int) or isinstance(trace_seed, bool):
+        raise SweepError(f"trace_seed: expected 'run' or an integer, got {trace_seed!r}")
+    trace_params, params = _axes(data, "trace_params"), _axes(data, "params")
+    both = sorted(set(trace_params) & set(params))
+    if both:
+        raise SweepError(f"{both[0]}: in both trace_params and params")
+    base_path = data.get("base_config")
+    if base_path is not None:
+        resolved = Path(base_path)
+        if not resolved.is_absolute() and not resolved.exists():
+            resolved = path.parent / resolved
+        base = load_config(resolved)
+    else:
+        base = SimConfig()
+    policy_params = data.get("policy_params") or {}
+    if not isinstance(policy_params, Mapping) or any(not isinstance(v, Mapping) for v in policy_params.values()):
+        raise SweepError("policy_params: expected a mapping of policy -> mapping of parameters")
+    for name in policy_params:
+        if name not in policies:
+            raise SweepError(f"policy_params.{name}: not among the policies ({', '.join(policies)})")
+    policy_params = {p: dict(policy_params.get(p, {})) for p in policies}
+    check_policies(policies, policy_params)
+
+    for t in traces:
+        if t.startswith(PRESET_PREFIX):
+            name = t[len(PRESET_PREFIX):]
+            if name not in PRESETS:
+                raise SweepError(f"traces: unknown preset {name!r} (known: {', '.join(sorted(PRESETS))})")
+        elif trace_params:
+            raise SweepError(f"traces: {t!r} is a CSV file; trace_params can only be swept on preset:NAME traces")
+        elif not Path(t).exists():
+            raise SweepError(f"traces: {t!r}: no such file")
+    for key, values in trace_params.items():  # each value alone, so the error names it
+        for v in values:
+            for t in traces:
+                preset_with(t[len(PRESET_PREFIX):], {key: v})
+    for key, values in params.items():
+        for v in values:
+            try:
+                apply_params(base, {key: v})
+            except SweepError as err:
+                inner = str(err).split("): ", 1)[-1]
+                raise SweepError(f"params: {key!r} = {v!r} is not a valid engine setting: {inner}") from None
+    return Grid(policies, traces, seeds, trace_seed, trace_params, params, base, base_path, policy_params)
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One run of a sweep: where it sits in the grid, and what it needs."""
+
+    trace: str
+    trace_seed: int | None
+    values: Mapping[str, Any]  # every swept parameter's value
+    spec: RunSpec
+    jobs: Sequence[JobSpec]
+    config: SimConfig
+
+
+def expand(grid: Grid) -> list[SweepRun]:
+    """Every run of the grid, in a fixed order (trace, trace params, params, policy, seed).
+    Traces and configs shared by several runs are built once (the same objects)."""
+    runs: list[SweepRun] = []
+    csv_cache: dict[str, list[JobSpec]] = {}
+    profiles = load_profile_set(grid.base_config)
+    t_names, p_names = list(grid.trace_params), list(grid.params)
+    configs: dict[tuple, SimConfig] = {}
+    for trace in grid.traces:
+        for t_vals in itertools.product(*grid.trace_params.values()):
+            t_values = dict(zip(t_names, t_vals))
+            gen_cache: dict[int, list[JobSpec]] = {}
+            preset = preset_with(trace[len(PRESET_PREFIX):], t_values) if trace.startswith(PRESET_PREFIX) else None
+
+            def jobs_for(seed: int) -> tuple[list[JobSpec], int | None]:
+                if preset is None:
+                    if trace not in csv_cache:
+                        csv_cache[trace] = load_trace(trace, known_models=profiles.models)
+                    return csv_cache[trace], None
+                ts = seed if grid.trace_seed is None else grid.trace_seed
+                if ts not in gen_cache:
+                    try:
+                        gen_cache[ts] = generate_trace(preset, ts)
+                    except ValueError as err:
+                        shown = ", ".join(f"{k}={v!r}" for k, v in t_values.items())
+                        raise SweepError(f"trace {trace} ({shown}) seed {ts}: {err}") from None
+                return gen_cache[ts], ts
+
+            for p_vals in itertools.product(*grid.params.values()):
+                if p_vals not in configs:
+                    configs[p_vals] = apply_params(grid.base_config, dict(zip(p_names, p_vals)))
+                config = configs[p_vals]
+                values = {**t_values, **dict(zip(p_names, p_vals))}
+                for policy in grid.policies:
+                    for seed in grid.seeds:
+                        jobs, ts = jobs_for(seed)
+                        spec = RunSpec(policy, seed, dict(grid.policy_params.get(policy, {})))
+                        runs.append(SweepRun(trace, ts, values, spec, jobs, config))
+    return runs
+
+
+def execute(runs: Sequence[SweepRun], n_jobs: int = 1, backend: str = "local", address: str | None = None,
+            on_done: Callable[[int], None] | None = None) -> list[SimResult]:
+    """Run every sweep run; results in ``runs`` order, identical for every backend and ``n_jobs``."""
+    if backend not in BACKENDS:
+        raise SweepError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+    workers = min(max(1, n_jobs), len(runs))
+    if backend == "ray":
+        from lyra_gym.ray_backend import run_tasks_ray
+
+        return run_tasks_ray([(r.spec, r.jobs, r.config) for r in runs], address, workers, on_done)
+    if address:
+        raise SweepError("an address is only used with the ray backend")
+    results: list[SimResult | None] = [None] * len(runs)
+    if workers == 1:
+        for i, r in enumerate(runs):
+            results[i] = run_one(r.spec, r.jobs, r.config)
+            if on_done:
+                on_done(i)
+        return results  # type: ignore[return-value]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(run_one, r.spec, list(r.jobs), r.config): i for i, r in enumerate(runs)}
+        try:
+            for future in as_completed(futures):
+                i = futures[future]
+                results[i] = future.result()
+                if on_done:
+                    on_done(i)
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+    return results  # type: ignore[return-value]
+
+
+def run_rows(grid: Grid, runs: Sequence[SweepRun], results: Sequence[SimResult]) -> list[dict[str, Any]]:
+    """The tidy rows of ``runs.csv``: grid position, then every metric."""
+    rows = []
+    for r, res in zip(runs, results):
+        row = {"trace": r.trace, "trace_seed": r.trace_seed}
+        row.update({k: r.values[k] for k in grid.swept})
+        row.update({"policy": r.spec.policy, "seed": r.spec.seed})
+        row.update({k: v for k, v in res.metrics.items() if k not in row})
+        rows.append(row)
+    return rows
+
+
+def write_runs_csv(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows([{k: ("" if v is None else v) for k, v in r.items()} for r in rows])
+    return path
+
+
+def plot_name(param: str) -> str:
+    return "sweep_" + re.sub(r"[^A-Za-z0-9_\-]", "_", param) + ".png"
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def aggregate(rows: Sequence[Mapping[str, Any]], param: str, metric: str,
+              policies: Sequence[str]) -> dict[str, list[tuple[Any, float, float, float, int]]]:
+    """policy -> ``[(value, mean, min, max, n), ...]`` of ``metric`` over the runs at each value
+    of ``param`` (in first-seen order); runs where the metric is missing are left out."""
+    out: dict[str, list[tuple[Any, float, float, float, int]]] = {}
+    for p in policies:
+        by_value: dict[Any, list[float]] = {}
+        for r in rows:
+            if r["policy"] == p:
+                by_value.setdefault(r[param], [])
+                if _is_number(r.get(metric)) and math.isfinite(r[metric]):
+                    by_value[r[param]].append(float(r[metric]))
+        out[p] = [(v, mean_ci(xs)[0], min(xs), max(xs), len(xs)) for v, xs in by_value.items() if xs]
+    return out
+
+
+def write_sweep_plots(grid: Grid, rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike) -> list[Path]:
+    """One PNG per swept parameter: mean JCT (left) and mean queuing time (right) per policy."""
+    from matplotlib.figure import Figure
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for param in grid.swept:
+        values = list((grid.trace_params | grid.params)[param])
+        numeric = all(_is_number(v) for v in values)
+        others = [k for k in grid.swept if k != param]
+        fig = Figure(figsize=(9, 3.6), dpi=90, layout="constrained")
+        axes = fig.subplots(1, 2)
+        note = f"mean over {len(grid.seeds)} seed{'s' if len(grid.seeds) > 1 else ''}"
+        if others:
+            note += " and " + ", ".join(others)
+        if len(grid.traces) > 1:
+            note += f" and {len(grid.traces)} traces"
+        fig.suptitle(f"{param} sweep ({note}; band: min-max over runs)", fontsize="medium")
+        for ax, (metric, label) in zip(axes, PLOT_METRICS):
+            for i, (policy, points) in enumerate(aggregate(rows, param, metric, grid.policies).items()):
+                if not points:
+                    continue
+                xs = [v if numeric else values.index(v) for v, *_ in points]
+                ys, lo, hi = ([pt[k] / 3600.0 for pt in points] for k in (1, 2, 3))
+                ax.plot(xs, ys, marker="o", color=f"C{i % 10}", label=policy)
+                ax.fill_between(xs, lo, hi, color=f"C{i % 10}", alpha=0.15, linewidth=0)
+            if not numeric:
+                ax.set_xticks(range(len(values)), [str(v) for v in values])
+            ax.set_xlabel(param)
+            ax.set_ylabel(label)
+            ax.set_ylim(bottom=0)
+            ax.grid(True, alpha=0.3)
+        axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+        path = out / plot_name(param)
+        fig.savefig(path)
+        written.append(path)
+    return written
+
+
+def summary_table(grid: Grid, rows: Sequence[Mapping[str, Any]]) -> str:
+    """Mean JCT and queuing (h) per policy at every value of every swept parameter."""
+    lines = []
+    for param in grid.swept:
+        lines.append(f"{param}:")
+        header = f"  {'value':>10}  " + "  ".join(f"{p + ' JCT h':>14}  {p + ' queue h':>14}" for p in grid.policies)
+        lines.append(header)
+        jct = aggregate(rows, param, "jct_mean_s", grid.policies)
+        queue = aggregate(rows, param, "queue_mean_s", grid.policies)
+        for v in (grid.trace_params | grid.params)[param]:
+            cells = []
+            for p in grid.policies:
+                j = next((pt[1] for pt in jct[p] if pt[0] == v), None)
+                q = next((pt[1] for pt in queue[p] if pt[0] == v), None)
+                cells.append(f"{'-' if j is None else f'{j / 3600:.3f}':>14}  {'-' if q is None else f'{q / 3600:.3f}':>14}")
+            lines.append(f"  {str(v):>10}  " + "  ".join(cells))
+    return "\n".join(lines)
+
+
+def run_sweep(path: str | os.PathLike, out: str | os.PathLike, n_jobs: int = 1, backend: str = "local",
+              address: str | None = None, plots: bool = True,
+              on_done: Callable[[int], None] | None = None) -> tuple[Grid, list[dict[str, Any]], list[Path]]:
+    """Load ``path``, run its grid, write ``runs.csv``, ``sweep.json`` and the plots into ``out``."""
+    grid = load_grid(path)
+    runs = expand(grid)
+    results = execute(runs, n_jobs, backend, address, on_done)
+    rows = run_rows(grid, runs, results)
+    out = Path(out)
+    written = [write_runs_csv(rows, out / "runs.csv")]
+    manifest = {
+        "sweep_file": str(path), "policies": list(grid.policies), "traces": list(grid.traces),
+        "seeds": list(grid.seeds), "trace_seed": "run" if grid.trace_seed is None else grid.trace_seed,
+        "trace_params": {k: list(v) for k, v in grid.trace_params.items()},
+        "params": {k: list(v) for k, v in grid.params.items()}, "base_config": grid.base_config_path,
+        "policy_params": {p: v for p, v in grid.policy_params.items() if v}, "runs": len(rows),
+    }
+    (out / "sweep.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+    written.append(out / "sweep.json")
+    if plots:
+        written += write_sweep_plots(grid, rows, out)
+    return grid, rows, written
