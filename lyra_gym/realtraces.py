@@ -359,17 +359,25 @@ def _philly_raw(path: str, skips: _Skips) -> tuple[list[_Raw], int]:
             if not isinstance(listed, list):
                 raise TraceError(path, line, f"attempts[{k}].detail[{d}].gpus", f"expected a list of GPUs, got {listed!r}")
             gpus += len(listed)
-        if start is None or end is None:
-            skips.add("never ran")
-            continue
-        if gpus == 0:
-            skips.add("zero GPUs")
-            continue
-        if end <= start:
-            skips.add("non-positive duration")
-            continue
-        raws.append(_Raw(job_id, submit, gpus, end - start, line, path))
+        raw = _ran(job_id, submit, gpus, start, end, line, path, skips, zero_gpus_first=False)
+        if raw is not None:
+            raws.append(raw)
     return raws, records
+
+
+def _ran(job_id: str, submit: float, gpus: int, start: float | None, end: float | None, line: int, path: str,
+         skips: "_Skips", zero_gpus_first: bool) -> "_Raw | None":
+    """The job as run, or None (counted in ``skips``) if it holds no GPUs, never ran, or has no
+    positive duration. ``zero_gpus_first`` sets which reason a row with both is counted under."""
+    checks = [("zero GPUs", gpus == 0), ("never ran", start is None or end is None)]
+    for reason, failed in (checks if zero_gpus_first else checks[::-1]):
+        if failed:
+            skips.add(reason)
+            return None
+    if end <= start:
+        skips.add("non-positive duration")
+        return None
+    return _Raw(job_id, submit, gpus, end - start, line, path)
 
 
 def _kept(state: str, keep: frozenset | set, failed: frozenset | set, unfinished: frozenset | set,
@@ -402,16 +410,9 @@ def _helios_raw(path: str, skips: _Skips) -> tuple[list[_Raw], int]:
             raise TraceError(path, line, "submit_time", "missing submission time")
         start = _parse_time(row["start_time"], path, line, "start_time")
         end = _parse_time(row["end_time"], path, line, "end_time")
-        if gpus == 0:
-            skips.add("zero GPUs")
-            continue
-        if start is None or end is None:
-            skips.add("never ran")
-            continue
-        if end <= start:
-            skips.add("non-positive duration")
-            continue
-        raws.append(_Raw(job_id, submit, gpus, end - start, line, path))
+        raw = _ran(job_id, submit, gpus, start, end, line, path, skips, zero_gpus_first=True)
+        if raw is not None:
+            raws.append(raw)
     return raws, records
 
 
