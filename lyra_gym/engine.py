@@ -21,6 +21,9 @@ Modelling choices (DESIGN.md "Model contract"):
   elastic and still at or above their minimum, preempted otherwise. Each server
   returned this way counts one inference violation, and the scheduler gets a
   second decision at the same instant.
+- Returning is immediate: a server given back is serving inference at that
+  instant (DESIGN.md's "returning" state has zero length here; a grace period
+  is modelled by ``reclaim_grace_s`` instead).
 """
 
 from __future__ import annotations
