@@ -44,11 +44,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--resume", metavar="PATH",
                         help="continue from a checkpoint zip or a run's model.zip (its config is the base)")
     parser.add_argument("--no-compare", action="store_true", help="skip the comparison with lyra after training")
+    parser.add_argument("--backend", choices=("sb3", "rllib"), default="sb3",
+                        help="sb3 (default) or rllib (RLlib PPO, agents/rllib_backend.py; needs ray[rllib])")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.backend == "rllib":
+        from agents.rllib_backend import train_rllib
+        return train_rllib(args)
     start = time.perf_counter()
 
     # --- config: defaults < YAML < --quick < --env/--seed < --set (a resumed run's config is the base)
