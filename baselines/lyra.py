@@ -168,7 +168,11 @@ class LyraScheduler(Scheduler):
         plan = view.current_plan()
         self.loaning.prepare(view, plan, self.rng, guidance.borrow_fraction, guidance.return_levels)
         round_due = self.elastic and view.now >= self._next_round
-        if not view.num_queued and not round_due and not plan.give_back and not plan.borrow:
+        # an agent's hold (level 0) on a running elastic job takes effect at once, not at the next round
+        hold = self.elastic and any(
+            level == 0 and job_id in plan.allocations and sum(plan.allocations[job_id].values()) > view.job(job_id).spec.min_gpus
+            for job_id, level in levels.items())
+        if not view.num_queued and not round_due and not plan.give_back and not plan.borrow and not hold:
             return plan  # nothing to admit, return or rebalance: keep everything
         free = free_after(view, plan)
         groups, loaned = self._server_groups(view, plan)
@@ -195,8 +199,11 @@ class LyraScheduler(Scheduler):
         admitted_elastic = False
 
         # Phase 1: base demands of queued jobs, shortest remaining time first.
-        queued = sorted(view.queued_jobs(), key=lambda j: (-levels.get(j.id, NEUTRAL_JOB_LEVEL),
-                                                           self._remaining_estimate(j), j.index))
+        waiting = list(view.queued_jobs())
+        if plan.give_back:  # jobs our own reclaim answer just stopped may restart elsewhere at once
+            waiting += [j for j in view.running_jobs() if j.id not in allocations]
+        queued = sorted(waiting, key=lambda j: (-levels.get(j.id, NEUTRAL_JOB_LEVEL),
+                                                self._remaining_estimate(j), j.index))
         for job in queued:
             if levels.get(job.id, NEUTRAL_JOB_LEVEL) == 0:
                 break  # held, and so is everything sorted after it
@@ -221,7 +228,7 @@ class LyraScheduler(Scheduler):
         if elastic_jobs and (round_due or plan.give_back or plan.borrow):
             self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, knapsack=True)
             self._next_round = view.now + self.round_s
-        elif elastic_jobs and (admitted_elastic or evicted):
+        elif elastic_jobs and (admitted_elastic or evicted or hold):
             self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, knapsack=False)
         return plan
 

@@ -132,6 +132,7 @@ class Engine:
         self._redecide = False  # a forced reclaim asks for a second decision at the same instant
         self._changed = True    # did the decisions since the last events change anything?
         self._over = False
+        self._last_retry = -1.0  # time of the last extra decision granted at the end of a run
         self._bar = None
         self._wall = time.perf_counter()
 
@@ -210,10 +211,15 @@ class Engine:
             and not self.running
             and self._next_arrival >= jobs_n
             and self._demand_ptr >= len(times)
-            and (tick is None or not self._changed)
         ):
-            self._over = True  # nothing can change any more: the queued jobs stay unfinished
-            return False
+            if self._changed and self.queue and self._last_retry != self.now:
+                # the last decision changed the cluster (e.g. returned servers): let the scheduler
+                # look once more at the same instant before declaring the queued jobs stuck
+                self._last_retry, self._changed = self.now, False
+                return True
+            if tick is None or not self._changed:
+                self._over = True  # nothing can change any more: the queued jobs stay unfinished
+                return False
         while self.finished < jobs_n:
             candidates = []
             if self._next_arrival < jobs_n:

@@ -102,3 +102,9 @@ class TrackedAllocations(dict):
     def __ior__(self, other):
         self.update(other)
         return self
+
+    def __reduce__(self):  # a copy elsewhere (pickle, another process) is checked in full
+        return (dict, (dict(self),))
+
+    def __copy__(self) -> dict:
+        return dict(self)

@@ -150,3 +150,18 @@ def test_bad_arguments_name_the_field():
         gym.make("LyraGym/Elastic-v0", window_s=30 * 86400.0)
     with pytest.raises(ValueError, match="render_mode"):
         gym.make("LyraGym/Elastic-v0", render_mode="human")
+
+
+def test_holding_every_job_cannot_end_an_episode_for_free():
+    # Hold (level 0) every queued job (enough slots for all of them): nothing ever runs, the
+    # episode ends when the arrivals and the demand curve are exhausted, and the unfinished jobs
+    # are charged one more window each.
+    env = gym.make("LyraGym/Elastic-v0", num_job_slots=256, **SMALL).unwrapped
+    env.reset(seed=0)
+    done, last = False, 0.0
+    while not done:
+        _, last, term, trunc, info = env.step(np.zeros(env.action_space.shape, dtype=np.int64))
+        done = term or trunc
+    final = info["final_metrics"]
+    assert term and final["jobs_finished"] == 0 and final["jobs_unfinished"] == final["jobs_total"] > 0
+    assert last <= -final["jobs_unfinished"] * env.windows.length_s / 3600.0

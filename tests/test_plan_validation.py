@@ -289,3 +289,16 @@ def test_nothing_is_half_applied(engine):
     assert engine.job_by_id("alpha").state is JobState.QUEUED
     assert engine.servers[3].loaned is False and engine.servers[4].loaned is True
     assert [engine.servers[i].used for i in range(6)] == [2, 4, 0, 0, 1, 0]
+
+
+def test_a_copied_or_pickled_current_plan_is_a_plain_dict_checked_in_full():
+    import copy
+    import pickle
+
+    from lyra_gym.plan import TrackedAllocations
+
+    tracked = TrackedAllocations({"a": {0: 1}}, token=("engine", 1))
+    tracked["b"] = {1: 2}
+    for clone in (pickle.loads(pickle.dumps(tracked)), copy.copy(tracked)):
+        assert type(clone) is dict and clone == {"a": {0: 1}, "b": {1: 2}}
+    assert list(tracked.touched) == ["b"]

@@ -65,7 +65,9 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
     Named and swappable (``reward=``, ``lyra_gym/envs/rewards.py``). Default
     ``"jct"``: -(jobs in the system x seconds to the next decision point) /
     ``reward_scale_s``; with gamma = 1 an episode's return is -(total JCT of the
-    window's jobs) / scale.
+    window's jobs) / scale. Jobs still unfinished when the episode terminates
+    (nothing more can happen, e.g. the agent held them) are charged once more
+    as if they waited one more window (``window_s``).
 
     ## Starting State
     ``reset`` picks a window of the trace (``window_s`` long) from the train
@@ -75,7 +77,9 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
 
     ## Episode End
     1. Termination: every job of the window has finished, or nothing more can
-       happen (remaining jobs cannot be placed).
+       happen (no job runs, no arrival or demand change is ahead, and the last
+       decision changed nothing; e.g. jobs too large for the cluster, or jobs
+       the agent holds).
     2. Truncation: ``max_steps`` decision points.
     At the end, ``info["final_metrics"]`` holds the metrics in the keys of
     ``metrics.json``.
@@ -187,6 +191,12 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         self.steps += 1
         outcome = StepOutcome(engine.now - t0, in_system, queued, usage, engine.counts["preemptions"] - preempt0)
         r = reward(self.reward_weights, outcome, self.reward_scale_s)
+        left = len(engine.jobs) - engine.finished
+        if self.done and left:
+            # Jobs left unfinished when nothing more can happen (e.g. held by the agent) are
+            # charged as if they waited one more window, so ending an episode early never pays.
+            r += reward(self.reward_weights, StepOutcome(self.windows.length_s, left, left, 0.0, 0),
+                        self.reward_scale_s)
         truncated = not self.done and self.steps >= self.max_steps
         self._observe()
         info = self._info(invalid)
