@@ -1,6 +1,8 @@
 """Plot a training run's learning curve from its TensorBoard events.
 
-Run: python tools/plot_learning_curve.py runs/<run> [--out docs/learning_curve.png]
+Run: python tools/plot_learning_curve.py runs/<run> [runs/<resumed run> ...] [--out docs/learning_curve.png]
+
+Several run directories (a run and its resumptions) are joined in step order.
 
 Two panels: the held-out evaluation (policy and Lyra mean JCT on the same test
 windows, and their ratio eval/jct_vs_lyra), and the per-episode training JCT
@@ -27,10 +29,14 @@ def scalars(run: Path) -> dict[str, list[tuple[int, float]]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("run", type=Path)
+    parser.add_argument("runs", type=Path, nargs="+")
     parser.add_argument("--out", type=Path, default=Path("docs/learning_curve.png"))
     args = parser.parse_args()
-    data = scalars(args.run)
+    data: dict[str, list[tuple[int, float]]] = {}
+    for run in args.runs:
+        for tag, points in scalars(run).items():
+            data.setdefault(tag, []).extend(points)
+    data = {tag: sorted(points) for tag, points in data.items()}
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     for tag, label in (("eval/jct_policy", "policy"), ("eval/jct_lyra", "Lyra heuristic")):
         if tag in data:
@@ -57,7 +63,7 @@ def main() -> None:
     ax2.set_xlabel("environment steps")
     ax2.set_ylabel("mean JCT of a training episode (s)")
     ax2.set_title("training windows")
-    fig.suptitle(args.run.name)
+    fig.suptitle(" + ".join(run.name for run in args.runs))
     fig.tight_layout()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=100)
