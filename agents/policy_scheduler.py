@@ -32,8 +32,8 @@ from lyra_gym import scheduler as registry
 from lyra_gym.envs.actions import ActionCodec
 from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
 from lyra_gym.plan import Plan
-from lyra_gym.scheduler import Scheduler
-from lyra_gym.view import ClusterView
+from lyra_gym.scheduler import Guidance, Scheduler
+from lyra_gym.view import ClusterView, JobView
 
 from agents.config import TrainConfig, load_train_config
 from agents.factory import find_artifacts, load_model, load_normalizer, supports_action_masks
@@ -46,39 +46,32 @@ def env_controls(env_id: str) -> tuple[bool, bool]:
     return bool(cls.controls_jobs), bool(cls.controls_loaning)
 
 
-class PolicyScheduler(Scheduler):
-    """Run a trained SB3 model through the engine as a scheduler.
+class GuidedAgentScheduler(Scheduler):
+    """A trained agent as a scheduler: the env's slots, observation and masks, the agent's
+    action (:meth:`act`, per framework), decoding into Guidance, and the guided heuristic's plan.
 
-    :param model: a trained ``MaskablePPO`` or ``PPO`` (any SB3 algorithm with ``predict``).
     :param config: the run's :class:`~agents.config.TrainConfig` (env id, K, M, B, heuristic).
-    :param normalizer: the saved ``VecNormalize`` (its ``normalize_obs``), or None for raw observations.
     :param deterministic: take each dimension's most likely level (default True).
-    :param name: the name in results (default ``"model"``).
+    :param name: the name in results.
     """
 
-    name = "model"
-
-    def __init__(self, model: Any, config: TrainConfig, normalizer: Any | None = None,
-                 deterministic: bool = True, name: str | None = None) -> None:
-        self.model = model
+    def __init__(self, config: TrainConfig, deterministic: bool = True, name: str | None = None) -> None:
         self.config = config
-        self.normalizer = normalizer
         self.deterministic = deterministic
         if name is not None:
             self.name = name
         self.codec = ActionCodec(config.num_job_slots, config.num_server_slots, config.borrow_levels,
                                  *env_controls(config.env_id))
         self.builder = ObservationBuilder(config.num_job_slots, config.num_server_slots)
-        nvec = getattr(model.action_space, "nvec", None)
-        if nvec is None or not np.array_equal(np.asarray(nvec), self.codec.nvec):
-            raise ValueError(f"model action space {model.action_space} does not match {config.env_id} with "
-                             f"K={config.num_job_slots}, M={config.num_server_slots}, B={config.borrow_levels}")
-        if model.observation_space.shape != (self.builder.size,):
-            raise ValueError(f"model observation shape {model.observation_space.shape} does not match "
-                             f"K={config.num_job_slots}, M={config.num_server_slots} ({self.builder.size})")
-        self.use_masks = supports_action_masks(model)
         self.heuristic = registry.make(config.heuristic)
         self.invalid_actions = 0
+
+    def _check_action_space(self, space: Any, what: str) -> None:
+        nvec = getattr(space, "nvec", None)
+        if nvec is None or not np.array_equal(np.asarray(nvec), self.codec.nvec):
+            c = self.config
+            raise ValueError(f"{what} action space {space} does not match {c.env_id} with "
+                             f"K={c.num_job_slots}, M={c.num_server_slots}, B={c.borrow_levels}")
 
     @property
     def tick_interval(self) -> float | None:  # type: ignore[override]
@@ -98,12 +91,8 @@ class PolicyScheduler(Scheduler):
         return self.builder.build(view, slots, server_ids), self.codec.masks(slots, server_ids), slots, server_ids
 
     def act(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """The model's action for one raw observation."""
-        if self.normalizer is not None:
-            obs = self.normalizer.normalize_obs(obs)
-        kwargs = {"action_masks": masks} if self.use_masks else {}
-        action, _ = self.model.predict(obs, deterministic=self.deterministic, **kwargs)
-        return np.asarray(action)
+        """The agent's action for one raw observation."""
+        raise NotImplementedError
 
     def guidance(self, view: ClusterView) -> Guidance:
         obs, masks, slots, server_ids = self.observe(view)
@@ -113,6 +102,38 @@ class PolicyScheduler(Scheduler):
 
     def decide(self, view: ClusterView) -> Plan:
         return self.heuristic.decide_guided(view, self.guidance(view))
+
+
+class PolicyScheduler(GuidedAgentScheduler):
+    """Run a trained SB3 model through the engine as a scheduler.
+
+    :param model: a trained ``MaskablePPO`` or ``PPO`` (any SB3 algorithm with ``predict``).
+    :param config: the run's :class:`~agents.config.TrainConfig` (env id, K, M, B, heuristic).
+    :param normalizer: the saved ``VecNormalize`` (its ``normalize_obs``), or None for raw observations.
+    :param deterministic: take each dimension's most likely level (default True).
+    :param name: the name in results (default ``"model"``).
+    """
+
+    name = "model"
+
+    def __init__(self, model: Any, config: TrainConfig, normalizer: Any | None = None,
+                 deterministic: bool = True, name: str | None = None) -> None:
+        super().__init__(config, deterministic, name)
+        self.model = model
+        self.normalizer = normalizer
+        self._check_action_space(model.action_space, "model")
+        if model.observation_space.shape != (self.builder.size,):
+            raise ValueError(f"model observation shape {model.observation_space.shape} does not match "
+                             f"K={config.num_job_slots}, M={config.num_server_slots} ({self.builder.size})")
+        self.use_masks = supports_action_masks(model)
+
+    def act(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """The model's action for one raw observation."""
+        if self.normalizer is not None:
+            obs = self.normalizer.normalize_obs(obs)
+        kwargs = {"action_masks": masks} if self.use_masks else {}
+        action, _ = self.model.predict(obs, deterministic=self.deterministic, **kwargs)
+        return np.asarray(action)
 
 
 def load_policy_scheduler(path: str | os.PathLike, deterministic: bool = True, device: str = "cpu",

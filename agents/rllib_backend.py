@@ -58,16 +58,11 @@ from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
 from lyra_gym import scheduler as registry
 from lyra_gym.envs import ActionMaskObservation
-from lyra_gym.envs.actions import ActionCodec
-from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
-from lyra_gym.plan import Plan
-from lyra_gym.scheduler import Guidance, Scheduler
-from lyra_gym.view import ClusterView
 
 from agents.callbacks import CUSTOM_KEYS
 from agents.config import TrainConfig, TrainConfigError, load_train_config, resolve_config
 from agents.factory import CONFIG_FILE, new_run_dir
-from agents.policy_scheduler import env_controls
+from agents.policy_scheduler import GuidedAgentScheduler
 
 RLLIB_ENV = "LyraGymMasked"          # the RLlib env name; env_config picks the LyraGym/ id
 CHECKPOINT_DIR = "checkpoint"        # inside a run directory
@@ -338,51 +333,21 @@ def find_rllib_checkpoint(path: str | os.PathLike) -> tuple[Path, Path]:
     raise FileNotFoundError(f"{path}: no {CONFIG_FILE} in the run directory (the run's resolved config)")
 
 
-class RllibPolicyScheduler(Scheduler):
-    """An RLlib :class:`MaskedMultiDiscreteModule` run through the engine as a scheduler.
-
-    The same steps as :class:`agents.policy_scheduler.PolicyScheduler`: slots and observation
-    (``job_slots``, ``server_slots``, ``ObservationBuilder``), masks (``ActionCodec``), the
-    module's masked logits, argmax per dimension (deterministic) or a sample, decoding into
-    Guidance, and the guided heuristic's ``decide_guided``.
-    """
+class RllibPolicyScheduler(GuidedAgentScheduler):
+    """An RLlib :class:`MaskedMultiDiscreteModule` run through the engine as a scheduler: the
+    steps of :class:`agents.policy_scheduler.GuidedAgentScheduler`, with the module's masked
+    logits, argmax per dimension (deterministic) or a sample from ``seed``'s generator."""
 
     name = "rllib"
 
     def __init__(self, module: Any, config: TrainConfig, deterministic: bool = True, name: str | None = None,
                  seed: int = 0) -> None:
+        super().__init__(config, deterministic, name)
         self.module = module
         self.module.eval()
-        self.config = config
-        self.deterministic = deterministic
-        if name is not None:
-            self.name = name
-        self.codec = ActionCodec(config.num_job_slots, config.num_server_slots, config.borrow_levels,
-                                 *env_controls(config.env_id))
-        self.builder = ObservationBuilder(config.num_job_slots, config.num_server_slots)
-        nvec = np.asarray(getattr(module.action_space, "nvec", []))
-        if not np.array_equal(nvec, self.codec.nvec):
-            raise ValueError(f"module action space {module.action_space} does not match {config.env_id} with "
-                             f"K={config.num_job_slots}, M={config.num_server_slots}, B={config.borrow_levels}")
+        self._check_action_space(module.action_space, "module")
         self.splits = [int(n) for n in self.codec.nvec]
-        self.heuristic = registry.make(config.heuristic)
         self.rng = np.random.default_rng(seed)
-        self.invalid_actions = 0
-
-    @property
-    def tick_interval(self) -> float | None:  # type: ignore[override]
-        return self.heuristic.tick_interval
-
-    def reset(self, rng: np.random.Generator) -> None:
-        self.heuristic = registry.make(self.config.heuristic)
-        self.heuristic.reset(rng)
-        self.builder = ObservationBuilder(self.config.num_job_slots, self.config.num_server_slots)
-        self.invalid_actions = 0
-
-    def observe(self, view: ClusterView):
-        slots = job_slots(view, self.config.num_job_slots)
-        server_ids = server_slots(view, self.config.num_server_slots)
-        return self.builder.build(view, slots, server_ids), self.codec.masks(slots, server_ids), slots, server_ids
 
     def act(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
         batch = {Columns.OBS: {
@@ -399,15 +364,6 @@ class RllibPolicyScheduler(Scheduler):
                 p = torch.softmax(part.double(), 0).numpy()
                 action.append(int(self.rng.choice(len(p), p=p / p.sum())))
         return np.asarray(action, dtype=np.int64)
-
-    def guidance(self, view: ClusterView) -> Guidance:
-        obs, masks, slots, server_ids = self.observe(view)
-        guidance, invalid = self.codec.decode(self.act(obs, masks), masks, slots, server_ids)
-        self.invalid_actions += invalid
-        return guidance
-
-    def decide(self, view: ClusterView) -> Plan:
-        return self.heuristic.decide_guided(view, self.guidance(view))
 
 
 def load_rllib_scheduler(path: str | os.PathLike, deterministic: bool = True, **params: Any) -> RllibPolicyScheduler:
