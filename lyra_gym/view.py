@@ -56,6 +56,17 @@ class JobView:
         job = self._job
         return self._engine.now - job.queued_since if job.state is JobState.QUEUED else 0.0
 
+    @property
+    def rate(self) -> float:
+        """Samples/s at the current allocation (0 when not running; 0 progress inside an overhead)."""
+        return self._job.rate
+
+    @property
+    def expected_finish(self) -> float | None:
+        """Time (s) the job finishes if its allocation stays as it is (None when not running)."""
+        job = self._job
+        return job.completion_time() if job.rate > 0 else None
+
     def remaining_time_at(self, workers: int) -> float:
         """Estimated seconds to finish if run on ``workers`` reference GPUs packed (no overhead)."""
         rate = self._engine.reference_throughput(self._job.spec.model, workers)
