@@ -7,17 +7,93 @@ the key's full path. Every field has a default, so an empty file is valid.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+import re
 import sys
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
-from lyra_gym.demand import DiurnalDemandConfig
+import numpy as np
+
+from lyra_gym.demand import MAX_DEMAND_POINTS, ConfigError, DiurnalDemandConfig, number_problem
+
+__all__ = [
+    "MAX_CLUSTER_SERVERS",
+    "MAX_GPUS_PER_SERVER",
+    "ClusterConfig",
+    "ConfigError",
+    "OverheadConfig",
+    "ServerGroup",
+    "SimConfig",
+    "config_from_dict",
+    "config_to_dict",
+    "load_config",
+]
+
+#: Most servers in both clusters together (each is a Python object in the engine).
+MAX_CLUSTER_SERVERS = 100_000
+#: Most GPUs on one server.
+MAX_GPUS_PER_SERVER = 1024
+
+_NONNEG = {"lo": 0.0}  # a finite number >= 0 (seconds)
 
 
-class ConfigError(ValueError):
-    """An impossible or malformed configuration; the message names the field (and file)."""
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _unpack(hint: Any) -> tuple[Any, bool]:
+    """``X | None`` -> (X, True); ``X`` -> (X, False)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return args[0], len(args) < len(typing.get_args(hint))
+    return hint, False
+
+
+def _check_fields(obj: Any, prefix: str) -> None:
+    """Type- and range-check every field of config dataclass ``obj`` as given in Python (no
+    coercion); errors name ``prefix`` + the field."""
+    rules = getattr(obj, "RULES", {})
+    for f in dataclasses.fields(obj):
+        where = f"{prefix}{f.name}"
+        value = getattr(obj, f.name)
+        base, optional = _unpack(_hints(type(obj))[f.name])
+        if value is None and optional:
+            continue
+        if dataclasses.is_dataclass(base):
+            if not isinstance(value, base):
+                raise ConfigError(f"{where}: expected a {base.__name__}, got {type(value).__name__}")
+        elif typing.get_origin(base) is tuple:
+            item = typing.get_args(base)[0]
+            if not isinstance(value, (tuple, list)) or not all(isinstance(v, item) for v in value):
+                raise ConfigError(f"{where}: expected a tuple of {item.__name__}, got {value!r}")
+            if isinstance(value, list):
+                object.__setattr__(obj, f.name, tuple(value))
+        else:
+            problem = _scalar_problem(base, value, rules.get(f.name, {}))
+            if problem:
+                raise ConfigError(f"{where}: {problem}")
+
+
+def _scalar_problem(base: type, value: Any, rule: Mapping[str, Any]) -> str | None:
+    if base is bool:
+        if isinstance(value, (bool, np.bool_)):
+            return None
+        return f"must be true or false, got {value!r}"
+    if base is str:
+        if isinstance(value, str) and value.strip():
+            return None
+        return f"must be a non-empty string, got {value!r}"
+    return number_problem(value, **{**rule, "integer": base is int})
 
 
 @dataclass(frozen=True)
@@ -27,6 +103,14 @@ class ServerGroup:
     count: int
     gpu_type: str
     gpus_per_server: int = 8
+
+    RULES: ClassVar[dict[str, dict[str, Any]]] = {
+        "count": {"integer": True, "lo": 0, "hi": MAX_CLUSTER_SERVERS},
+        "gpus_per_server": {"integer": True, "lo": 1, "hi": MAX_GPUS_PER_SERVER},
+    }
+
+    def __post_init__(self) -> None:
+        _check_fields(self, "ServerGroup.")
 
 
 @dataclass(frozen=True)
@@ -40,6 +124,9 @@ class ClusterConfig:
 
     training: tuple[ServerGroup, ...] = (ServerGroup(16, "v100", 8),)
     inference: ServerGroup = ServerGroup(16, "t4", 8)
+
+    def __post_init__(self) -> None:
+        _check_fields(self, "ClusterConfig.")
 
     @property
     def training_gpus(self) -> int:
@@ -66,6 +153,13 @@ class OverheadConfig:
     restart_s: float | None = None
     migrate_s: float = 45.0
     resume_s: float = 1.0
+
+    RULES: ClassVar[dict[str, dict[str, Any]]] = {
+        "rescale_s": _NONNEG, "restart_s": _NONNEG, "migrate_s": _NONNEG, "resume_s": _NONNEG,
+    }
+
+    def __post_init__(self) -> None:
+        _check_fields(self, "OverheadConfig.")
 
 
 @dataclass(frozen=True)
@@ -104,93 +198,208 @@ class SimConfig:
     horizon_s: float | None = None
     demand_horizon_pad_s: float = 3 * 86400.0
 
+    RULES: ClassVar[dict[str, dict[str, Any]]] = {
+        "reclaim_grace_s": _NONNEG,
+        "horizon_s": {"lo": 0.0, "lo_open": True},
+        "demand_horizon_pad_s": _NONNEG,
+    }
+
     def __post_init__(self) -> None:
-        if self.reclaim_grace_s < 0:
-            raise ConfigError(f"reclaim_grace_s: must be >= 0, got {self.reclaim_grace_s}")
-        if self.overheads.rescale_s < 0:
-            raise ConfigError(f"overheads.rescale_s: must be >= 0, got {self.overheads.rescale_s}")
-        if self.overheads.restart_s is not None and self.overheads.restart_s < 0:
-            raise ConfigError(f"overheads.restart_s: must be >= 0, got {self.overheads.restart_s}")
-        for name in ("migrate_s", "resume_s"):
-            if getattr(self.overheads, name) < 0:
-                raise ConfigError(f"overheads.{name}: must be >= 0, got {getattr(self.overheads, name)}")
+        _check_fields(self, "")
         if not self.cluster.training:
             raise ConfigError("cluster.training: at least one server group is needed")
-        for i, group in enumerate((*self.cluster.training, self.cluster.inference)):
-            name = f"cluster.training[{i}]" if i < len(self.cluster.training) else "cluster.inference"
-            if group.count < 0 or (group.count == 0 and name != "cluster.inference"):
-                raise ConfigError(f"{name}.count: must be >= 1 (inference may be 0), got {group.count}")
-            if group.gpus_per_server < 1:
-                raise ConfigError(f"{name}.gpus_per_server: must be >= 1, got {group.gpus_per_server}")
+        for i, group in enumerate(self.cluster.training):
+            if group.count == 0:
+                raise ConfigError(f"cluster.training[{i}].count: must be >= 1 (inference may be 0), got 0")
+        servers = sum(g.count for g in self.cluster.training) + self.cluster.inference.count
+        if servers > MAX_CLUSTER_SERVERS:
+            raise ConfigError(f"cluster: {servers} servers in all, more than MAX_CLUSTER_SERVERS="
+                              f"{MAX_CLUSTER_SERVERS:,}")
         if self.demand_preset is not None:
             from lyra_gym.demand import DEMAND_PRESETS
 
             if self.demand_preset not in DEMAND_PRESETS:
                 raise ConfigError(f"demand_preset: unknown {self.demand_preset!r} (known: {', '.join(DEMAND_PRESETS)})")
-        if self.horizon_s is not None and self.horizon_s <= 0:
-            raise ConfigError(f"horizon_s: must be > 0, got {self.horizon_s}")
+        if self.demand_csv is None and self.demand_horizon_pad_s / self.demand.step_s >= MAX_DEMAND_POINTS:
+            raise ConfigError(
+                f"demand_horizon_pad_s: {self.demand_horizon_pad_s:g} s at demand.step_s="
+                f"{self.demand.step_s:g} s is {self.demand_horizon_pad_s / self.demand.step_s:.4g} "
+                f"demand points, more than MAX_DEMAND_POINTS={MAX_DEMAND_POINTS:,}")
+
+
+# ---------------------------------------------------------------- building from plain data
+
+# A number written as text: YAML 1.1 (PyYAML's safe_load) reads 1e5 and 1E+5 (no dot) as strings.
+_NUMBER_TEXT = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?")
+
+
+def _describe(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}" if not isinstance(value, (dict, list)) else type(value).__name__
+
+
+def _coerce_scalar(base: type, value: Any, rule: Mapping[str, Any], where: str) -> Any:
+    """A file's value for a scalar field: numbers written as text are read; whole floats for an
+    integer field become ints; ints for a float field become floats. Then type and range."""
+    if base in (int, float) and isinstance(value, str) and _NUMBER_TEXT.fullmatch(value.strip()):
+        text = value.strip().replace("_", "")
+        try:
+            value = int(text) if base is int and re.fullmatch(r"[-+]?[0-9]+", text) else float(text)
+        except (ValueError, OverflowError):
+            pass
+    if base is int and isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
+        value = int(value)
+    if base in (int, float) and not isinstance(value, (bool, np.bool_, int, float, np.integer, np.floating)):
+        kind = "an integer" if base is int else "a number"
+        raise ConfigError(f"{where}: must be {kind}, got {_describe(value)}")
+    problem = _scalar_problem(base, value, rule)
+    if problem:
+        raise ConfigError(f"{where}: {problem}")
+    if base is float:
+        return float(value)
+    if base is int:
+        return int(value)
+    if base is bool:
+        return bool(value)
+    return value
 
 
 def _build(cls: type, data: Any, path: str) -> Any:
     """Build dataclass ``cls`` from a mapping, recursing into nested dataclass fields."""
-    if dataclasses.is_dataclass(data):
+    if isinstance(data, cls):
         return data
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{path or 'config'}: expected a table/mapping, got {type(data).__name__}")
+        raise ConfigError(f"{path or 'config'}: expected a table/mapping of settings, got {_describe(data)}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(fields))
+    unknown = sorted((k for k in data if k not in fields), key=repr)
     if unknown:
-        raise ConfigError(f"{path + '.' if path else ''}{unknown[0]}: unknown key (known: {', '.join(fields)})")
+        key = unknown[0] if isinstance(unknown[0], str) else repr(unknown[0])
+        raise ConfigError(f"{path + '.' if path else ''}{key}: unknown key (known: {', '.join(fields)})")
+    missing = [n for n, f in fields.items() if n not in data and f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise ConfigError(f"{path + '.' if path else ''}{missing[0]}: missing (required)")
+    rules = getattr(cls, "RULES", {})
     kwargs = {}
     for name, value in data.items():
         where = f"{path}.{name}" if path else name
-        kwargs[name] = _convert(cls, name, value, where)
+        kwargs[name] = _convert(_hints(cls)[name], value, where, rules.get(name, {}))
     try:
         return cls(**kwargs)
-    except TypeError as err:
-        raise ConfigError(f"{path or 'config'}: {err}") from None
+    except ConfigError as err:
+        if path and str(err).startswith(f"{cls.__name__}."):  # a check of the class itself
+            raise ConfigError(f"{path}.{str(err)[len(cls.__name__) + 1:]}") from None
+        raise
 
 
-def _convert(cls: type, name: str, value: Any, where: str) -> Any:
-    nested = {
-        (SimConfig, "cluster"): ClusterConfig,
-        (SimConfig, "demand"): DiurnalDemandConfig,
-        (SimConfig, "overheads"): OverheadConfig,
-        (ClusterConfig, "inference"): ServerGroup,
-    }
-    if (cls, name) in nested:
-        return _build(nested[(cls, name)], value, where)
-    if (cls, name) == (ClusterConfig, "training"):
+def _convert(hint: Any, value: Any, where: str, rule: Mapping[str, Any]) -> Any:
+    base, optional = _unpack(hint)
+    if value is None:
+        if optional:
+            return None
+        raise ConfigError(f"{where}: must not be null")
+    if dataclasses.is_dataclass(base):
+        return _build(base, value, where)
+    if typing.get_origin(base) is tuple:
+        item = typing.get_args(base)[0]
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{where}: expected a list of server groups")
-        return tuple(_build(ServerGroup, v, f"{where}[{i}]") for i, v in enumerate(value))
-    return value
+            raise ConfigError(f"{where}: expected a list of server groups, got {_describe(value)}")
+        return tuple(_build(item, v, f"{where}[{i}]") for i, v in enumerate(value))
+    return _coerce_scalar(base, value, rule, where)
 
 
 def config_from_dict(data: Mapping[str, Any]) -> SimConfig:
-    """Build a SimConfig from nested dicts; errors name the offending key path."""
+    """Build a SimConfig from nested dicts; errors are :class:`ConfigError` naming the key path
+    (``cluster.training[0].count``).
+
+    Every value is type- and range-checked: numbers must be finite (NaN and infinity are
+    rejected), integer fields take whole numbers (``2.0`` is read as 2, ``1.5`` is an error),
+    numbers written as text (``"1e5"``, which YAML 1.1 reads as a string) are read as numbers,
+    booleans must be true or false, strings non-empty.
+    """
+    if isinstance(data, SimConfig):
+        return data
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"config: expected a table/mapping of settings at the top level, got {_describe(data)}")
     try:
-        return _build(SimConfig, dict(data), "")
-    except ValueError as err:
-        if isinstance(err, ConfigError):
-            raise
-        raise ConfigError(str(err)) from None
+        return _build(SimConfig, data, "")
+    except RecursionError:
+        raise ConfigError("config: nested too deeply") from None
 
 
-def load_config(path: str | os.PathLike) -> SimConfig:
-    """Load a YAML (.yaml/.yml) or TOML (.toml) file onto SimConfig."""
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
+def _strict_yaml_loader() -> type:
+    """PyYAML's SafeLoader with YAML 1.2 booleans (only true/false; ``no``, ``off``, ``yes``
+    stay strings and fail the bool check) and floats (``1e5`` is a number)."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        pass
+
+    drop = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:float"}
+    StrictLoader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag not in drop]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    StrictLoader.add_implicit_resolver(
+        "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+    StrictLoader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
+                   r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+        list("-+0123456789."))
+    return StrictLoader
+
+
+def _parse_text(path: Path, raw: bytes) -> Any:
+    """The document in a config file's bytes; any syntax problem is a one-line ConfigError
+    naming the file and line."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise ConfigError(f"{path}, line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x})") from None
     if path.suffix == ".toml":
         if sys.version_info >= (3, 11):
             import tomllib
         else:  # pragma: no cover
             import tomli as tomllib
-        data = tomllib.loads(text)
-    else:
-        import yaml
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as err:
+            message = str(err)
+            found = re.search(r"\(at line (\d+), column \d+\)", message)
+            line = int(found.group(1)) if found else text.count("\n") + 1
+            message = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", message)
+            raise ConfigError(f"{path}, line {line}: invalid TOML: {message}") from None
+    import yaml
 
-        data = yaml.safe_load(text) or {}
+    try:
+        data = yaml.load(text, Loader=_strict_yaml_loader())  # noqa: S506 (a SafeLoader)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        problem = " ".join(str(p) for p in (err.context, err.problem) if p)
+        raise ConfigError(f"{path}, line {line}: invalid YAML: {' '.join(problem.split())}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(err).split())}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid YAML: nested too deeply") from None
+    return {} if data is None else data
+
+
+def load_config(path: str | os.PathLike) -> SimConfig:
+    """Load a YAML (.yaml/.yml) or TOML (.toml) file onto SimConfig.
+
+    YAML is read with YAML 1.2 scalars: ``1e5`` is a number, only ``true``/``false`` are
+    booleans (``yes``/``no``/``on``/``off`` are strings, so an error for a bool field). Every
+    problem (unreadable file, bad syntax, non-UTF-8 bytes, a value of the wrong type or range)
+    is a :class:`ConfigError` whose message names the file (and line, or the field's path).
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read the config file ({err.strerror or err})") from None
+    data = _parse_text(path, raw)
     try:
         return config_from_dict(data)
     except ConfigError as err:

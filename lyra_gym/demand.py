@@ -21,11 +21,12 @@ import csv
 import math
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 __all__ = [
+    "ConfigError",
     "DemandCurve",
     "DemandFileError",
     "DiurnalDemandConfig",
@@ -34,6 +35,7 @@ __all__ = [
     "write_demand_csv",
     "TIME_COLUMN",
     "SERVERS_COLUMN",
+    "MAX_DEMAND_POINTS",
 ]
 
 SECONDS_PER_HOUR = 3600.0
@@ -41,10 +43,72 @@ SECONDS_PER_DAY = 86400.0
 TIME_COLUMN = "time_s"
 SERVERS_COLUMN = "servers_needed"
 
+#: Most points :func:`diurnal_demand` draws (one per ``step_s`` up to the horizon). 1,000,000
+#: points are about 28 years at the default 900 s step and about 50 MB while drawing them;
+#: a longer horizon is a :class:`ConfigError` naming the horizon and ``step_s`` (raise
+#: ``demand.step_s`` or shorten the trace) instead of a MemoryError.
+MAX_DEMAND_POINTS = 1_000_000
+
 # A demand value within this distance of a whole number counts as that whole
 # number before rounding up; it keeps floating-point error in the cosine shape
 # (e.g. 8.000000000000002) from costing a whole extra server.
 _CEIL_TOLERANCE_DECIMALS = 9
+
+
+class ConfigError(ValueError):
+    """An impossible or malformed configuration; the message names the field (and file).
+
+    Defined here, below :mod:`lyra_gym.config` (which re-exports it), so that the demand
+    settings raise the same error as the rest of the configuration.
+    """
+
+
+def number_problem(
+    value: object,
+    *,
+    integer: bool = False,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+    allow_inf: bool = False,
+) -> str | None:
+    """``None`` if ``value`` is a number of the wanted kind and range, else the problem as
+    ``"must be <requirement>, got <value>"``.
+
+    Booleans are never numbers; NaN never passes; infinity passes only with ``allow_inf``
+    (and a range that holds it). ``integer`` wants an ``int`` (or NumPy integer); otherwise
+    any real number is accepted.
+    """
+    kind = "an integer" if integer else ("a number" if allow_inf else "a finite number")
+    bounds = ""
+    if lo is not None and hi is not None:
+        bounds = f" in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+    elif lo is not None:
+        bounds = f" {'>' if lo_open else '>='} {lo:g}"
+    elif hi is not None:
+        bounds = f" {'<' if hi_open else '<='} {hi:g}"
+    problem = f"must be {kind}{bounds}, got {value!r}"
+    if isinstance(value, (bool, np.bool_)):
+        return problem
+    if integer:
+        if not isinstance(value, (int, np.integer)):
+            return problem
+        number: float = int(value)
+    else:
+        if not isinstance(value, (int, float, np.integer, np.floating)):
+            return problem
+        try:
+            number = float(value)
+        except OverflowError:
+            return problem
+        if math.isnan(number) or (math.isinf(number) and not allow_inf):
+            return problem
+    if lo is not None and (number < lo or (lo_open and number == lo)):
+        return problem
+    if hi is not None and (number > hi or (hi_open and number == hi)):
+        return problem
+    return None
 
 
 class DemandFileError(ValueError):
@@ -236,7 +300,8 @@ class DiurnalDemandConfig:
     :param start_weekday: weekday of ``t = 0``, 0 = Monday ... 6 = Sunday.
         Default 0.
 
-    Invalid values raise ``ValueError`` naming the field at construction.
+    Invalid values (wrong type, out of range, NaN, infinity; ``True``/``False`` for a
+    number) raise :class:`ConfigError`, a ``ValueError``, naming the field at construction.
     """
 
     num_servers: int = 16
@@ -248,41 +313,28 @@ class DiurnalDemandConfig:
     step_s: float = 900.0
     start_weekday: int = 0
 
+    #: Range of each field (keyword arguments of :func:`number_problem`); the config
+    #: loader (:mod:`lyra_gym.config`) checks file values against the same rules.
+    RULES: ClassVar[dict[str, dict[str, Any]]] = {
+        "num_servers": {"integer": True, "lo": 1},
+        "peak_fraction": {"lo": 0.0, "hi": 1.0},
+        "peak_trough_ratio": {"lo": 1.0},
+        "peak_hour": {"lo": 0.0, "hi": 24.0, "hi_open": True},
+        "weekend_factor": {"lo": 0.0, "hi": 1.0},
+        "noise_std": {"lo": 0.0},
+        "step_s": {"lo": 0.0, "lo_open": True},
+        "start_weekday": {"integer": True, "lo": 0, "hi": 6},
+    }
+
     def __post_init__(self) -> None:
         self.validate()
 
     def validate(self) -> None:
-        """Raise ``ValueError`` naming the first invalid field."""
-
-        def fail(field: str, requirement: str) -> None:
-            raise ValueError(
-                f"DiurnalDemandConfig.{field} must be {requirement}, got {getattr(self, field)!r}"
-            )
-
-        def is_int(value: object) -> bool:
-            return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-        def is_real(value: object) -> bool:
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-                return False
-            return math.isfinite(float(value))
-
-        if not is_int(self.num_servers) or self.num_servers < 1:
-            fail("num_servers", "an integer >= 1")
-        if not is_real(self.peak_fraction) or not 0.0 <= self.peak_fraction <= 1.0:
-            fail("peak_fraction", "a number in [0, 1]")
-        if not is_real(self.peak_trough_ratio) or self.peak_trough_ratio < 1.0:
-            fail("peak_trough_ratio", "a finite number >= 1")
-        if not is_real(self.peak_hour) or not 0.0 <= self.peak_hour < 24.0:
-            fail("peak_hour", "a number in [0, 24)")
-        if not is_real(self.weekend_factor) or not 0.0 <= self.weekend_factor <= 1.0:
-            fail("weekend_factor", "a number in [0, 1]")
-        if not is_real(self.noise_std) or self.noise_std < 0.0:
-            fail("noise_std", "a finite number >= 0")
-        if not is_real(self.step_s) or self.step_s <= 0.0:
-            fail("step_s", "a finite number > 0")
-        if not is_int(self.start_weekday) or not 0 <= self.start_weekday <= 6:
-            fail("start_weekday", "an integer in 0..6 (0 = Monday)")
+        """Raise :class:`ConfigError` (a ``ValueError``) naming the first invalid field."""
+        for name, rule in self.RULES.items():
+            problem = number_problem(getattr(self, name), **rule)
+            if problem is not None:
+                raise ConfigError(f"DiurnalDemandConfig.{name}: {problem}")
 
 
 #: Named demand shapes (``SimConfig.demand_preset``). Peak/trough ratios from the Azure LLM
@@ -313,12 +365,21 @@ def diurnal_demand(
     :param horizon_s: length of the curve in seconds, finite and ``>= 0``;
         the last value holds beyond it.
     :param rng: the only source of randomness.
+    :raises ConfigError: if the curve would need :data:`MAX_DEMAND_POINTS` points or more
+        (``horizon_s / step_s``), naming both values.
     """
     config.validate()
     horizon = float(horizon_s)
     if not math.isfinite(horizon) or horizon < 0.0:
         raise ValueError(f"horizon_s must be a finite number >= 0, got {horizon_s!r}")
     step = float(config.step_s)
+    if horizon / step >= MAX_DEMAND_POINTS:
+        raise ConfigError(
+            f"demand curve: horizon_s={horizon:g} s at demand.step_s={step:g} s needs "
+            f"{horizon / step + 1:.4g} points, more than MAX_DEMAND_POINTS={MAX_DEMAND_POINTS:,}; "
+            f"raise demand.step_s or shorten the horizon (the last submit time plus "
+            f"demand_horizon_pad_s)"
+        )
     num_steps = int(math.floor(horizon / step))
     if (num_steps + 1) * step <= horizon:  # guard against floor rounding down
         num_steps += 1

@@ -64,6 +64,28 @@ class ActionCodec:
             action += [self.b] + [NEUTRAL_RETURN_LEVEL] * self.m
         return np.array(action, dtype=np.int64)
 
+    def check(self, action: object) -> np.ndarray:
+        """``action`` as a 1-D int64 array, or ``ValueError`` saying what is wrong with it.
+
+        An action must be an array (or sequence) of integers (any NumPy integer dtype) of
+        exactly ``nvec``'s shape: floats (even whole ones), booleans, strings, objects and
+        other shapes (e.g. a batch ``(1, n)``) are errors, as ``MultiDiscrete.contains`` says.
+        Values out of a dimension's range are not errors here: :meth:`decode` replaces them.
+        """
+        expected = f"an integer array of shape {tuple(self.nvec.shape)}"
+        try:
+            array = np.asarray(action)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"action: must be {expected}, got {type(action).__name__} ({err})") from None
+        if array.dtype.kind not in "iu":
+            raise ValueError(f"action: must be {expected}, got dtype {array.dtype} (cast whole numbers with "
+                             f".astype(np.int64))")
+        if array.shape != self.nvec.shape:
+            raise ValueError(f"action: must be {expected}, got shape {array.shape}")
+        if array.dtype.kind == "u":  # keep huge unsigned values out of range instead of wrapping
+            array = np.minimum(array, np.iinfo(np.int64).max)
+        return array.astype(np.int64)
+
     def decode(self, action: np.ndarray, masks: np.ndarray, slots: Sequence[JobView],
                server_ids: Sequence[int]) -> tuple[Guidance, int]:
         """Action -> (Guidance, number of masked values replaced by the neutral one)."""

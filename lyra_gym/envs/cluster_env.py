@@ -12,6 +12,7 @@ are exact.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Any, Mapping
 
@@ -21,26 +22,45 @@ from gymnasium import spaces
 
 from lyra_gym import scheduler as registry
 from lyra_gym.config import SimConfig, config_from_dict, load_config
+from lyra_gym.demand import number_problem
 from lyra_gym.envs.actions import ActionCodec
 from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
 from lyra_gym.envs.rewards import StepOutcome, parse_reward, reward
 from lyra_gym.envs.windows import Window, WindowSampler
 from lyra_gym.metrics import summarize
 from lyra_gym.profiles import ProfileSet, builtin_profiles, load_profiles
-from lyra_gym.scheduler import Guidance
+from lyra_gym.scheduler import Guidance, Scheduler
 from lyra_gym.simulate import build_engine
 from lyra_gym.trace import load_trace
 from lyra_gym.tracegen import PRESETS, generate_trace
 
 
-def _resolve_config(config: SimConfig | Mapping | str | None) -> SimConfig:
+#: Largest number of job slots K and loaned-server slots M (the observation grows with both).
+MAX_SLOTS = 4096
+#: Largest number of borrow levels B.
+MAX_BORROW_LEVELS = 1024
+#: The keys ``reset(options=...)`` understands.
+RESET_OPTIONS = ("split", "window")
+
+
+def _resolve_config(config: SimConfig | Mapping | str | os.PathLike | None) -> SimConfig:
     if config is None:
         return SimConfig()
     if isinstance(config, SimConfig):
         return config
-    if isinstance(config, str):
+    if isinstance(config, (str, os.PathLike)):
         return load_config(config)
+    if not isinstance(config, Mapping):
+        raise ValueError(f"config: must be a SimConfig, a mapping or a file path, got {type(config).__name__}")
     return config_from_dict(config)
+
+
+def _check_number(name: str, value: object, **rule: Any) -> None:
+    """``ValueError`` naming the constructor argument if ``value`` breaks ``rule``
+    (:func:`lyra_gym.demand.number_problem`'s keywords)."""
+    problem = number_problem(value, **rule)
+    if problem is not None:
+        raise ValueError(f"{name}: {problem}")
 
 
 class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
@@ -69,11 +89,25 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
     (nothing more can happen, e.g. the agent held them) are charged once more
     as if they waited one more window (``window_s``).
 
+    ## Actions
+    An action must be an integer array (any NumPy integer dtype, or a list of
+    ints) of exactly the action space's shape; anything else (floats, even
+    whole ones like ``2.0``; booleans; another shape, e.g. a batch ``(1, n)``)
+    raises ``ValueError`` saying what was expected (cast with
+    ``.astype(np.int64)``). Values out of a dimension's range or masked by
+    ``action_masks()`` are not errors: each becomes that dimension's neutral
+    value (a no-op) and is counted in ``info["invalid_actions"]`` and
+    ``info["invalid_actions_total"]``.
+
     ## Starting State
     ``reset`` picks a window of the trace (``window_s`` long) from the train
     part (by the reset seed), or test window ``options["window"]`` with
     ``options={"split": "test"}``; the cluster starts empty at the window's
     first submission and the first step is its first decision point.
+    ``options`` may hold only ``"split"`` (``"train"``, the default, or
+    ``"test"``) and, with ``"test"``, ``"window"``: an integer in
+    ``[0, windows.num_test)`` (default 0). Any other key or value raises
+    ``ValueError`` naming the key and the valid values.
 
     ## Episode End
     1. Termination: every job of the window has finished, or nothing more can
@@ -94,13 +128,17 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
     | window_s | float | 43200 | episode window length, s |
     | test_fraction | float | 0.2 | last share of the trace kept for test windows |
     | reward | str or dict | "jct" | reward name or weights |
-    | reward_scale_s | float | 3600 | seconds per unit of reward |
-    | num_job_slots | int | 32 | K |
-    | num_server_slots | int | 16 | M |
-    | borrow_levels | int | 4 | B: borrow b/B of the loanable servers |
-    | heuristic | str | "lyra" | guided scheduler by registry name |
-    | max_steps | int | 5000 | truncation |
+    | reward_scale_s | float | 3600 | seconds per unit of reward (finite, > 0) |
+    | num_job_slots | int | 32 | K (1..4096) |
+    | num_server_slots | int | 16 | M (0..4096) |
+    | borrow_levels | int | 4 | B: borrow b/B of the loanable servers (1..1024) |
+    | heuristic | str | "lyra" | guided scheduler by registry name (one with ``decide_guided``) |
+    | max_steps | int | 5000 | truncation (>= 1) |
     | render_mode | str | None | "ansi" |
+
+    Every argument is checked in the constructor; a bad one raises
+    ``ValueError`` naming it (or the config's ``ConfigError``, naming the
+    config field).
 
     ## Vectorized environment
     Any Gymnasium vector wrapper; instances share nothing.
@@ -132,19 +170,39 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode: must be one of {self.metadata['render_modes']}, got {render_mode!r}")
-        if num_job_slots < 1 or num_server_slots < 0 or borrow_levels < 1 or max_steps < 1:
-            raise ValueError("num_job_slots, borrow_levels and max_steps must be >= 1; num_server_slots >= 0")
-        self.trace = generate_trace(trace, trace_seed) if trace in PRESETS else load_trace(trace)
+        _check_number("num_job_slots", num_job_slots, integer=True, lo=1, hi=MAX_SLOTS)
+        _check_number("num_server_slots", num_server_slots, integer=True, lo=0, hi=MAX_SLOTS)
+        _check_number("borrow_levels", borrow_levels, integer=True, lo=1, hi=MAX_BORROW_LEVELS)
+        _check_number("max_steps", max_steps, integer=True, lo=1)
+        _check_number("trace_seed", trace_seed, integer=True, lo=0)
+        _check_number("window_s", window_s, lo=0.0, lo_open=True)
+        _check_number("test_fraction", test_fraction, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        _check_number("reward_scale_s", reward_scale_s, lo=0.0, lo_open=True)
+        if not isinstance(heuristic, str):
+            raise ValueError(f"heuristic: must be a scheduler name, got {heuristic!r}")
+        try:
+            guided = registry.make(heuristic)  # fail now on an unknown name
+        except KeyError as err:
+            raise ValueError(f"heuristic: {err.args[0] if err.args else err}") from None
+        if type(guided).decide_guided is Scheduler.decide_guided:
+            raise ValueError(f"heuristic: scheduler {heuristic!r} cannot be guided by an agent (it has no "
+                             "decide_guided; e.g. 'lyra')")
+        if profiles is not None and not isinstance(profiles, (str, os.PathLike)):
+            raise ValueError(f"profiles: must be a file path or None, got {profiles!r}")
+        if not isinstance(trace, (str, os.PathLike)):
+            raise ValueError(f"trace: must be a preset name ({', '.join(PRESETS)}) or a CSV path, got {trace!r}")
+        num_job_slots, num_server_slots = int(num_job_slots), int(num_server_slots)
+        borrow_levels, max_steps = int(borrow_levels), int(max_steps)
+        self.trace = generate_trace(trace, int(trace_seed)) if trace in PRESETS else load_trace(trace)
         self.sim_config = _resolve_config(config)
         if profiles is not None:
             self.sim_config = replace(self.sim_config, profiles=profiles)
         self.profiles: ProfileSet = load_profiles(profiles) if profiles else builtin_profiles()
         self.windows = WindowSampler(self.trace, window_s, test_fraction)
         self.reward_weights = parse_reward(reward)
-        self.reward_scale_s = reward_scale_s
+        self.reward_scale_s = float(reward_scale_s)
         self.k, self.m, self.b = num_job_slots, num_server_slots, borrow_levels
         self.heuristic_name = heuristic
-        registry.make(heuristic)  # fail now on an unknown name
         self.max_steps = max_steps
         self.render_mode = render_mode
         self.builder = ObservationBuilder(self.k, self.m)
@@ -157,15 +215,12 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
 
     # ------------------------------------------------------------------ episode
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        split, window = self._parse_options(options)
         super().reset(seed=seed)
-        options = options or {}
-        split = options.get("split", "train")
         if split == "test":
-            self.window = self.windows.test(int(options.get("window", 0)))
-        elif split == "train":
-            self.window = self.windows.train(self.np_random)
+            self.window = self.windows.test(window)
         else:
-            raise ValueError(f"options['split']: must be 'train' or 'test', got {split!r}")
+            self.window = self.windows.train(self.np_random)
         jobs = self.window.jobs(self.trace)
         self.heuristic = registry.make(self.heuristic_name)
         self.engine = build_engine(jobs, self.heuristic, self.sim_config, self.window.seed, self.profiles)
@@ -176,11 +231,35 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         self._observe()
         return self.obs, self._info(0)
 
+    def _parse_options(self, options: Mapping[str, Any] | None) -> tuple[str, int]:
+        """(split, test window index) from reset's ``options``; ``ValueError`` naming the key."""
+        if options is None:
+            return "train", 0
+        if not isinstance(options, Mapping):
+            raise ValueError(f"options: must be a dict with keys among {RESET_OPTIONS}, got {type(options).__name__}")
+        unknown = [key for key in options if key not in RESET_OPTIONS]
+        if unknown:
+            raise ValueError(f"options[{unknown[0]!r}]: unknown reset option (known: {', '.join(RESET_OPTIONS)})")
+        split = options.get("split", "train")
+        if not isinstance(split, str) or split not in ("train", "test"):
+            raise ValueError(f"options['split']: must be 'train' or 'test', got {split!r}")
+        if "window" not in options:
+            return split, 0
+        if split != "test":
+            raise ValueError("options['window']: only with options['split'] = 'test' (train windows are drawn "
+                             "by the reset seed)")
+        window, count = options["window"], self.windows.num_test
+        if isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer)) \
+                or not 0 <= window < count:
+            raise ValueError(f"options['window']: must be an integer in [0, {count - 1}] (this env has {count} "
+                             f"test windows), got {window!r}")
+        return split, int(window)
+
     def step(self, action):
         if self.engine is None or self.done:
             raise RuntimeError("call reset() before step() (the episode is over)")
         engine = self.engine
-        guidance, invalid = self._decode(np.asarray(action))
+        guidance, invalid = self._decode(self.codec.check(action))
         self.invalid_actions_total += invalid
         plan = self.heuristic.decide_guided(engine.view, guidance)
         t0, preempt0 = engine.now, engine.counts["preemptions"]

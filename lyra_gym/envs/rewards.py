@@ -13,6 +13,7 @@ or the string ``"jct+0.5*preemption"``). ``scale`` defaults to 3600 s.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -30,15 +31,32 @@ class StepOutcome:
     preemptions: int
 
 
+def _weight(name: str, value: object) -> float:
+    """A term's weight: a finite number (not a bool), else ``ValueError`` naming the term."""
+    problem = f"reward: weight of {name!r} must be a finite number, got {value!r}"
+    if isinstance(value, bool):
+        raise ValueError(problem)
+    try:
+        weight = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(problem) from None
+    if not math.isfinite(weight):
+        raise ValueError(problem)
+    return weight
+
+
 def parse_reward(spec: str | Mapping[str, float]) -> dict[str, float]:
-    """``"jct"``, ``"jct+0.5*preemption"`` or a mapping -> {term: weight}."""
+    """``"jct"``, ``"jct+0.5*preemption"`` or a mapping -> {term: weight}; weights are finite
+    numbers. Anything else is a ``ValueError`` whose message starts with ``reward:``."""
     if isinstance(spec, Mapping):
-        weights = {str(k): float(v) for k, v in spec.items()}
-    else:
+        weights = {str(k): _weight(str(k), v) for k, v in spec.items()}
+    elif isinstance(spec, str):
         weights = {}
-        for part in str(spec).replace(" ", "").split("+"):
+        for part in spec.replace(" ", "").split("+"):
             weight, _, name = part.rpartition("*")
-            weights[name] = float(weight) if weight else 1.0
+            weights[name] = _weight(name, weight) if weight else 1.0
+    else:
+        raise ValueError(f"reward: must be a term name, a 'w*term+...' string or a mapping, got {spec!r}")
     unknown = sorted(set(weights) - set(REWARD_TERMS))
     if unknown or not weights:
         raise ValueError(f"reward: unknown term {unknown[0] if unknown else spec!r} (known: {', '.join(REWARD_TERMS)})")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from lyra_gym.trace import JobSpec
+
+#: Most train (or test) windows a sampler lays out; each start is a float64 in an array.
+MAX_WINDOWS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -33,17 +37,29 @@ class WindowSampler:
     :param length_s: window length, seconds.
     :param test_fraction: share of the trace's span reserved for test windows (0-1).
     :param stride_s: grid of train window starts, seconds.
+
+    More than :data:`MAX_WINDOWS` train or test windows (a very long trace, or tiny windows)
+    is a ``ValueError`` naming ``window_s`` and the trace's span, not a MemoryError.
     """
 
     def __init__(self, trace: Sequence[JobSpec], length_s: float, test_fraction: float = 0.2,
                  stride_s: float = 3600.0) -> None:
-        if length_s <= 0:
-            raise ValueError(f"window_s: must be > 0, got {length_s}")
+        if not math.isfinite(length_s) or length_s <= 0:
+            raise ValueError(f"window_s: must be a finite number > 0, got {length_s}")
         if not 0 < test_fraction < 1:
             raise ValueError(f"test_fraction: must be in (0, 1), got {test_fraction}")
+        if not math.isfinite(stride_s) or stride_s <= 0:
+            raise ValueError(f"stride_s: must be a finite number > 0, got {stride_s}")
         span = max((j.submit_time for j in trace), default=0.0)
         self.split_s = span * (1 - test_fraction)
         self.length_s = length_s
+        for what, extent, step in (("train", self.split_s - length_s, stride_s),
+                                   ("test", span - length_s - self.split_s, length_s)):
+            if extent / step + 1 > MAX_WINDOWS:
+                raise ValueError(
+                    f"window_s: the trace's {span:.0f} s span with {length_s:g} s windows (train starts every "
+                    f"{stride_s:g} s) makes about {extent / step + 1:.3g} {what} windows, more than "
+                    f"MAX_WINDOWS={MAX_WINDOWS:,}; use longer windows or a shorter trace")
         self.train_starts = np.arange(0.0, max(self.split_s - length_s, 0.0) + 1e-9, stride_s)
         self.test_starts = np.arange(self.split_s, max(span - length_s, self.split_s) + 1e-9, length_s)
         if len(self.test_starts) == 0 or self.split_s - length_s < 0:
@@ -57,9 +73,14 @@ class WindowSampler:
         return Window("train", i, float(self.train_starts[i]), self.length_s, int(rng.integers(2**31)))
 
     def test(self, index: int) -> Window:
-        """Test window ``index`` (wraps around); its seed is fixed so every policy sees the same run."""
-        i = index % len(self.test_starts)
-        return Window("test", i, float(self.test_starts[i]), self.length_s, 1_000_000 + index)
+        """Test window ``index``, ``0 <= index < num_test`` (else ``ValueError``); its seed is fixed
+        (``1_000_000 + index``) so every policy sees the same run."""
+        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)) \
+                or not 0 <= index < len(self.test_starts):
+            raise ValueError(f"window: must be an integer in [0, {len(self.test_starts) - 1}] "
+                             f"({len(self.test_starts)} test windows), got {index!r}")
+        i = int(index)
+        return Window("test", i, float(self.test_starts[i]), self.length_s, 1_000_000 + i)
 
     @property
     def num_test(self) -> int:
