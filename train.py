@@ -8,8 +8,10 @@
 A run writes ``runs/<env>__<config>__<seed>__<time>/``: ``config.yaml`` (resolved),
 TensorBoard events (SB3's scalars, ``custom/*`` cluster metrics, ``eval/*`` against
 Lyra, the config as text), ``progress.csv``, ``checkpoints/``, ``model.zip``,
-``vecnormalize.pkl`` and ``compare.json``. The saved model runs as a scheduler:
-``lyra-gym compare --policies lyra,model:runs/<run>/model.zip``.
+``vecnormalize.npz`` (observation statistics, plain arrays), SB3's ``vecnormalize.pkl`` and
+``compare.json``. ``--resume`` loads weights and statistics without unpickling anything
+(``--trust-model-files``: SB3's pickle path, for trusted old runs; see ``docs/trust.md``).
+The saved model runs as a scheduler: ``lyra-gym compare --policies lyra,model:runs/<run>/model.zip``.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from agents.callbacks import (
 from agents.config import TrainConfigError, load_train_config, resolve_config
 from agents.evaluate import compare_saved, comparison_table
 from agents.factory import (
-    CONFIG_FILE, MODEL_FILE, VECNORM_FILE, build_training_envs, configure_torch, find_artifacts, load_model,
-    make_eval_env, make_model, new_run_dir,
+    CONFIG_FILE, MODEL_FILE, VECNORM_FILE, VECNORM_STATS_FILE, build_training_envs, configure_torch, find_artifacts,
+    load_model, make_eval_env, make_model, new_run_dir, save_normalizer_stats, trust_requested, warn_trusted,
 )
 
 
@@ -43,6 +45,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="override config keys, e.g. --set n_envs=4 net_arch=[128,128]")
     parser.add_argument("--resume", metavar="PATH",
                         help="continue from a checkpoint zip or a run's model.zip (its config is the base)")
+    parser.add_argument("--trust-model-files", action="store_true",
+                        help="--resume through SB3's pickle loading (model.zip fields, vecnormalize.pkl): "
+                             "can run code from the files; only for files you trust")
     parser.add_argument("--no-compare", action="store_true", help="skip the comparison with lyra after training")
     parser.add_argument("--backend", choices=("sb3", "rllib"), default="sb3",
                         help="sb3 (default) or rllib (RLlib PPO, agents/rllib_backend.py; needs ray[rllib])")
@@ -57,22 +62,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
 
     # --- config: defaults < YAML < --quick < --env/--seed < --set (a resumed run's config is the base)
+    trust = trust_requested(True if args.trust_model_files else None)
     try:
         resume = find_artifacts(args.resume) if args.resume else None
         cfg = resolve_config(args.env, args.config, args.quick, args.overrides, args.seed,
                              base=load_train_config(resume.config) if resume else None)
+        resume_stats = resume.normalizer_file(trust) if resume else None
     except (TrainConfigError, FileNotFoundError) as err:
         print(f"train.py: error: {err}", file=sys.stderr)
         return 2
     if resume:
+        if trust:
+            warn_trusted(resume.model)
         cfg = cfg.replace(resume_from=str(resume.model))
     run_dir = new_run_dir(cfg)
     (run_dir / CONFIG_FILE).write_text(cfg.to_yaml())
     threads = configure_torch(cfg)
 
     # --- envs and model (seeded: SB3 seed= for the model, reset seeds seed+i for the envs)
-    venv = build_training_envs(cfg, resume.vecnormalize if resume else None)
-    model = load_model(cfg, resume.model, venv) if resume else make_model(cfg, venv)
+    venv = build_training_envs(cfg, resume_stats, trust=trust)
+    model = load_model(cfg, resume.model, venv, trust=trust) if resume else make_model(cfg, venv)
     model.set_logger(configure(str(run_dir), ["tensorboard", "csv"] + (["stdout"] if cfg.verbose else [])))
     eval_env = make_eval_env(cfg)
     remaining = cfg.total_timesteps - model.num_timesteps
@@ -89,7 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if remaining > 0:
         model.learn(remaining, callback=callbacks, log_interval=cfg.log_interval, reset_num_timesteps=resume is None)
     model.save(run_dir / MODEL_FILE)
-    venv.save(str(run_dir / VECNORM_FILE))
+    save_normalizer_stats(venv, run_dir / VECNORM_STATS_FILE)  # what loading reads (plain arrays)
+    venv.save(str(run_dir / VECNORM_FILE))  # SB3's pickle, for tools that use VecNormalize.load
     venv.close()
     train_s = time.perf_counter() - start
     if evaluator.history:
@@ -105,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"(policy = saved model through the engine as a scheduler):")
         print(comparison_table(results))
         (run_dir / "compare.json").write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nsaved {run_dir / MODEL_FILE} and {VECNORM_FILE}; total {time.perf_counter() - start:.0f} s")
+    print(f"\nsaved {run_dir / MODEL_FILE} and {VECNORM_STATS_FILE}; total {time.perf_counter() - start:.0f} s")
     print(f"tensorboard --logdir {cfg.runs_dir}")
     return 0
 

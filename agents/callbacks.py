@@ -11,8 +11,8 @@
   TensorBoard text (``config/yaml``, ``config/hyperparameters``).
 - :class:`ProgressBarCallback` (``_on_step``): a tqdm bar. SB3's own
   ``progress_bar=True`` needs ``rich``, which this project does not depend on.
-- Checkpoints: SB3's ``CheckpointCallback`` with ``save_vecnormalize=True``
-  (see :func:`checkpoint_callback`).
+- Checkpoints: SB3's ``CheckpointCallback`` with ``save_vecnormalize=True``, plus the
+  statistics as a plain ``.npz`` (:class:`StatsCheckpointCallback`, :func:`checkpoint_callback`).
 """
 
 from __future__ import annotations
@@ -145,10 +145,24 @@ class ProgressBarCallback(BaseCallback):
         self.bar.close()
 
 
+class StatsCheckpointCallback(CheckpointCallback):
+    """SB3's ``CheckpointCallback`` (model zip, statistics pickle) that also writes the statistics as
+    ``model_vecnormalize_<N>_steps.npz`` (plain arrays: what :func:`agents.factory.load_model` users read)."""
+
+    def _on_step(self) -> bool:
+        result = super()._on_step()
+        vecnorm = self.model.get_vec_normalize_env()
+        if self.n_calls % self.save_freq == 0 and self.save_vecnormalize and vecnorm is not None:
+            from agents.factory import save_normalizer_stats
+
+            save_normalizer_stats(vecnorm, self._checkpoint_path("vecnormalize_", extension="npz"))
+        return result
+
+
 def checkpoint_callback(run_dir: Path, every_steps: int, n_envs: int) -> CheckpointCallback:
-    """``run_dir/checkpoints/model_<N>_steps.zip`` + ``model_vecnormalize_<N>_steps.pkl`` every
-    ``every_steps`` env steps (SB3 counts calls, each ``n_envs`` steps)."""
+    """``run_dir/checkpoints/model_<N>_steps.zip`` + ``model_vecnormalize_<N>_steps.npz`` (and SB3's
+    ``.pkl``) every ``every_steps`` env steps (SB3 counts calls, each ``n_envs`` steps)."""
     from agents.factory import CHECKPOINT_DIR, CHECKPOINT_PREFIX
 
-    return CheckpointCallback(max(every_steps // n_envs, 1), str(run_dir / CHECKPOINT_DIR),
-                              name_prefix=CHECKPOINT_PREFIX, save_vecnormalize=True)
+    return StatsCheckpointCallback(max(every_steps // n_envs, 1), str(run_dir / CHECKPOINT_DIR),
+                                   name_prefix=CHECKPOINT_PREFIX, save_vecnormalize=True)

@@ -14,7 +14,9 @@ Two harnesses, one engine:
   :class:`~agents.policy_scheduler.PolicyScheduler`. This is what ``lyra-gym
   compare`` measures; the two agree exactly (``tests/test_agents.py``).
 
-Command line: ``python -m agents.evaluate RUN_DIR_OR_MODEL [--windows N] [--baselines lyra,sjf]``.
+Command line: ``python -m agents.evaluate RUN_DIR_OR_MODEL [--windows N] [--baselines lyra,sjf]
+[--trust-model-files]``. The model is loaded without unpickling anything unless
+``--trust-model-files`` (or ``LYRA_GYM_TRUST_MODEL_FILES=1``) is given; see ``docs/trust.md``.
 """
 
 from __future__ import annotations
@@ -96,13 +98,14 @@ def mean(rows: Sequence[Row], key: str) -> float:
 
 
 def compare_saved(path: str | os.PathLike, windows: int | None = None,
-                  baselines: Sequence[str] = ("lyra",)) -> dict[str, list[Row]]:
+                  baselines: Sequence[str] = ("lyra",), trust_model_files: bool | None = None) -> dict[str, list[Row]]:
     """A saved model (run directory, ``model.zip`` or checkpoint) and ``baselines`` on the first
-    ``windows`` test windows of its training env (default: the run's ``final_windows``)."""
+    ``windows`` test windows of its training env (default: the run's ``final_windows``).
+    ``trust_model_files``: see :func:`agents.policy_scheduler.load_policy_scheduler`."""
     from agents.factory import make_eval_env
     from agents.policy_scheduler import load_policy_scheduler
 
-    scheduler = load_policy_scheduler(path, name="policy")
+    scheduler = load_policy_scheduler(path, name="policy", trust_model_files=trust_model_files)
     env = make_eval_env(scheduler.config)
     chosen = held_out_windows(env, windows or scheduler.config.final_windows)
     results = {"policy": evaluate_scheduler(scheduler, env, chosen, label="policy")}
@@ -134,10 +137,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--windows", type=int, default=None, help="test windows (default: the run's final_windows)")
     parser.add_argument("--baselines", default="lyra", help="comma-separated scheduler names")
     parser.add_argument("--json", default=None, help="write the per-window rows here")
+    parser.add_argument("--trust-model-files", action="store_true",
+                        help="load through SB3's pickle path (model.zip fields, vecnormalize.pkl): "
+                             "can run code from the files; only for files you trust")
     args = parser.parse_args(argv)
     try:
-        results = compare_saved(args.path, args.windows, [b for b in args.baselines.split(",") if b])
-    except FileNotFoundError as err:
+        results = compare_saved(args.path, args.windows, [b for b in args.baselines.split(",") if b],
+                                trust_model_files=True if args.trust_model_files else None)
+    except (FileNotFoundError, ValueError) as err:
         print(f"agents.evaluate: error: {err}", file=sys.stderr)
         return 2
     print(comparison_table(results))

@@ -7,13 +7,27 @@
   ~450 steps/s against ~340 in one process, rollouts being dominated by the
   env and by the masked distributions).
 - ``VecNormalize`` around them: observation statistics (saved as
-  ``vecnormalize.pkl`` beside ``model.zip``, applied again by
+  ``vecnormalize.npz`` beside ``model.zip``, plain arrays, and as SB3's
+  ``vecnormalize.pkl``; applied again by
   :class:`agents.policy_scheduler.PolicyScheduler`), return scaling for
   training only. With ``tie_slot_stats`` the statistics of every job slot (and
   every loaned-server slot) are pooled per feature (:class:`TiedRunningMeanStd`).
 - The model: sb3-contrib ``MaskablePPO`` (default) or SB3 ``PPO``, with an MLP
   or the DeepSets extractor (:mod:`agents.extractors`).
 - Artefact paths of a run directory or a checkpoint (:func:`find_artifacts`).
+
+Loading saved files (see ``docs/trust.md``). By default nothing is unpickled:
+:func:`load_model` builds a fresh model from the run's ``config.yaml`` (YAML,
+``safe_load``) and reads only ``policy.pth`` (and ``policy.optimizer.pth`` when
+resuming) out of ``model.zip`` with ``torch.load(..., weights_only=True)``, plus
+the plain integer counters of its ``data`` JSON (``num_timesteps``, ...); the
+cloudpickled fields of ``data`` (spaces, policy class, schedules, ...) are never
+decoded. Observation statistics come from the ``.npz`` (``allow_pickle=False``).
+SB3's own pickle path (``VecNormalize.load``, ``pickle.load``, ``Algorithm.load``)
+runs only with ``trust=True``: ``--trust-model-files``, ``model:PATH?trust=1`` or
+``LYRA_GYM_TRUST_MODEL_FILES=1`` (:func:`trust_requested`), with a one-line warning.
+``python -m agents.factory convert PATH`` writes the ``.npz`` of an old run that
+only has the pickle (it unpickles it: run it only on files you trust).
 """
 
 from __future__ import annotations
@@ -21,9 +35,12 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import json
 import pickle
 import re
+import sys
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +61,9 @@ from agents.config import TrainConfig
 from agents.extractors import JobSetExtractor, observation_layout
 
 MODEL_FILE = "model.zip"
-VECNORM_FILE = "vecnormalize.pkl"
+VECNORM_FILE = "vecnormalize.pkl"          # SB3's pickle (written for compatibility; loaded only when trusted)
+VECNORM_STATS_FILE = "vecnormalize.npz"    # the same statistics as plain arrays (what is loaded by default)
+TRUST_ENV = "LYRA_GYM_TRUST_MODEL_FILES"   # =1: unpickle model files as before (only for files you trust)
 CONFIG_FILE = "config.yaml"
 CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_PREFIX = "model"
@@ -137,20 +156,132 @@ def normalize(venv: VecEnv, cfg: TrainConfig) -> VecNormalize:
     return vecnorm
 
 
-def load_normalizer(path: str | os.PathLike) -> VecNormalize:
-    """Saved ``VecNormalize`` statistics without an env: enough for ``normalize_obs``."""
+# ---------------------------------------------------------------------- trust
+class UntrustedModelFileError(FileNotFoundError):
+    """A saved file exists only in a format that can run code when loaded (a pickle), and loading
+    it was not explicitly trusted. (A ``FileNotFoundError``: the safe file is missing.)"""
+
+
+def trust_requested(trust: bool | None = None) -> bool:
+    """``trust`` when given, else the environment variable ``LYRA_GYM_TRUST_MODEL_FILES`` (1/true/yes)."""
+    if trust is not None:
+        return bool(trust)
+    return os.environ.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def warn_trusted(path: str | os.PathLike) -> None:
+    """The one-line warning printed whenever model files are unpickled."""
+    print(f"warning: trusting model files at {path}: unpickling them can run arbitrary code", file=sys.stderr)
+
+
+def _untrusted(path: Path, what: str) -> UntrustedModelFileError:
+    return UntrustedModelFileError(
+        f"{path}: {what} only as a pickle, which is not loaded by default (a crafted file can run code); "
+        f"if you trust it, convert it once with `python -m agents.factory convert {path}` "
+        f"or load it with --trust-model-files / model:PATH?trust=1 / {TRUST_ENV}=1")
+
+
+# ---------------------------------------------------------------------- observation statistics
+def save_normalizer_stats(vecnorm: VecNormalize, path: str | os.PathLike) -> Path:
+    """``vecnorm``'s statistics and settings as a plain ``.npz`` (no objects: loads with allow_pickle=False)."""
+    path = Path(path)
+    groups = np.asarray(getattr(vecnorm.obs_rms, "groups", []), dtype=np.int64).reshape(-1, 3)
+    with open(path, "wb") as fh:  # np.savez on a path would append .npz to other suffixes
+        np.savez(
+            fh, format_version=np.int64(1),
+            obs_mean=np.asarray(vecnorm.obs_rms.mean, dtype=np.float64),
+            obs_var=np.asarray(vecnorm.obs_rms.var, dtype=np.float64),
+            obs_count=np.float64(vecnorm.obs_rms.count), obs_groups=groups,
+            ret_mean=np.asarray(vecnorm.ret_rms.mean, dtype=np.float64),
+            ret_var=np.asarray(vecnorm.ret_rms.var, dtype=np.float64),
+            ret_count=np.float64(vecnorm.ret_rms.count),
+            norm_obs=np.bool_(vecnorm.norm_obs), norm_reward=np.bool_(vecnorm.norm_reward),
+            clip_obs=np.float64(vecnorm.clip_obs), clip_reward=np.float64(vecnorm.clip_reward),
+            gamma=np.float64(vecnorm.gamma), epsilon=np.float64(vecnorm.epsilon),
+        )
+    return path
+
+
+def read_normalizer_stats(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """The arrays of a statistics ``.npz`` (``allow_pickle=False``: an object array is an error)."""
+    with np.load(path, allow_pickle=False) as data:
+        stats = {key: data[key] for key in data.files}
+    missing = {"obs_mean", "obs_var", "obs_count", "norm_obs", "clip_obs", "epsilon"} - set(stats)
+    if missing:
+        raise ValueError(f"{path}: not an observation statistics file (missing {', '.join(sorted(missing))})")
+    return stats
+
+
+class ObsNormalizer:
+    """Saved observation statistics applied as ``VecNormalize.normalize_obs`` applies them
+    (``clip((obs - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)`` in float64, returned as
+    float32), without an env."""
+
+    def __init__(self, mean: np.ndarray, var: np.ndarray, count: float, clip_obs: float, epsilon: float,
+                 norm_obs: bool = True) -> None:
+        self.obs_rms = RunningMeanStd(shape=np.shape(mean))
+        self.obs_rms.mean, self.obs_rms.var, self.obs_rms.count = np.asarray(mean), np.asarray(var), float(count)
+        self.clip_obs, self.epsilon, self.norm_obs = float(clip_obs), float(epsilon), bool(norm_obs)
+        self.training = False
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "ObsNormalizer":
+        s = read_normalizer_stats(path)
+        return cls(s["obs_mean"], s["obs_var"], float(s["obs_count"]), float(s["clip_obs"]), float(s["epsilon"]),
+                   bool(s["norm_obs"]))
+
+    def normalize_obs(self, obs: np.ndarray) -> np.ndarray:
+        if not self.norm_obs:
+            return np.array(obs, copy=True)
+        return np.clip((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + self.epsilon),
+                       -self.clip_obs, self.clip_obs).astype(np.float32)
+
+
+def restore_normalizer_stats(vecnorm: VecNormalize, path: str | os.PathLike) -> VecNormalize:
+    """Put the statistics of a ``.npz`` into ``vecnorm`` (shapes checked)."""
+    s = read_normalizer_stats(path)
+    if s["obs_mean"].shape != np.shape(vecnorm.obs_rms.mean):
+        raise ValueError(f"{path}: observation statistics of shape {s['obs_mean'].shape}, "
+                         f"the env's observations are {np.shape(vecnorm.obs_rms.mean)}")
+    vecnorm.obs_rms.mean, vecnorm.obs_rms.var = s["obs_mean"].copy(), s["obs_var"].copy()
+    vecnorm.obs_rms.count = float(s["obs_count"])
+    if "ret_mean" in s:
+        vecnorm.ret_rms.mean, vecnorm.ret_rms.var = s["ret_mean"].copy(), s["ret_var"].copy()
+        vecnorm.ret_rms.count = float(s["ret_count"])
+    return vecnorm
+
+
+def load_normalizer(path: str | os.PathLike, trust: bool = False) -> Any:
+    """Saved observation statistics without an env: enough for ``normalize_obs``.
+
+    A ``.npz`` -> :class:`ObsNormalizer`. A ``.pkl`` (SB3's ``VecNormalize``) is unpickled only
+    with ``trust=True``; otherwise :class:`UntrustedModelFileError`.
+    """
+    path = Path(path)
+    if path.suffix == ".npz":
+        return ObsNormalizer.load(path)
+    if not trust:
+        raise _untrusted(path, "observation statistics")
     with open(path, "rb") as fh:
         vecnorm = pickle.load(fh)
     vecnorm.training = False
     return vecnorm
 
 
-def build_training_envs(cfg: TrainConfig, vecnormalize_path: str | os.PathLike | None = None) -> VecNormalize:
-    """Seeded, normalised training envs; statistics restored from ``vecnormalize_path`` if given."""
+def build_training_envs(cfg: TrainConfig, vecnormalize_path: str | os.PathLike | None = None,
+                        trust: bool = False) -> VecNormalize:
+    """Seeded, normalised training envs; statistics restored from ``vecnormalize_path`` if given
+    (a ``.npz``; a ``.pkl`` only with ``trust=True``, through ``VecNormalize.load``)."""
     venv = make_vec_env(cfg)
     if vecnormalize_path is None:
         return normalize(venv, cfg)
-    vecnorm = VecNormalize.load(str(vecnormalize_path), venv)
+    if Path(vecnormalize_path).suffix == ".npz":
+        vecnorm = restore_normalizer_stats(normalize(venv, cfg), vecnormalize_path)
+    elif trust:
+        vecnorm = VecNormalize.load(str(vecnormalize_path), venv)
+    else:
+        venv.close()
+        raise _untrusted(Path(vecnormalize_path), "observation statistics")
     vecnorm.training = True
     return vecnorm
 
@@ -181,26 +312,114 @@ def make_model(cfg: TrainConfig, venv: VecEnv) -> BaseAlgorithm:
     )
 
 
+def model_spaces(cfg: TrainConfig) -> tuple[gym.spaces.Box, gym.spaces.MultiDiscrete]:
+    """The (observation, action) spaces of ``cfg``'s env, built as the env builds them (no env, no trace)."""
+    from lyra_gym.envs.actions import ActionCodec
+    from lyra_gym.envs.observation import ObservationBuilder
+
+    from agents.policy_scheduler import env_controls
+
+    size = ObservationBuilder(cfg.num_job_slots, cfg.num_server_slots).size
+    codec = ActionCodec(cfg.num_job_slots, cfg.num_server_slots, cfg.borrow_levels, *env_controls(cfg.env_id))
+    return gym.spaces.Box(-1.0, 1.0, (size,), dtype=np.float32), gym.spaces.MultiDiscrete(codec.nvec)
+
+
+# plain counters of model.zip's ``data`` JSON that a safe load restores (everything else comes from the config)
+_DATA_COUNTERS = {"num_timesteps": int, "_total_timesteps": int, "_num_timesteps_at_start": int,
+                  "_n_updates": int, "_episode_num": int, "_current_progress_remaining": float}
+POLICY_MEMBER, OPTIMIZER_MEMBER = "policy.pth", "policy.optimizer.pth"
+
+
+def read_model_zip(path: str | os.PathLike, members: tuple[str, ...] = (POLICY_MEMBER,),
+                   device: str = "cpu") -> tuple[dict[str, Any], dict[str, Any]]:
+    """(plain counters of ``data``, ``{member stem: state dict}``) of an SB3 ``model.zip``, unpickling nothing:
+    ``data`` is read as JSON and only :data:`_DATA_COUNTERS` of plain type kept (its ``:serialized:``
+    cloudpickle fields are never decoded); each ``.pth`` member goes through ``torch.load(weights_only=True)``."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+            missing = [m for m in members if m not in names]
+            if missing:
+                raise ValueError(f"{path}: not an SB3 model file (no {', '.join(missing)} inside)")
+            counters: dict[str, Any] = {}
+            if "data" in names:
+                data = json.loads(archive.read("data").decode())
+                for key, kind in _DATA_COUNTERS.items():
+                    value = data.get(key) if isinstance(data, dict) else None
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        counters[key] = kind(value)
+            states = {}
+            for member in members:
+                with archive.open(member) as fh:
+                    states[member[:-len(".pth")]] = torch.load(fh, map_location=device, weights_only=True)
+    except zipfile.BadZipFile:
+        raise ValueError(f"{path}: not a zip file (an SB3 model.zip was expected)") from None
+    return counters, states
+
+
+def _inference_model(cfg: TrainConfig, device: str) -> BaseAlgorithm:
+    """A fresh, untrained model of ``cfg``'s algorithm and policy on ``cfg``'s spaces, without an env."""
+    obs_space, act_space = model_spaces(cfg)
+    model = algo_class(cfg)(
+        "MlpPolicy", None, learning_rate=0.0, n_steps=cfg.n_steps, batch_size=cfg.batch_size,
+        n_epochs=cfg.n_epochs, gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, clip_range=0.0,
+        ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef, max_grad_norm=cfg.max_grad_norm, target_kl=cfg.target_kl,
+        policy_kwargs=policy_kwargs(cfg), seed=cfg.seed, device=device, _init_setup_model=False,
+    )
+    model.observation_space, model.action_space, model.n_envs = obs_space, act_space, 1
+    model._setup_model()
+    return model
+
+
 def load_model(cfg: TrainConfig, path: str | os.PathLike, venv: VecEnv | None = None,
-               device: str | None = None) -> BaseAlgorithm:
+               device: str | None = None, trust: bool = False) -> BaseAlgorithm:
     """Load ``path`` with the run's algorithm. With ``venv`` (resuming) training continues on it;
-    without, the model is for inference only (schedules are replaced by constants)."""
+    without, the model is for inference only (schedules are replaced by constants).
+
+    Default (safe): a fresh model built from ``cfg`` (policy class, network, spaces), then the weights
+    of ``policy.pth`` (and, resuming, the optimizer state of ``policy.optimizer.pth``) loaded with
+    ``torch.load(weights_only=True)`` and strict key/shape checks, and the step counters of ``data``
+    (:func:`read_model_zip`). ``trust=True``: SB3's ``Algorithm.load``, which unpickles ``data``'s fields.
+    """
     cls = algo_class(cfg)
     device = resolve_device(device or cfg.device)
-    if venv is not None:
-        return cls.load(str(path), env=venv, device=device)
-    inference_only = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
-    return cls.load(str(path), device=device, custom_objects=inference_only)
+    if trust:
+        if venv is not None:
+            return cls.load(str(path), env=venv, device=device)
+        inference_only = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
+        return cls.load(str(path), device=device, custom_objects=inference_only)
+    if venv is None:
+        counters, states = read_model_zip(path, (POLICY_MEMBER,), device)
+        model = _inference_model(cfg, device)
+        model.policy.load_state_dict(states["policy"], strict=True)
+    else:
+        counters, states = read_model_zip(path, (POLICY_MEMBER, OPTIMIZER_MEMBER), device)
+        model = make_model(cfg, venv)
+        model.set_parameters(states, exact_match=True, device=device)
+    model.policy.set_training_mode(False)
+    for key, value in counters.items():
+        setattr(model, key, value)
+    return model
 
 
 # ---------------------------------------------------------------------- artefacts
 @dataclass(frozen=True)
 class Artifacts:
-    """Files of a saved model: the model, its observation statistics, the run config."""
+    """Files of a saved model: the model, its observation statistics (``.npz``; SB3's ``.pkl``), the run config."""
 
     model: Path
     vecnormalize: Path | None
     config: Path
+    vecnormalize_pickle: Path | None = None
+
+    def normalizer_file(self, trust: bool = False) -> Path | None:
+        """The statistics file to load: the ``.npz``; with ``trust``, SB3's pickle when there is one
+        (the old behaviour). Only a pickle and no ``trust``: :class:`UntrustedModelFileError`."""
+        if trust and self.vecnormalize_pickle is not None:
+            return self.vecnormalize_pickle
+        if self.vecnormalize is None and self.vecnormalize_pickle is not None:
+            raise _untrusted(self.vecnormalize_pickle, "observation statistics")
+        return self.vecnormalize
 
 
 def new_run_dir(cfg: TrainConfig) -> Path:
@@ -221,7 +440,7 @@ _CHECKPOINT = re.compile(r"^(?P<prefix>.+)_(?P<steps>\d+)_steps\.zip$")
 def find_artifacts(path: str | os.PathLike) -> Artifacts:
     """Resolve a run directory, its ``model.zip``, or a checkpoint ``.../checkpoints/model_N_steps.zip``.
 
-    A checkpoint's statistics are ``model_vecnormalize_N_steps.pkl`` beside it and its
+    A checkpoint's statistics are ``model_vecnormalize_N_steps.npz`` (and ``.pkl``) beside it and its
     config the run directory's ``config.yaml``. Raises ``FileNotFoundError`` naming what is missing.
     """
     path = Path(path)
@@ -229,15 +448,55 @@ def find_artifacts(path: str | os.PathLike) -> Artifacts:
         path = path / MODEL_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such model file (give a run directory, its model.zip, or a checkpoint)")
-    match = _CHECKPOINT.match(path.name)
-    if match:
-        vecnorm = path.with_name(f"{match['prefix']}_vecnormalize_{match['steps']}_steps.pkl")
-    else:
-        vecnorm = path.with_name(VECNORM_FILE)
+    stats = stats_path(path)
+    pickled = stats.with_suffix(".pkl")
     for folder in (path.parent, path.parent.parent):
         if (folder / CONFIG_FILE).is_file():
             config = folder / CONFIG_FILE
             break
     else:
         raise FileNotFoundError(f"{path}: no {CONFIG_FILE} beside it or in its parent (the run's resolved config)")
-    return Artifacts(path, vecnorm if vecnorm.is_file() else None, config)
+    return Artifacts(path, stats if stats.is_file() else None, config, pickled if pickled.is_file() else None)
+
+
+def stats_path(model_path: str | os.PathLike) -> Path:
+    """The ``.npz`` statistics of a model file: ``vecnormalize.npz`` beside ``model.zip``,
+    ``model_vecnormalize_N_steps.npz`` beside checkpoint ``model_N_steps.zip``."""
+    model_path = Path(model_path)
+    match = _CHECKPOINT.match(model_path.name)
+    if match:
+        return model_path.with_name(f"{match['prefix']}_vecnormalize_{match['steps']}_steps.npz")
+    return model_path.with_name(VECNORM_STATS_FILE)
+
+
+def convert_pickled_statistics(path: str | os.PathLike) -> Path:
+    """Write the ``.npz`` of a run (or checkpoint) that has only SB3's ``vecnormalize`` pickle.
+    This unpickles it: only for files you trust. Returns the ``.npz`` path."""
+    files = find_artifacts(path)
+    if files.vecnormalize_pickle is None:
+        raise FileNotFoundError(f"{files.model}: no vecnormalize .pkl beside it to convert")
+    warn_trusted(files.vecnormalize_pickle)
+    return save_normalizer_stats(load_normalizer(files.vecnormalize_pickle, trust=True), stats_path(files.model))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m agents.factory convert PATH``: see :func:`convert_pickled_statistics`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m agents.factory")
+    sub = parser.add_subparsers(dest="command", required=True)
+    convert = sub.add_parser("convert", help="write vecnormalize .npz from a trusted vecnormalize .pkl "
+                                             "(unpickles it: only for files you trust)")
+    convert.add_argument("path", help="run directory, its model.zip, or a checkpoint zip")
+    args = parser.parse_args(argv)
+    try:
+        out = convert_pickled_statistics(args.path)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"agents.factory: error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,7 +6,7 @@ around an agent, in the same order, with the same public pieces:
 1. job slots and loaned-server slots (``job_slots``, ``server_slots``), and the
    observation (``ObservationBuilder``);
 2. the action masks of the env the model was trained on;
-3. the saved ``VecNormalize`` observation statistics;
+3. the saved ``VecNormalize`` observation statistics (``vecnormalize.npz``);
 4. ``model.predict`` (with the masks when the model takes them, deterministic by default);
 5. decoding into a :class:`~lyra_gym.scheduler.Guidance` (a masked value becomes the
    neutral one), and the guided heuristic's plan ``decide_guided(view, guidance)``.
@@ -17,6 +17,9 @@ reproduces the env's episode on that window step for step (tested in
 heuristics, measured by the same engine.
 
 Steps 2 and 5 use the env's own :class:`~lyra_gym.envs.actions.ActionCodec`.
+
+Loading (:func:`load_policy_scheduler`) unpickles nothing unless trusted
+(``model:PATH?trust=1`` or ``LYRA_GYM_TRUST_MODEL_FILES=1``); see ``docs/trust.md``.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ from lyra_gym.scheduler import Guidance, Scheduler
 from lyra_gym.view import ClusterView, JobView
 
 from agents.config import TrainConfig, load_train_config
-from agents.factory import find_artifacts, load_model, load_normalizer, supports_action_masks
+from agents.factory import (
+    find_artifacts, load_model, load_normalizer, supports_action_masks, trust_requested, warn_trusted,
+)
 
 
 def env_controls(env_id: str) -> tuple[bool, bool]:
@@ -136,24 +141,51 @@ class PolicyScheduler(GuidedAgentScheduler):
         return np.asarray(action)
 
 
+def split_trust_option(path: str | os.PathLike) -> tuple[str, bool | None]:
+    """``"PATH?trust=1"`` -> ``("PATH", True)``; a path without the option -> ``(PATH, None)``.
+    A path that exists as written is never split (a ``?`` in a real file name)."""
+    text = os.fspath(path)
+    base, sep, query = text.rpartition("?")
+    if not sep or os.path.exists(text):
+        return text, None
+    key, eq, value = query.partition("=")
+    if key.strip() != "trust":
+        raise ValueError(f"{text}: unknown option {query!r} after '?' (the only one is trust=1)")
+    value = value.strip().lower() if eq else "1"
+    if value not in ("1", "0", "true", "false", "yes", "no"):
+        raise ValueError(f"{text}: trust= takes 1 or 0, got {value!r}")
+    return base, value in ("1", "true", "yes")
+
+
 def load_policy_scheduler(path: str | os.PathLike, deterministic: bool = True, device: str = "cpu",
-                          **params: Any) -> PolicyScheduler:
+                          trust_model_files: bool | None = None, **params: Any) -> PolicyScheduler:
     """The ``model:PATH`` loader (entry-point group ``lyra_gym.scheduler_loaders``).
 
-    :param path: a run directory, its ``model.zip``, or a checkpoint zip; the ``vecnormalize``
-        file and ``config.yaml`` are found beside it (:func:`agents.factory.find_artifacts`).
+    :param path: a run directory, its ``model.zip``, or a checkpoint zip; the statistics
+        (``vecnormalize .npz``) and ``config.yaml`` are found beside it
+        (:func:`agents.factory.find_artifacts`). ``PATH?trust=1`` trusts the files (below).
     :param deterministic: most likely action per dimension (default True).
     :param device: torch device for inference (default ``cpu``).
+    :param trust_model_files: load through SB3's pickle path (``Algorithm.load``, the ``.pkl``
+        statistics): only for files you trust. Default: ``?trust=`` in the path, else the
+        environment variable ``LYRA_GYM_TRUST_MODEL_FILES``, else False (nothing unpickled,
+        see :func:`agents.factory.load_model`).
     :param params: ``name=`` for the results (default ``model:PATH``).
     """
     unknown = set(params) - {"name"}
     if unknown:
         raise TypeError(f"load_policy_scheduler: unknown parameter(s) {', '.join(sorted(unknown))}")
+    name = params.get("name", f"model:{path}")
+    path, in_path = split_trust_option(path)
+    trust = trust_requested(trust_model_files if trust_model_files is not None else in_path)
     files = find_artifacts(path)
     config = load_train_config(files.config)
-    if files.vecnormalize is None and config.normalize_obs:
+    if trust:
+        warn_trusted(files.model)
+    stats = files.normalizer_file(trust)
+    if stats is None and config.normalize_obs:
         raise FileNotFoundError(f"{files.model}: the run normalised observations but its statistics "
-                                f"(vecnormalize .pkl) are missing beside the model")
-    normalizer = load_normalizer(files.vecnormalize) if files.vecnormalize else None
-    model = load_model(config, files.model, device=device)
-    return PolicyScheduler(model, config, normalizer, deterministic, name=params.get("name", f"model:{path}"))
+                                f"(vecnormalize .npz) are missing beside the model")
+    normalizer = load_normalizer(stats, trust=trust) if stats else None
+    model = load_model(config, files.model, device=device, trust=trust)
+    return PolicyScheduler(model, config, normalizer, deterministic, name=name)

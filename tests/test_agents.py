@@ -12,7 +12,7 @@ from agents.config import CONFIG_DIR, TrainConfig, TrainConfigError, load_train_
 from agents.evaluate import evaluate_model, evaluate_scheduler
 from agents.extractors import JobSetExtractor
 from agents.factory import (
-    TiedRunningMeanStd, build_training_envs, find_artifacts, make_eval_env, make_model,
+    TiedRunningMeanStd, UntrustedModelFileError, build_training_envs, find_artifacts, make_eval_env, make_model,
 )
 from agents.policy_scheduler import PolicyScheduler
 from lyra_gym.envs.observation import CLUSTER_FEATURES, JOB_FEATURES, SERVER_FEATURES
@@ -159,7 +159,14 @@ def test_find_artifacts_locates_a_checkpoints_statistics_and_run_config(tmp_path
     (ckpt / "model_2048_steps.zip").write_bytes(b"")
     (ckpt / "model_vecnormalize_2048_steps.pkl").write_bytes(b"")
     files = find_artifacts(ckpt / "model_2048_steps.zip")
-    assert files.vecnormalize == ckpt / "model_vecnormalize_2048_steps.pkl"
+    assert files.vecnormalize is None  # only SB3's pickle: not loaded unless trusted
+    assert files.vecnormalize_pickle == ckpt / "model_vecnormalize_2048_steps.pkl"
+    with pytest.raises(UntrustedModelFileError, match="convert"):
+        files.normalizer_file()
+    assert files.normalizer_file(trust=True) == files.vecnormalize_pickle
+    (ckpt / "model_vecnormalize_2048_steps.npz").write_bytes(b"")
+    files = find_artifacts(ckpt / "model_2048_steps.zip")
+    assert files.vecnormalize == files.normalizer_file() == ckpt / "model_vecnormalize_2048_steps.npz"
     assert files.config == tmp_path / "config.yaml"
     with pytest.raises(FileNotFoundError, match="no such model file"):
         find_artifacts(tmp_path / "missing.zip")

@@ -1,5 +1,6 @@
 """train.py end to end: a tiny --quick run, its run directory, TensorBoard scalars, resuming,
-and the saved model run as a scheduler through ``lyra-gym compare``."""
+and the saved model run as a scheduler through ``lyra-gym compare`` (all loaded the safe way:
+``tests/test_safe_loading.py``)."""
 
 from __future__ import annotations
 
@@ -35,9 +36,10 @@ def quick_run(tmp_path_factory):
 def test_quick_run_writes_a_complete_run_directory(quick_run):
     _, run_dir, stdout = quick_run
     assert run_dir.name.startswith("LyraGym-Cluster-v0__quick__1__")
-    for name in ("config.yaml", "model.zip", "vecnormalize.pkl", "compare.json", "progress.csv"):
+    for name in ("config.yaml", "model.zip", "vecnormalize.npz", "vecnormalize.pkl", "compare.json", "progress.csv"):
         assert (run_dir / name).is_file(), name
     assert (run_dir / "checkpoints" / "model_512_steps.zip").is_file()
+    assert (run_dir / "checkpoints" / "model_vecnormalize_512_steps.npz").is_file()
     assert (run_dir / "checkpoints" / "model_vecnormalize_512_steps.pkl").is_file()
     assert list(run_dir.glob("events.out.tfevents.*"))
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
@@ -103,6 +105,22 @@ def test_resume_continues_from_a_checkpoint_to_the_total(quick_run):
     from agents.policy_scheduler import load_policy_scheduler
 
     assert load_policy_scheduler(resumed[0]).model.num_timesteps == 1536
+
+
+def test_checkpoint_statistics_npz_equal_the_pickled_ones(quick_run):
+    """The .npz the callback writes beside each checkpoint holds SB3's pickled statistics."""
+    import numpy as np
+
+    from agents.factory import ObsNormalizer, load_normalizer
+
+    _, run_dir, _ = quick_run
+    for stem in ("checkpoints/model_vecnormalize_512_steps", "vecnormalize"):
+        pickled = load_normalizer(run_dir / f"{stem}.pkl", trust=True)  # our own files
+        plain = ObsNormalizer.load(run_dir / f"{stem}.npz")
+        np.testing.assert_array_equal(plain.obs_rms.mean, pickled.obs_rms.mean)
+        np.testing.assert_array_equal(plain.obs_rms.var, pickled.obs_rms.var)
+        obs = np.linspace(-1, 1, plain.obs_rms.mean.shape[0], dtype=np.float32)
+        np.testing.assert_array_equal(plain.normalize_obs(obs), pickled.normalize_obs(obs))
 
 
 def test_unknown_set_key_exits_with_a_clear_error(tmp_path, capsys, monkeypatch):
