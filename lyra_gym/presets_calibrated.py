@@ -15,7 +15,9 @@ average (under one GPU-hour), and a multi-server job of 32-64 GPUs would take a 
 half of the whole cluster; no mix from 1 GPU to multi-server fits sensibly.
 So the preset is sized for 128 x 8 V100 = 1,024 training GPUs (the same as
 ``benchmarks/bench_engine.py``'s ``BENCH_CLUSTER``) with 32 x 8 T4 inference
-servers, shipped as ``traces/lyra-15d.yaml`` and as :data:`LYRA_15D_CLUSTER`.
+servers, shipped as ``traces/lyra-15d.yaml`` and as :data:`LYRA_15D_CLUSTER` (the "loan-scarce"
+scenario); ``traces/lyra-15d-paper.yaml`` (:data:`LYRA_15D_PAPER_CLUSTER`, the "paper" scenario)
+has the same training pool and a larger inference pool, and the same calibration (see below).
 
 Shape (facts vs assumptions)
 ----------------------------
@@ -64,11 +66,38 @@ Seed-to-seed spread is about +-300 s on the mean and +-1,500 s on the p95
 (the tail of a heavy-tailed 15-day run); seed 3's p95 falls just under the
 band. Compare policies on several seeds.
 
-Inference side: the cluster file keeps the default diurnal demand
+Two scenarios (cluster files) share the training pool and therefore the calibration
+-------------------------------------------------------------------------------------
+``baseline`` never borrows, so its queuing depends on the training pool alone: on both
+clusters below it gives the same figures, bit for bit (measured, seeds 0-3, above).
+
+* **paper** -- ``traces/lyra-15d-paper.yaml``, :data:`LYRA_15D_PAPER_CLUSTER`: 128 x 8 V100
+  training (1,024 GPUs) and 160 x 8 T4 inference (1,280 GPUs, 1.25x the training GPUs). The
+  paper's production setting has more GPUs for inference than for training (O(10k) training
+  GPUs); the 1.25x is an assumption, a modest "more" that keeps the loanable pool at the trough
+  (~124 servers, 992 GPUs) about the training pool's size. Inference demand: the default curve;
+  its minimum over 15 days is 20-21 % busy (32-33 of 160 servers), 10th percentile 24 %, 36-37 %
+  of the horizon under 40 % busy (seeds 0-3; 5-minute grid).
+* **loan-scarce** -- ``traces/lyra-15d.yaml``, :data:`LYRA_15D_CLUSTER`: the same training pool
+  and 32 x 8 T4 inference servers (256 GPUs, a quarter of the training GPUs).
+
+Measured with the command line (seed = trace seed = simulation seed, N = 0..3)::
+
+    lyra-gym trace generate --preset lyra-15d --seed N --out /tmp/l15d_N.csv
+    lyra-gym simulate --policy baseline --trace /tmp/l15d_N.csv --config traces/lyra-15d-paper.yaml --seed N --out /tmp/x
+    lyra-gym simulate --policy baseline --trace /tmp/l15d_N.csv --config traces/lyra-15d.yaml --seed N --out /tmp/y
+
+gives on both cluster files the table above (queue mean 3,549 / 3,635 / 3,108 / 3,488 s, p95
+10,741 / 9,646 / 8,683 / 7,793 s; 10-11 s per run); only the usage keys that count inference
+GPUs differ (``gpu_usage_overall`` 0.69 on the paper cluster, 0.82 on loan-scarce, seed 0).
+``benchmarks/headline.py`` runs ``lyra`` against ``baseline`` and ``baseline-min`` on both.
+
+Inference side: the loan-scarce cluster file keeps the default diurnal demand
 (``DiurnalDemandConfig``: peak 90 % of the inference servers, peak/trough 4),
 so the trough needs about 23 % of the inference servers (measured: minimum
 7 of 32 servers busy; a third of the 15 days under 40 % busy; weekends stay
 near the trough all day): under the 40 % the paper reports for long stretches.
+The paper cluster, five times as many inference servers, has the same shape (see above).
 """
 
 from __future__ import annotations
@@ -82,11 +111,16 @@ import numpy as np
 from lyra_gym.config import ClusterConfig, ServerGroup, SimConfig
 from lyra_gym.tracegen import TracePreset
 
-__all__ = ["LYRA_15D", "LYRA_15D_CLUSTER", "LYRA_15D_TARGETS", "lyra_15d_config", "measure"]
+__all__ = ["LYRA_15D", "LYRA_15D_CLUSTER", "LYRA_15D_PAPER_CLUSTER", "LYRA_15D_TARGETS", "lyra_15d_config",
+           "measure"]
 
 #: 128 x 8 V100 training servers (1,024 GPUs), 32 x 8 T4 inference servers (assumption; the paper
 #: publishes no sizes). Same as traces/lyra-15d.yaml and benchmarks/bench_engine.py's BENCH_CLUSTER.
 LYRA_15D_CLUSTER = ClusterConfig(training=(ServerGroup(128, "v100", 8),), inference=ServerGroup(32, "t4", 8))
+
+#: The "paper" scenario: the same 128 x 8 V100 training servers and 160 x 8 T4 inference servers
+#: (1,280 GPUs >= the 1,024 training GPUs; assumption). Same as traces/lyra-15d-paper.yaml.
+LYRA_15D_PAPER_CLUSTER = ClusterConfig(training=(ServerGroup(128, "v100", 8),), inference=ServerGroup(160, "t4", 8))
 
 #: (low, high) bands for ``baseline`` on this preset: mean and p95 queuing, seconds (Lyra paper).
 LYRA_15D_TARGETS = {"queue_mean_s": (3_000.0, 4_000.0), "queue_p95_s": (8_000.0, 12_000.0)}
@@ -113,9 +147,10 @@ LYRA_15D = TracePreset(
 )
 
 
-def lyra_15d_config(**overrides) -> SimConfig:
-    """The simulation config the preset is calibrated on (:data:`LYRA_15D_CLUSTER`, default demand)."""
-    return SimConfig(cluster=LYRA_15D_CLUSTER, **overrides)
+def lyra_15d_config(paper: bool = False, **overrides) -> SimConfig:
+    """The simulation config the preset is calibrated on (:data:`LYRA_15D_CLUSTER`, default demand);
+    ``paper=True``: the paper scenario (:data:`LYRA_15D_PAPER_CLUSTER`), same training pool."""
+    return SimConfig(cluster=LYRA_15D_PAPER_CLUSTER if paper else LYRA_15D_CLUSTER, **overrides)
 
 
 def measure(seed: int, policy: str = "baseline", preset: TracePreset = LYRA_15D,
@@ -150,11 +185,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
     parser.add_argument("--policy", default="baseline")
     parser.add_argument("--target-load", type=float, default=None, help="override the preset's target_load")
+    parser.add_argument("--paper", action="store_true", help="the paper scenario's cluster (LYRA_15D_PAPER_CLUSTER)")
     args = parser.parse_args(argv)
     preset = LYRA_15D if args.target_load is None else replace(LYRA_15D, target_load=args.target_load)
     rows = []
     for seed in (int(s) for s in args.seeds.split(",") if s.strip()):
-        row = measure(seed, args.policy, preset)
+        row = measure(seed, args.policy, preset, lyra_15d_config(paper=args.paper))
         rows.append(row)
         print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
     if len(rows) > 1:

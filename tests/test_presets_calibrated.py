@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from lyra_gym.config import load_config
-from lyra_gym.presets_calibrated import LYRA_15D, LYRA_15D_TARGETS, lyra_15d_config, measure
+from lyra_gym.presets_calibrated import (
+    LYRA_15D, LYRA_15D_PAPER_CLUSTER, LYRA_15D_TARGETS, lyra_15d_config, measure,
+)
 from lyra_gym.profiles import builtin_profiles
 from lyra_gym.tracegen import MODEL_KEYS, generate_trace, offered_load
 
@@ -61,6 +63,25 @@ def test_inference_trough_is_under_40_percent_busy():
     demand = config.demand.__class__(**{**config.demand.__dict__, "num_servers": servers})
     curve = diurnal_demand(demand, LYRA_15D.horizon_s, np.random.default_rng(0))
     busy = np.array([curve.at(t) for t in np.arange(0, LYRA_15D.horizon_s, 900.0)]) / servers
+    assert busy.min() < 0.4
+    for day in range(5):  # every weekday has a stretch under 40 %
+        assert (busy[day * 96:(day + 1) * 96] < 0.4).sum() >= 12  # >= 3 hours
+
+
+def test_paper_cluster_file_has_a_larger_inference_pool_under_40_percent_busy_at_the_trough(trace):
+    from lyra_gym.simulate import build_demand
+
+    config = load_config(ROOT / "traces" / "lyra-15d-paper.yaml")
+    assert config == lyra_15d_config(paper=True) and config.cluster == LYRA_15D_PAPER_CLUSTER
+    inference = config.cluster.inference
+    assert inference.gpu_type == "t4" and {g.gpu_type for g in config.cluster.training} == {"v100"}
+    assert inference.count * inference.gpus_per_server >= config.cluster.training_gpus
+    # the same training pool as the calibrated cluster, so baseline's calibration carries over
+    assert config.cluster.training == lyra_15d_config().cluster.training
+    # trough busy fraction of the demand the simulator builds for this cluster and trace (seed 0)
+    demand_seq, _ = np.random.SeedSequence(0).spawn(2)
+    curve = build_demand(config, trace, np.random.default_rng(demand_seq))
+    busy = np.array([curve.at(t) for t in np.arange(0, LYRA_15D.horizon_s, 900.0)]) / inference.count
     assert busy.min() < 0.4
     for day in range(5):  # every weekday has a stretch under 40 %
         assert (busy[day * 96:(day + 1) * 96] < 0.4).sum() >= 12  # >= 3 hours
