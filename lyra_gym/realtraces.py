@@ -61,6 +61,12 @@ or a start or end time missing), zero-GPU jobs (CPU-only), jobs with no task
 ``Terminated`` (killed or timed-out jobs did occupy their GPUs for that long).
 Any other status value is an error.
 
+A job id must be unique in its file, skipped records included: a repeated id is
+an error naming both records (for JSON, records are told apart by their index in
+the list, so two records on one line of a minified file are caught too). An
+input that is a directory, compressed, or not UTF-8 text is a one-line
+:class:`~lyra_gym.trace.TraceError` naming the file.
+
 Errors: a malformed record raises :class:`~lyra_gym.trace.TraceError` whose
 message is ``<file>:<line>: field '<field>': <problem>`` (JSON records: the
 line where the record starts).
@@ -71,6 +77,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import csv
+import io
 import json
 import math
 import os
@@ -82,7 +89,7 @@ from typing import Any
 
 import numpy as np
 
-from lyra_gym.trace import JobSpec, TraceError, write_trace
+from lyra_gym.trace import JobSpec, TraceError, read_text, write_trace
 
 __all__ = [
     "FORMATS",
@@ -155,15 +162,19 @@ class _Skips:
 
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
-        self.lines: dict[str, int] = {}
+        self.lines: dict[str, tuple[int, int | None]] = {}
 
     def add(self, reason: str) -> None:
         self.counts[reason] = self.counts.get(reason, 0) + 1
 
-    def first_seen(self, job_id: str, path: str, line: int, field: str) -> str:
-        first = self.lines.setdefault(job_id, line)
-        if first != line:
-            raise TraceError(path, line, field, f"duplicate job id {job_id!r} (first on line {first})")
+    def first_seen(self, job_id: str, path: str, line: int, field: str, index: int | None = None) -> str:
+        """``job_id``, or a :class:`TraceError` if an earlier record had it. ``index`` tells JSON
+        records apart (several may share a line, e.g. a minified file); CSV rows are told apart by line."""
+        first_line, first_index = self.lines.setdefault(job_id, (line, index))
+        if (first_line, first_index) != (line, index):
+            where = f"line {first_line}" if index is None else f"record [{first_index}] on line {first_line}"
+            here = "" if index is None else f" (record [{index}])"
+            raise TraceError(path, line, field, f"duplicate job id {job_id!r}{here}; first at {where}")
         return job_id
 
 
@@ -238,8 +249,7 @@ def _job_id(value: Any, path: str, line: int, field: str) -> str:
 
 def _json_records(path: str) -> Iterator[tuple[int, int, Any]]:
     """(index, line, record) for each element of the top-level JSON list, lines 1-based."""
-    with open(path, encoding="utf-8-sig") as fh:
-        text = fh.read()
+    text = read_text(path)
     newlines = [i for i, ch in enumerate(text) if ch == "\n"]
 
     def line_of(pos: int) -> int:
@@ -283,8 +293,8 @@ def _csv_rows(path: str, columns: tuple[str, ...], required: tuple[str, ...], he
     With ``header_optional`` a file whose first row is not a header is read with
     ``columns`` in that order (the published PAI tables have no header line).
     """
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        reader = csv.reader(fh)
+    reader = csv.reader(io.StringIO(read_text(path), newline=""))
+    try:
         idx: dict[str, int] | None = None
         line_end = 0
         for row in reader:
@@ -315,6 +325,8 @@ def _csv_rows(path: str, columns: tuple[str, ...], required: tuple[str, ...], he
             yield line, record
         if idx is None:
             raise TraceError(path, 1, "header", "empty file")
+    except csv.Error as err:
+        raise TraceError(path, reader.line_num or 1, "csv", f"not a readable CSV file ({err})") from None
 
 
 # --------------------------------------------------------------------------- formats
@@ -327,7 +339,7 @@ def _philly_raw(path: str, skips: _Skips) -> tuple[list[_Raw], int]:
         records += 1
         if not isinstance(rec, dict):
             raise TraceError(path, line, f"[{index}]", f"expected a job record (JSON object), got {type(rec).__name__}")
-        job_id = skips.first_seen(_job_id(rec.get("jobid"), path, line, "jobid"), path, line, "jobid")
+        job_id = skips.first_seen(_job_id(rec.get("jobid"), path, line, "jobid"), path, line, "jobid", index)
         status = rec.get("status")
         if status in _PHILLY_FAILED:
             skips.add("failed")
@@ -625,6 +637,10 @@ def run_convert(args: argparse.Namespace) -> int:
     Malformed input raises :class:`TraceError` (the ``lyra-gym`` entry point prints it).
     """
     try:
+        if args.seed < 0:
+            raise ValueError(f"--seed {args.seed}: must be >= 0")
+        if os.path.isdir(args.out):
+            raise ValueError(f"--out {args.out}: is a directory; give the trace CSV file to write")
         known = None
         if args.profiles:
             from lyra_gym.profiles import load_profiles

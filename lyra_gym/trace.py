@@ -24,6 +24,11 @@ left empty (they then equal ``num_gpus``); if given, they must equal
 
 Every mistake in a file raises :class:`TraceError`, whose message names the
 file, the 1-based line number (the header is line 1) and the offending field.
+A path that is not a readable UTF-8 text file (a directory, a gzip-compressed
+file, a file in another encoding such as Latin-1, binary data) is a
+:class:`TraceError` too, with a one-line message naming the file (and, for a
+bad byte, its line); :func:`read_text` is that check, shared by the loaders of
+:mod:`lyra_gym.realtraces`.
 Rows may appear in any order; :func:`load_trace` returns the jobs sorted by
 submit time, ties kept in file order. Blank lines are skipped.
 
@@ -34,6 +39,7 @@ gives back exactly ``x`` (as a list sorted by submit time).
 from __future__ import annotations
 
 import csv
+import io
 import math
 import numbers
 import os
@@ -47,6 +53,7 @@ __all__ = [
     "JobSpecError",
     "TraceError",
     "load_trace",
+    "read_text",
     "write_trace",
 ]
 
@@ -84,7 +91,15 @@ class TraceError(ValueError):
         self.line = line
         self.field = field
         self.problem = problem
-        super().__init__(f"{self.path}:{line}: field '{field}': {problem}")
+        if line > 0:
+            super().__init__(f"{self.path}:{line}: field '{field}': {problem}")
+        else:  # the file as a whole (line 0): "<file>: <problem>"
+            super().__init__(f"{self.path}: {problem}")
+
+    @classmethod
+    def whole_file(cls, path: str | os.PathLike[str], problem: str) -> "TraceError":
+        """A problem with the file as a whole (``line`` 0, ``field`` ``"file"``): ``"<file>: <problem>"``."""
+        return cls(path, 0, "file", problem)
 
 
 class JobSpecError(ValueError):
@@ -299,6 +314,38 @@ def _parse_row(cells: list[str], idx: dict[str, int]) -> JobSpec:
         raise _RowError(exc.field, exc.problem) from None
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """The whole file as text (UTF-8, an optional byte-order mark dropped; line endings kept).
+
+    Raises:
+        TraceError: the path is a directory, a gzip or zip archive, or not UTF-8 text (the
+            message names the line of the first bad byte), or holds NUL bytes (binary data).
+        OSError: the file cannot be opened (missing, no permission).
+    """
+    if os.path.isdir(path):
+        raise TraceError.whole_file(path, "is a directory, not a trace file")
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if data.startswith(_GZIP_MAGIC):
+        raise TraceError.whole_file(path, "is gzip-compressed; decompress it first (gunzip)")
+    if data.startswith(_ZIP_MAGIC):
+        raise TraceError.whole_file(path, "is a zip archive; extract the file first")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise TraceError(path, line, "encoding",
+                         f"not UTF-8 text (byte 0x{data[err.start]:02x}); save the file as UTF-8") from None
+    if "\x00" in text:
+        line = text[:text.index("\x00")].count("\n") + 1
+        raise TraceError(path, line, "encoding", "NUL byte: binary data, not a text file")
+    return text
+
+
 def load_trace(
     path: str | os.PathLike[str], known_models: Collection[str] | None = None
 ) -> list[JobSpec]:
@@ -314,15 +361,17 @@ def load_trace(
 
     Raises:
         TraceError: naming the file, the 1-based line (header = 1) and the field
-            of the first problem found.
+            of the first problem found; or naming the file when it is not a
+            UTF-8 text file (:func:`read_text`).
         OSError: if the file cannot be opened.
     """
     known = None if known_models is None else frozenset(known_models)
     jobs: list[JobSpec] = []
     first_line: dict[str, int] = {}
     # utf-8-sig: tolerate the byte-order mark spreadsheet programs write.
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        reader = csv.reader(fh)
+    fh = io.StringIO(read_text(path), newline="")
+    reader = csv.reader(fh)
+    try:
         header: list[str] | None = None
         for row in reader:
             if any(cell.strip() for cell in row):
@@ -362,6 +411,8 @@ def load_trace(
             if prev != line:
                 raise TraceError(path, line, "job_id", f"duplicate job_id {job.job_id!r} (first on line {prev})")
             jobs.append(job)
+    except csv.Error as err:  # e.g. a field larger than the csv module's limit
+        raise TraceError(path, reader.line_num or 1, "csv", f"not a readable CSV file ({err})") from None
 
     jobs.sort(key=lambda j: j.submit_time)  # list.sort is stable: ties keep file order
     return jobs
