@@ -9,6 +9,21 @@ identical results), prints mean ± 95 % CI half-width per metric, and writes
 ``summary.csv``/``summary.json``, ``compare.json`` (what was run), one folder per
 run, four PNG plots (:mod:`lyra_gym.report`) and, with ``--tensorboard DIR``,
 TensorBoard scalars (:mod:`lyra_gym.tensorboard_log`).
+
+Before any simulation every command checks all it was given: policy names
+(``model:PATH`` paths included) and parameters, seeds (integers >= 0), the
+config, the trace (and that every job can fit on the cluster,
+:mod:`lyra_gym.feasibility`; ``--skip-infeasible`` drops those that cannot) and
+the output folder (not a file, not under a file, writable, and empty unless
+``--overwrite``, which empties it first). Every run folder is written
+atomically and records what produced it in ``run.json``
+(:func:`lyra_gym.simulate.write_result`). ``compare.json`` says which runs the
+folder holds and whether the comparison completed (``status``: ``running``,
+``complete``, ``interrupted``, ``failed``).
+
+Errors: one line on stderr (``lyra-gym: error: ...``), exit code 2, no
+traceback (a run that crashes also prints the run's traceback). Ctrl-C: worker
+processes are stopped at once, ``lyra-gym: interrupted`` and exit code 130.
 """
 
 from __future__ import annotations
@@ -21,13 +36,16 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from lyra_gym import scheduler as registry
-from lyra_gym.compare import BACKENDS, CompareError, RunError, check_policies, parse_policy_params, run_dirname, run_grid
-from lyra_gym.config import ConfigError, SimConfig, load_config
+from lyra_gym.compare import (BACKENDS, CompareError, RunError, RunSpec, check_policies, parse_policy_params,
+                               read_config, run_dirname, run_grid)
+from lyra_gym.config import ConfigError, SimConfig
+from lyra_gym.feasibility import drop_infeasible
 from lyra_gym.demand import DemandFileError
 from lyra_gym.plan import PlanError
 from lyra_gym.profiles import ProfileError
 from lyra_gym.report import format_ci_table, summarize_runs, write_plots, write_summary
-from lyra_gym.simulate import SimResult, load_profile_set, simulate, write_result
+from lyra_gym.simulate import (OutputError, SimResult, check_out_dir, clear_out_dir, load_profile_set, simulate,
+                                trace_info, write_result)
 from lyra_gym.trace import JobSpec, TraceError, load_trace, write_trace
 from lyra_gym.tracegen import PRESETS, generate_trace
 from lyra_gym.tracestats import format_stats, trace_stats
@@ -37,24 +55,79 @@ from lyra_gym.realtraces import add_convert_parser
 DEFAULT_TRACE = "traces/default.csv"
 DEFAULT_PRESET, DEFAULT_PRESET_SEED = "small-1d", 0  # traces/default.csv is this preset at this seed
 TABLE_KEYS = (
-    "jobs_finished", "jct_mean_s", "jct_p95_s", "queue_mean_s", "queue_p95_s", "gpu_usage_training",
-    "gpu_usage_overall", "preemptions", "scale_events", "servers_borrowed", "inference_violations", "makespan_s",
+    "jobs_finished", "jobs_unfinished", "jct_mean_s", "jct_p95_s", "queue_mean_s", "queue_p95_s",
+    "gpu_usage_training", "gpu_usage_overall", "gpu_usage_effective", "overhead_gpu_share", "preemptions",
+    "scale_events", "migrations", "reclaim_disruptions", "servers_borrowed", "inference_violations", "makespan_s",
 )
 
 
+def _warn(message: str) -> None:
+    print(f"lyra-gym: warning: {message}", file=sys.stderr)
+
+
 def _load_jobs(path: str, config: SimConfig) -> list[JobSpec]:
-    """The trace at ``path``, model keys checked against the run's profiles.
+    """The jobs of :func:`_load_trace_checked` alone (infeasible jobs refused)."""
+    return _load_trace_checked(path, config)[0]
+
+
+def _load_trace_checked(path: str, config: SimConfig, skip_infeasible: bool = False
+                        ) -> tuple[list[JobSpec], dict[str, Any], int]:
+    """The trace at ``path``, model keys checked against the run's profiles and every job
+    checked against the cluster (:mod:`lyra_gym.feasibility`); returns the jobs, the trace's
+    ``run.json`` entry (path, SHA-256) and the number of jobs dropped as infeasible.
 
     The default path falls back to regenerating the shipped trace (identical
     content) so the main job runs from an installed package too.
     """
     if path == DEFAULT_TRACE and not Path(path).exists():
-        return generate_trace(DEFAULT_PRESET, DEFAULT_PRESET_SEED)
-    return load_trace(path, known_models=load_profile_set(config).models)
+        jobs = generate_trace(DEFAULT_PRESET, DEFAULT_PRESET_SEED)
+        info = trace_info(path, jobs, generated=f"preset {DEFAULT_PRESET} seed {DEFAULT_PRESET_SEED}")
+    else:
+        jobs = load_trace(path, known_models=load_profile_set(config).models)
+        info = trace_info(path, jobs)
+    kept, result = drop_infeasible(jobs, config, skip_infeasible, f"--trace {path}")
+    if result.infeasible:
+        first = result.infeasible[0]
+        _warn(f"--skip-infeasible: dropped {len(result.infeasible)} of {len(jobs)} jobs of {path} that can never fit "
+              f"(first: {first.describe()})")
+        info["skipped_infeasible"] = [i.job_id for i in result.infeasible]
+    if result.needs_loan:
+        _warn(f"{len(result.needs_loan)} jobs of {path} fit only with loaned inference servers (first: "
+              f"{result.needs_loan[0]!r}, more than the {result.training_capacity} training GPUs); policies that "
+              f"never borrow will not start them")
+    return kept, info, len(result.infeasible)
 
 
 def _config(path: str | None) -> SimConfig:
-    return load_config(path) if path else SimConfig()
+    return read_config(path)
+
+
+def _seed(text: str) -> int:
+    """argparse type: an integer >= 0 (numpy seeds cannot be negative)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (a numpy seed), got {value}")
+    return value
+
+
+def _count(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (0 = one per CPU core), got {value}")
+    return value
+
+
+def _atomic_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
 
 
 def _fmt(value: Any) -> str:
@@ -88,10 +161,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     check_policies([args.policy], params)
     params = params[args.policy]
     config = _config(args.config)
-    result = simulate(_load_jobs(args.trace, config), args.policy, config, seed=args.seed, policy_params=params,
+    out = check_out_dir(args.out, args.overwrite)
+    jobs, info, skipped = _load_trace_checked(args.trace, config, args.skip_infeasible)
+    if args.overwrite:
+        clear_out_dir(out)
+    result = simulate(jobs, args.policy, config, seed=args.seed, policy_params=params,
                       progress=True, record_timeline=args.timeline)
+    if args.skip_infeasible:
+        result.metrics["jobs_skipped_infeasible"] = skipped
     print(format_table([{"policy": result.policy, **result.metrics}], TABLE_KEYS))
-    out = write_result(result, args.out)
+    out = write_result(result, out, {"command": "simulate", "trace": info, "config_file": args.config})
     extra = " and timeline.csv" if args.timeline else ""
     print(f"wrote {out / 'metrics.json'}, {out / 'jobs.csv'}{extra}")
     return 0
@@ -108,31 +187,58 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     policies = _csv_list(args.policies, "--policies")
-    try:
-        seeds = [int(s) for s in _csv_list(args.seeds, "--seeds")]
-    except ValueError:
-        raise CompareError(f"--seeds {args.seeds!r}: expected comma-separated integers, e.g. 0,1,2") from None
-    if args.jobs < 0:
-        raise CompareError(f"--jobs {args.jobs}: must be >= 0 (0 = one per CPU core)")
+    seeds = []
+    for text in _csv_list(args.seeds, "--seeds"):
+        try:
+            seeds.append(_seed(text))
+        except argparse.ArgumentTypeError as err:
+            raise CompareError(f"--seeds {args.seeds!r}: {err} (comma-separated integers >= 0, e.g. 0,1,2)") from None
+    if len(set(seeds)) != len(seeds):
+        raise CompareError(f"--seeds {args.seeds!r}: a seed is listed twice")
     n_jobs = args.jobs or os.cpu_count() or 1
     params = parse_policy_params(args.policy_param, policies)
     check_policies(policies, params)  # fail fast on a typo before any run
-    config, out = _config(args.config), Path(args.out)
-    jobs = _load_jobs(args.trace, config)
+    if args.address and args.backend != "ray":
+        raise CompareError("--address is only used with --backend ray")
+    config = _config(args.config)
+    out = check_out_dir(args.out, args.overwrite)
+    if args.tensorboard is not None:
+        check_out_dir(args.tensorboard, overwrite=True, what="--tensorboard")
+    jobs, info, skipped = _load_trace_checked(args.trace, config, args.skip_infeasible)
+    if args.overwrite:
+        clear_out_dir(out)
     plots = not args.no_plots
-    with tqdm(total=len(policies) * len(seeds), unit="run", delay=2.0, leave=False) as bar:
-        results = run_grid(jobs, config, policies, seeds, params, out, n_jobs,
-                           record_timeline=plots or args.tensorboard is not None, on_done=lambda _: bar.update(1),
-                           backend=args.backend, address=args.address)
-    rows = [summarize_runs(results[p]) for p in policies]
-    print(format_ci_table(rows, TABLE_KEYS))
-    out.mkdir(parents=True, exist_ok=True)
-    manifest = {
-        "trace": args.trace, "config": args.config, "jobs": len(jobs), "policies": policies, "seeds": seeds,
+    manifest: dict[str, Any] = {
+        "status": "running", "trace": args.trace, "trace_sha256": info["sha256"], "config": args.config,
+        "jobs": len(jobs), "policies": policies, "seeds": seeds,
         "policy_params": {p: v for p, v in params.items() if v},
         "run_folders": {p: run_dirname(p) for p in policies},
+        "runs": [],
     }
-    (out / "compare.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+    if args.skip_infeasible:
+        manifest["jobs_skipped_infeasible"] = skipped
+    out.mkdir(parents=True, exist_ok=True)
+    _atomic_json(out / "compare.json", manifest)
+    completed: list[RunSpec] = []
+    run_info = {"command": "compare", "trace": info, "config_file": args.config}
+    extra = {"jobs_skipped_infeasible": skipped} if args.skip_infeasible else {}
+    try:
+        with tqdm(total=len(policies) * len(seeds), unit="run", delay=2.0, leave=False) as bar:
+            results = run_grid(jobs, config, policies, seeds, params, out, n_jobs,
+                               record_timeline=plots or args.tensorboard is not None, on_done=lambda _: bar.update(1),
+                               backend=args.backend, address=args.address, run_info=run_info,
+                               extra_metrics=extra, completed=completed)
+    except BaseException as err:
+        manifest["status"] = "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
+        manifest["runs"] = _runs(completed)
+        try:
+            _atomic_json(out / "compare.json", manifest)
+        except OSError:
+            pass
+        raise
+    manifest["runs"] = _runs(completed)
+    rows = [summarize_runs(results[p]) for p in policies]
+    print(format_ci_table(rows, TABLE_KEYS))
     csv_path, json_path = write_summary(rows, out)
     print(f"wrote {csv_path} and {json_path}")
     if plots:
@@ -143,7 +249,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         write_tensorboard(args.tensorboard, rows, results)
         print(f"wrote TensorBoard runs to {args.tensorboard} (tensorboard --logdir {args.tensorboard})")
+    manifest["status"] = "complete"
+    _atomic_json(out / "compare.json", manifest)
     return 0
+
+
+def _runs(specs: Sequence[RunSpec]) -> list[dict[str, Any]]:
+    """``compare.json``'s record of the runs whose folders are complete, in completion order."""
+    return [{"policy": s.policy, "seed": s.seed, "folder": f"{run_dirname(s.policy)}/seed{s.seed}"} for s in specs]
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -151,12 +264,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from lyra_gym.sweep import expand, load_grid, run_sweep, summary_table
 
-    if args.jobs < 0:
-        raise CompareError(f"--jobs {args.jobs}: must be >= 0 (0 = one per CPU core)")
-    n_runs = len(expand(load_grid(args.file)))  # checks the whole file before any run
-    with tqdm(total=n_runs, unit="run", delay=2.0, leave=False) as bar:
+    grid = load_grid(args.file)
+    runs = expand(grid, args.skip_infeasible)  # checks the whole file, and every trace, before any run
+    check_out_dir(args.out, args.overwrite)
+    with tqdm(total=len(runs), unit="run", delay=2.0, leave=False) as bar:
         grid, rows, written = run_sweep(args.file, args.out, args.jobs or os.cpu_count() or 1, args.backend,
-                                        args.address, plots=not args.no_plots, on_done=lambda _: bar.update(1))
+                                        args.address, plots=not args.no_plots, on_done=lambda _: bar.update(1),
+                                        skip_infeasible=args.skip_infeasible, overwrite=args.overwrite,
+                                        runs=runs, grid=grid)
     print(summary_table(grid, rows))
     print(f"{len(rows)} runs; wrote {', '.join(p.name for p in written)} to {args.out}")
     return 0
@@ -169,6 +284,8 @@ def cmd_policies(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_generate(args: argparse.Namespace) -> int:
+    if Path(args.out).is_dir():
+        raise OutputError(f"--out {args.out}: is a directory; give the trace CSV file to write")
     jobs = generate_trace(args.preset, args.seed)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     write_trace(jobs, args.out)
@@ -191,6 +308,22 @@ def _add_backend(p: argparse.ArgumentParser) -> None:
                         "default: start a local Ray instance with --jobs CPUs")
 
 
+def _add_output_flags(p: argparse.ArgumentParser, trace: bool = True) -> None:
+    p.add_argument("--overwrite", action="store_true",
+                   help="use an existing non-empty --out: its contents are deleted first (default: refuse)")
+    if trace:
+        p.add_argument("--skip-infeasible", action="store_true",
+                       help="drop jobs that can never fit on the cluster (warned about and counted in metrics.json "
+                            "as jobs_skipped_infeasible) instead of refusing the trace")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error reported as one line (and exit code 2)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"lyra-gym: error: {' '.join(message.split())} (see: {self.prog} --help)\n")
+
+
 def cmd_trace_stats(args: argparse.Namespace) -> int:
     stats = trace_stats(load_trace(args.file), _config(args.config).cluster.training_gpus)
     print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
@@ -198,15 +331,16 @@ def cmd_trace_stats(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lyra-gym", description=__doc__)
+    parser = _Parser(prog="lyra-gym", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("simulate", help="run one policy over a trace")
     p.add_argument("--policy", required=True, help="scheduler name (see `lyra-gym policies`)")
     p.add_argument("--trace", default=DEFAULT_TRACE, help=f"trace CSV (default {DEFAULT_TRACE})")
     p.add_argument("--config", help="YAML or TOML file mapping onto SimConfig")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="results/simulate", help="output directory")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the run (integer >= 0)")
+    p.add_argument("--out", default="results/simulate", help="output directory (the run folder)")
+    _add_output_flags(p)
     _add_policy_param(p)
     p.add_argument("--timeline", action="store_true",
                    help="record the cluster after every decision and write timeline.csv")
@@ -216,10 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policies", default="fifo,sjf", help="comma-separated scheduler names")
     p.add_argument("--trace", default=DEFAULT_TRACE, help=f"trace CSV (default {DEFAULT_TRACE})")
     p.add_argument("--config", help="YAML or TOML file mapping onto SimConfig")
-    p.add_argument("--seeds", default="0", help="comma-separated seeds, e.g. 0,1,2")
+    p.add_argument("--seeds", default="0", help="comma-separated seeds (integers >= 0), e.g. 0,1,2")
     p.add_argument("--out", default="results/compare", help="output directory")
+    _add_output_flags(p)
     _add_policy_param(p)
-    p.add_argument("--jobs", type=int, default=1, metavar="N",
+    p.add_argument("--jobs", type=_count, default=1, metavar="N",
                    help="worker processes for the (policy, seed) runs (default 1: in this process; "
                         "0: one per CPU core); results are identical")
     _add_backend(p)
@@ -231,7 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sweep", help="run a grid of policies x traces x parameters x seeds from a YAML file")
     p.add_argument("file", metavar="CONFIG.yaml", help="the sweep grid (see lyra_gym/sweep.py, docs/sweep-elastic-share.yaml)")
     p.add_argument("--out", default="results/sweep", help="output directory (runs.csv, sweep_<param>.png)")
-    p.add_argument("--jobs", type=int, default=1, metavar="N",
+    _add_output_flags(p)
+    p.add_argument("--jobs", type=_count, default=1, metavar="N",
                    help="worker processes, or Ray CPUs of a local instance (default 1; 0: one per CPU core)")
     _add_backend(p)
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
@@ -244,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace_sub = p.add_subparsers(dest="trace_command", required=True)
     g = trace_sub.add_parser("generate", help="write a synthetic trace")
     g.add_argument("--preset", default=DEFAULT_PRESET, choices=sorted(PRESETS))
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--seed", type=_seed, default=0)
     g.add_argument("--out", required=True)
     g.set_defaults(func=cmd_trace_generate)
     add_convert_parser(trace_sub)
@@ -257,17 +393,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """The ``lyra-gym`` command: returns the exit code (0, 2 on any error, 130 on Ctrl-C)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help (0), or a usage error already reported in one line (2)
+        return done.code if isinstance(done.code, int) else (0 if done.code is None else 2)
     try:
         return args.func(args)
-    except (TraceError, ConfigError, DemandFileError, ProfileError, PlanError, CompareError,
-            registry.UnknownSchedulerError, FileNotFoundError) as err:
-        print(f"lyra-gym: error: {err}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        print("lyra-gym: interrupted", file=sys.stderr)
+        return 130
     except RunError as err:  # a run failed (in this process or a worker): say which, then where
-        print(f"lyra-gym: error: {err}", file=sys.stderr)
-        print(f"traceback of the failed run:\n{err.remote_traceback}", file=sys.stderr)
+        print(f"lyra-gym: error: {_one_line(err)}", file=sys.stderr)
+        if err.remote_traceback:
+            print(f"traceback of the failed run:\n{err.remote_traceback}", file=sys.stderr)
+        return 2
+    except (TraceError, ConfigError, DemandFileError, ProfileError, PlanError, CompareError, OutputError,
+            registry.UnknownSchedulerError, OSError, ValueError) as err:
+        # ValueError: also every other bad input of the setup (a run's own errors are RunErrors);
+        # OSError: a file that cannot be read or written (its message names it)
+        print(f"lyra-gym: error: {_one_line(err)}", file=sys.stderr)
         return 2
 
 

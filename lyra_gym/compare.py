@@ -8,7 +8,17 @@ clock, differs). Workers are started with the ``spawn`` method on every
 platform: a clean interpreter per worker (no forked threads or locks), the same
 behaviour on Linux, macOS and Windows. Each worker receives the trace and the
 configuration once, at start-up, then runs :func:`run_one` on the tasks it is
-given and writes that run's result folder itself.
+given; the result comes back to this process, which writes the run's folder
+(atomically: :func:`lyra_gym.simulate.write_result`).
+
+Interrupts (Ctrl-C): worker processes ignore SIGINT (it is blocked while they
+start and ignored once they run), so a Ctrl-C reaches only this process, which
+terminates every worker at once, removes any run folder it was writing and
+re-raises :class:`KeyboardInterrupt`; the command line turns that into one line
+and exit code 130. Every worker talks to this process over its own pipe (no
+shared queue, no executor thread), so terminating workers can never leave
+anything blocked. A worker that dies (killed, out of memory) fails the
+comparison with a :class:`RunError` naming the run.
 
 Schedulers are looked up by name in each worker, so a scheduler must be
 findable through the entry-point groups there; one registered with
@@ -27,9 +37,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import signal
+import threading
 import traceback
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import wait as wait_ready
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -37,7 +49,7 @@ from typing import Any, Callable, Mapping, Sequence
 import yaml
 
 from lyra_gym import scheduler as registry
-from lyra_gym.config import SimConfig
+from lyra_gym.config import ConfigError, SimConfig, load_config
 from lyra_gym.simulate import SimResult, simulate, write_result
 from lyra_gym.trace import JobSpec
 
@@ -61,6 +73,7 @@ class RunError(RuntimeError):
 
 
 BACKENDS = ("local", "ray")
+PATH_LOADERS = ("model", "rllib")  # scheduler loaders whose argument is a path (checked before any run)
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")  # YAML 1.1 reads "1e5" as a string
 
@@ -96,10 +109,13 @@ def parse_policy_params(items: Sequence[str], policies: Sequence[str]) -> dict[s
 
 
 def check_policies(policies: Sequence[str], params: Mapping[str, Mapping[str, Any]]) -> None:
-    """Fail before any run: unknown names, repeated names, parameters a scheduler rejects.
+    """Fail before any run: unknown names, repeated names, names that share a results folder,
+    parameters a scheduler rejects.
 
     Schedulers with parameters are built once here to check them. A ``PREFIX:ARG`` name
-    needs a known loader prefix; without parameters, its loader runs only in the run."""
+    needs a known loader prefix, and for the loaders that take a path (:data:`PATH_LOADERS`:
+    ``model:``, ``rllib:``) an existing path; without parameters, the loader itself runs
+    only in the run."""
     seen: set[str] = set()
     for p in policies:
         if p in seen:
@@ -115,6 +131,16 @@ def check_policies(policies: Sequence[str], params: Mapping[str, Mapping[str, An
         if prefix not in loaders:
             raise registry.UnknownSchedulerError(
                 f"unknown scheduler loader {prefix!r} in {p!r} (available: {', '.join(loaders) or 'none'})")
+        argument = p.partition(":")[2]
+        if prefix in PATH_LOADERS and not Path(argument).exists():
+            raise registry.UnknownSchedulerError(
+                f"policy {p!r}: {argument or '(empty path)'}: no such file or folder (a {prefix}: policy is "
+                f"{prefix}:PATH to a trained run)")
+    folders: dict[str, str] = {}
+    for p in policies:
+        other = folders.setdefault(run_dirname(p), p)
+        if other != p:
+            raise CompareError(f"policies {other!r} and {p!r} would share the results folder {run_dirname(p)!r}")
     for p in policies:
         if params.get(p):
             try:
@@ -122,6 +148,29 @@ def check_policies(policies: Sequence[str], params: Mapping[str, Mapping[str, An
             except (TypeError, ValueError) as err:
                 shown = ", ".join(f"{k}={v!r}" for k, v in params[p].items())
                 raise CompareError(f"--policy-param for {p!r} ({shown}): {err}") from None
+
+
+def read_config(path: str | os.PathLike | None) -> SimConfig:
+    """:func:`lyra_gym.config.load_config`, with every way a file can be unreadable (a folder,
+    not UTF-8, not valid YAML/TOML) turned into a one-line :class:`ConfigError` naming it;
+    ``None`` gives the default config."""
+    if path is None:
+        return SimConfig()
+    if os.path.isdir(path):
+        raise ConfigError(f"{path}: is a directory, not a config file")
+    try:
+        return load_config(path)
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except yaml.YAMLError as err:
+        problem = " ".join(str(err).split())
+        raise ConfigError(f"{path}: not valid YAML ({problem})") from None
+    except ValueError as err:  # tomllib.TOMLDecodeError, or a value the dataclasses reject
+        if isinstance(err, ConfigError):
+            raise
+        raise ConfigError(f"{path}: {' '.join(str(err).split())}") from None
+    except TypeError as err:
+        raise ConfigError(f"{path}: {err}") from None
 
 
 def run_dirname(policy: str) -> str:
@@ -139,6 +188,8 @@ class RunSpec:
     params: Mapping[str, Any] = field(default_factory=dict)
     out_dir: str | None = None
     record_timeline: bool = False
+    run_info: Mapping[str, Any] = field(default_factory=dict)   # extra run.json entries (e.g. the trace)
+    extra_metrics: Mapping[str, Any] = field(default_factory=dict)  # added to metrics.json after summarize
 
 
 _worker_inputs: dict[str, Any] = {}  # set once per worker process by _init_worker
@@ -156,12 +207,124 @@ def run_one(spec: RunSpec, jobs: Sequence[JobSpec] | None = None, config: SimCon
     try:
         result = simulate(jobs, spec.policy, config, seed=spec.seed, policy_params=dict(spec.params),
                           record_timeline=spec.record_timeline)
+        result.metrics.update(spec.extra_metrics)
         if spec.out_dir is not None:
-            write_result(result, spec.out_dir)
+            write_result(result, spec.out_dir, spec.run_info)
         return result
     except Exception as err:  # noqa: BLE001 - reported with its traceback, in the parent
         raise RunError(f"run {spec.policy!r} seed {spec.seed} failed: {type(err).__name__}: {err}",
                        traceback.format_exc()) from None
+
+
+def _worker_main(conn: Any, initializer: Callable[..., None] | None, initargs: tuple) -> None:
+    """A worker process: SIGINT ignored; then ``(index, fn, args)`` tasks from ``conn``, each answered
+    with ``(index, True, result)`` or ``(index, False, error)``, until ``None`` or the pipe closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # blocked by the parent while starting us
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    if initializer is not None:
+        initializer(*initargs)
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return  # the parent is gone
+        if task is None:
+            return
+        index, fn, args = task
+        try:
+            reply = (index, True, fn(*args))
+        except BaseException as err:  # noqa: BLE001 - reported in the parent
+            if not isinstance(err, RunError):
+                err = RunError(f"{type(err).__name__}: {err}", traceback.format_exc())
+            reply = (index, False, err)
+        try:
+            conn.send(reply)
+        except (EOFError, OSError):
+            return
+
+
+def run_in_workers(
+    fn: Callable[..., Any],
+    tasks: Sequence[tuple],
+    n_workers: int,
+    on_result: Callable[[int, Any], None],
+    initializer: Callable[..., None] | None = None,
+    initargs: tuple = (),
+    describe: Callable[[int], str] = lambda i: f"task {i}",
+) -> None:
+    """Run ``fn(*tasks[i])`` in ``n_workers`` spawned processes; ``on_result(i, result)`` is called
+    here, in completion order. The first failure is re-raised (a :class:`RunError`), after every
+    worker is stopped. On any exception here, :class:`KeyboardInterrupt` included, the workers
+    are terminated at once (module docstring)."""
+    context = multiprocessing.get_context("spawn")
+    workers: list[tuple[Any, Any]] = []  # (process, parent end of its pipe)
+    busy: dict[Any, int] = {}             # connection -> task index
+    next_task = 0
+    try:
+        main_thread = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
+        if main_thread:  # a Ctrl-C while a worker starts must not reach it: it inherits this mask
+            old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            for _ in range(min(n_workers, len(tasks))):
+                parent_end, child_end = context.Pipe()
+                proc = context.Process(target=_worker_main, args=(child_end, initializer, initargs), daemon=True)
+                proc.start()
+                child_end.close()
+                workers.append((proc, parent_end))
+        finally:
+            if main_thread:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        for proc, conn in workers:
+            if next_task < len(tasks):
+                conn.send((next_task, fn, tuple(tasks[next_task])))
+                busy[conn] = next_task
+                next_task += 1
+        by_sentinel = {proc.sentinel: (proc, conn) for proc, conn in workers}
+        while busy:
+            ready = wait_ready([*busy, *(p.sentinel for p, c in workers if c in busy)])
+            for item in ready:
+                conn = by_sentinel[item][1] if item in by_sentinel else item
+                if conn not in busy:
+                    continue
+                index = busy[conn]
+                try:
+                    got, ok, value = conn.recv()
+                except (EOFError, OSError):
+                    proc = next(p for p, c in workers if c is conn)
+                    proc.join(timeout=1)
+                    raise RunError(f"{describe(index)} failed: its worker process died (exit code {proc.exitcode})",
+                                   "") from None
+                del busy[conn]
+                if not ok:
+                    raise value
+                on_result(got, value)
+                if next_task < len(tasks):
+                    conn.send((next_task, fn, tuple(tasks[next_task])))
+                    busy[conn] = next_task
+                    next_task += 1
+        for proc, conn in workers:
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+        for proc, conn in workers:
+            proc.join(timeout=5)
+    finally:
+        stop_workers(workers)
+
+
+def stop_workers(workers: Sequence[tuple[Any, Any]]) -> None:
+    """Terminate every worker still alive and close the pipes (no waiting on a busy worker)."""
+    for proc, _ in workers:
+        if proc.is_alive():
+            proc.terminate()
+    for proc, conn in workers:
+        proc.join(timeout=5)
+        if proc.is_alive():  # pragma: no cover - SIGTERM ignored
+            proc.kill()
+            proc.join(timeout=5)
+        conn.close()
 
 
 def run_grid(
@@ -176,13 +339,19 @@ def run_grid(
     on_done: Callable[[RunSpec], None] | None = None,
     backend: str = "local",
     address: str | None = None,
+    run_info: Mapping[str, Any] | None = None,
+    extra_metrics: Mapping[str, Any] | None = None,
+    completed: list[RunSpec] | None = None,
 ) -> dict[str, list[SimResult]]:
     """Run every policy on every seed; returns policy -> results in ``seeds`` order.
 
     ``n_jobs`` = 1 runs in this process; more uses that many spawned worker processes
     (never more than there are runs). Results are identical either way. With ``out``,
-    run ``(p, s)`` writes into ``out/<run_dirname(p)>/seed<s>``. ``on_done`` is called
-    after each run (in completion order), e.g. to advance a progress bar.
+    run ``(p, s)`` is written (atomically, by this process) into ``out/<run_dirname(p)>/seed<s>``,
+    with ``run_info`` in its ``run.json``; ``extra_metrics`` are added to every run's metrics.
+    ``on_done`` is called after each run (in completion order), e.g. to advance a progress
+    bar; ``completed``, if given, receives each finished run's spec as it completes (so a
+    caller that is interrupted knows which run folders are complete).
 
     ``backend="ray"`` runs each (policy, seed) as a Ray task instead
     (:mod:`lyra_gym.ray_backend`; ``address`` = a Ray cluster to connect to, default a
@@ -195,33 +364,36 @@ def run_grid(
     params = params or {}
     specs = [
         RunSpec(p, s, dict(params.get(p, {})),
-                None if out is None else str(Path(out) / run_dirname(p) / f"seed{s}"), record_timeline)
+                None if out is None else str(Path(out) / run_dirname(p) / f"seed{s}"), record_timeline,
+                dict(run_info or {}), dict(extra_metrics or {}))
         for p in policies for s in seeds
     ]
     done: dict[tuple[str, int], SimResult] = {}
+
+    def finished(spec: RunSpec) -> None:
+        if completed is not None:
+            completed.append(spec)
+        if on_done:
+            on_done(spec)
+
     workers = min(max(1, n_jobs), len(specs))
     if backend == "ray":
         from lyra_gym.ray_backend import run_specs_ray
 
-        done = run_specs_ray(specs, jobs, config, address, workers, on_done)
+        done = run_specs_ray(specs, jobs, config, address, workers, finished)
     elif workers == 1:
         for spec in specs:
             done[spec.policy, spec.seed] = run_one(spec, jobs, config)
-            if on_done:
-                on_done(spec)
+            finished(spec)
     else:
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                                 initargs=(list(jobs), config)) as pool:
-            futures = {pool.submit(run_one, spec): spec for spec in specs}
-            try:
-                for future in as_completed(futures):
-                    spec = futures[future]
-                    done[spec.policy, spec.seed] = future.result()
-                    if on_done:
-                        on_done(spec)
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
+        def on_result(i: int, result: SimResult) -> None:
+            spec = specs[i]
+            if spec.out_dir is not None:
+                write_result(result, spec.out_dir, spec.run_info)
+            done[spec.policy, spec.seed] = result
+            finished(spec)
+
+        run_in_workers(run_one, [(replace(s, out_dir=None),) for s in specs], workers, on_result,
+                       _init_worker, (list(jobs), config),
+                       describe=lambda i: f"run {specs[i].policy!r} seed {specs[i].seed}")
     return {p: [done[p, s] for s in seeds] for p in policies}

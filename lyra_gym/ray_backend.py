@@ -8,7 +8,7 @@ same as with the local backend, bit for bit (only ``sim_wall_s`` differs): each
 run takes all its randomness from its seed.
 
 Each task returns its :class:`~lyra_gym.simulate.SimResult`, and *this* process
-writes the run's folder, so ``--out`` is on the machine that runs the command
+writes the run's folder (atomically, with its ``run.json``), so ``--out`` is on the machine that runs the command
 even when the tasks run on other machines of a Ray cluster. The workers must
 have ``lyra-gym`` (and any scheduler plug-in package) installed.
 
@@ -21,6 +21,7 @@ process (``ray.init`` called by the caller) is used as it is and left running.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -102,7 +103,7 @@ def run_tasks_ray(
 
         pending = {}
         for i, (s, jobs, config) in enumerate(tasks):
-            remote_spec = RunSpec(s.policy, s.seed, dict(s.params), None, s.record_timeline)
+            remote_spec = replace(s, out_dir=None)
             pending[task.remote(remote_spec, put(jobs), put(config))] = i
         results: list[SimResult | None] = [None] * len(tasks)
         try:
@@ -115,7 +116,7 @@ def run_tasks_ray(
                         raise error
                     spec = tasks[i][0]
                     if spec.out_dir is not None:
-                        write_result(result, Path(spec.out_dir))
+                        write_result(result, Path(spec.out_dir), spec.run_info)
                     results[i] = result
                     if on_done:
                         on_done(i)

@@ -39,20 +39,19 @@ import dataclasses
 import itertools
 import json
 import math
-import multiprocessing
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
-from lyra_gym.compare import BACKENDS, CompareError, RunSpec, check_policies, run_one
+from lyra_gym.compare import BACKENDS, CompareError, RunSpec, check_policies, read_config, run_in_workers, run_one
+from lyra_gym.feasibility import drop_infeasible
 from lyra_gym.config import ConfigError, SimConfig, config_from_dict, config_to_dict, load_config
 from lyra_gym.report import mean_ci
-from lyra_gym.simulate import SimResult, load_profile_set
+from lyra_gym.simulate import SimResult, clear_out_dir, file_sha256, load_profile_set
 from lyra_gym.trace import JobSpec, load_trace
 from lyra_gym.tracegen import PRESETS, TracePreset, generate_trace
 
@@ -153,10 +152,14 @@ def load_grid(path: str | os.PathLike) -> Grid:
     """Parse and check a sweep file: unknown keys, policies, presets, trace and engine parameters
     (every value is tried once, so a typo fails before any run)."""
     path = Path(path)
+    if path.is_dir():
+        raise SweepError(f"{path}: is a directory, not a sweep file")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError:
+        raise SweepError(f"{path}: not UTF-8 text") from None
     except yaml.YAMLError as err:
-        raise SweepError(f"{path}: not valid YAML ({err})") from None
+        raise SweepError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
     if not isinstance(data, Mapping):
         raise SweepError(f"{path}: expected a mapping at the top level")
     unknown = sorted(set(data) - set(GRID_KEYS))
@@ -168,11 +171,16 @@ def load_grid(path: str | os.PathLike) -> Grid:
         seeds = tuple(int(s) for s in _list(data, "seeds", False, (0,)))
     except (TypeError, ValueError):
         raise SweepError(f"seeds: expected a list of integers, got {data['seeds']!r}") from None
+    negative = [s for s in seeds if s < 0]
+    if negative:
+        raise SweepError(f"seeds: must be integers >= 0, got {negative[0]}")
+    if len(set(seeds)) != len(seeds):
+        raise SweepError(f"seeds: listed twice: {sorted(s for s in set(seeds) if seeds.count(s) > 1)}")
     trace_seed = data.get("trace_seed", "run")
     if trace_seed == "run":
         trace_seed = None
-    elif not isinstance(trace_seed, int) or isinstance(trace_seed, bool):
-        raise SweepError(f"trace_seed: expected 'run' or an integer, got {trace_seed!r}")
+    elif not isinstance(trace_seed, int) or isinstance(trace_seed, bool) or trace_seed < 0:
+        raise SweepError(f"trace_seed: expected 'run' or an integer >= 0, got {trace_seed!r}")
     trace_params, params = _axes(data, "trace_params"), _axes(data, "params")
     both = sorted(set(trace_params) & set(params))
     if both:
@@ -182,7 +190,7 @@ def load_grid(path: str | os.PathLike) -> Grid:
         resolved = Path(base_path)
         if not resolved.is_absolute() and not resolved.exists():
             resolved = path.parent / resolved
-        base = load_config(resolved)
+        base = read_config(resolved)
     else:
         base = SimConfig()
     policy_params = data.get("policy_params") or {}
@@ -229,10 +237,23 @@ class SweepRun:
     config: SimConfig
 
 
-def expand(grid: Grid) -> list[SweepRun]:
+def expand(grid: Grid, skip_infeasible: bool = False) -> list[SweepRun]:
     """Every run of the grid, in a fixed order (trace, trace params, params, policy, seed).
-    Traces and configs shared by several runs are built once (the same objects)."""
+    Traces and configs shared by several runs are built once (the same objects).
+
+    Every (trace, config) pair is checked by :func:`lyra_gym.feasibility.drop_infeasible`: a job
+    that can never fit is an :class:`~lyra_gym.feasibility.InfeasibleJobError`, or, with
+    ``skip_infeasible``, dropped and counted in that run's ``jobs_skipped_infeasible`` metric."""
     runs: list[SweepRun] = []
+    feasible: dict[tuple[int, int], tuple[list[JobSpec], int]] = {}
+
+    def checked(jobs: list[JobSpec], config: SimConfig, trace: str) -> tuple[list[JobSpec], int]:
+        key = (id(jobs), id(config))
+        if key not in feasible:
+            kept, result = drop_infeasible(jobs, config, skip_infeasible, f"traces: {trace}")
+            feasible[key] = (kept, len(result.infeasible))
+        return feasible[key]
+
     csv_cache: dict[str, list[JobSpec]] = {}
     profiles = load_profile_set(grid.base_config)
     t_names, p_names = list(grid.trace_params), list(grid.params)
@@ -265,7 +286,9 @@ def expand(grid: Grid) -> list[SweepRun]:
                 for policy in grid.policies:
                     for seed in grid.seeds:
                         jobs, ts = jobs_for(seed)
-                        spec = RunSpec(policy, seed, dict(grid.policy_params.get(policy, {})))
+                        jobs, skipped = checked(jobs, config, trace)
+                        extra = {"jobs_skipped_infeasible": skipped} if skip_infeasible else {}
+                        spec = RunSpec(policy, seed, dict(grid.policy_params.get(policy, {})), extra_metrics=extra)
                         runs.append(SweepRun(trace, ts, values, spec, jobs, config))
     return runs
 
@@ -289,18 +312,14 @@ def execute(runs: Sequence[SweepRun], n_jobs: int = 1, backend: str = "local", a
             if on_done:
                 on_done(i)
         return results  # type: ignore[return-value]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(run_one, r.spec, list(r.jobs), r.config): i for i, r in enumerate(runs)}
-        try:
-            for future in as_completed(futures):
-                i = futures[future]
-                results[i] = future.result()
-                if on_done:
-                    on_done(i)
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
+
+    def on_result(i: int, result: SimResult) -> None:
+        results[i] = result
+        if on_done:
+            on_done(i)
+
+    run_in_workers(run_one, [(r.spec, list(r.jobs), r.config) for r in runs], workers, on_result,
+                   describe=lambda i: f"run {runs[i].spec.policy!r} seed {runs[i].spec.seed} on {runs[i].trace}")
     return results  # type: ignore[return-value]
 
 
@@ -411,16 +430,26 @@ def summary_table(grid: Grid, rows: Sequence[Mapping[str, Any]]) -> str:
 
 def run_sweep(path: str | os.PathLike, out: str | os.PathLike, n_jobs: int = 1, backend: str = "local",
               address: str | None = None, plots: bool = True,
-              on_done: Callable[[int], None] | None = None) -> tuple[Grid, list[dict[str, Any]], list[Path]]:
-    """Load ``path``, run its grid, write ``runs.csv``, ``sweep.json`` and the plots into ``out``."""
-    grid = load_grid(path)
-    runs = expand(grid)
+              on_done: Callable[[int], None] | None = None, skip_infeasible: bool = False,
+              overwrite: bool = False, runs: Sequence[SweepRun] | None = None,
+              grid: Grid | None = None) -> tuple[Grid, list[dict[str, Any]], list[Path]]:
+    """Load ``path``, run its grid, write ``runs.csv``, ``sweep.json`` and the plots into ``out``.
+
+    ``grid`` and ``runs`` (from :func:`load_grid` and :func:`expand`) may be passed when the
+    caller already built them; ``overwrite`` empties ``out`` first (after the grid is checked)."""
+    grid = load_grid(path) if grid is None else grid
+    runs = expand(grid, skip_infeasible) if runs is None else runs
+    if overwrite:
+        clear_out_dir(out)
     results = execute(runs, n_jobs, backend, address, on_done)
     rows = run_rows(grid, runs, results)
     out = Path(out)
     written = [write_runs_csv(rows, out / "runs.csv")]
+    hashes = {t: file_sha256(t) for t in grid.traces if not t.startswith(PRESET_PREFIX)}
     manifest = {
-        "sweep_file": str(path), "policies": list(grid.policies), "traces": list(grid.traces),
+        "sweep_file": str(path), "sweep_file_sha256": file_sha256(path), "trace_sha256": hashes,
+        "skip_infeasible": skip_infeasible,
+        "policies": list(grid.policies), "traces": list(grid.traces),
         "seeds": list(grid.seeds), "trace_seed": "run" if grid.trace_seed is None else grid.trace_seed,
         "trace_params": {k: list(v) for k, v in grid.trace_params.items()},
         "params": {k: list(v) for k, v in grid.params.items()}, "base_config": grid.base_config_path,
