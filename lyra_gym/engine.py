@@ -10,7 +10,10 @@ which the engine validates completely before applying any of it.
 Modelling choices (DESIGN.md "Model contract"):
 - An overhead (start/restart, rescale) is time in which the job holds its GPUs
   and makes no progress; its end is folded into the completion time rather
-  than being a decision point. A change during an overhead starts a new one.
+  than being a decision point. A running job changed while inside an overhead
+  (e.g. rescaled during its restart) stays stalled until max(old end, now +
+  new overhead): a later change never shortens an overhead already paid for.
+  A job stopped and started again pays a fresh start overhead.
 - Preemption checkpoints: no work is lost.
 - Reclaiming: when inference demand exceeds the non-loaned inference servers,
   a request for the shortfall opens with deadline ``now + reclaim_grace_s``.
@@ -21,6 +24,10 @@ Modelling choices (DESIGN.md "Model contract"):
   elastic and still at or above their minimum, preempted otherwise. Each server
   returned this way counts one inference violation, and the scheduler gets a
   second decision at the same instant.
+- Reclaim disruptions: a job that held workers on a server given back in an
+  applied plan (the scheduler's ``give_back`` or the default rule) counts one
+  disruption for that plan, whether it was scaled in, moved elsewhere (also a
+  migration when its worker count is unchanged) or preempted.
 - Returning is immediate: a server given back is serving inference at that
   instant (DESIGN.md's "returning" state has zero length here; a grace period
   is modelled by ``reclaim_grace_s`` instead).
@@ -125,9 +132,10 @@ class Engine:
         self.gpu_s_inference_busy = 0.0
         self.counts = dict(
             preemptions=0, suspensions=0, scale_ins=0, scale_outs=0, migrations=0, starts=0,
-            servers_borrowed=0, servers_returned=0, inference_violations=0,
+            servers_borrowed=0, servers_returned=0, inference_violations=0, reclaim_disruptions=0,
             events=0, decisions=0,
         )
+        self._speeds: dict[tuple[str, frozenset[str]], float] = {}  # (model, GPU types) -> speed
         self.sim_wall_s = 0.0
         self._redecide = False  # a forced reclaim asks for a second decision at the same instant
         self._changed = True    # did the decisions since the last events change anything?
@@ -140,6 +148,18 @@ class Engine:
     def reference_throughput(self, model: str, workers: int) -> float:
         """Samples/s of ``workers`` reference GPUs packed onto reference servers."""
         return self.profiles.packed_throughput(model, workers, self.reference_gpu, self.reference_gpus_per_server)
+
+    def speed(self, model: str, gpu_types: frozenset[str]) -> float:
+        """Reference-GPU-s of useful work per GPU-s of ``model`` on workers of ``gpu_types``:
+        single-GPU throughput on the slowest of the types / on the reference type
+        (synchronous data parallel: the slowest type sets every worker's pace)."""
+        key = (model, gpu_types)
+        speed = self._speeds.get(key)
+        if speed is None:
+            ref = self.profiles.throughput(model, 1, 1, frozenset((self.reference_gpu,)))
+            speed = min(self.profiles.throughput(model, 1, 1, frozenset((g,))) for g in sorted(gpu_types)) / ref
+            self._speeds[key] = speed
+        return speed
 
     def job_by_id(self, job_id: str) -> Job:
         try:
@@ -369,6 +389,11 @@ class Engine:
             return False
         now = self.now
         self.state_version += 1
+        if plan.give_back:  # every job on a returned server is in ``changes`` (validated above)
+            disrupted = {index for sid in plan.give_back for index in self.servers[sid].jobs}
+            for index in disrupted:
+                self.jobs[index].reclaim_disruptions += 1
+            self.counts["reclaim_disruptions"] += len(disrupted)
         for sid in plan.borrow:
             self.servers[sid].loaned = True
             self.free[sid] = self.servers[sid].num_gpus
@@ -553,6 +578,8 @@ class Engine:
         job.servers_used = len(allocation)
         gpu_types = frozenset(self.servers[sid].gpu_type for sid in allocation)
         job.rate = self.profiles.throughput(job.spec.model, workers, len(allocation), gpu_types)
+        job.speed = self.speed(job.spec.model, gpu_types)
         job.last_update = now
-        job.overhead_until = now + overhead
+        # a running job changed inside an overhead stays stalled at least until the old end
+        job.overhead_until = max(job.overhead_until, now + overhead) if was_running else now + overhead
         self._push(job.completion_time(), _COMPLETION, job.index, job.version)

@@ -23,7 +23,9 @@ class Job:
 
     Progress is integrated lazily: ``work_done`` is exact at ``last_update``;
     between updates the job advances at ``rate`` samples/s once ``overhead_until``
-    has passed.
+    has passed. Usage is integrated the same way: ``attained_gpu_s`` (GPU-s held),
+    ``busy_gpu_s`` (GPU-s held outside overheads) and ``effective_gpu_s`` (busy
+    GPU-s weighted by ``speed``, reference-GPU-s; see :mod:`lyra_gym.metrics`).
     """
 
     __slots__ = (
@@ -31,6 +33,7 @@ class Job:
         "rate", "overhead_until", "work_done", "last_update", "attained_gpu_s",
         "first_start", "finish_time", "queued_since", "queued_total", "preemptions",
         "scale_ins", "scale_outs", "migrations", "suspended", "version", "view",
+        "busy_gpu_s", "effective_gpu_s", "speed", "reclaim_disruptions",
     )
 
     def __init__(self, index: int, spec: JobSpec, total_work: float) -> None:
@@ -57,6 +60,10 @@ class Job:
         self.suspended = False  # stopped by Plan.suspend: next start costs the resume overhead
         self.version = 0  # bumped on every allocation change; stale completion events are skipped
         self.view = None  # the JobView handed to schedulers, created once
+        self.busy_gpu_s = 0.0       # GPU-s held outside overheads
+        self.effective_gpu_s = 0.0  # busy GPU-s x speed (reference-GPU-s)
+        self.speed = 0.0            # reference-GPU-s per GPU-s of the current allocation outside overheads
+        self.reclaim_disruptions = 0  # applied plans in which a server returned to inference took its workers
 
     def advance(self, now: float) -> None:
         """Integrate progress and attained service up to ``now``."""
@@ -68,7 +75,25 @@ class Job:
             busy = now - max(self.last_update, self.overhead_until)
             if busy > 0:
                 self.work_done = min(self.total_work, self.work_done + self.rate * busy)
+                busy_gpu_s = self.workers * busy
+                self.busy_gpu_s += busy_gpu_s
+                self.effective_gpu_s += self.speed * busy_gpu_s
         self.last_update = now
+
+    def usage_until(self, now: float) -> tuple[float, float, float]:
+        """``(held, busy, effective)`` GPU-s integrated up to ``now`` (>= ``last_update``),
+        without mutating the record: what :meth:`advance` would leave in ``attained_gpu_s``,
+        ``busy_gpu_s`` and ``effective_gpu_s``."""
+        held, busy_gpu_s, effective = self.attained_gpu_s, self.busy_gpu_s, self.effective_gpu_s
+        dt = now - self.last_update
+        if self.workers and dt > 0:
+            held += self.workers * dt
+            busy = now - max(self.last_update, self.overhead_until)
+            if busy > 0:
+                busy_gpu_s_tail = self.workers * busy
+                busy_gpu_s += busy_gpu_s_tail
+                effective += self.speed * busy_gpu_s_tail
+        return held, busy_gpu_s, effective
 
     def remaining_work(self, now: float) -> float:
         """Samples left at ``now`` (without mutating the record)."""

@@ -9,6 +9,37 @@
   ``gpu_usage_overall``: (inference busy + training allocated) GPU-s / all GPUs
   of both clusters. All over [first submit, end of simulation].
 - ``makespan_s``: last completion (or end of simulation) - first submit.
+
+The usage keys above count every GPU-second alike: a T4's like a V100's, and
+one held by a job stalled in a restart, rescale or migration like a useful
+one. The honest counterparts:
+
+- speed(m, T) = single-GPU throughput of model m on GPU type T / on the
+  reference GPU type (profile ``step_compute_s`` ratio; reference = 1.0). A job
+  whose workers span several types runs at the slowest one's pace, so each of
+  its GPUs counts the slowest type's speed.
+- speed(T), the capacity of one GPU-second of type T, = mean of speed(m, T)
+  over the distinct models of the run's jobs (models without a profile for T
+  are left out; 0 if none has one). We use the trace's models, not all of the
+  profile's, because they are the work the cluster is offered: a profile file
+  may list models no job uses. Unweighted by job count or size, so a policy
+  that steers T4 time to the models fastest on T4 can, in principle, push the
+  ratios a little above what an "average" job mix would give (even above 1);
+  on a reference-type training cluster alone they are at most 1.
+- ``gpu_usage_effective``: sum over jobs of GPU-s held outside overheads x
+  speed(m, types held) / (training capacity + loaned capacity, each GPU-s x
+  speed(T)); both in reference-GPU-seconds, over the same span.
+- ``gpu_usage_effective_overall``: numerator plus inference-busy GPU-s x
+  speed(inference type); denominator all GPUs of both clusters x speed(T) x span.
+- ``overhead_gpu_share``: GPU-s held by jobs inside overheads (start/restart,
+  rescale, migration, resume) / all GPU-s held by jobs.
+- ``reclaim_disruptions``: per applied plan, the jobs that lost workers on a
+  server returned to inference (scaled in, moved or preempted); also per job
+  in ``jobs.csv``.
+
+Jobs still running at the end are integrated up to the end without being
+changed (:meth:`lyra_gym.jobs.Job.usage_until`), so ``summarize`` may be
+called on an engine mid-run.
 """
 
 from __future__ import annotations
@@ -23,7 +54,7 @@ if TYPE_CHECKING:
 JOB_COLUMNS = (
     "job_id", "model", "num_gpus", "elastic", "submit_time", "first_start", "finish_time",
     "jct_s", "queue_s", "queue_total_s", "attained_gpu_s", "preemptions", "scale_ins", "scale_outs",
-    "migrations", "finished",
+    "migrations", "reclaim_disruptions", "finished",
 )
 
 
@@ -34,6 +65,29 @@ def _stats(values: list[float], prefix: str) -> dict[str, float | None]:
     p50, p95, p99 = np.percentile(arr, [50, 95, 99])
     return {f"{prefix}_mean_s": float(arr.mean()), f"{prefix}_p50_s": float(p50),
             f"{prefix}_p95_s": float(p95), f"{prefix}_p99_s": float(p99)}
+
+
+def capacity_speeds(engine: "Engine") -> dict[str, float]:
+    """speed(T) of every GPU type in the cluster (reference-GPU-s per GPU-s): the mean
+    of speed(m, T) over the distinct models of the engine's jobs (all of the profile's
+    models when there are no jobs); models without a profile for T are left out."""
+    models = sorted({j.spec.model for j in engine.jobs}) or sorted(engine.profiles.models)
+    cluster = engine.config.cluster
+    speeds = {}
+    for gpu_type in sorted({g.gpu_type for g in cluster.training} | {cluster.inference.gpu_type}):
+        values = [engine.speed(m, frozenset((gpu_type,))) for m in models
+                  if {gpu_type, engine.reference_gpu} <= engine.profiles.model(m).gpus.keys()]
+        speeds[gpu_type] = float(np.mean(values)) if values else 0.0
+    return speeds
+
+
+def unfinished_warning(metrics: dict[str, Any]) -> str | None:
+    """A one-line warning when a run left jobs unfinished (None otherwise), for the CLI."""
+    left = metrics.get("jobs_unfinished") or 0
+    if not left:
+        return None
+    return (f"warning: {left} of {metrics.get('jobs_total')} jobs unfinished at the end of the run "
+            "(JCT and queuing statistics cover finished jobs only)")
 
 
 def summarize(engine: "Engine") -> dict[str, Any]:
@@ -53,6 +107,17 @@ def summarize(engine: "Engine") -> dict[str, Any]:
     def ratio(num: float, den: float) -> float | None:
         return num / den if den > 0 else None
 
+    held = busy = effective = 0.0
+    for j in jobs:
+        h, b, e = j.usage_until(end)
+        held += h
+        busy += b
+        effective += e
+    speeds = capacity_speeds(engine)
+    inference_speed = speeds[cluster.inference.gpu_type]
+    training_capacity = sum(g.count * g.gpus_per_server * speeds[g.gpu_type] for g in cluster.training) * span
+    loaned_capacity = engine.gpu_s_loaned_capacity * inference_speed
+
     counts = engine.counts
     metrics: dict[str, Any] = {
         "jobs_total": len(jobs),
@@ -64,6 +129,11 @@ def summarize(engine: "Engine") -> dict[str, Any]:
         "gpu_usage_training": ratio(engine.gpu_s_training, training_gpus * span),
         "gpu_usage_with_loaned": ratio(allocated, training_gpus * span + engine.gpu_s_loaned_capacity),
         "gpu_usage_overall": ratio(allocated + engine.gpu_s_inference_busy, (training_gpus + inference_gpus) * span),
+        "gpu_usage_effective": ratio(effective, training_capacity + loaned_capacity),
+        "gpu_usage_effective_overall": ratio(
+            effective + engine.gpu_s_inference_busy * inference_speed,
+            training_capacity + inference_gpus * inference_speed * span),
+        "overhead_gpu_share": ratio(held - busy, held),
         "preemptions": counts["preemptions"],
         "preempted_job_share": ratio(sum(1 for j in jobs if j.preemptions), len(jobs)),
         "suspensions": counts["suspensions"],
@@ -71,6 +141,7 @@ def summarize(engine: "Engine") -> dict[str, Any]:
         "scale_outs": counts["scale_outs"],
         "scale_events": counts["scale_ins"] + counts["scale_outs"],
         "migrations": counts["migrations"],
+        "reclaim_disruptions": counts["reclaim_disruptions"],
         "servers_borrowed": counts["servers_borrowed"],
         "servers_returned": counts["servers_returned"],
         "inference_violations": counts["inference_violations"],
@@ -95,6 +166,6 @@ def job_rows(engine: "Engine") -> list[dict[str, Any]]:
             "queue_s": j.first_start - s.submit_time if j.first_start is not None else None,
             "queue_total_s": j.queued_total, "attained_gpu_s": j.attained_gpu_s,
             "preemptions": j.preemptions, "scale_ins": j.scale_ins, "scale_outs": j.scale_outs,
-            "migrations": j.migrations, "finished": int(done),
+            "migrations": j.migrations, "reclaim_disruptions": j.reclaim_disruptions, "finished": int(done),
         })
     return rows

@@ -129,6 +129,8 @@ def test_terminal_table_shows_mean_and_half_width(tmp_path, capsys):
     row = summary(tmp_path)[0]
     jct_line = next(line for line in printed.splitlines() if line.startswith("jct_mean_s "))
     assert f"{row['jct_mean_s']:.0f} ± {row['jct_mean_s_ci95']:.0f}" in jct_line
+    for key in ("migrations", "jobs_unfinished", "gpu_usage_effective", "overhead_gpu_share", "reclaim_disruptions"):
+        assert any(line.startswith(key + " ") for line in printed.splitlines()), key
     assert not any(tmp_path.glob("*.png"))
 
 
@@ -156,7 +158,11 @@ def test_tensorboard_runs_hold_the_expected_tags(compared):
         acc.Reload()
         tags = set(acc.Tags()["scalars"])
         expected = {"summary/jct_mean_s", "summary_ci95/jct_mean_s", "seeds/jct_mean_s",
-                    *(f"timeline_seed{s}/{c}" for s in (0, 1) for c in (*COLUMNS[1:], "gpus_allocated"))}
+                    *(f"timeline_seed{s}/{c}" for s in (0, 1) for c in (*COLUMNS[1:], "gpus_allocated")),
+                    # every numeric metric is logged, the honest-usage keys included
+                    *(f"{prefix}/{k}" for prefix in ("summary", "seeds") for k in (
+                        "gpu_usage_effective", "gpu_usage_effective_overall", "overhead_gpu_share",
+                        "reclaim_disruptions"))}
         assert expected <= tags, sorted(expected - tags)
         (mean,) = acc.Scalars("summary/jct_mean_s")
         assert mean.step == 0 and mean.value == pytest.approx(rows[policy]["jct_mean_s"], rel=1e-6)  # float32

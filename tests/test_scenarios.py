@@ -112,6 +112,7 @@ def test_reclaim_preempts_the_inelastic_job_on_the_loaned_server():
     assert m["preemptions"] == 1 and m["servers_borrowed"] == 1 and m["servers_returned"] == 1
     assert m["inference_violations"] == 0
     assert m["preempted_job_share"] == 0.5
+    assert m["reclaim_disruptions"] == 1  # B, preempted off the returned server
 
 
 def test_unanswered_reclaim_counts_a_violation_and_returns_by_default_rule():
@@ -122,6 +123,7 @@ def test_unanswered_reclaim_counts_a_violation_and_returns_by_default_rule():
     result = run(RECLAIM_JOBS, BorrowAll(answer=False), cfg, DEMAND)
     m = result.metrics
     assert m["inference_violations"] == 1 and m["servers_returned"] == 1 and m["preemptions"] == 1
+    assert m["reclaim_disruptions"] == 1  # B, preempted by the default rule
     assert jct(result, "A") == 110
     assert jct(result, "B") == pytest.approx(175, abs=1e-9)
 
@@ -145,3 +147,4 @@ def test_forced_return_scales_in_an_elastic_job_above_its_minimum():
     assert jct(result, "E") == pytest.approx(180, abs=1e-9)
     m = result.metrics
     assert m["inference_violations"] == 1 and m["scale_ins"] == 1 and m["preemptions"] == 0
+    assert m["reclaim_disruptions"] == 1  # E, scaled in by the default rule
