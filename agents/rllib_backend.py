@@ -30,7 +30,16 @@ TrainConfig mapping: ``n_envs`` -> env runners (capped at cores - 1), ``n_steps 
 
 A run writes ``runs/<env>__<name>__<seed>__<time>/``: ``config.yaml``, TensorBoard
 events, ``checkpoint/`` (``Algorithm.save_to_path``; the module lives under
-``checkpoint/learner_group/learner/rl_module/default_policy``) and ``compare.json``.
+``checkpoint/learner_group/learner/rl_module/default_policy``), the module's weights
+as plain arrays in ``checkpoint/module_weights.npz``, and ``compare.json``.
+
+Loading (``rllib:PATH``, :func:`load_rllib_scheduler`) unpickles nothing by default: the
+module is rebuilt from ``config.yaml`` (``net_arch``, ``activation``, the env's spaces)
+and its weights read from ``module_weights.npz`` (``allow_pickle=False``), strictly
+(every key and shape must match). RLlib's own checkpoint files (``state.pkl``,
+``class_and_ctor_args.pkl``, ...) are read only when trusted (``rllib:PATH?trust=1``
+or ``LYRA_GYM_TRUST_MODEL_FILES=1``): then ``RLModule.from_checkpoint`` unpickles them.
+``python -m agents.rllib_backend convert RUN`` writes the ``.npz`` of an older (trusted) run.
 """
 
 from __future__ import annotations
@@ -61,12 +70,16 @@ from lyra_gym.envs import ActionMaskObservation
 
 from agents.callbacks import CUSTOM_KEYS
 from agents.config import TrainConfig, TrainConfigError, load_train_config, resolve_config
-from agents.factory import CONFIG_FILE, new_run_dir
-from agents.policy_scheduler import GuidedAgentScheduler
+from agents.factory import (
+    CONFIG_FILE, UntrustedModelFileError, model_spaces, new_run_dir, trust_requested, warn_trusted,
+)
+from agents.policy_scheduler import GuidedAgentScheduler, split_trust_option
 
 RLLIB_ENV = "LyraGymMasked"          # the RLlib env name; env_config picks the LyraGym/ id
 CHECKPOINT_DIR = "checkpoint"        # inside a run directory
 MODULE_SUBPATH = Path("learner_group") / "learner" / "rl_module" / "default_policy"
+WEIGHTS_FILE = "module_weights.npz"  # inside checkpoint/: the module's state dict as plain arrays
+MODULE_ID = "default_policy"
 MASK_MIN = -1e9                      # log(0) clamped: masked values get probability exp(-1e9) = 0
 RLLIB_KEYS = {"num_env_runners": int, "iterations": int, "train_batch_size": int, "minibatch_size": int,
               "num_envs_per_env_runner": int}
@@ -290,6 +303,8 @@ def train_rllib(args: argparse.Namespace, ray_init: bool = True) -> int:
             print(f"iter {i + 1}/{iterations}  steps {step}  return {ret if ret is not None else float('nan'):.2f}  "
                   f"jct {custom.get('custom/jct_mean_s', float('nan')):.0f} s")
         checkpoint = algo.save_to_path(str((run_dir / CHECKPOINT_DIR).resolve()))
+        save_module_weights(algo.learner_group.get_weights([MODULE_ID])[MODULE_ID],
+                            run_dir / CHECKPOINT_DIR / WEIGHTS_FILE)
     finally:
         algo.stop()
         writer.close()
@@ -366,20 +381,109 @@ class RllibPolicyScheduler(GuidedAgentScheduler):
         return np.asarray(action, dtype=np.int64)
 
 
-def load_rllib_scheduler(path: str | os.PathLike, deterministic: bool = True, **params: Any) -> RllibPolicyScheduler:
+def save_module_weights(state: Mapping[str, Any], path: str | os.PathLike) -> Path:
+    """A module state dict (tensors or arrays) as a plain ``.npz`` (no objects)."""
+    path = Path(path)
+    arrays = {key: (value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value))
+              for key, value in state.items()}
+    bad = [key for key, value in arrays.items() if value.dtype == object]
+    if bad:
+        raise ValueError(f"module state entries {bad} are not plain arrays")
+    with open(path, "wb") as fh:
+        np.savez(fh, **arrays)
+    return path
+
+
+def build_module(config: TrainConfig) -> MaskedMultiDiscreteModule:
+    """A fresh :class:`MaskedMultiDiscreteModule` on ``config``'s env spaces (as
+    :class:`~lyra_gym.envs.ActionMaskObservation` presents them) and network settings."""
+    obs_space, act_space = model_spaces(config)
+    mask = gym.spaces.Box(0.0, 1.0, (int(np.sum(act_space.nvec)),), dtype=np.float32)
+    return MaskedMultiDiscreteModule(
+        observation_space=gym.spaces.Dict({"observations": obs_space, "action_mask": mask}),
+        action_space=act_space, model_config={"hidden": list(config.net_arch), "activation": config.activation},
+    )
+
+
+def load_module_weights(config: TrainConfig, path: str | os.PathLike) -> MaskedMultiDiscreteModule:
+    """:func:`build_module` with the weights of a ``module_weights.npz`` (``allow_pickle=False``, strict)."""
+    module = build_module(config)
+    with np.load(path, allow_pickle=False) as data:
+        state = {key: torch.as_tensor(data[key]) for key in data.files}
+    module.load_state_dict(state, strict=True)
+    return module
+
+
+def weights_file(module_dir: Path) -> Path:
+    """``checkpoint/module_weights.npz`` of a module directory ``checkpoint/learner_group/.../default_policy``."""
+    return module_dir.parents[len(MODULE_SUBPATH.parts) - 1] / WEIGHTS_FILE
+
+
+def load_rllib_scheduler(path: str | os.PathLike, deterministic: bool = True,
+                         trust_model_files: bool | None = None, **params: Any) -> RllibPolicyScheduler:
     """The ``rllib:PATH`` loader (entry-point group ``lyra_gym.scheduler_loaders``).
 
     :param path: a run directory, its ``checkpoint/`` or the module directory under it;
-        the run's ``config.yaml`` is found in the run directory.
+        the run's ``config.yaml`` is found in the run directory. ``PATH?trust=1`` trusts the files.
     :param deterministic: argmax per dimension (default True).
+    :param trust_model_files: load with ``RLModule.from_checkpoint`` (unpickles RLlib's checkpoint
+        files: only for files you trust). Default: ``?trust=`` in the path, else
+        ``LYRA_GYM_TRUST_MODEL_FILES``, else False: the module is rebuilt from ``config.yaml`` and
+        ``checkpoint/module_weights.npz`` is loaded (nothing unpickled).
     :param params: ``name=`` for the results (default ``rllib:PATH``).
     """
-    from ray.rllib.core.rl_module.rl_module import RLModule
-
     unknown = set(params) - {"name"}
     if unknown:
         raise TypeError(f"load_rllib_scheduler: unknown parameter(s) {', '.join(sorted(unknown))}")
+    name = params.get("name", f"rllib:{path}")
+    path, in_path = split_trust_option(path)
+    trust = trust_requested(trust_model_files if trust_model_files is not None else in_path)
     module_dir, config_file = find_rllib_checkpoint(path)
     config = load_train_config(config_file)
+    weights = weights_file(module_dir)
+    if trust:
+        from ray.rllib.core.rl_module.rl_module import RLModule
+
+        warn_trusted(module_dir)
+        module = RLModule.from_checkpoint(str(module_dir))
+    elif weights.is_file():
+        module = load_module_weights(config, weights)
+    else:
+        raise UntrustedModelFileError(
+            f"{module_dir}: the module's weights exist only in RLlib's pickled checkpoint, which is not loaded "
+            f"by default (a crafted file can run code); if you trust it, convert it once with "
+            f"`python -m agents.rllib_backend convert {path}` or load it with rllib:PATH?trust=1 / "
+            f"LYRA_GYM_TRUST_MODEL_FILES=1")
+    return RllibPolicyScheduler(module, config, deterministic, name=name)
+
+
+def convert_checkpoint(path: str | os.PathLike) -> Path:
+    """Write ``checkpoint/module_weights.npz`` of an older run from its RLlib checkpoint (unpickles
+    it: only for files you trust). Returns the ``.npz`` path."""
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    module_dir, _ = find_rllib_checkpoint(path)
+    warn_trusted(module_dir)
     module = RLModule.from_checkpoint(str(module_dir))
-    return RllibPolicyScheduler(module, config, deterministic, name=params.get("name", f"rllib:{path}"))
+    return save_module_weights(module.state_dict(), weights_file(module_dir))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m agents.rllib_backend convert RUN``: see :func:`convert_checkpoint`."""
+    parser = argparse.ArgumentParser(prog="python -m agents.rllib_backend")
+    sub = parser.add_subparsers(dest="command", required=True)
+    convert = sub.add_parser("convert", help="write checkpoint/module_weights.npz from a trusted RLlib checkpoint "
+                                             "(unpickles it: only for files you trust)")
+    convert.add_argument("path", help="run directory, its checkpoint/, or the module directory")
+    args = parser.parse_args(argv)
+    try:
+        out = convert_checkpoint(args.path)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"agents.rllib_backend: error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,5 +1,6 @@
 """RLlib backend: one PPO iteration (new API stack, masked MultiDiscrete module), a checkpoint,
-and the checkpoint run through the engine as a scheduler (``rllib:PATH``)."""
+and the checkpoint run through the engine as a scheduler (``rllib:PATH``), loaded from plain
+weights (``module_weights.npz``) unless trusted."""
 
 from __future__ import annotations
 
@@ -106,3 +107,73 @@ def test_rllib_loader_by_name(trained_run):
     if "rllib" not in {ep.name for ep in entry_points(group=registry.PREFIX_ENTRY_POINT_GROUP)}:
         pytest.skip("entry point rllib = agents.rllib_backend:load_rllib_scheduler not installed yet")
     assert isinstance(registry.make(f"rllib:{trained_run}"), RllibPolicyScheduler)
+
+
+# ---------------------------------------------------------------------- safe loading (docs/trust.md)
+class _Payload:
+    """Unpickling this creates the directory ``marker``: proof that code ran."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+
+        return os.makedirs, (self.marker, 0o755, True)
+
+
+def _logits(module, obs, masks):
+    from ray.rllib.core.columns import Columns
+
+    batch = {Columns.OBS: {"observations": torch.as_tensor(obs), "action_mask": torch.as_tensor(masks)}}
+    with torch.no_grad():
+        return module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+
+
+def test_safe_rllib_load_equals_rllibs_own_checkpoint_loading(trained_run, monkeypatch):
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    from agents.rllib_backend import CHECKPOINT_DIR, MODULE_SUBPATH, WEIGHTS_FILE, load_rllib_scheduler
+
+    monkeypatch.delenv("LYRA_GYM_TRUST_MODEL_FILES", raising=False)
+    assert (trained_run / CHECKPOINT_DIR / WEIGHTS_FILE).is_file()
+    safe = load_rllib_scheduler(trained_run).module
+    reference = RLModule.from_checkpoint(str(trained_run / CHECKPOINT_DIR / MODULE_SUBPATH))  # our own file
+    rng = np.random.default_rng(0)
+    size = safe.pi[0].in_features
+    obs = rng.uniform(-1, 1, (16, size)).astype(np.float32)
+    masks = (rng.uniform(size=(16, sum(safe.nvec))) < 0.7).astype(np.float32)
+    torch.testing.assert_close(_logits(safe, obs, masks), _logits(reference, obs, masks), rtol=0, atol=0)
+
+
+def test_rllib_crafted_checkpoint_pickles_run_only_when_trusted(trained_run, tmp_path, monkeypatch, capsys):
+    import pickle
+    import shutil
+
+    from agents.factory import UntrustedModelFileError
+    from agents.rllib_backend import CHECKPOINT_DIR, MODULE_SUBPATH, WEIGHTS_FILE, load_rllib_scheduler, main
+
+    monkeypatch.delenv("LYRA_GYM_TRUST_MODEL_FILES", raising=False)
+    run = shutil.copytree(trained_run, tmp_path / "crafted")
+    module_dir = run / CHECKPOINT_DIR / MODULE_SUBPATH
+    genuine = (module_dir / "class_and_ctor_args.pkl").read_bytes()
+    marker = tmp_path / "marker_rllib"
+    (module_dir / "class_and_ctor_args.pkl").write_bytes(pickle.dumps(_Payload(marker)))
+    load_rllib_scheduler(run)  # default: rebuilt from config.yaml + module_weights.npz
+    assert not marker.exists()
+    with pytest.raises(Exception):  # the payload replaced the class information
+        load_rllib_scheduler(f"{run}?trust=1")
+    assert marker.exists()
+    assert capsys.readouterr().err.count("warning: trusting model files") == 1
+    # an older run without the .npz: refused in one line, unless trusted or converted
+    (module_dir / "class_and_ctor_args.pkl").write_bytes(genuine)
+    (run / CHECKPOINT_DIR / WEIGHTS_FILE).unlink()
+    with pytest.raises(UntrustedModelFileError) as err:
+        load_rllib_scheduler(run)
+    assert "\n" not in str(err.value) and "agents.rllib_backend convert" in str(err.value)
+    monkeypatch.setenv("LYRA_GYM_TRUST_MODEL_FILES", "1")
+    load_rllib_scheduler(run)
+    monkeypatch.delenv("LYRA_GYM_TRUST_MODEL_FILES")
+    assert main(["convert", str(run)]) == 0
+    assert (run / CHECKPOINT_DIR / WEIGHTS_FILE).is_file()
+    load_rllib_scheduler(run)
