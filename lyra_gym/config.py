@@ -234,6 +234,8 @@ _NUMBER_TEXT = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE]
 
 
 def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
     return f"{type(value).__name__} {value!r}" if not isinstance(value, (dict, list)) else type(value).__name__
 
 
@@ -293,10 +295,8 @@ def _build(cls: type, data: Any, path: str) -> Any:
 
 def _convert(hint: Any, value: Any, where: str, rule: Mapping[str, Any]) -> Any:
     base, optional = _unpack(hint)
-    if value is None:
-        if optional:
-            return None
-        raise ConfigError(f"{where}: must not be null")
+    if value is None and optional:
+        return None
     if dataclasses.is_dataclass(base):
         return _build(base, value, where)
     if typing.get_origin(base) is tuple:

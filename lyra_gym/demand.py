@@ -375,7 +375,7 @@ def diurnal_demand(
     step = float(config.step_s)
     if horizon / step >= MAX_DEMAND_POINTS:
         raise ConfigError(
-            f"demand curve: horizon_s={horizon:g} s at demand.step_s={step:g} s needs "
+            f"demand curve: horizon_s={horizon:.12g} s at demand.step_s={step:.12g} s needs "
             f"{horizon / step + 1:.4g} points, more than MAX_DEMAND_POINTS={MAX_DEMAND_POINTS:,}; "
             f"raise demand.step_s or shorten the horizon (the last submit time plus "
             f"demand_horizon_pad_s)"

@@ -165,3 +165,108 @@ def test_holding_every_job_cannot_end_an_episode_for_free():
     final = info["final_metrics"]
     assert term and final["jobs_finished"] == 0 and final["jobs_unfinished"] == final["jobs_total"] > 0
     assert last <= -final["jobs_unfinished"] * env.windows.length_s / 3600.0
+
+
+# ---------------------------------------------------------------- inputs (issue 15, item 8)
+
+
+@pytest.mark.parametrize("make_action", [
+    lambda n: np.full(n, 2.9),                      # used to be truncated to 2
+    lambda n: np.full(n, 2.0),                      # whole floats too: cast with .astype(np.int64)
+    lambda n: np.ones(n, dtype=bool),
+    lambda n: np.full((1, n), 2, dtype=np.int64),   # a batch of one
+    lambda n: np.full((n, 1), 2, dtype=np.int64),
+    lambda n: np.full(n + 1, 2, dtype=np.int64),
+    lambda n: np.int64(2),
+    lambda n: [2] * (n - 1) + ["2"],
+    lambda n: [[2]] * (n - 1) + [[2, 2]],
+    lambda n: None,
+])
+def test_actions_must_be_integer_arrays_of_the_space_shape(make_action):
+    env = gym.make("LyraGym/Elastic-v0", **SMALL).unwrapped
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"^action: must be an integer array of shape \(32,\)"):
+        env.step(make_action(32))
+    _, _, _, _, info = env.step(env.expert_action())  # the episode goes on
+    assert info["invalid_actions"] == 0
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, np.uint64, np.int64])
+def test_any_integer_dtype_and_lists_of_ints_are_actions(dtype):
+    env = gym.make("LyraGym/Elastic-v0", **SMALL).unwrapped
+    env.reset(seed=0)
+    env.step(env.expert_action().astype(dtype))
+    env.step(env.expert_action().tolist())
+
+
+def test_out_of_range_values_stay_counted_noops():
+    env = gym.make("LyraGym/Cluster-v0", **SMALL).unwrapped
+    env.reset(seed=0)
+    action = env.expert_action()
+    action[:3] = [-1, 5, 2**62]
+    _, _, _, _, info = env.step(action)
+    assert info["invalid_actions"] == 3
+    huge = np.full(env.action_space.shape, np.iinfo(np.uint64).max, dtype=np.uint64)
+    _, _, _, _, info = env.step(huge)  # not wrapped round to a valid value
+    assert info["invalid_actions"] == env.action_space.shape[0]
+
+
+def test_test_windows_are_checked_not_wrapped():
+    env = gym.make("LyraGym/Elastic-v0", **SMALL).unwrapped
+    n = env.windows.num_test
+    _, info = env.reset(options={"split": "test", "window": n - 1})
+    assert info["window"] == n - 1 and env.window.seed == 1_000_000 + n - 1
+    _, info = env.reset(options={"split": "test", "window": np.int64(1)})
+    assert info["window"] == 1
+    for bad in (n, -1, 10**9, 1.9, 1.0, True, "1", None):
+        with pytest.raises(ValueError, match=rf"^options\['window'\]: must be an integer in \[0, {n - 1}\]"):
+            env.reset(options={"split": "test", "window": bad})
+    with pytest.raises(ValueError, match="window: must be an integer"):
+        env.windows.test(n)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"windw": 2}, r"options\['windw'\]: unknown reset option \(known: split, window\)"),
+    ({"split": "test", "seed": 1}, r"options\['seed'\]: unknown reset option"),
+    ({"split": "val"}, r"options\['split'\]: must be 'train' or 'test', got 'val'"),
+    ({"split": ["test"]}, r"options\['split'\]: must be 'train' or 'test'"),
+    ({"window": 2}, r"options\['window'\]: only with options\['split'\] = 'test'"),
+    ("test", r"options: must be a dict"),
+])
+def test_reset_options_are_checked(options, message):
+    env = gym.make("LyraGym/Elastic-v0", **SMALL).unwrapped
+    with pytest.raises(ValueError, match=message):
+        env.reset(options=options)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"reward_scale_s": 0}, "reward_scale_s: must be a finite number > 0, got 0"),  # used to fail at step 1
+    ({"reward_scale_s": -1.0}, "reward_scale_s"),
+    ({"reward_scale_s": float("nan")}, "reward_scale_s"),
+    ({"reward_scale_s": float("inf")}, "reward_scale_s"),
+    ({"reward_scale_s": "3600"}, "reward_scale_s"),
+    ({"window_s": float("nan")}, "window_s"),
+    ({"window_s": 1e-3}, "window_s: .* more than MAX_WINDOWS"),
+    ({"test_fraction": 1.0}, "test_fraction"),
+    ({"test_fraction": float("nan")}, "test_fraction"),
+    ({"num_job_slots": 1.5}, r"num_job_slots: must be an integer in \[1, 4096\]"),
+    ({"num_job_slots": True}, "num_job_slots"),
+    ({"num_job_slots": 10**9}, "num_job_slots"),
+    ({"num_server_slots": -1}, "num_server_slots"),
+    ({"borrow_levels": 0}, "borrow_levels"),
+    ({"max_steps": 0}, "max_steps"),
+    ({"trace_seed": -1}, "trace_seed"),
+    ({"trace": 5}, "trace: must be a preset name"),
+    ({"heuristic": "fifo"}, "heuristic: scheduler 'fifo' cannot be guided"),
+    ({"heuristic": "nope"}, "heuristic: unknown scheduler 'nope'"),
+    ({"heuristic": None}, "heuristic"),
+    ({"reward": "abc*jct"}, "reward: weight of 'jct' must be a finite number, got 'abc'"),
+    ({"reward": {"jct": float("nan")}}, "reward: weight of 'jct'"),
+    ({"reward": 5}, "reward: must be"),
+    ({"config": 5}, "config: must be a SimConfig"),
+    ({"config": {"reclaim_grace_s": float("nan")}}, "reclaim_grace_s: must be a finite number"),
+    ({"profiles": 3}, "profiles"),
+])
+def test_constructor_arguments_are_checked(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        gym.make("LyraGym/Elastic-v0", **kwargs)

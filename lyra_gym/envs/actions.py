@@ -82,8 +82,8 @@ class ActionCodec:
                              f".astype(np.int64))")
         if array.shape != self.nvec.shape:
             raise ValueError(f"action: must be {expected}, got shape {array.shape}")
-        if array.dtype.kind == "u":  # keep huge unsigned values out of range instead of wrapping
-            array = np.minimum(array, np.iinfo(np.int64).max)
+        if array.dtype == np.uint64:  # keep huge values out of range instead of wrapping negative
+            array = np.minimum(array, np.uint64(np.iinfo(np.int64).max))
         return array.astype(np.int64)
 
     def decode(self, action: np.ndarray, masks: np.ndarray, slots: Sequence[JobView],
