@@ -115,6 +115,8 @@ class TrainConfig:
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 raise TrainConfigError(f"{key}: must be one of {', '.join(allowed)}, got {getattr(self, key)!r}")
+        if ":" in str(self.heuristic):  # a loader name (model:PATH, ...) would load files from a run's config
+            raise TrainConfigError(f"heuristic: must be a registered heuristic name, got {self.heuristic!r}")
         if not self.env_id.startswith("LyraGym/"):
             raise TrainConfigError(f"env_id: must be a LyraGym/ id, got {self.env_id!r}")
         positive = ("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "num_job_slots",

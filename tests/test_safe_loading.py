@@ -310,3 +310,16 @@ def test_resume_does_not_run_crafted_pickles_unless_trusted(trained, tmp_path, m
     files = find_artifacts(resumed)
     assert files.vecnormalize == resumed / "vecnormalize.npz"
     assert load_model(load_train_config(files.config), files.model).num_timesteps == STEPS + 64
+
+
+def test_a_config_cannot_name_a_loader_as_its_heuristic(trained, tmp_path):
+    """config.yaml is read with yaml.safe_load; its guided heuristic must be a plain name, so a crafted
+    config cannot make loading a model load (and trust) another file through ``model:PATH?trust=1``."""
+    from agents.config import TrainConfigError
+
+    _, _, _, run_dir = trained
+    copy = shutil.copytree(run_dir, tmp_path / "crafted")
+    text = (copy / "config.yaml").read_text().replace("heuristic: lyra", f"heuristic: model:{run_dir}?trust=1")
+    (copy / "config.yaml").write_text(text)
+    with pytest.raises(TrainConfigError, match="heuristic: must be a registered heuristic name"):
+        load_policy_scheduler(copy)
