@@ -223,7 +223,15 @@ class CheckedEngine(Engine):
     def apply(self, plan: Plan) -> bool:
         loanable_before = self.num_loanable()
         loaned_before = {s.id for s in self.inference_servers if s.loaned}
+        stalls = {i: self.jobs[i].overhead_until for i in self.running}
+        on_returned = {i for sid in plan.give_back for i in self.servers[sid].jobs}
+        disruptions = [j.reclaim_disruptions for j in self.jobs]
         changed = super().apply(plan)
+        for i, until in stalls.items():  # a running job's overhead is never shortened
+            if i in self.running:
+                assert self.jobs[i].overhead_until >= until, self.jobs[i].spec.job_id
+        for job in self.jobs:  # one disruption per job per plan, exactly for jobs on returned servers
+            assert job.reclaim_disruptions == disruptions[job.index] + (job.index in on_returned)
         if plan.borrow:
             self.borrow_plans += 1
             assert len(set(plan.borrow)) <= loanable_before, (plan.borrow, loanable_before)
@@ -379,6 +387,18 @@ def check_accounting(engine: Engine, jobs: list[JobSpec]) -> dict:
             assert row["jct_s"] is None and row["finish_time"] is None
     assert metrics["servers_returned"] <= metrics["servers_borrowed"]
     assert metrics["servers_borrowed"] - metrics["servers_returned"] == engine.loaned_count
+    # honest usage: per-job integrals agree with the engine's own, stalls and speeds bounded
+    held = busy = 0.0
+    for job in engine.jobs:
+        h, b, e = job.usage_until(engine.now)
+        top = max(engine.speed(job.spec.model, frozenset((g,))) for g in PROFILES.model(job.spec.model).gpus)
+        assert 0.0 <= b <= h * (1 + 1e-12) and 0.0 <= e <= b * top * (1 + 1e-12), job.spec.job_id
+        held += h
+        busy += b
+    assert held == pytest.approx(engine.gpu_s_training + engine.gpu_s_loaned, rel=1e-9, abs=1e-6)
+    share = metrics["overhead_gpu_share"]
+    assert (share is None) == (held == 0) and (share is None or 0.0 <= share <= 1.0)
+    assert metrics["reclaim_disruptions"] == sum(r["reclaim_disruptions"] for r in rows)
     return metrics
 
 
@@ -430,10 +450,11 @@ def test_random_policy_exercises_every_mechanism():
         metrics = check_accounting(engine, jobs)
         totals.update({k: metrics[k] for k in (
             "jobs_finished", "jobs_unfinished", "preemptions", "scale_ins", "scale_outs", "migrations",
-            "servers_borrowed", "servers_returned", "inference_violations")})
+            "servers_borrowed", "servers_returned", "inference_violations", "reclaim_disruptions")})
         totals["borrow_plans"] += engine.borrow_plans
     for key in ("jobs_finished", "preemptions", "scale_ins", "scale_outs", "migrations",
-                "servers_borrowed", "servers_returned", "inference_violations", "borrow_plans"):
+                "servers_borrowed", "servers_returned", "inference_violations", "reclaim_disruptions",
+                "borrow_plans"):
         assert totals[key] > 0, (key, dict(totals))
 
 
