@@ -15,9 +15,12 @@ one held by a job stalled in a restart, rescale or migration like a useful
 one. The honest counterparts:
 
 - speed(m, T) = single-GPU throughput of model m on GPU type T / on the
-  reference GPU type (profile ``step_compute_s`` ratio; reference = 1.0). A job
-  whose workers span several types runs at the slowest one's pace, so each of
-  its GPUs counts the slowest type's speed.
+  reference GPU type (the profile's ``step_compute_s`` ratio, reference = 1.0;
+  in the shipped ``builtin_profiles.json`` a T4 is 0.3 of a V100 for every
+  model, an A100 1.6-2.6: see ``tools/derive_builtin_profiles.py`` for the
+  sources). A job whose workers span several types runs at the slowest one's
+  pace, so each of its GPUs counts the slowest type's speed. Per GPU: the
+  loss of sub-linear scaling (all-reduce time) is not deducted.
 - speed(T), the capacity of one GPU-second of type T, = mean of speed(m, T)
   over the distinct models of the run's jobs (models without a profile for T
   are left out; 0 if none has one). We use the trace's models, not all of the
@@ -44,7 +47,7 @@ called on an engine mid-run.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
@@ -81,13 +84,16 @@ def capacity_speeds(engine: "Engine") -> dict[str, float]:
     return speeds
 
 
-def unfinished_warning(metrics: dict[str, Any]) -> str | None:
-    """A one-line warning when a run left jobs unfinished (None otherwise), for the CLI."""
+def unfinished_warning(metrics: Mapping[str, Any]) -> str | None:
+    """A one-line warning when a run left jobs unfinished, else None. Takes a run's metrics
+    or a comparison's summary row (``policy``, ``seeds``, means over seeds)."""
     left = metrics.get("jobs_unfinished") or 0
     if not left:
         return None
-    return (f"warning: {left} of {metrics.get('jobs_total')} jobs unfinished at the end of the run "
-            "(JCT and queuing statistics cover finished jobs only)")
+    who = f"{metrics['policy']}: " if metrics.get("policy") else ""
+    mean = " (mean over seeds)" if (metrics.get("seeds") or 1) > 1 else ""
+    return (f"warning: {who}{left:g} of {metrics.get('jobs_total', 0):g} jobs unfinished at the end of the "
+            f"run{mean}; JCT and queuing statistics cover finished jobs only")
 
 
 def summarize(engine: "Engine") -> dict[str, Any]:

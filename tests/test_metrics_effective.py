@@ -112,9 +112,12 @@ def test_summarize_mid_run_integrates_running_jobs_without_changing_them():
     assert m["overhead_gpu_share"] == pytest.approx((380 - 200) / 380)
     assert [(j.work_done, j.last_update, j.attained_gpu_s, j.busy_gpu_s) for j in engine.jobs] == state
     assert summarize(engine) | {"sim_wall_s": 0} == m | {"sim_wall_s": 0}
-    assert unfinished_warning(m) == ("warning: 2 of 2 jobs unfinished at the end of the run "
-                                     "(JCT and queuing statistics cover finished jobs only)")
+    assert unfinished_warning(m) == ("warning: 2 of 2 jobs unfinished at the end of the run; "
+                                     "JCT and queuing statistics cover finished jobs only")
     assert unfinished_warning(_simulate().metrics) is None
+    row = {"policy": "script", "seeds": 2, "jobs_total": 2, "jobs_unfinished": 0.5}  # a compare summary row
+    assert unfinished_warning(row) == ("warning: script: 0.5 of 2 jobs unfinished at the end of the run "
+                                       "(mean over seeds); JCT and queuing statistics cover finished jobs only")
 
 
 # --- reclaim disruptions: scaled in, moved, preempted; once per job per plan ---------------
