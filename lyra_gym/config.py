@@ -274,7 +274,8 @@ def _build(cls: type, data: Any, path: str) -> Any:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted((k for k in data if k not in fields), key=repr)
     if unknown:
-        key = unknown[0] if isinstance(unknown[0], str) else repr(unknown[0])
+        key = unknown[0]
+        key = key if isinstance(key, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) else repr(key)
         raise ConfigError(f"{path + '.' if path else ''}{key}: unknown key (known: {', '.join(fields)})")
     missing = [n for n, f in fields.items() if n not in data and f.default is dataclasses.MISSING
                and f.default_factory is dataclasses.MISSING]
