@@ -228,27 +228,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                record_timeline=plots or args.tensorboard is not None, on_done=lambda _: bar.update(1),
                                backend=args.backend, address=args.address, run_info=run_info,
                                extra_metrics=extra, completed=completed)
+        manifest["runs"] = _runs(completed)
+        rows = [summarize_runs(results[p]) for p in policies]
+        print(format_ci_table(rows, TABLE_KEYS))
+        csv_path, json_path = write_summary(rows, out)
+        print(f"wrote {csv_path} and {json_path}")
+        if plots:
+            written = write_plots(results, out)
+            print(f"wrote {', '.join(p.name for p in written)} to {out}")
+        if args.tensorboard is not None:
+            from lyra_gym.tensorboard_log import write_tensorboard
+
+            write_tensorboard(args.tensorboard, rows, results)
+            print(f"wrote TensorBoard runs to {args.tensorboard} (tensorboard --logdir {args.tensorboard})")
     except BaseException as err:
         manifest["status"] = "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
         manifest["runs"] = _runs(completed)
         try:
             _atomic_json(out / "compare.json", manifest)
-        except OSError:
+        except BaseException:  # noqa: BLE001 - the first error is the one to report
             pass
         raise
-    manifest["runs"] = _runs(completed)
-    rows = [summarize_runs(results[p]) for p in policies]
-    print(format_ci_table(rows, TABLE_KEYS))
-    csv_path, json_path = write_summary(rows, out)
-    print(f"wrote {csv_path} and {json_path}")
-    if plots:
-        written = write_plots(results, out)
-        print(f"wrote {', '.join(p.name for p in written)} to {out}")
-    if args.tensorboard is not None:
-        from lyra_gym.tensorboard_log import write_tensorboard
-
-        write_tensorboard(args.tensorboard, rows, results)
-        print(f"wrote TensorBoard runs to {args.tensorboard} (tensorboard --logdir {args.tensorboard})")
     manifest["status"] = "complete"
     _atomic_json(out / "compare.json", manifest)
     return 0

@@ -105,6 +105,10 @@ def _axes(data: Mapping[str, Any], key: str) -> dict[str, tuple[Any, ...]]:
             values = [values]
         if not values:
             raise SweepError(f"{key}.{name}: empty list of values")
+        for v in values:
+            if isinstance(v, (list, dict)):
+                raise SweepError(f"{key}.{name}: swept values must be scalars (they label the plots), got {v!r}; "
+                                 f"set structured settings in base_config")
         axes[str(name)] = tuple(values)
     return axes
 
@@ -278,10 +282,12 @@ def expand(grid: Grid, skip_infeasible: bool = False) -> list[SweepRun]:
                         raise SweepError(f"trace {trace} ({shown}) seed {ts}: {err}") from None
                 return gen_cache[ts], ts
 
-            for p_vals in itertools.product(*grid.params.values()):
-                if p_vals not in configs:
-                    configs[p_vals] = apply_params(grid.base_config, dict(zip(p_names, p_vals)))
-                config = configs[p_vals]
+            for p_items in itertools.product(*(list(enumerate(v)) for v in grid.params.values())):
+                p_key = tuple(i for i, _ in p_items)  # by position: values may be lists (unhashable)
+                p_vals = tuple(v for _, v in p_items)
+                if p_key not in configs:
+                    configs[p_key] = apply_params(grid.base_config, dict(zip(p_names, p_vals)))
+                config = configs[p_key]
                 values = {**t_values, **dict(zip(p_names, p_vals))}
                 for policy in grid.policies:
                     for seed in grid.seeds:
