@@ -131,11 +131,8 @@ def check_policies(policies: Sequence[str], params: Mapping[str, Mapping[str, An
         if prefix not in loaders:
             raise registry.UnknownSchedulerError(
                 f"unknown scheduler loader {prefix!r} in {p!r} (available: {', '.join(loaders) or 'none'})")
-        argument = p.partition(":")[2]
-        if prefix in PATH_LOADERS and not Path(argument).exists():
-            raise registry.UnknownSchedulerError(
-                f"policy {p!r}: {argument or '(empty path)'}: no such file or folder (a {prefix}: policy is "
-                f"{prefix}:PATH to a trained run)")
+        if prefix in PATH_LOADERS:
+            _check_loader_path(p, prefix, p.partition(":")[2])
     folders: dict[str, str] = {}
     for p in policies:
         other = folders.setdefault(run_dirname(p), p)
@@ -148,6 +145,28 @@ def check_policies(policies: Sequence[str], params: Mapping[str, Mapping[str, An
             except (TypeError, ValueError) as err:
                 shown = ", ".join(f"{k}={v!r}" for k, v in params[p].items())
                 raise CompareError(f"--policy-param for {p!r} ({shown}): {err}") from None
+
+
+def _check_loader_path(policy: str, prefix: str, argument: str) -> None:
+    """A ``model:PATH`` / ``rllib:PATH`` policy: the path exists and holds what the loader needs
+    (found the way the loader finds it, without loading the model)."""
+    if not argument or not Path(argument).exists():
+        raise registry.UnknownSchedulerError(
+            f"policy {policy!r}: {argument or '(empty path)'}: no such file or folder (a {prefix}: policy is "
+            f"{prefix}:PATH to a trained run)")
+    try:
+        if prefix == "model":
+            from agents.factory import find_artifacts
+
+            find_artifacts(argument)
+        elif prefix == "rllib":
+            from agents.rllib_backend import find_rllib_checkpoint
+
+            find_rllib_checkpoint(argument)
+    except ImportError:  # the loader's own import error is reported by the run
+        return
+    except FileNotFoundError as err:
+        raise registry.UnknownSchedulerError(f"policy {policy!r}: {err}") from None
 
 
 def read_config(path: str | os.PathLike | None) -> SimConfig:
