@@ -80,7 +80,7 @@ def no_simulation(monkeypatch):
 # ----------------------------------------------------------------------------- 3. infeasible jobs
 def test_feasibility_rule():
     mixed = SimConfig(cluster=ClusterConfig((ServerGroup(2, "v100", 8), ServerGroup(1, "a100", 4)),
-                                            ServerGroup(3, "t4", 8)))
+                                            ServerGroup(3, "t4", 8)), allow_mixed_gpu_types=True)
     assert capacity(mixed) == (16 + 4 + 24, 20)
     split = SimConfig(cluster=mixed.cluster, allow_mixed_gpu_types=False)
     assert capacity(split) == (24, 16)  # the t4 inference pool alone is the largest single type
@@ -102,7 +102,8 @@ def test_a_job_larger_than_the_cluster_is_refused(tmp_path, capsys, monkeypatch,
     policy = ["--policy", "fifo"] if command == "simulate" else ["--policies", "fifo,sjf"]
     code, _, err = run([command, *policy, "--trace", huge_trace, "--out", tmp_path / "o"], capsys)
     line = one_line_error(err)
-    assert code == 2 and "giant" in line and "300" in line and "256" in line and "--skip-infeasible" in line
+    most = capacity(SimConfig())[0]  # 256 when jobs may mix GPU types (training + loaned inference), else 128
+    assert code == 2 and "giant" in line and "300" in line and f"at most {most}" in line and "--skip-infeasible" in line
     assert not (tmp_path / "o").exists()
 
 
