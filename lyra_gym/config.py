@@ -176,7 +176,9 @@ class SimConfig:
       (DESIGN.md: default 0 = immediate; the policy answers at the same
       decision point).
     - ``allow_mixed_gpu_types``: may one job span GPU types (runs at the
-      slowest worker's pace)?
+      slowest worker's pace)? Default true: Lyra's loaning places a job on
+      training and loaned inference servers at once (tests/test_scenarios.py),
+      which a false default refuses as a ``mixed-gpu-types`` plan.
     - ``profiles``: a profile JSON path; ``None`` = the built-in profile.
     - ``reference_gpu``: GPU type the trace's durations refer to; ``None`` =
       the profile's reference type.

@@ -256,8 +256,11 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         return split, int(window)
 
     def step(self, action):
-        if self.engine is None or self.done:
-            raise RuntimeError("call reset() before step() (the episode is over)")
+        if self.engine is None:
+            raise RuntimeError("step(): call reset() first")
+        if self.done:
+            raise RuntimeError("step(): the episode is over (it terminated, or its window had no decision "
+                               "to make); call reset()")
         engine = self.engine
         guidance, invalid = self._decode(self.codec.check(action))
         self.invalid_actions_total += invalid
