@@ -7,26 +7,37 @@ What it models (DESIGN.md, "The paper being modelled"):
    servers of least preemption cost, greedily (or at random: ``reclaim_rule``).
 2. **Phase 1, base demands**: queued jobs in shortest-job-first order by
    estimated remaining time at their requested size get their base demand
-   (inelastic: requested GPUs; elastic: ``min_gpus``). Running jobs keep
-   their base workers; GPUs held by running jobs' *flexible* workers (above
-   their base) count as available here, so arrivals shrink elastic jobs.
-   With ``backfill=False`` the first job that does not fit stops admission.
-3. **Phase 2, elastic workers**: the spare GPUs go to elastic jobs by a
-   multiple-choice knapsack (``baselines/knapsack.py``): item k of a job = k
-   extra workers, value = the job's remaining-time reduction in seconds,
-   ``T(0) - T(k)``, minus ``rescale_s`` when k differs from the job's current
-   extra workers (assumption: charging the rescale keeps allocations stable).
-   T(k) = remaining work / throughput of ``min + k`` workers packed on the
-   job's GPU type (profile).
-4. **Placement**: best fit (fewest servers, least leftover); base demands on
-   training servers first, then loaned ones; flexible workers on loaned
-   servers first, so a reclaim becomes a scale-in. Assumption: a job never
-   mixes GPU types (a synchronous job would run at the slower type's pace);
-   a job whose base sits on loaned T4 servers grows on loaned servers only.
+   (inelastic: requested GPUs; elastic: ``min_gpus``) on training servers:
+   truly free GPUs first, then GPUs held by running jobs' *flexible* workers
+   (above their base), so an arrival shrinks an elastic job only when free
+   GPUs do not suffice.
+3. **Speed-aware loaning** (our reading of the paper; ``loaned_rule``): a job
+   that does not fit on training GPUs goes onto loaned, slower GPUs only when
+   it is expected to finish sooner there than by waiting for training GPUs
+   (``baselines/lyra_estimates.py``: the profile's speed on each type, and the
+   releases the running jobs and the queue ahead show). A job on loaned GPUs
+   moves to free training GPUs when that pays after the migration stall
+   (``move_back``). With ``backfill=False`` the first job that waits for
+   training GPUs blocks later jobs from training GPUs, not from loaned ones.
+4. **Phase 2, elastic workers**: every ``round_s`` (and on loaning changes)
+   the spare GPUs go to elastic jobs by a multiple-choice knapsack
+   (``baselines/knapsack.py``): item k of a job = k extra workers, value = the
+   job's JCT reduction in seconds from holding them for as long as they are
+   likely held (``flex_horizon``), less the rescale stalls the change costs.
+   Between rounds running jobs keep their extra workers; workers displaced by
+   phase 1 are dropped (scale-in) unless moving them pays for the stall, and a
+   newly admitted elastic job grows toward its requested size from spare GPUs.
+5. **Placement**: best fit (fewest servers, least leftover); a job whose
+   worker count does not change keeps its servers; flexible workers go on
+   loaned servers first, so a reclaim becomes a scale-in. A job never mixes
+   GPU types unless the config allows it (``allow_mixed_gpu_types``; then a
+   job too large for any one type may span the training types); a job whose
+   base sits on loaned servers grows on loaned servers only.
 
 Ablations (same code, fewer ideas): ``lyra-noloan`` (no borrowing),
 ``lyra-noelastic`` (elastic jobs run at their requested size), ``baseline``
-(neither; the paper's comparison point).
+(neither; the paper's comparison point) and ``baseline-min`` (neither, with
+elastic jobs run at their minimum, the size Lyra admits them at).
 
 Left out: the paper's exact preemption-cost formula and job-size predictor
 (remaining time is taken from the trace's duration, an oracle, as in our SJF).
@@ -34,6 +45,7 @@ Left out: the paper's exact preemption-cost formula and job-size predictor
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -41,39 +53,65 @@ import numpy as np
 
 from baselines.knapsack import DEFAULT_EXACT_LIMIT, solve
 from baselines.loaning import Loaning, free_after
-from baselines.placement import best_fit, take
+from baselines.lyra_estimates import ReleaseTimeline
+from baselines.placement import best_fit
 from lyra_gym.cluster import Pool
 from lyra_gym.plan import Plan
 from lyra_gym.scheduler import NEUTRAL_JOB_LEVEL, Guidance, Scheduler
 from lyra_gym.view import ClusterView, JobView
 
+LOANED_RULES = ("speed", "overflow")
+FLEX_HORIZONS = ("queue", "completion")
+FIXED_SIZES = ("requested", "min")
+HOLD_EWMA = 0.1  # weight of the newest observed hold of extra workers (assumption)
+
 
 @dataclass
 class LyraScheduler(Scheduler):
     """:param loan: borrow idle inference servers (default True).
-    :param elastic: scale elastic jobs above their minimum (default True); when False,
-        elastic jobs run at their requested size like inelastic ones.
+    :param elastic: scale elastic jobs above their minimum (default True).
+    :param fixed_size: with ``elastic=False``, run elastic jobs at their ``"requested"`` size
+        (default) or at their ``"min"``.
     :param reclaim_rule: ``"cost"`` (default) or ``"random"``.
     :param reserve_servers: loanable servers left unborrowed (default 0).
     :param backfill: admit later jobs past one that does not fit (default False).
+    :param loaned_rule: ``"speed"`` (default): a job goes onto loaned GPUs only when it is expected
+        to finish sooner there than by waiting for training GPUs; ``"overflow"``: whenever it does
+        not fit on training GPUs (the rule before speed awareness; measured in the README).
+    :param move_back: move a job from loaned to free training GPUs when that pays after the
+        migration stall (default True).
+    :param flex_horizon: how long the knapsack assumes extra workers are held: ``"queue"``
+        (default): until the first job waiting for that GPU type would get its GPUs (from the
+        release timeline), or to completion when none waits; ``"completion"``: always to completion.
     :param knapsack_exact_limit: DP cells above which the greedy solver is used (default 400,000).
-    :param round_s: seconds between knapsack rebalancing rounds (default 60 s, assumption: the
-        paper does not give its round length; Pollux re-optimises every 60 s). Between rounds
-        phase 2 also runs whenever an elastic job is admitted, flexible workers are displaced,
-        or servers are borrowed or returned; a completion alone waits for the next round.
+    :param round_s: seconds between knapsack rounds (default 60 s, assumption: the paper does not
+        give its round length; Pollux re-optimises every 60 s). Between rounds phase 2 also runs
+        whenever an elastic job is admitted, flexible workers are displaced, or servers are
+        borrowed or returned.
     """
 
     loan: bool = True
     elastic: bool = True
+    fixed_size: str = "requested"
     reclaim_rule: str = "cost"
     reserve_servers: int = 0
     backfill: bool = False
+    loaned_rule: str = "speed"
+    move_back: bool = True
+    flex_horizon: str = "queue"
     knapsack_exact_limit: int = DEFAULT_EXACT_LIMIT
     round_s: float = 60.0
     loaning: Loaning = field(init=False)
     name = "lyra"
 
     def __post_init__(self) -> None:
+        for key, value, allowed in (("loaned_rule", self.loaned_rule, LOANED_RULES),
+                                    ("flex_horizon", self.flex_horizon, FLEX_HORIZONS),
+                                    ("fixed_size", self.fixed_size, FIXED_SIZES)):
+            if value not in allowed:
+                raise ValueError(f"{key}: must be one of {allowed}, got {value!r}")
+        if not (math.isfinite(self.round_s) and self.round_s > 0):
+            raise ValueError(f"round_s: must be a finite number > 0, got {self.round_s!r}")
         self.loaning = Loaning(enabled=self.loan, reserve_servers=self.reserve_servers, reclaim_rule=self.reclaim_rule)
         self.reset(np.random.default_rng(0))
 
@@ -82,11 +120,19 @@ class LyraScheduler(Scheduler):
         self._next_round = -np.inf
         self._views: dict[str, JobView] = {}
         self._training_groups: list[list[int]] | None = None
+        self._training_types: dict[str, list[int]] = {}
+        self._training_ids: frozenset[int] = frozenset()
         self._gpu_types: list[str] = []
+        self._per_server: dict[str, int] = {}
         self._sjf_keys: dict[str, tuple[int, float]] = {}  # job id -> (preemptions, est. remaining s)
         self._rates: dict[tuple[str, str, int], np.ndarray] = {}
         self._splits: dict[str, tuple[Mapping[int, int], dict[int, int], dict[int, int]]] = {}
+        self._releases: dict[str, tuple[Mapping[int, int], float, str, int]] = {}
+        self._granted: dict[str, float] = {}  # job id -> when its extra workers were last granted
+        self._held_s: dict[str, float] = {}   # GPU type -> smoothed observed hold of extra workers (s)
+        self._on_loaned: dict[str, None] = {}  # jobs whose base sits on loaned servers (move-back candidates)
 
+    # ------------------------------------------------------------------ estimates
     def _remaining_estimate(self, job: JobView) -> float:
         """Seconds left at the requested size (cached: a queued job's remaining work only
         changes by running, so the key is its preemption count)."""
@@ -108,41 +154,69 @@ class LyraScheduler(Scheduler):
             self._rates[key] = rates
         return rates
 
+    def _time_on(self, view: ClusterView, job: JobView, workers: int, gpu_type: str) -> float:
+        """Seconds ``job`` needs on ``workers`` packed GPUs of ``gpu_type`` (no overhead)."""
+        rate = self._packed_rates(view, job.spec.model, gpu_type, self._per_server[gpu_type], workers)[workers]
+        return job.remaining_work / rate if rate > 0 else math.inf
+
+    def _timeline(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]], gpu_type: str,
+                  placed: list[tuple[float, int, str]]) -> ReleaseTimeline:
+        """When training GPUs of ``gpu_type`` are expected to free up: every running job's expected
+        finish and the base GPUs it then frees there (cached per allocation object), plus the jobs
+        placed in this decision (``placed``: finish, GPUs, type)."""
+        releases = [(t, g) for t, g, typ in placed if typ == gpu_type]
+        cache, types, training = self._releases, self._gpu_types, self._training_ids
+        for job_id, alloc in allocations.items():
+            entry = cache.get(job_id)
+            if entry is None or entry[0] is not alloc:
+                job = self._views.get(job_id) or view.job(job_id)
+                finish = job.expected_finish
+                if finish is None or alloc is not job.allocation:
+                    continue  # placed or changed by this plan: counted in ``placed`` or left out
+                typ = types[next(iter(alloc))]
+                held = sum(g for s, g in alloc.items() if s in training and types[s] == typ)
+                if job.spec.elastic and self.elastic:
+                    held = min(held, self.base_demand(job))  # flexible workers count as available already
+                entry = cache[job_id] = (alloc, finish, typ, held)
+            if entry[2] == gpu_type and entry[3]:
+                releases.append((entry[1], entry[3]))
+        return ReleaseTimeline.build(view.now, releases)
+
     # ------------------------------------------------------------------ helpers
     def base_demand(self, job: JobView) -> int:
-        return job.spec.min_gpus if self.elastic and job.spec.elastic else job.spec.num_gpus
+        spec = job.spec
+        if spec.elastic and (self.elastic or self.fixed_size == "min"):
+            return spec.min_gpus
+        return spec.num_gpus
 
-    def _server_groups(self, view: ClusterView, plan: Plan) -> tuple[list[list[int]], list[int]]:
-        """Candidate server lists in base-placement order (training by GPU type, then loaned),
-        and the loaned ids usable under ``plan``."""
+    def _server_groups(self, view: ClusterView, plan: Plan) -> tuple[list[list[int]], list[list[int]], list[int]]:
+        """Training candidate lists (by GPU type; all training servers last when types may mix),
+        loaned candidate lists by type, and the loaned ids usable under ``plan``."""
         if self._training_groups is None:  # the training pool never changes during a run
-            by_type: dict[str, list[int]] = {}
             for sid in view.training_server_ids:
-                by_type.setdefault(view.servers[sid].gpu_type, []).append(sid)
-            self._training_groups = list(by_type.values())
+                self._training_types.setdefault(view.servers[sid].gpu_type, []).append(sid)
+            self._training_groups = list(self._training_types.values())
+            if view.allow_mixed_gpu_types and len(self._training_groups) > 1:
+                self._training_groups.append(list(view.training_server_ids))
             self._gpu_types = [s.gpu_type for s in view.servers]
+            self._training_ids = frozenset(view.training_server_ids)
+            for s in view.servers:
+                self._per_server.setdefault(s.gpu_type, s.num_gpus)
         if not view.loaned_servers() and not plan.borrow:
-            return self._training_groups, []
+            return self._training_groups, [], []
         back = set(plan.give_back)
         loaned = sorted({*(s for s in view.loaned_servers() if s not in back), *plan.borrow})
-        groups = list(self._training_groups)
         loaned_by_type: dict[str, list[int]] = {}
         for sid in loaned:
-            loaned_by_type.setdefault(view.servers[sid].gpu_type, []).append(sid)
-        groups += list(loaned_by_type.values())
-        return groups, loaned
+            loaned_by_type.setdefault(self._gpu_types[sid], []).append(sid)
+        return self._training_groups, list(loaned_by_type.values()), loaned
 
-    def _split(self, view: ClusterView, job: JobView, alloc: Mapping[int, int]) -> tuple[dict[int, int], dict[int, int]]:
-        """Split an allocation into base and flexible workers: base on training servers first (cached
-        per allocation object: the engine replaces, never mutates, an allocation)."""
-        cached = self._splits.get(job.id)
-        if cached is not None and cached[0] is alloc:
-            return dict(cached[1]), dict(cached[2])
+    def _split_alloc(self, view: ClusterView, job: JobView, alloc: Mapping[int, int]) -> tuple[dict[int, int], dict[int, int]]:
+        """Base and flexible workers of an allocation: base on training servers first."""
         base_left = self.base_demand(job) if self.elastic else sum(alloc.values())
         base: dict[int, int] = {}
         flex: dict[int, int] = {}
-        order = sorted(alloc, key=lambda s: (view.servers[s].pool is not Pool.TRAINING, s))
-        for sid in order:
+        for sid in sorted(alloc, key=lambda s: (view.servers[s].pool is not Pool.TRAINING, s)):
             g = alloc[sid]
             b = min(g, base_left)
             base_left -= b
@@ -150,8 +224,31 @@ class LyraScheduler(Scheduler):
                 base[sid] = b
             if g - b:
                 flex[sid] = g - b
-        self._splits[job.id] = (alloc, base, flex)
-        return dict(base), dict(flex)
+        return base, flex
+
+    def _split(self, view: ClusterView, job: JobView, alloc: Mapping[int, int]) -> tuple[dict[int, int], dict[int, int]]:
+        """:meth:`_split_alloc`, cached per allocation object (the engine replaces, never mutates, one)."""
+        cached = self._splits.get(job.id)
+        if cached is None or cached[0] is not alloc:
+            cached = self._splits[job.id] = (alloc, *self._split_alloc(view, job, alloc))
+        return dict(cached[1]), dict(cached[2])
+
+    @staticmethod
+    def _fit(free: list[int], avail: list[int], need: int, groups: list[list[int]]) -> dict[int, int] | None:
+        """Best fit on truly free GPUs of any group first; then counting flexible workers as free."""
+        for pool in (free, avail):
+            for candidates in groups:
+                placement = best_fit(pool, need, candidates)
+                if placement is not None:
+                    return placement
+        return None
+
+    @staticmethod
+    def _take(free: list[int], avail: list[int], placement: Mapping[int, int]) -> None:
+        """Occupy ``placement``: free GPUs first, then displacing flexible workers."""
+        for sid, g in placement.items():
+            free[sid] -= min(g, free[sid])
+            avail[sid] -= g
 
     # ------------------------------------------------------------------ decide
     def decide(self, view: ClusterView) -> Plan:
@@ -175,7 +272,7 @@ class LyraScheduler(Scheduler):
         if not view.num_queued and not round_due and not plan.give_back and not plan.borrow and not hold:
             return plan  # nothing to admit, return or rebalance: keep everything
         free = free_after(view, plan)
-        groups, loaned = self._server_groups(view, plan)
+        training_groups, loaned_groups, loaned = self._server_groups(view, plan)
         allocations = plan.allocations
 
         # Running jobs: base workers stay; flexible ones are up for grabs.
@@ -196,6 +293,7 @@ class LyraScheduler(Scheduler):
             for sid, g in f.items():
                 avail[sid] += g
                 flex_on[sid] = flex_on.get(sid, 0) + g
+        phase1 = _Phase1(self, view, allocations, free, avail, loaned)
         admitted_elastic = False
 
         # Phase 1: base demands of queued jobs, shortest remaining time first.
@@ -208,63 +306,193 @@ class LyraScheduler(Scheduler):
             if levels.get(job.id, NEUTRAL_JOB_LEVEL) == 0:
                 break  # held, and so is everything sorted after it
             need = self.base_demand(job)
-            placement = None
-            for candidates in groups:
-                placement = best_fit(avail, need, candidates)
-                if placement is not None:
-                    break
+            placement = None if phase1.blocked else self._fit(free, avail, need, training_groups)
+            if placement is None and loaned_groups and phase1.loaned_room >= need:
+                candidate = self._fit(free, avail, need, loaned_groups)
+                if candidate is not None and phase1.loaned_pays(job, need, candidate):
+                    placement = candidate
+                    self._on_loaned[job.id] = None
             if placement is None:
-                if self.backfill:
-                    continue
-                break
-            take(avail, placement)
+                phase1.wait_for_training(job, need)
+                if phase1.blocked and not self.backfill and phase1.loaned_room <= 0:
+                    break
+                continue
+            phase1.place(job, placement)
             allocations[job.id] = placement
             if self.elastic and job.spec.elastic:
                 base[job.id], flex[job.id] = placement, {}
                 elastic_jobs.append(job)
                 admitted_elastic = True
 
+        moved = self._move_back(view, phase1, base, flex) if self.move_back and self._on_loaned else False
         evicted = any(avail[sid] < g for sid, g in flex_on.items())
         if elastic_jobs and (round_due or plan.give_back or plan.borrow):
-            self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, knapsack=True)
+            self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, phase1, knapsack=True)
             self._next_round = view.now + self.round_s
-        elif elastic_jobs and (admitted_elastic or evicted or hold):
-            self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, knapsack=False)
+        elif elastic_jobs and (admitted_elastic or evicted or hold or moved):
+            self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, phase1, knapsack=False)
         return plan
+
+    def _move_back(self, view: ClusterView, phase1: "_Phase1", base: dict[str, dict[int, int]],
+                   flex: dict[str, dict[int, int]]) -> bool:
+        """Move jobs from loaned to truly free training GPUs where the time saved exceeds the
+        migration stall (largest saving first). Returns whether any job moved."""
+        if phase1.blocked and not self.backfill:
+            return False  # free training GPUs belong to the job waiting at the head
+        allocations, free, avail = phase1.allocations, phase1.free, phase1.avail
+        now, migrate = view.now, view.overheads.migrate_s
+        gains = []
+        training = self._training_ids
+        for job_id in list(self._on_loaned):
+            alloc = allocations.get(job_id)
+            if alloc is None or any(s in training for s in alloc):
+                del self._on_loaned[job_id]  # stopped, finished or already on training servers
+                continue
+            job = self._views.get(job_id) or view.job(job_id)
+            if job.rate <= 0 or alloc is not job.allocation:
+                continue  # just changed in this plan (reclaim): leave it be
+            workers = sum(alloc.values())
+            stay = job.remaining_work / job.rate + max(0.0, job.overhead_until - now)
+            for gpu_type, ids in self._training_types.items():
+                if sum(free[s] for s in ids) < workers:
+                    continue
+                gain = stay - (migrate + self._time_on(view, job, workers, gpu_type))
+                if gain > 0:
+                    gains.append((-gain, job.index, job_id, gpu_type, workers))
+        moved = False
+        for _, _, job_id, gpu_type, workers in sorted(gains):
+            placement = best_fit(free, workers, self._training_types[gpu_type])
+            if placement is None:
+                continue
+            job = self._views.get(job_id) or view.job(job_id)
+            old = allocations[job_id]
+            for sid, g in (base.get(job_id) or old).items():
+                free[sid] += g
+                avail[sid] += g
+            for sid, g in flex.get(job_id, {}).items():
+                free[sid] += g  # already counted in avail as flexible
+            self._take(free, avail, placement)
+            allocations[job_id] = placement
+            if job_id in base:
+                base[job_id], flex[job_id] = self._split_alloc(view, job, placement)
+                for sid, g in flex[job_id].items():
+                    avail[sid] += g  # its flexible workers stay up for grabs in phase 2
+            del self._on_loaned[job_id]
+            moved = True
+        return moved
 
     def _phase2(self, view: ClusterView, plan: Plan, jobs: list[JobView], base: dict[str, dict[int, int]],
                 flex: dict[str, dict[int, int]], avail: list[int], loaned: set[int],
-                levels: Mapping[str, int], knapsack: bool) -> None:
+                levels: Mapping[str, int], phase1: "_Phase1", knapsack: bool) -> None:
         """Spare GPUs to elastic jobs, per GPU type, then place the extra workers.
 
         At a round (``knapsack=True``) the knapsack decides. Between rounds running jobs keep
-        their extra workers (moved if displaced, while room lasts) and a newly admitted job
-        grows toward its requested size from the spare GPUs, in order.
+        their extra workers where they are; those displaced by phase 1 are dropped unless moving
+        them pays for the stall, and a newly admitted job grows toward its requested size as far
+        as that pays (same value as the knapsack's).
         """
         by_type: dict[str, list[JobView]] = {}
         for job in jobs:
-            gpu_type = view.servers[next(iter(base[job.id]))].gpu_type
+            gpu_type = self._gpu_types[next(iter(base[job.id]))]
             by_type.setdefault(gpu_type, []).append(job)
         for gpu_type, typed in by_type.items():
             types = self._gpu_types
             servers = [s for s, a in enumerate(avail) if a > 0 and types[s] == gpu_type]
             capacity = sum(avail[s] for s in servers)
-            per_server = view.servers[servers[0]].num_gpus if servers else 1
+            waiting = phase1.horizon(gpu_type)
+            horizon = self._horizon(waiting, gpu_type)
+            grow = waiting is None  # spare GPUs of a type a job waits for are that job's
             if knapsack:
-                choice = self._knapsack_choice(view, typed, flex, capacity, gpu_type, per_server, levels)
+                choice = self._knapsack_choice(view, typed, flex, capacity, gpu_type, levels, horizon, grow)
             else:
-                choice, left = [], capacity
-                for job in typed:
-                    spec = job.spec
-                    want = sum(flex[job.id].values()) if job.workers else spec.num_gpus - spec.min_gpus
-                    want = min(want, left) if levels.get(job.id, NEUTRAL_JOB_LEVEL) else 0
-                    choice.append(want)
-                    left -= want
+                choice = self._keep_choice(view, typed, flex, avail, capacity, gpu_type, levels, horizon, grow)
+            self._learn_hold(view.now, typed, flex, choice)
             self._place_extras(plan, typed, choice, base, flex, avail, servers, loaned)
 
+    def _horizon(self, waiting: float | None, gpu_type: str) -> float:
+        """Seconds extra workers of ``gpu_type`` are likely held (``flex_horizon``): until the first
+        job waiting for that type gets its GPUs (``waiting``); when none waits, the mean of recently
+        observed holds (exponentially weighted); inf before any was observed or with ``"completion"``."""
+        if self.flex_horizon == "completion":
+            return math.inf
+        return waiting if waiting is not None else self._held_s.get(gpu_type, math.inf)
+
+    def _learn_hold(self, now: float, typed: list[JobView], flex: dict[str, dict[int, int]], choice: list[int]) -> None:
+        """Observe how long extra workers were held: from a grant to the next decrease."""
+        for job, new in zip(typed, choice):
+            current = sum(flex[job.id].values()) if job.workers else 0
+            since = self._granted.get(job.id)
+            if new < current and since is not None:
+                gpu_type = self._gpu_types[next(iter(job.allocation))]
+                held = self._held_s.get(gpu_type)
+                self._held_s[gpu_type] = now - since if held is None else held + HOLD_EWMA * (now - since - held)
+            if new > current or (new < current and new):
+                self._granted[job.id] = now
+            elif not new:
+                self._granted.pop(job.id, None)
+
+    def _value_row(self, view: ClusterView, job: JobView, gpu_type: str, top: int, horizon: float) -> np.ndarray:
+        """Value in seconds of the job's JCT of k = 0..top extra workers of ``gpu_type``: held for
+        h = min(horizon, T(k)) they save h * (r_k / r_0 - 1); extras taken back before the job
+        finishes (h < T(k)) cost a rescale then. (A running job's rescale now is charged by the caller.)"""
+        spec = job.spec
+        rates = self._packed_rates(view, spec.model, gpu_type, self._per_server[gpu_type], spec.min_gpus + top)
+        rates = rates[spec.min_gpus: spec.min_gpus + top + 1]
+        times = job.remaining_work / rates
+        if math.isinf(horizon):
+            return times[0] - times
+        held = np.minimum(horizon, times)
+        row = held * (rates / rates[0] - 1.0)
+        row[1:] -= np.where(held[1:] < times[1:], view.overheads.rescale_s, 0.0)
+        return row
+
+    def _keep_choice(self, view: ClusterView, typed: list[JobView], flex: dict[str, dict[int, int]],
+                     avail: list[int], capacity: int, gpu_type: str, levels: Mapping[str, int],
+                     horizon: float, grow: bool) -> list[int]:
+        """Extra workers per job between rounds: running jobs keep what still has room where it is;
+        displaced workers move only when T(w) + migrate_s < T(w - d) + rescale_s; a new job grows
+        toward its request from what is left, to the most valuable size (``_value_row``)."""
+        room = list(avail)
+        kept = []
+        for job in typed:
+            k = 0
+            for sid, g in flex[job.id].items():
+                take = min(g, room[sid])
+                room[sid] -= take
+                k += take
+            kept.append(k)
+        left = capacity - sum(kept)
+        overheads = view.overheads
+        choice = []
+        for job, k in zip(typed, kept):
+            spec = job.spec
+            want = k
+            if not levels.get(job.id, NEUTRAL_JOB_LEVEL):
+                want = 0
+            elif job.workers:  # running: keep, and move the displaced workers only if it pays
+                lost = sum(flex[job.id].values()) - k
+                moved = min(lost, left)
+                if moved > 0:
+                    workers = spec.min_gpus + k
+                    stay = self._time_on(view, job, workers, gpu_type) + overheads.rescale_s
+                    move = self._time_on(view, job, workers + moved, gpu_type) + (
+                        overheads.migrate_s if moved == lost else overheads.rescale_s)
+                    if move < stay:
+                        want = k + moved
+                        left -= moved
+            elif grow:  # just admitted: toward its requested size, as far as it pays
+                top = min(spec.num_gpus - spec.min_gpus, left)
+                if top > 0:
+                    want = int(np.argmax(self._value_row(view, job, gpu_type, top, horizon)))
+                    left -= want
+            choice.append(want)
+        return choice
+
     def _knapsack_choice(self, view: ClusterView, typed: list[JobView], flex: dict[str, dict[int, int]],
-                         capacity: int, gpu_type: str, per_server: int, levels: Mapping[str, int]) -> list[int]:
-        """Extra workers per job maximising the total remaining-time reduction (MCKP)."""
+                         capacity: int, gpu_type: str, levels: Mapping[str, int], horizon: float,
+                         grow: bool) -> list[int]:
+        """Extra workers per job maximising the total JCT reduction (MCKP over ``_value_row``);
+        a running job pays ``rescale_s`` for any change; no job grows unless ``grow``."""
         rescale = view.overheads.rescale_s
         values = []
         for job in typed:
@@ -272,9 +500,9 @@ class LyraScheduler(Scheduler):
             current = sum(flex[job.id].values())
             level = levels.get(job.id, NEUTRAL_JOB_LEVEL)
             top = min(spec.max_gpus - spec.min_gpus, capacity) if level else 0
-            rates = self._packed_rates(view, spec.model, gpu_type, per_server, spec.min_gpus + top)
-            times = job.remaining_work / rates[spec.min_gpus: spec.min_gpus + top + 1]
-            row = times[0] - times
+            if not grow:
+                top = min(top, current)
+            row = self._value_row(view, job, gpu_type, top, horizon)
             if job.workers > 0:  # a running job pays a rescale for any change
                 penalty = np.full(len(row), rescale)
                 if current <= top:
@@ -289,33 +517,124 @@ class LyraScheduler(Scheduler):
     @staticmethod
     def _place_extras(plan: Plan, typed: list[JobView], choice: list[int], base: dict[str, dict[int, int]],
                       flex: dict[str, dict[int, int]], avail: list[int], servers: list[int], loaned: set[int]) -> None:
-        """Place each job's extra workers: largest first; keep current flexible placement, then
-        loaned servers first. Writes changed allocations into ``plan``."""
-        order = sorted(range(len(typed)), key=lambda i: (-choice[i], typed[i].index))
-        loaned_first = sorted(servers, key=lambda s: (s not in loaned, s))
-        for i in order:
-            job = typed[i]
-            want = choice[i]
+        """Place each job's extra workers: first every job keeps what it can of its current
+        flexible placement (loaned servers first), then the rest go largest first, loaned servers
+        first. Writes changed allocations into ``plan``."""
+        extras: list[dict[int, int]] = []
+        left = list(choice)
+        for i, job in enumerate(typed):
             extra: dict[int, int] = {}
             for sid, g in sorted(flex[job.id].items(), key=lambda kv: (kv[0] not in loaned, kv[0])):
-                keep = min(g, avail[sid], want)
+                keep = min(g, avail[sid], left[i])
                 if keep:
                     extra[sid] = keep
                     avail[sid] -= keep
-                    want -= keep
+                    left[i] -= keep
+            extras.append(extra)
+        loaned_first = sorted(servers, key=lambda s: (s not in loaned, s))
+        for i in sorted(range(len(typed)), key=lambda i: (-left[i], typed[i].index)):
+            extra = extras[i]
             for sid in loaned_first:
-                if want <= 0:
+                if left[i] <= 0:
                     break
-                g = min(avail[sid], want)
+                g = min(avail[sid], left[i])
                 if g:
                     extra[sid] = extra.get(sid, 0) + g
                     avail[sid] -= g
-                    want -= g
+                    left[i] -= g
+        for job, extra in zip(typed, extras):
             alloc = dict(base[job.id])
             for sid, g in extra.items():
                 alloc[sid] = alloc.get(sid, 0) + g
             if alloc != plan.allocations.get(job.id):
                 plan.allocations[job.id] = alloc
+
+
+class _Phase1:
+    """Book-keeping of one phase 1: free and available GPUs, jobs waiting for training GPUs,
+    and the speed-aware loaned test (release timelines built lazily, once per decision)."""
+
+    def __init__(self, lyra: LyraScheduler, view: ClusterView, allocations: Mapping[str, Mapping[int, int]],
+                 free: list[int], avail: list[int], loaned: list[int]) -> None:
+        self.lyra, self.view, self.allocations = lyra, view, allocations
+        self.free, self.avail = free, avail
+        self.loaned = loaned
+        self.loaned_room = sum(avail[s] for s in loaned)
+        self.blocked = False  # a job waits for training GPUs and backfill is off
+        self.waiting: dict[str, int] = {}      # training GPU type -> base GPUs of the jobs waiting for it
+        self.first_need: dict[str, int] = {}   # training GPU type -> base GPUs of the first job waiting
+        self.placed: list[tuple[float, int, str]] = []  # (finish, GPUs, type) of jobs placed on training now
+        self._timelines: dict[str, ReleaseTimeline] = {}
+        self._available_by_type: dict[str, int] = {}  # cleared whenever avail changes
+
+    def _available(self, gpu_type: str) -> int:
+        """Free or flexible GPUs on training servers of ``gpu_type`` (cached until a placement)."""
+        n = self._available_by_type.get(gpu_type)
+        if n is None:
+            avail = self.avail
+            n = self._available_by_type[gpu_type] = sum(avail[s] for s in self.lyra._training_types[gpu_type])
+        return n
+
+    def timeline(self, gpu_type: str) -> ReleaseTimeline:
+        timeline = self._timelines.get(gpu_type)
+        if timeline is None:
+            timeline = self._timelines[gpu_type] = self.lyra._timeline(self.view, self.allocations, gpu_type, self.placed)
+        return timeline
+
+    def training_estimate(self, job: JobView, need: int) -> tuple[float, str | None]:
+        """Earliest expected finish (s from now) on training GPUs, and of which type."""
+        best, best_type = math.inf, None
+        for gpu_type, ids in self.lyra._training_types.items():
+            if need > len(ids) * self.lyra._per_server[gpu_type]:
+                continue
+            deficit = self.waiting.get(gpu_type, 0) + need - self._available(gpu_type)
+            t = self.timeline(gpu_type).wait_for(deficit) + self.lyra._time_on(self.view, job, need, gpu_type)
+            if t < best:
+                best, best_type = t, gpu_type
+        return best, best_type
+
+    def loaned_pays(self, job: JobView, need: int, placement: Mapping[int, int]) -> bool:
+        """Is ``job`` expected to finish sooner on ``placement`` (loaned) than by waiting for training?"""
+        if self.lyra.loaned_rule == "overflow":
+            return True
+        gpu_type = self.lyra._gpu_types[next(iter(placement))]
+        on_loaned = self.lyra._time_on(self.view, job, need, gpu_type)
+        return on_loaned < self.training_estimate(job, need)[0]
+
+    def wait_for_training(self, job: JobView, need: int) -> None:
+        """``job`` waits for training GPUs: later estimates count its demand ahead of theirs."""
+        if not self.lyra.backfill:
+            self.blocked = True
+        types = self.lyra._training_types
+        gpu_type = next(iter(types)) if len(types) == 1 else self.training_estimate(job, need)[1]
+        if gpu_type is None:
+            return  # no training type can ever hold it
+        self.first_need.setdefault(gpu_type, need)
+        self.waiting[gpu_type] = self.waiting.get(gpu_type, 0) + need
+
+    def place(self, job: JobView, placement: Mapping[int, int]) -> None:
+        loaned = set(self.loaned)
+        on_loaned = sum(g for s, g in placement.items() if s in loaned)
+        self.loaned_room -= on_loaned
+        self.lyra._take(self.free, self.avail, placement)
+        self._available_by_type.clear()
+        if not on_loaned:
+            gpu_type = self.lyra._gpu_types[next(iter(placement))]
+            need = sum(placement.values())
+            finish = self.view.now + self.lyra._time_on(self.view, job, need, gpu_type)
+            self.placed.append((finish, need, gpu_type))
+            timeline = self._timelines.get(gpu_type)
+            if timeline is not None:
+                timeline.add(finish, need)
+
+    def horizon(self, gpu_type: str) -> float | None:
+        """Seconds until the first job waiting for training GPUs of ``gpu_type`` would get them
+        (None when none waits)."""
+        need = self.first_need.get(gpu_type)
+        if need is None or gpu_type not in self.lyra._training_types:
+            return None
+        self._available_by_type.clear()  # move-back may have changed avail since
+        return self.timeline(gpu_type).wait_for(need - self._available(gpu_type))
 
 
 @dataclass
@@ -332,8 +651,17 @@ class LyraNoElasticScheduler(LyraScheduler):
 
 @dataclass
 class BaselineScheduler(LyraScheduler):
-    """The paper's comparison point: Lyra's scheduler without loaning or elastic scaling."""
+    """The paper's comparison point: Lyra's scheduler without loaning or elastic scaling
+    (elastic jobs at their requested size)."""
 
     loan: bool = False
     elastic: bool = False
     name = "baseline"
+
+
+@dataclass
+class BaselineMinScheduler(BaselineScheduler):
+    """``baseline`` with elastic jobs run at their minimum, the size Lyra admits them at."""
+
+    fixed_size: str = "min"
+    name = "baseline-min"
