@@ -126,6 +126,8 @@ def test_summarize_mid_run_integrates_running_jobs_without_changing_them():
 RECLAIM_JOBS = [job("S", 0, 4, 1000, elastic=True, lo=2, hi=4), job("M", 0, 2, 1000),
                 job("P", 0, 4, 1000), job("Q", 0, 2, 1000)]
 RECLAIM_DEMAND = DemandCurve(np.array([0.0, 100.0]), np.array([0, 2]))
+# S spans GPU types: allowed explicitly, whatever the config default
+RECLAIM_CFG = dataclasses.replace(config(gpus=8, inference=2), horizon_s=200.0, allow_mixed_gpu_types=True)
 RECLAIM_START = step(0, borrow=[1, 2], S={0: 2, 1: 2}, M={1: 2}, P={1: 2, 2: 2}, Q={0: 2})
 
 
@@ -137,7 +139,7 @@ def test_answered_reclaim_counts_each_disrupted_job_once():
     # At 100 the scheduler returns both servers: S scaled in to {0: 2}, M moved to {0: 2}
     # (a migration too), P preempted (it lost workers on two returned servers: still one).
     script = Script([RECLAIM_START, step(100, give_back=[1, 2], S={0: 2}, M={0: 2}, P=None)])
-    cfg = dataclasses.replace(config(gpus=8, inference=2), horizon_s=200.0)
+    cfg = RECLAIM_CFG
     result = simulate(RECLAIM_JOBS, script, cfg, seed=0, profiles=TWO, demand=RECLAIM_DEMAND)
     m = result.metrics
     assert (m["scale_ins"], m["migrations"], m["preemptions"]) == (1, 1, 1)
@@ -149,7 +151,7 @@ def test_default_rule_reclaim_counts_disruptions_too():
     # Nobody answers: at 100 the engine returns both servers itself (2 violations). S keeps
     # its 2 training workers (scale-in); M and P are preempted.
     script = Script([RECLAIM_START])
-    cfg = dataclasses.replace(config(gpus=8, inference=2), horizon_s=200.0)
+    cfg = RECLAIM_CFG
     result = simulate(RECLAIM_JOBS, script, cfg, seed=0, profiles=TWO, demand=RECLAIM_DEMAND)
     m = result.metrics
     assert (m["scale_ins"], m["preemptions"], m["inference_violations"]) == (1, 2, 2)

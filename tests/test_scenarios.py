@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -143,7 +145,8 @@ def test_forced_return_scales_in_an_elastic_job_above_its_minimum():
     # 150 s at 4 -> 600 samples; 400 done by 100, rescale to 130, then 200 samples at
     # 4/s (4 V100) -> 50 s -> finish 180.
     spec = job("E", 0, 4, 150, elastic=True, lo=4, hi=8)
-    result = run([spec], Spread(answer=False), config(gpus=4, inference=1, restart=0.0), DEMAND)
+    cfg = dataclasses.replace(config(gpus=4, inference=1, restart=0.0), allow_mixed_gpu_types=True)  # E spans types
+    result = run([spec], Spread(answer=False), cfg, DEMAND)
     assert jct(result, "E") == pytest.approx(180, abs=1e-9)
     m = result.metrics
     assert m["inference_violations"] == 1 and m["scale_ins"] == 1 and m["preemptions"] == 0
