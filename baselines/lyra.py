@@ -581,32 +581,43 @@ class _Phase1:
             timeline = self._timelines[gpu_type] = self.lyra._timeline(self.view, self.allocations, gpu_type, self.placed)
         return timeline
 
-    def training_estimate(self, job: JobView, need: int) -> tuple[float, str | None]:
-        """Earliest expected finish (s from now) on training GPUs, and of which type."""
-        best, best_type = math.inf, None
+    def training_estimate(self, job: JobView, need: int) -> tuple[float, float, str | None]:
+        """Earliest expected finish (s from now) on training GPUs, the wait before it, and the type."""
+        best, best_wait, best_type = math.inf, math.inf, None
         for gpu_type, ids in self.lyra._training_types.items():
             if need > len(ids) * self.lyra._per_server[gpu_type]:
                 continue
             deficit = self.waiting.get(gpu_type, 0) + need - self._available(gpu_type)
-            t = self.timeline(gpu_type).wait_for(deficit) + self.lyra._time_on(self.view, job, need, gpu_type)
+            wait = self.timeline(gpu_type).wait_for(deficit)
+            t = wait + self.lyra._time_on(self.view, job, need, gpu_type)
             if t < best:
-                best, best_type = t, gpu_type
-        return best, best_type
+                best, best_wait, best_type = t, wait, gpu_type
+        return best, best_wait, best_type
 
     def loaned_pays(self, job: JobView, need: int, placement: Mapping[int, int]) -> bool:
-        """Is ``job`` expected to finish sooner on ``placement`` (loaned) than by waiting for training?"""
-        if self.lyra.loaned_rule == "overflow":
+        """Is ``job`` expected to finish sooner on ``placement`` (loaned) than by waiting for training?
+
+        On loaned GPUs it runs at their speed to the end, or (``move_back``) until training GPUs
+        would have been its, then moves there for the migration stall and the rest of its work.
+        """
+        lyra = self.lyra
+        if lyra.loaned_rule == "overflow":
             return True
-        gpu_type = self.lyra._gpu_types[next(iter(placement))]
-        on_loaned = self.lyra._time_on(self.view, job, need, gpu_type)
-        return on_loaned < self.training_estimate(job, need)[0]
+        on_training, wait, training_type = self.training_estimate(job, need)
+        loaned_type = lyra._gpu_types[next(iter(placement))]
+        on_loaned = lyra._time_on(self.view, job, need, loaned_type)
+        if lyra.move_back and on_loaned > wait and training_type is not None:
+            loaned_share = wait / on_loaned  # of the remaining work, done before moving
+            on_loaned = wait + self.view.overheads.migrate_s + (1.0 - loaned_share) * lyra._time_on(
+                self.view, job, need, training_type)
+        return on_loaned < on_training
 
     def wait_for_training(self, job: JobView, need: int) -> None:
         """``job`` waits for training GPUs: later estimates count its demand ahead of theirs."""
         if not self.lyra.backfill:
             self.blocked = True
         types = self.lyra._training_types
-        gpu_type = next(iter(types)) if len(types) == 1 else self.training_estimate(job, need)[1]
+        gpu_type = next(iter(types)) if len(types) == 1 else self.training_estimate(job, need)[2]
         if gpu_type is None:
             return  # no training type can ever hold it
         self.first_need.setdefault(gpu_type, need)
