@@ -405,10 +405,14 @@ def test_fuzz_cli_arguments(fuzz_files, capsys, command, extra):
         if "ray" in extra:  # never start Ray here
             extra = [t for t in extra if t != "ray"]
         argv += [fill(t) for t in extra]
+        cwd = os.getcwd()
+        os.chdir(tmp)  # junk values of --out, --tensorboard ... land in the temporary folder
         try:
             code = main(argv)
         except BaseException as err:  # noqa: BLE001 - the point of the test
             pytest.fail(f"main({argv!r}) raised {type(err).__name__}: {err}")
+        finally:
+            os.chdir(cwd)
         err = capsys.readouterr().err
     assert "Traceback" not in err, (argv, err)
     assert code in (0, 2), (argv, code, err)
