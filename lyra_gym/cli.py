@@ -157,6 +157,7 @@ def mean_over_seeds(results: Sequence[SimResult]) -> dict[str, Any]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    _trust_model_files(args)
     params = parse_policy_params(args.policy_param, [args.policy])
     check_policies([args.policy], params)
     params = params[args.policy]
@@ -170,6 +171,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.skip_infeasible:
         result.metrics["jobs_skipped_infeasible"] = skipped
     print(format_table([{"policy": result.policy, **result.metrics}], TABLE_KEYS))
+    _warn_unfinished([{"policy": result.policy, **result.metrics}])
     out = write_result(result, out, {"command": "simulate", "trace": info, "config_file": args.config})
     extra = " and timeline.csv" if args.timeline else ""
     print(f"wrote {out / 'metrics.json'}, {out / 'jobs.csv'}{extra}")
@@ -186,6 +188,7 @@ def _csv_list(text: str, what: str) -> list[str]:
 def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    _trust_model_files(args)
     policies = _csv_list(args.policies, "--policies")
     seeds = []
     for text in _csv_list(args.seeds, "--seeds"):
@@ -231,6 +234,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         manifest["runs"] = _runs(completed)
         rows = [summarize_runs(results[p]) for p in policies]
         print(format_ci_table(rows, TABLE_KEYS))
+        _warn_unfinished(rows)
         csv_path, json_path = write_summary(rows, out)
         print(f"wrote {csv_path} and {json_path}")
         if plots:
@@ -297,6 +301,27 @@ def _add_policy_param(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy-param", action="append", default=[], metavar="NAME.KEY=VALUE",
                    help="scheduler parameter, repeatable; VALUE is a YAML scalar "
                         "(e.g. lyra.reclaim_rule=random, fifo.backfill=true)")
+    p.add_argument("--trust-model-files", action="store_true",
+                   help="let model:/rllib: policies unpickle their files (code in them runs; only for files "
+                        "you trust; default: weights and statistics only, see docs/trust.md)")
+
+
+TRUST_ENV = "LYRA_GYM_TRUST_MODEL_FILES"  # read by agents.factory; inherited by worker processes
+
+
+def _trust_model_files(args: argparse.Namespace) -> None:
+    if getattr(args, "trust_model_files", False):
+        _warn("--trust-model-files: model files are unpickled; code in them runs")
+        os.environ[TRUST_ENV] = "1"
+
+
+def _warn_unfinished(rows: Sequence[dict[str, Any]]) -> None:
+    from lyra_gym.metrics import unfinished_warning
+
+    for row in rows:
+        message = unfinished_warning(row)
+        if message:
+            print(f"lyra-gym: {message}", file=sys.stderr)
 
 
 def _add_backend(p: argparse.ArgumentParser) -> None:
