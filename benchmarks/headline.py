@@ -22,7 +22,8 @@ Scenarios (sizes are assumptions; the paper publishes none):
 The table: per scenario, per comparison point C (every policy but the reference ``lyra``, with
 backfill off / on), the reference policy at the same backfill setting against C. Paired over
 seeds: per seed the queuing ratio ``C.queue_mean_s / lyra.queue_mean_s``, the JCT ratio
-``C.jct_mean_s / lyra.jct_mean_s``, the usage difference ``lyra - C`` of ``gpu_usage_effective``
+``C.jct_mean_s / lyra.jct_mean_s``, the usage difference ``lyra - C`` of ``gpu_usage_effective_overall``
+(useful work in reference-GPU-seconds over both clusters: the same denominator for every policy)
 (percentage points; ``gpu_usage_overall`` where a run lacks it, marked in the table), and lyra's
 rescale + migration events per job ``(scale_events + migrations) / jobs_total``; then the mean
 over seeds and its 95 % Student-t interval (:func:`lyra_gym.report.mean_ci`). The paper
@@ -56,7 +57,7 @@ from lyra_gym.tracegen import generate_trace
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = {"paper": ROOT / "traces" / "lyra-15d-paper.yaml", "loan-scarce": ROOT / "traces" / "lyra-15d.yaml"}
 PAPER = {"queue_ratio": "1.53x", "jct_ratio": "1.48x", "usage_diff_pp": "up to +25 %"}
-USAGE_KEY, USAGE_FALLBACK = "gpu_usage_effective", "gpu_usage_overall"
+USAGE_KEY, USAGE_FALLBACK = "gpu_usage_effective_overall", "gpu_usage_overall"
 BACKFILL = {"off": False, "on": True}
 
 
