@@ -49,7 +49,7 @@ import yaml
 
 from lyra_gym.compare import BACKENDS, CompareError, RunSpec, check_policies, read_config, run_in_workers, run_one
 from lyra_gym.feasibility import drop_infeasible
-from lyra_gym.config import ConfigError, SimConfig, config_from_dict, config_to_dict, load_config
+from lyra_gym.config import ConfigError, SimConfig, _strict_yaml_loader, config_from_dict, config_to_dict, load_config
 from lyra_gym.report import mean_ci
 from lyra_gym.simulate import SimResult, clear_out_dir, file_sha256, load_profile_set
 from lyra_gym.trace import JobSpec, load_trace
@@ -159,7 +159,7 @@ def load_grid(path: str | os.PathLike) -> Grid:
     if path.is_dir():
         raise SweepError(f"{path}: is a directory, not a sweep file")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_strict_yaml_loader()) or {}  # YAML 1.2 bools, 1e5
     except UnicodeDecodeError:
         raise SweepError(f"{path}: not UTF-8 text") from None
     except yaml.YAMLError as err:

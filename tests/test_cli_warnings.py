@@ -36,3 +36,13 @@ def test_trust_model_files_is_explicit_and_warned(tmp_path, capsys, monkeypatch)
                  "--trust-model-files"]) == 0
     assert os.environ[TRUST_ENV] == "1"
     assert "--trust-model-files: model files are unpickled" in capsys.readouterr().err
+
+
+def test_a_sweep_file_reads_yaml_1_2_booleans(tmp_path):
+    from lyra_gym.sweep import SweepError, load_grid
+    import pytest
+
+    path = tmp_path / "grid.yaml"
+    path.write_text("policies: [fifo]\ntraces: [traces/default.csv]\nparams: {allow_mixed_gpu_types: [no]}\n")
+    with pytest.raises((SweepError, ValueError), match="allow_mixed_gpu_types"):
+        load_grid(path)
