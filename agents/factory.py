@@ -43,7 +43,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -479,23 +479,29 @@ def convert_pickled_statistics(path: str | os.PathLike) -> Path:
     return save_normalizer_stats(load_normalizer(files.vecnormalize_pickle, trust=True), stats_path(files.model))
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m agents.factory convert PATH``: see :func:`convert_pickled_statistics`."""
+def convert_main(prog: str, convert_help: str, path_help: str, convert: Callable[[str], Path],
+                 argv: Sequence[str] | None = None) -> int:
+    """A ``prog convert PATH`` command line around ``convert`` (returns the exit code)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m agents.factory")
+    parser = argparse.ArgumentParser(prog=prog)
     sub = parser.add_subparsers(dest="command", required=True)
-    convert = sub.add_parser("convert", help="write vecnormalize .npz from a trusted vecnormalize .pkl "
-                                             "(unpickles it: only for files you trust)")
-    convert.add_argument("path", help="run directory, its model.zip, or a checkpoint zip")
+    sub.add_parser("convert", help=convert_help).add_argument("path", help=path_help)
     args = parser.parse_args(argv)
     try:
-        out = convert_pickled_statistics(args.path)
+        out = convert(args.path)
     except (FileNotFoundError, ValueError) as err:
-        print(f"agents.factory: error: {err}", file=sys.stderr)
+        print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
     print(f"wrote {out}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m agents.factory convert PATH``: see :func:`convert_pickled_statistics`."""
+    return convert_main("python -m agents.factory",
+                        "write vecnormalize .npz from a trusted vecnormalize .pkl (unpickles it: only for files you trust)",
+                        "run directory, its model.zip, or a checkpoint zip", convert_pickled_statistics, argv)
 
 
 if __name__ == "__main__":

@@ -470,19 +470,12 @@ def convert_checkpoint(path: str | os.PathLike) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m agents.rllib_backend convert RUN``: see :func:`convert_checkpoint`."""
-    parser = argparse.ArgumentParser(prog="python -m agents.rllib_backend")
-    sub = parser.add_subparsers(dest="command", required=True)
-    convert = sub.add_parser("convert", help="write checkpoint/module_weights.npz from a trusted RLlib checkpoint "
-                                             "(unpickles it: only for files you trust)")
-    convert.add_argument("path", help="run directory, its checkpoint/, or the module directory")
-    args = parser.parse_args(argv)
-    try:
-        out = convert_checkpoint(args.path)
-    except (FileNotFoundError, ValueError) as err:
-        print(f"agents.rllib_backend: error: {err}", file=sys.stderr)
-        return 2
-    print(f"wrote {out}")
-    return 0
+    from agents.factory import convert_main
+
+    return convert_main("python -m agents.rllib_backend",
+                        "write checkpoint/module_weights.npz from a trusted RLlib checkpoint "
+                        "(unpickles it: only for files you trust)",
+                        "run directory, its checkpoint/, or the module directory", convert_checkpoint, argv)
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ import numpy as np
 from baselines.knapsack import DEFAULT_EXACT_LIMIT, solve
 from baselines.loaning import Loaning, free_after
 from baselines.lyra_estimates import ReleaseTimeline
-from baselines.placement import best_fit
+from baselines.placement import best_fit, best_fit_in_groups
 from lyra_gym.cluster import Pool
 from lyra_gym.plan import Plan
 from lyra_gym.scheduler import NEUTRAL_JOB_LEVEL, Guidance, Scheduler
@@ -236,12 +236,7 @@ class LyraScheduler(Scheduler):
     @staticmethod
     def _fit(free: list[int], avail: list[int], need: int, groups: list[list[int]]) -> dict[int, int] | None:
         """Best fit on truly free GPUs of any group first; then counting flexible workers as free."""
-        for pool in (free, avail):
-            for candidates in groups:
-                placement = best_fit(pool, need, candidates)
-                if placement is not None:
-                    return placement
-        return None
+        return best_fit_in_groups(free, need, groups) or best_fit_in_groups(avail, need, groups)
 
     @staticmethod
     def _take(free: list[int], avail: list[int], placement: Mapping[int, int]) -> None:

@@ -39,6 +39,15 @@ def best_fit(free: list[int], need: int, candidates: Sequence[int]) -> dict[int,
     return None  # unreachable: total >= need
 
 
+def best_fit_in_groups(free: list[int], need: int, groups: Sequence[Sequence[int]]) -> dict[int, int] | None:
+    """:func:`best_fit` in the first server group (a list of ids) that can hold ``need`` GPUs."""
+    for candidates in groups:
+        placement = best_fit(free, need, candidates)
+        if placement is not None:
+            return placement
+    return None
+
+
 def take(free: list[int], placement: dict[int, int]) -> None:
     """Subtract a placement from ``free`` in place."""
     for sid, gpus in placement.items():

@@ -70,7 +70,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from baselines.loaning import Loaning, free_after
-from baselines.placement import best_fit, take
+from baselines.placement import best_fit, best_fit_in_groups, take
 from lyra_gym.plan import Plan
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.view import ClusterView, JobView
@@ -167,7 +167,7 @@ class TiresiasScheduler(Scheduler):
         held = None  # GPUs held per queue by running jobs, computed when first needed
         for key, job in waiting:
             need = job.spec.num_gpus
-            placement = _place(free, need, pools) if need <= free_total else None
+            placement = best_fit_in_groups(free, need, pools) if need <= free_total else None
             if placement is None:
                 if held is None:
                     held = self._held(view, allocations, now)
@@ -248,15 +248,6 @@ class TiresiasScheduler(Scheduler):
         gone = set(plan.give_back)
         loaned = [s for s in (*view.loaned_servers(), *plan.borrow) if s not in gone]
         return [*pools, loaned] if loaned else pools
-
-
-def _place(free: list[int], need: int, pools: list[Sequence[int]]) -> dict[int, int] | None:
-    """Best fit in the first server group that can hold ``need`` GPUs."""
-    for pool in pools:
-        placement = best_fit(free, need, pool)
-        if placement is not None:
-            return placement
-    return None
 
 
 @dataclass

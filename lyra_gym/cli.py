@@ -103,26 +103,21 @@ def _config(path: str | None) -> SimConfig:
     return read_config(path)
 
 
-def _seed(text: str) -> int:
-    """argparse type: an integer >= 0 (numpy seeds cannot be negative)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0 (a numpy seed), got {value}")
-    return value
+def _non_negative(meaning: str):
+    """argparse type: an integer >= 0; ``meaning`` says why in the error."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must be >= 0 ({meaning}), got {value}")
+        return value
+    return parse
 
 
-def _count(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0 (0 = one per CPU core), got {value}")
-    return value
+_seed = _non_negative("a numpy seed")
+_count = _non_negative("0 = one per CPU core")
 
 
 def _atomic_json(path: Path, data: Any) -> None:
