@@ -134,8 +134,10 @@ class LyraScheduler(Scheduler):
 
     # ------------------------------------------------------------------ estimates
     def _remaining_estimate(self, job: JobView) -> float:
-        """Seconds left at the requested size (cached: a queued job's remaining work only
-        changes by running, so the key is its preemption count)."""
+        """Seconds left at the requested size on the reference GPU (cached for queued jobs: their
+        remaining work only changes by running, so the key is the preemption count)."""
+        if job.workers:  # running (on loaned GPUs, in line to move back): its remaining work changes
+            return job.remaining_time_at(job.spec.num_gpus)
         cached = self._sjf_keys.get(job.id)
         if cached is not None and cached[0] == job.preemptions:
             return cached[1]
@@ -264,8 +266,9 @@ class LyraScheduler(Scheduler):
         hold = self.elastic and any(
             level == 0 and job_id in plan.allocations and sum(plan.allocations[job_id].values()) > view.job(job_id).spec.min_gpus
             for job_id, level in levels.items())
-        if not view.num_queued and not round_due and not plan.give_back and not plan.borrow and not hold:
-            return plan  # nothing to admit, return or rebalance: keep everything
+        may_move = self.move_back and self._on_loaned
+        if not view.num_queued and not round_due and not plan.give_back and not plan.borrow and not hold and not may_move:
+            return plan  # nothing to admit, return, move back or rebalance: keep everything
         free = free_after(view, plan)
         training_groups, loaned_groups, loaned = self._server_groups(view, plan)
         allocations = plan.allocations
@@ -295,11 +298,17 @@ class LyraScheduler(Scheduler):
         waiting = list(view.queued_jobs())
         if plan.give_back:  # jobs our own reclaim answer just stopped may restart elsewhere at once
             waiting += [j for j in view.running_jobs() if j.id not in allocations]
-        queued = sorted(waiting, key=lambda j: (-levels.get(j.id, NEUTRAL_JOB_LEVEL),
-                                                self._remaining_estimate(j), j.index))
+        moving = self._move_back_candidates(view, allocations) if self.move_back and self._on_loaned else {}
+        queued = sorted([*waiting, *moving.values()], key=lambda j: (
+            -levels.get(j.id, NEUTRAL_JOB_LEVEL), self._remaining_estimate(j), j.index))
+        moved = False
         for job in queued:
             if levels.get(job.id, NEUTRAL_JOB_LEVEL) == 0:
                 break  # held, and so is everything sorted after it
+            if job.id in moving:  # on loaned GPUs: holds its place in line for training GPUs
+                if not phase1.blocked:
+                    moved = self._move_back(view, phase1, job, training_groups, base, flex) or moved
+                continue
             need = self.base_demand(job)
             placement = None if phase1.blocked else self._fit(free, avail, need, training_groups)
             if placement is None and loaned_groups and phase1.loaned_room >= need:
@@ -319,7 +328,6 @@ class LyraScheduler(Scheduler):
                 elastic_jobs.append(job)
                 admitted_elastic = True
 
-        moved = self._move_back(view, phase1, base, flex) if self.move_back and self._on_loaned else False
         evicted = any(avail[sid] < g for sid, g in flex_on.items())
         if elastic_jobs and (round_due or plan.give_back or plan.borrow):
             self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, phase1, knapsack=True)
@@ -328,53 +336,43 @@ class LyraScheduler(Scheduler):
             self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, phase1, knapsack=False)
         return plan
 
-    def _move_back(self, view: ClusterView, phase1: "_Phase1", base: dict[str, dict[int, int]],
-                   flex: dict[str, dict[int, int]]) -> bool:
-        """Move jobs from loaned to truly free training GPUs where the time saved exceeds the
-        migration stall (largest saving first). Returns whether any job moved."""
-        if phase1.blocked and not self.backfill:
-            return False  # free training GPUs belong to the job waiting at the head
-        allocations, free, avail = phase1.allocations, phase1.free, phase1.avail
-        now, migrate = view.now, view.overheads.migrate_s
-        gains = []
-        training = self._training_ids
+    def _move_back_candidates(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]]) -> dict[str, JobView]:
+        """Running jobs whose workers all sit on loaned servers, unchanged by this plan."""
+        training, candidates = self._training_ids, {}
         for job_id in list(self._on_loaned):
             alloc = allocations.get(job_id)
             if alloc is None or any(s in training for s in alloc):
                 del self._on_loaned[job_id]  # stopped, finished or already on training servers
                 continue
             job = self._views.get(job_id) or view.job(job_id)
-            if job.rate <= 0 or alloc is not job.allocation:
-                continue  # just changed in this plan (reclaim): leave it be
-            workers = sum(alloc.values())
-            stay = job.remaining_work / job.rate + max(0.0, job.overhead_until - now)
-            for gpu_type, ids in self._training_types.items():
-                if sum(free[s] for s in ids) < workers:
-                    continue
-                gain = stay - (migrate + self._time_on(view, job, workers, gpu_type))
-                if gain > 0:
-                    gains.append((-gain, job.index, job_id, gpu_type, workers))
-        moved = False
-        for _, _, job_id, gpu_type, workers in sorted(gains):
-            placement = best_fit(free, workers, self._training_types[gpu_type])
-            if placement is None:
-                continue
-            job = self._views.get(job_id) or view.job(job_id)
-            old = allocations[job_id]
-            for sid, g in (base.get(job_id) or old).items():
-                free[sid] += g
-                avail[sid] += g
-            for sid, g in flex.get(job_id, {}).items():
-                free[sid] += g  # already counted in avail as flexible
-            self._take(free, avail, placement)
-            allocations[job_id] = placement
-            if job_id in base:
-                base[job_id], flex[job_id] = self._split_alloc(view, job, placement)
-                for sid, g in flex[job_id].items():
-                    avail[sid] += g  # its flexible workers stay up for grabs in phase 2
-            del self._on_loaned[job_id]
-            moved = True
-        return moved
+            if job.rate > 0 and alloc is job.allocation:  # not just changed by a reclaim
+                candidates[job_id] = job
+        return candidates
+
+    def _move_back(self, view: ClusterView, phase1: "_Phase1", job: JobView, training_groups: list[list[int]],
+                   base: dict[str, dict[int, int]], flex: dict[str, dict[int, int]]) -> bool:
+        """Move ``job`` from loaned to training GPUs when its remaining time there plus the migration
+        stall beats staying; when training GPUs cannot hold it now, it waits in line for them.
+        Returns whether it moved."""
+        allocations, free, avail = phase1.allocations, phase1.free, phase1.avail
+        workers = job.workers
+        placement = self._fit(free, avail, workers, training_groups)
+        if placement is None:
+            phase1.wait_for_training(job, workers)
+            return False
+        gpu_type = self._gpu_types[next(iter(placement))]
+        stay = job.remaining_work / job.rate + max(0.0, job.overhead_until - view.now)
+        if view.overheads.migrate_s + self._time_on(view, job, workers, gpu_type) >= stay:
+            return False
+        phase1.release(allocations[job.id], base.get(job.id), flex.get(job.id, {}))
+        phase1.place(job, placement)
+        allocations[job.id] = placement
+        if job.id in base:
+            base[job.id], flex[job.id] = self._split_alloc(view, job, placement)
+            for sid, g in flex[job.id].items():
+                avail[sid] += g  # its flexible workers stay up for grabs in phase 2
+        del self._on_loaned[job.id]
+        return True
 
     def _phase2(self, view: ClusterView, plan: Plan, jobs: list[JobView], base: dict[str, dict[int, int]],
                 flex: dict[str, dict[int, int]], avail: list[int], loaned: set[int],
@@ -561,6 +559,7 @@ class _Phase1:
         self.placed: list[tuple[float, int, str]] = []  # (finish, GPUs, type) of jobs placed on training now
         self._timelines: dict[str, ReleaseTimeline] = {}
         self._available_by_type: dict[str, int] = {}  # cleared whenever avail changes
+        self._safe_s: float | None = None              # see safe_loaned_s; cleared by loaned placements
 
     def _available(self, gpu_type: str) -> int:
         """Free or flexible GPUs on training servers of ``gpu_type`` (cached until a placement)."""
@@ -600,12 +599,25 @@ class _Phase1:
             return True
         on_training, wait, training_type = self.training_estimate(job, need)
         loaned_type = lyra._gpu_types[next(iter(placement))]
-        on_loaned = lyra._time_on(self.view, job, need, loaned_type)
+        on_loaned = stay = lyra._time_on(self.view, job, need, loaned_type)
         if lyra.move_back and on_loaned > wait and training_type is not None:
             loaned_share = wait / on_loaned  # of the remaining work, done before moving
+            stay = wait
             on_loaned = wait + self.view.overheads.migrate_s + (1.0 - loaned_share) * lyra._time_on(
                 self.view, job, need, training_type)
-        return on_loaned < on_training
+        return on_loaned < on_training and stay <= self.safe_loaned_s()
+
+    def safe_loaned_s(self) -> float:
+        """Seconds until inference demand would reclaim a loaned server that holds base workers:
+        reclaims take the non-loaned servers' slack first, then (by preemption cost) the loaned
+        servers holding no base worker; the demand curve is known ahead. A job expected to stay on
+        loaned GPUs longer would be preempted there (and requeued), so it waits instead."""
+        if self._safe_s is None:
+            view, avail = self.view, self.avail
+            spare = sum(1 for s in self.loaned if avail[s] == view.servers[s].num_gpus)  # empty or flexible only
+            non_loaned = len(view.inference_server_ids) - len(self.loaned)
+            self._safe_s = view.next_demand_above(non_loaned + spare) - view.now
+        return self._safe_s
 
     def wait_for_training(self, job: JobView, need: int) -> None:
         """``job`` waits for training GPUs: later estimates count its demand ahead of theirs."""
@@ -618,10 +630,24 @@ class _Phase1:
         self.first_need.setdefault(gpu_type, need)
         self.waiting[gpu_type] = self.waiting.get(gpu_type, 0) + need
 
+    def release(self, alloc: Mapping[int, int], base: Mapping[int, int] | None, flex: Mapping[int, int]) -> None:
+        """Free a running job's GPUs (its flexible ones are already counted as available)."""
+        loaned = set(self.loaned)
+        for sid, g in (base if base is not None else alloc).items():
+            self.free[sid] += g
+            self.avail[sid] += g
+        for sid, g in flex.items():
+            self.free[sid] += g
+        self.loaned_room += sum(g for s, g in alloc.items() if s in loaned)
+        self._available_by_type.clear()
+        self._safe_s = None
+
     def place(self, job: JobView, placement: Mapping[int, int]) -> None:
         loaned = set(self.loaned)
         on_loaned = sum(g for s, g in placement.items() if s in loaned)
         self.loaned_room -= on_loaned
+        if on_loaned:
+            self._safe_s = None
         self.lyra._take(self.free, self.avail, placement)
         self._available_by_type.clear()
         if not on_loaned:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
+import numpy as np
+
 from lyra_gym.cluster import Pool, Server
 from lyra_gym.jobs import Job, JobState
 from lyra_gym.plan import Plan, TrackedAllocations
@@ -169,6 +171,17 @@ class ClusterView:
     def inference_demand_at(self, t: float) -> int:
         """Inference servers needed at time ``t`` (the curve is known ahead)."""
         return self._engine.demand.at(t)
+
+    def next_demand_above(self, servers: int) -> float:
+        """First time (s), now or later, at which inference needs more than ``servers`` servers
+        (inf if never; the curve is known ahead)."""
+        engine = self._engine
+        if engine.demand_now > servers:
+            return engine.now
+        times, values = engine.demand.times_s, engine.demand.servers
+        start = int(np.searchsorted(times, engine.now, side="right"))
+        above = np.flatnonzero(values[start:] > servers)
+        return float(times[start + above[0]]) if len(above) else float("inf")
 
     @property
     def num_loanable(self) -> int:
