@@ -559,7 +559,8 @@ class _Phase1:
         self.placed: list[tuple[float, int, str]] = []  # (finish, GPUs, type) of jobs placed on training now
         self._timelines: dict[str, ReleaseTimeline] = {}
         self._available_by_type: dict[str, int] = {}  # cleared whenever avail changes
-        self._safe_s: float | None = None              # see safe_loaned_s; cleared by loaned placements
+        self._spare: set[int] | None = None            # see safe_loaned_s; cleared when loaned GPUs change
+        self._safe_s: dict[int, float] = {}            # servers needed -> seconds until demand exceeds them
 
     def _available(self, gpu_type: str) -> int:
         """Free or flexible GPUs on training servers of ``gpu_type`` (cached until a placement)."""
@@ -605,19 +606,21 @@ class _Phase1:
             stay = wait
             on_loaned = wait + self.view.overheads.migrate_s + (1.0 - loaned_share) * lyra._time_on(
                 self.view, job, need, training_type)
-        return on_loaned < on_training and stay <= self.safe_loaned_s()
+        return on_loaned < on_training and stay <= self.safe_loaned_s(placement)
 
-    def safe_loaned_s(self) -> float:
-        """Seconds until inference demand would reclaim a loaned server that holds base workers:
-        reclaims take the non-loaned servers' slack first, then (by preemption cost) the loaned
-        servers holding no base worker; the demand curve is known ahead. A job expected to stay on
-        loaned GPUs longer would be preempted there (and requeued), so it waits instead."""
-        if self._safe_s is None:
-            view, avail = self.view, self.avail
-            spare = sum(1 for s in self.loaned if avail[s] == view.servers[s].num_gpus)  # empty or flexible only
-            non_loaned = len(view.inference_server_ids) - len(self.loaned)
-            self._safe_s = view.next_demand_above(non_loaned + spare) - view.now
-        return self._safe_s
+    def safe_loaned_s(self, placement: Mapping[int, int]) -> float:
+        """Seconds until inference demand would reclaim a loaned server of ``placement``: reclaims
+        take the non-loaned servers' slack first, then (by preemption cost) the other loaned servers
+        holding no base worker; the demand curve is known ahead. A job expected to stay on loaned
+        GPUs longer would be preempted there (and requeued), so it waits instead."""
+        view, avail = self.view, self.avail
+        if self._spare is None:  # loaned servers holding no base worker (empty or flexible only)
+            self._spare = {s for s in self.loaned if avail[s] == view.servers[s].num_gpus}
+        threshold = len(view.inference_server_ids) - len(self.loaned) + len(self._spare.difference(placement))
+        safe = self._safe_s.get(threshold)
+        if safe is None:
+            safe = self._safe_s[threshold] = view.next_demand_above(threshold) - view.now
+        return safe
 
     def wait_for_training(self, job: JobView, need: int) -> None:
         """``job`` waits for training GPUs: later estimates count its demand ahead of theirs."""
@@ -640,14 +643,14 @@ class _Phase1:
             self.free[sid] += g
         self.loaned_room += sum(g for s, g in alloc.items() if s in loaned)
         self._available_by_type.clear()
-        self._safe_s = None
+        self._spare = None
 
     def place(self, job: JobView, placement: Mapping[int, int]) -> None:
         loaned = set(self.loaned)
         on_loaned = sum(g for s, g in placement.items() if s in loaned)
         self.loaned_room -= on_loaned
         if on_loaned:
-            self._safe_s = None
+            self._spare = None
         self.lyra._take(self.free, self.avail, placement)
         self._available_by_type.clear()
         if not on_loaned:

@@ -144,3 +144,20 @@ def test_lyra_places_a_job_across_training_gpu_types_when_the_config_allows_it()
 def test_bad_parameters_name_the_field(key, value):
     with pytest.raises(ValueError, match=key):
         LyraScheduler(**{key: value})
+
+
+def test_no_loaned_placement_that_would_outlast_the_next_reclaim():
+    # The T4 server goes back to inference at t=500 (demand 0 -> 1 server). B (100 s on V100s,
+    # 200 s on T4s) is done by then and takes the T4s at t=10. C needs 800 s on T4s, so it would be
+    # preempted there at t=500: it waits for the V100s instead (1000..1400, JCT 1390). Without
+    # the reclaim it would finish on the T4s at t=810.
+    from lyra_gym.demand import DemandCurve
+
+    jobs = [job("A", 0, 4, 1000), job("B", 10, 4, 100), job("C", 10, 4, 400)]
+    cfg = v100_and_t4()
+    reclaimed = run(jobs, LyraScheduler(), cfg, demand=DemandCurve(times_s=[0.0, 500.0], servers=[0, 1]))
+    assert jct(reclaimed, "B") == pytest.approx(200)
+    assert jct(reclaimed, "C") == pytest.approx(1390)
+    assert row(reclaimed, "C")["preemptions"] == 0
+    free = run(jobs, LyraScheduler(), cfg)
+    assert jct(free, "C") == pytest.approx(800)
