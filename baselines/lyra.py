@@ -364,7 +364,7 @@ class LyraScheduler(Scheduler):
         stay = job.remaining_work / job.rate + max(0.0, job.overhead_until - view.now)
         if view.overheads.migrate_s + self._time_on(view, job, workers, gpu_type) >= stay:
             return False
-        phase1.release(allocations[job.id], base.get(job.id), flex.get(job.id, {}))
+        phase1.release(allocations[job.id], base.get(job.id))
         phase1.place(job, placement)
         allocations[job.id] = placement
         if job.id in base:
@@ -633,15 +633,15 @@ class _Phase1:
         self.first_need.setdefault(gpu_type, need)
         self.waiting[gpu_type] = self.waiting.get(gpu_type, 0) + need
 
-    def release(self, alloc: Mapping[int, int], base: Mapping[int, int] | None, flex: Mapping[int, int]) -> None:
-        """Free a running job's GPUs (its flexible ones are already counted as available)."""
-        loaned = set(self.loaned)
-        for sid, g in (base if base is not None else alloc).items():
+    def release(self, alloc: Mapping[int, int], base: Mapping[int, int] | None) -> None:
+        """Free a running job's base GPUs (its flexible ones are already counted as available, and
+        may have been taken by a job placed earlier in this decision)."""
+        held = base if base is not None else alloc
+        for sid, g in held.items():
             self.free[sid] += g
             self.avail[sid] += g
-        for sid, g in flex.items():
-            self.free[sid] += g
-        self.loaned_room += sum(g for s, g in alloc.items() if s in loaned)
+        loaned = set(self.loaned)
+        self.loaned_room += sum(g for s, g in held.items() if s in loaned)
         self._available_by_type.clear()
         self._spare = None
 

@@ -161,3 +161,16 @@ def test_no_loaned_placement_that_would_outlast_the_next_reclaim():
     assert row(reclaimed, "C")["preemptions"] == 0
     free = run(jobs, LyraScheduler(), cfg)
     assert jct(free, "C") == pytest.approx(800)
+
+
+def test_a_move_back_does_not_free_flexible_gpus_another_job_just_took():
+    # 4 V100s (A until t=1000) and an 8-GPU T4 server. E (2..4) runs on the T4s and grows to 4.
+    # At t=1000 Q (6 GPUs, shortest) takes the T4s' 4 free GPUs and E's 2 extra ones; E moves to
+    # the freed V100s; R (4 GPUs) must then see only E's 2 base GPUs free on the T4 server (it
+    # waits), not E's extra ones again (which would over-fill the server: a PlanError).
+    jobs = [job("A", 0, 4, 1000), job("E", 1, 2, 3000, elastic=True, lo=2, hi=4),
+            job("Q", 1000, 6, 100), job("R", 1000, 4, 5000)]
+    result = run(jobs, LyraScheduler(loaned_rule="overflow"), v100_and_t4())
+    assert result.metrics["jobs_unfinished"] == 0
+    assert jct(result, "Q") == pytest.approx(200)  # 600 samples on 6 T4s at 0.5 samples/s each
+    assert row(result, "E")["migrations"] == 1
