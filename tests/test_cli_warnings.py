@@ -29,9 +29,9 @@ def test_a_run_that_finishes_every_job_does_not_warn(tmp_path, capsys, monkeypat
 
 def test_trust_model_files_is_explicit_and_warned(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
-    monkeypatch.delenv(TRUST_ENV, raising=False)
+    monkeypatch.setenv(TRUST_ENV, "0")  # restored (unset) after the test: the CLI sets it in os.environ
     assert main(["simulate", "--policy", "sjf", "--trace", "traces/default.csv", "--out", str(tmp_path / "a")]) == 0
-    assert TRUST_ENV not in os.environ
+    assert os.environ[TRUST_ENV] == "0"
     assert main(["simulate", "--policy", "sjf", "--trace", "traces/default.csv", "--out", str(tmp_path / "b"),
                  "--trust-model-files"]) == 0
     assert os.environ[TRUST_ENV] == "1"
