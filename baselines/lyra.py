@@ -134,10 +134,8 @@ class LyraScheduler(Scheduler):
 
     # ------------------------------------------------------------------ estimates
     def _remaining_estimate(self, job: JobView) -> float:
-        """Seconds left at the requested size on the reference GPU (cached for queued jobs: their
+        """Seconds a queued job has left at its requested size on the reference GPU (cached: its
         remaining work only changes by running, so the key is the preemption count)."""
-        if job.workers:  # running (on loaned GPUs, in line to move back): its remaining work changes
-            return job.remaining_time_at(job.spec.num_gpus)
         cached = self._sjf_keys.get(job.id)
         if cached is not None and cached[0] == job.preemptions:
             return cached[1]
@@ -185,6 +183,11 @@ class LyraScheduler(Scheduler):
         return ReleaseTimeline.build(view.now, releases)
 
     # ------------------------------------------------------------------ helpers
+    def _training_gpus_free(self, view: ClusterView) -> bool:
+        """Does any training server have a free GPU now?"""
+        free = view.free_gpus()
+        return any(free[s] for s in view.training_server_ids)
+
     def base_demand(self, job: JobView) -> int:
         spec = job.spec
         if spec.elastic and (self.elastic or self.fixed_size == "min"):
@@ -266,9 +269,9 @@ class LyraScheduler(Scheduler):
         hold = self.elastic and any(
             level == 0 and job_id in plan.allocations and sum(plan.allocations[job_id].values()) > view.job(job_id).spec.min_gpus
             for job_id, level in levels.items())
-        may_move = self.move_back and self._on_loaned
-        if not view.num_queued and not round_due and not plan.give_back and not plan.borrow and not hold and not may_move:
-            return plan  # nothing to admit, return, move back or rebalance: keep everything
+        if not view.num_queued and not round_due and not plan.give_back and not plan.borrow and not hold:
+            if not (self.move_back and self._on_loaned and self._training_gpus_free(view)):
+                return plan  # nothing to admit, return, move back or rebalance: keep everything
         free = free_after(view, plan)
         training_groups, loaned_groups, loaned = self._server_groups(view, plan)
         allocations = plan.allocations
@@ -295,14 +298,19 @@ class LyraScheduler(Scheduler):
         admitted_elastic = False
 
         # Phase 1: base demands of queued jobs, shortest remaining time first.
-        waiting = list(view.queued_jobs())
+        estimate = self._remaining_estimate
+        line = [(estimate(j), j.index, j) for j in view.queued_jobs()]
+        running = []  # still running now: their remaining work is current, not cached
         if plan.give_back:  # jobs our own reclaim answer just stopped may restart elsewhere at once
-            waiting += [j for j in view.running_jobs() if j.id not in allocations]
+            running += [j for j in view.running_jobs() if j.id not in allocations]
         moving = self._move_back_candidates(view, allocations) if self.move_back and self._on_loaned else {}
-        queued = sorted([*waiting, *moving.values()], key=lambda j: (
-            -levels.get(j.id, NEUTRAL_JOB_LEVEL), self._remaining_estimate(j), j.index))
+        running += moving.values()
+        line += [(j.remaining_time_at(j.spec.num_gpus), j.index, j) for j in running]
+        if levels:  # an agent's levels come first (higher first)
+            line = [(-levels.get(j.id, NEUTRAL_JOB_LEVEL), t, i, j) for t, i, j in line]
+        line.sort(key=lambda entry: entry[:-1])
         moved = False
-        for job in queued:
+        for *_, job in line:
             if levels.get(job.id, NEUTRAL_JOB_LEVEL) == 0:
                 break  # held, and so is everything sorted after it
             if job.id in moving:  # on loaned GPUs: holds its place in line for training GPUs
