@@ -16,9 +16,12 @@ What it models (DESIGN.md, "The paper being modelled"):
    it is expected to finish sooner there than by waiting for training GPUs
    (``baselines/lyra_estimates.py``: the profile's speed on each type, and the
    releases the running jobs and the queue ahead show). A job on loaned GPUs
-   moves to free training GPUs when that pays after the migration stall
-   (``move_back``). With ``backfill=False`` the first job that waits for
-   training GPUs blocks later jobs from training GPUs, not from loaned ones.
+   keeps its place in the shortest-first line for training GPUs and moves there
+   when its turn comes and that pays after the migration stall (``move_back``).
+   With ``backfill=False`` the first job that waits for training GPUs (queued,
+   or on loaned GPUs in line to move back) blocks later jobs from training
+   GPUs, not from loaned ones. A job too large for any one pool spans training
+   and loaned servers when ``allow_mixed_gpu_types`` allows it.
 4. **Phase 2, elastic workers**: every ``round_s`` (and on loaning changes)
    the spare GPUs go to elastic jobs by a multiple-choice knapsack
    (``baselines/knapsack.py``): item k of a job = k extra workers, value = the
@@ -82,11 +85,13 @@ class LyraScheduler(Scheduler):
         migration stall (default True).
     :param flex_horizon: how long the knapsack assumes extra workers are held: ``"queue"``
         (default): until the first job waiting for that GPU type would get its GPUs (from the
-        release timeline), or to completion when none waits; ``"completion"``: always to completion.
+        release timeline); when none waits, the smoothed observed holding time (at least
+        ``round_s``; to completion before any was observed); ``"completion"``: always to completion.
     :param knapsack_exact_limit: DP cells above which the greedy solver is used (default 400,000).
     :param round_s: seconds between knapsack rounds (default 60 s, assumption: the paper does not
-        give its round length; Pollux re-optimises every 60 s). Between rounds phase 2 also runs
-        whenever an elastic job is admitted, flexible workers are displaced, or servers are
+        give its round length; Pollux re-optimises every 60 s); with ``elastic`` it is also the
+        scheduler's tick, so a round happens on a quiet cluster too. Between rounds phase 2 also
+        runs whenever an elastic job is admitted, flexible workers are displaced, or servers are
         borrowed or returned.
     """
 
@@ -115,11 +120,17 @@ class LyraScheduler(Scheduler):
         self.loaning = Loaning(enabled=self.loan, reserve_servers=self.reserve_servers, reclaim_rule=self.reclaim_rule)
         self.reset(np.random.default_rng(0))
 
+    @property
+    def tick_interval(self) -> float | None:  # type: ignore[override]
+        """A decision every ``round_s`` when elastic (knapsack rounds on a quiet cluster too)."""
+        return self.round_s if self.elastic else None
+
     def reset(self, rng: np.random.Generator) -> None:
         self.rng = rng
         self._next_round = -np.inf
         self._views: dict[str, JobView] = {}
         self._training_groups: list[list[int]] | None = None
+        self._spanning: list[int] = []  # training servers of every type, when a job may span types
         self._training_types: dict[str, list[int]] = {}
         self._training_ids: frozenset[int] = frozenset()
         self._gpu_types: list[str] = []
@@ -128,7 +139,7 @@ class LyraScheduler(Scheduler):
         self._rates: dict[tuple[str, str, int], np.ndarray] = {}
         self._splits: dict[str, tuple[Mapping[int, int], dict[int, int], dict[int, int]]] = {}
         self._releases: dict[str, tuple[Mapping[int, int], float, str, int]] = {}
-        self._granted: dict[str, float] = {}  # job id -> when its extra workers were last granted
+        self._granted: dict[str, tuple[float, str]] = {}  # job id -> (when extra workers were granted, GPU type)
         self._held_s: dict[str, float] = {}   # GPU type -> smoothed observed hold of extra workers (s)
         self._on_loaned: dict[str, None] = {}  # jobs whose base sits on loaned servers (move-back candidates)
 
@@ -202,7 +213,7 @@ class LyraScheduler(Scheduler):
                 self._training_types.setdefault(view.servers[sid].gpu_type, []).append(sid)
             self._training_groups = list(self._training_types.values())
             if view.allow_mixed_gpu_types and len(self._training_groups) > 1:
-                self._training_groups.append(list(view.training_server_ids))
+                self._spanning = list(view.training_server_ids)
             self._gpu_types = [s.gpu_type for s in view.servers]
             self._training_ids = frozenset(view.training_server_ids)
             for s in view.servers:
@@ -242,6 +253,16 @@ class LyraScheduler(Scheduler):
     def _fit(free: list[int], avail: list[int], need: int, groups: list[list[int]]) -> dict[int, int] | None:
         """Best fit on truly free GPUs of any group first; then counting flexible workers as free."""
         return best_fit_in_groups(free, need, groups) or best_fit_in_groups(avail, need, groups)
+
+    def _fit_training(self, free: list[int], avail: list[int], need: int,
+                      groups: list[list[int]]) -> dict[int, int] | None:
+        """:meth:`_fit` on one training GPU type; across types only when none can hold the job
+        and the config allows mixing."""
+        placement = self._fit(free, avail, need, groups)
+        if placement is None and self._spanning and all(need > len(g) * self._per_server[self._gpu_types[g[0]]]
+                                                        for g in groups):
+            placement = self._fit(free, avail, need, [self._spanning])
+        return placement
 
     @staticmethod
     def _take(free: list[int], avail: list[int], placement: Mapping[int, int]) -> None:
@@ -318,12 +339,15 @@ class LyraScheduler(Scheduler):
                     moved = self._move_back(view, phase1, job, training_groups, base, flex) or moved
                 continue
             need = self.base_demand(job)
-            placement = None if phase1.blocked else self._fit(free, avail, need, training_groups)
+            placement = None if phase1.blocked else self._fit_training(free, avail, need, training_groups)
             if placement is None and loaned_groups and phase1.loaned_room >= need:
                 candidate = self._fit(free, avail, need, loaned_groups)
                 if candidate is not None and phase1.loaned_pays(job, need, candidate):
                     placement = candidate
                     self._on_loaned[job.id] = None
+            if placement is None and loaned and view.allow_mixed_gpu_types and need > phase1.largest_pool(loaned_groups):
+                # too large for any one pool: training and loaned servers together, as mixing is allowed
+                placement = self._fit(free, avail, need, [[*view.training_server_ids, *loaned]])
             if placement is None:
                 phase1.wait_for_training(job, need)
                 if phase1.blocked and not self.backfill and phase1.loaned_room <= 0:
@@ -338,6 +362,8 @@ class LyraScheduler(Scheduler):
 
         evicted = any(avail[sid] < g for sid, g in flex_on.items())
         if elastic_jobs and (round_due or plan.give_back or plan.borrow):
+            if self.flex_horizon == "queue":
+                self._learn_ended_holds(view.now, allocations)
             self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, phase1, knapsack=True)
             self._next_round = view.now + self.round_s
         elif elastic_jobs and (admitted_elastic or evicted or hold or moved):
@@ -364,7 +390,7 @@ class LyraScheduler(Scheduler):
         Returns whether it moved."""
         allocations, free, avail = phase1.allocations, phase1.free, phase1.avail
         workers = job.workers
-        placement = self._fit(free, avail, workers, training_groups)
+        placement = self._fit_training(free, avail, workers, training_groups)
         if placement is None:
             phase1.wait_for_training(job, workers)
             return False
@@ -407,7 +433,7 @@ class LyraScheduler(Scheduler):
                 choice = self._knapsack_choice(view, typed, flex, capacity, gpu_type, levels, horizon, grow)
             else:
                 choice = self._keep_choice(view, typed, flex, avail, capacity, gpu_type, levels, horizon, grow)
-            self._learn_hold(view.now, typed, flex, choice)
+            self._learn_hold(view.now, gpu_type, typed, flex, choice)
             self._place_extras(plan, typed, choice, base, flex, avail, servers, loaned)
 
     def _horizon(self, waiting: float | None, gpu_type: str) -> float:
@@ -416,21 +442,34 @@ class LyraScheduler(Scheduler):
         observed holds (exponentially weighted); inf before any was observed or with ``"completion"``."""
         if self.flex_horizon == "completion":
             return math.inf
-        return waiting if waiting is not None else self._held_s.get(gpu_type, math.inf)
+        if waiting is not None:
+            return waiting
+        return max(self._held_s.get(gpu_type, math.inf), self.round_s)
 
-    def _learn_hold(self, now: float, typed: list[JobView], flex: dict[str, dict[int, int]], choice: list[int]) -> None:
+    def _observe_hold(self, gpu_type: str, held_s: float) -> None:
+        if held_s > 0:
+            mean = self._held_s.get(gpu_type)
+            self._held_s[gpu_type] = held_s if mean is None else mean + HOLD_EWMA * (held_s - mean)
+
+    def _learn_hold(self, now: float, gpu_type: str, typed: list[JobView], flex: dict[str, dict[int, int]],
+                    choice: list[int]) -> None:
         """Observe how long extra workers were held: from a grant to the next decrease."""
+        granted = self._granted
         for job, new in zip(typed, choice):
             current = sum(flex[job.id].values()) if job.workers else 0
-            since = self._granted.get(job.id)
+            since = granted.get(job.id)
             if new < current and since is not None:
-                gpu_type = self._gpu_types[next(iter(job.allocation))]
-                held = self._held_s.get(gpu_type)
-                self._held_s[gpu_type] = now - since if held is None else held + HOLD_EWMA * (now - since - held)
+                self._observe_hold(gpu_type, now - since[0])
             if new > current or (new < current and new):
-                self._granted[job.id] = now
+                granted[job.id] = (now, gpu_type)
             elif not new:
-                self._granted.pop(job.id, None)
+                granted.pop(job.id, None)
+
+    def _learn_ended_holds(self, now: float, allocations: Mapping[str, Mapping[int, int]]) -> None:
+        """Holds that ended because the job finished or stopped (seen at a round: within ``round_s``)."""
+        for job_id in [j for j in self._granted if j not in allocations]:
+            since, gpu_type = self._granted.pop(job_id)
+            self._observe_hold(gpu_type, now - since)
 
     def _value_row(self, view: ClusterView, job: JobView, gpu_type: str, top: int, horizon: float) -> np.ndarray:
         """Value in seconds of the job's JCT of k = 0..top extra workers of ``gpu_type``: held for
@@ -601,20 +640,22 @@ class _Phase1:
         """Is ``job`` expected to finish sooner on ``placement`` (loaned) than by waiting for training?
 
         On loaned GPUs it runs at their speed to the end, or (``move_back``) until training GPUs
-        would have been its, then moves there for the migration stall and the rest of its work.
+        would have been its, then moves there for the migration stall and the rest of its work;
+        the better of the two whose time on loaned GPUs ends before the next reclaim counts.
         """
         lyra = self.lyra
         if lyra.loaned_rule == "overflow":
             return True
         on_training, wait, training_type = self.training_estimate(job, need)
         loaned_type = lyra._gpu_types[next(iter(placement))]
-        on_loaned = stay = lyra._time_on(self.view, job, need, loaned_type)
+        on_loaned = lyra._time_on(self.view, job, need, loaned_type)
+        options = [(on_loaned, on_loaned)]  # (expected finish, time on loaned GPUs): stay to the end
         if lyra.move_back and on_loaned > wait and training_type is not None:
             loaned_share = wait / on_loaned  # of the remaining work, done before moving
-            stay = wait
-            on_loaned = wait + self.view.overheads.migrate_s + (1.0 - loaned_share) * lyra._time_on(
-                self.view, job, need, training_type)
-        return on_loaned < on_training and stay <= self.safe_loaned_s(placement)
+            options.append((wait + self.view.overheads.migrate_s + (1.0 - loaned_share) * lyra._time_on(
+                self.view, job, need, training_type), wait))
+        safe = self.safe_loaned_s(placement)
+        return min((finish for finish, stay in options if stay <= safe), default=math.inf) < on_training
 
     def safe_loaned_s(self, placement: Mapping[int, int]) -> float:
         """Seconds until inference demand would reclaim a loaned server of ``placement``: reclaims
@@ -631,15 +672,33 @@ class _Phase1:
         return safe
 
     def wait_for_training(self, job: JobView, need: int) -> None:
-        """``job`` waits for training GPUs: later estimates count its demand ahead of theirs."""
-        if not self.lyra.backfill:
+        """``job`` waits for training GPUs: later estimates count its demand ahead of theirs, and
+        without backfill later jobs may not take training GPUs. A job no training pool can ever
+        hold does neither (it can only run on loaned GPUs)."""
+        lyra = self.lyra
+        holding = [t for t, ids in lyra._training_types.items() if need <= len(ids) * lyra._per_server[t]]
+        if not holding and not (lyra._spanning and need <= sum(
+                len(ids) * lyra._per_server[t] for t, ids in lyra._training_types.items())):
+            return
+        if not lyra.backfill:
             self.blocked = True
-        types = self.lyra._training_types
-        gpu_type = next(iter(types)) if len(types) == 1 else self.training_estimate(job, need)[2]
+        if not holding:
+            return  # only across GPU types: no one type to count it against
+        gpu_type = holding[0] if len(holding) == 1 else self.training_estimate(job, need)[2]
         if gpu_type is None:
-            return  # no training type can ever hold it
+            return
         self.first_need.setdefault(gpu_type, need)
         self.waiting[gpu_type] = self.waiting.get(gpu_type, 0) + need
+
+    def largest_pool(self, loaned_groups: list[list[int]]) -> int:
+        """GPUs of the largest pool one job may use alone: a training type (all training servers
+        when types may mix there) or a loaned type."""
+        lyra = self.lyra
+        sizes = [len(ids) * lyra._per_server[t] for t, ids in lyra._training_types.items()]
+        sizes += [len(g) * lyra._per_server[lyra._gpu_types[g[0]]] for g in loaned_groups]
+        if lyra._spanning:
+            sizes.append(sum(len(ids) * lyra._per_server[t] for t, ids in lyra._training_types.items()))
+        return max(sizes, default=0)
 
     def release(self, alloc: Mapping[int, int], base: Mapping[int, int] | None) -> None:
         """Free a running job's base GPUs (its flexible ones are already counted as available, and

@@ -174,3 +174,40 @@ def test_a_move_back_does_not_free_flexible_gpus_another_job_just_took():
     assert result.metrics["jobs_unfinished"] == 0
     assert jct(result, "Q") == pytest.approx(200)  # 600 samples on 6 T4s at 0.5 samples/s each
     assert row(result, "E")["migrations"] == 1
+
+
+def test_knapsack_rounds_run_on_a_quiet_cluster_and_a_short_hold_does_not_stop_growth():
+    # One 4-GPU server. E (1..4, asks 4, 40,000 samples) grows to 4 at t=0; F (3 GPUs, 10 s) takes
+    # 3 of them at t=5 (E: 20 samples done, rescale 5..35). F ends at 15 and nothing else happens:
+    # the t=60 round still runs, and the observed 5 s hold is floored at round_s (60 s), so 3 extra
+    # workers are worth 60 x 3 - 30 - 30 s: E grows back (rescale 60..90) after 25 more samples.
+    # E ends at 90 + (40000 - 45) / 4 = 10,078.75 s.
+    jobs = [job("E", 0, 4, 10000, elastic=True, lo=1, hi=4), job("F", 5, 3, 10)]
+    result = run(jobs, LyraScheduler(), config(training=1, gpus=4))
+    assert jct(result, "E") == pytest.approx(10078.75)
+
+
+def test_staying_on_loaned_gpus_counts_when_moving_back_would_cost_more():
+    # B at t=1 waits 1,499 s for the V100s; a 2,000 s migration makes moving back worse than
+    # staying on the T4s (2,000 s) -- still better than waiting (1,499 + 1,000 s).
+    jobs = [job("A", 0, 4, 1500), job("B", 1, 4, 1000)]
+    assert jct(run(jobs, LyraScheduler(), v100_and_t4(migrate=2000.0)), "B") == pytest.approx(2000)
+
+
+def test_a_job_no_training_pool_can_hold_neither_blocks_nor_stops_growth():
+    # BIG (6 GPUs) fits only the 8 T4s, busy serving until t=5000; E (1..4) runs at 4 on the 4 V100s.
+    from lyra_gym.demand import DemandCurve
+
+    demand = DemandCurve(times_s=[0.0, 5000.0], servers=[1, 0])
+    jobs = [job("E", 0, 4, 2000, elastic=True, lo=1, hi=4), job("BIG", 0, 6, 100)]
+    result = run(jobs, LyraScheduler(backfill=True), v100_and_t4(), demand=demand)
+    assert jct(result, "E") == pytest.approx(2000)
+    assert jct(result, "BIG") == pytest.approx(5200)  # 600 samples on 6 T4s from t=5000
+
+
+def test_a_job_larger_than_any_pool_spans_training_and_loaned_servers_when_mixing_is_allowed():
+    # 4 V100s + 4 loaned T4s and a 6-GPU job: feasible only across both, at the T4 pace (200 s).
+    cfg = SimConfig(cluster=ClusterConfig(training=(ServerGroup(1, "v100", 4),), inference=ServerGroup(1, "t4", 4)),
+                    overheads=OverheadConfig(restart_s=0.0), allow_mixed_gpu_types=True)
+    result = run([job("BIG", 0, 6, 100)], LyraScheduler(), cfg)
+    assert jct(result, "BIG") == pytest.approx(200)
