@@ -70,6 +70,7 @@ class GuidedAgentScheduler(Scheduler):
         self.builder = ObservationBuilder(config.num_job_slots, config.num_server_slots)
         self.heuristic = registry.make(config.heuristic)
         self.invalid_actions = 0
+        self._last: Guidance | None = None
 
     def _check_action_space(self, space: Any, what: str) -> None:
         nvec = getattr(space, "nvec", None)
@@ -88,6 +89,7 @@ class GuidedAgentScheduler(Scheduler):
         self.heuristic.reset(rng)
         self.builder = ObservationBuilder(self.config.num_job_slots, self.config.num_server_slots)
         self.invalid_actions = 0
+        self._last = None
 
     def observe(self, view: ClusterView) -> tuple[np.ndarray, np.ndarray, list[JobView], list[int]]:
         """(observation, masks, job slots, server slots) exactly as the env builds them."""
@@ -100,9 +102,13 @@ class GuidedAgentScheduler(Scheduler):
         raise NotImplementedError
 
     def guidance(self, view: ClusterView) -> Guidance:
+        """The agent's guidance; at the heuristic's own ticks its last one stands (as in the env)."""
+        if view.tick_only and self._last is not None:
+            return self._last
         obs, masks, slots, server_ids = self.observe(view)
         guidance, invalid = self.codec.decode(self.act(obs, masks), masks, slots, server_ids)
         self.invalid_actions += invalid
+        self._last = guidance
         return guidance
 
     def decide(self, view: ClusterView) -> Plan:

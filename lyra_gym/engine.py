@@ -138,6 +138,7 @@ class Engine:
         self._speeds: dict[tuple[str, frozenset[str]], float] = {}  # (model, GPU types) -> speed
         self.sim_wall_s = 0.0
         self._redecide = False  # a forced reclaim asks for a second decision at the same instant
+        self.tick_only = False  # this decision point has no event but the scheduler's own tick
         self._changed = True    # did the decisions since the last events change anything?
         self._over = False
         self._last_retry = -1.0  # time of the last extra decision granted at the end of a run
@@ -221,7 +222,7 @@ class Engine:
         if self._over:
             return False
         if self._redecide:
-            self._redecide = False
+            self._redecide = self.tick_only = False
             return True
         jobs_n = len(self.jobs)
         times, values = self.demand.times_s, self.demand.servers
@@ -236,6 +237,7 @@ class Engine:
                 # the last decision changed the cluster (e.g. returned servers): let the scheduler
                 # look once more at the same instant before declaring the queued jobs stuck
                 self._last_retry, self._changed = self.now, False
+                self.tick_only = False
                 return True
             if tick is None or not self._changed:
                 self._over = True  # nothing can change any more: the queued jobs stay unfinished
@@ -258,7 +260,7 @@ class Engine:
                 break
             self._advance_clock(t)
             done_before = self.finished
-            self._process_events(t, times, values)
+            self.tick_only = self._process_events(t, times, values)
             if self._bar is not None:
                 self._bar.update(self.finished - done_before)
             if self.finished == jobs_n:
@@ -300,8 +302,10 @@ class Engine:
             self.gpu_s_inference_busy += serving * gpus_inf * dt
             self.now = t
 
-    def _process_events(self, t: float, times: np.ndarray, values: np.ndarray) -> None:
+    def _process_events(self, t: float, times: np.ndarray, values: np.ndarray) -> bool:
+        """Apply every event at ``t``; True when the only ones were the scheduler's ticks."""
         jobs = self.jobs
+        events0, ticks = self.counts["events"], 0
         while self._next_arrival < len(jobs) and jobs[self._next_arrival].spec.submit_time <= t:
             job = jobs[self._next_arrival]
             job.state = JobState.QUEUED
@@ -315,8 +319,10 @@ class Engine:
             self.counts["events"] += 1
             if kind == _COMPLETION:
                 self._finish(jobs[index])
-            elif kind == _TICK and self.finished < len(jobs):
-                self._push(t + self.scheduler.tick_interval, _TICK)
+            elif kind == _TICK:
+                ticks += 1
+                if self.finished < len(jobs):
+                    self._push(t + self.scheduler.tick_interval, _TICK)
         demand_changed = False
         while self._demand_ptr < len(times) and times[self._demand_ptr] <= t:
             self.demand_now = int(values[self._demand_ptr])
@@ -325,6 +331,7 @@ class Engine:
             self.counts["events"] += 1
         if demand_changed:
             self._sync_requests()
+        return ticks > 0 and self.counts["events"] - events0 == ticks
 
     def _finish(self, job: Job) -> None:
         job.advance(self.now)

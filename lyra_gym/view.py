@@ -120,6 +120,12 @@ class ClusterView:
         return self._engine.now
 
     @property
+    def tick_only(self) -> bool:
+        """True when nothing but the scheduler's own ``tick_interval`` brought this decision point
+        (no arrival, completion, demand change or reclaim)."""
+        return self._engine.tick_only
+
+    @property
     def profiles(self) -> "ProfileSet":
         return self._engine.profiles
 

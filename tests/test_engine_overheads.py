@@ -103,3 +103,30 @@ def test_job_stopped_during_restart_pays_a_fresh_restart():
     result = run([E, f], script, config(gpus=4, restart=50.0))
     assert jct(result, "E") == pytest.approx(170, abs=1e-9)
     assert result.metrics["preemptions"] == 1
+
+
+def test_decision_points_brought_only_by_the_schedulers_tick_are_flagged():
+    """One 150 s job on a 60 s tick: arrival at 0 (event), ticks at 60 and 120 (tick only),
+    the completion at 150 ends the run."""
+    from lyra_gym.demand import DemandCurve
+    from lyra_gym.plan import Plan
+    from lyra_gym.scheduler import Scheduler
+    from lyra_gym.simulate import build_engine
+    from tests.toy import TOY, config, job
+
+    class StartAll(Scheduler):
+        tick_interval = 60.0
+
+        def decide(self, view):
+            queued = list(view.queued_jobs())
+            start = {j.id: {view.training_server_ids[0]: j.spec.num_gpus} for j in queued}
+            return Plan(allocations={**view.current_plan().allocations, **start})
+
+    engine = build_engine([job("a", 0.0, 1, 150.0)], StartAll(), config(), 0, TOY, DemandCurve.constant(0))
+    engine.begin()
+    seen = []
+    while engine.next_decision():
+        seen.append((engine.now, engine.view.tick_only))
+        engine.submit(engine.scheduler.decide(engine.view))
+    assert seen == [(0.0, False), (60.0, True), (120.0, True)]
+    assert engine.finished == 1

@@ -11,6 +11,7 @@ from gymnasium.utils.env_checker import check_env
 
 import lyra_gym
 from lyra_gym.envs import ActionMaskObservation
+from lyra_gym import scheduler as registry
 from lyra_gym.simulate import simulate
 
 IDS = lyra_gym.ENV_IDS
@@ -94,6 +95,24 @@ def test_expert_action_reproduces_the_lyra_heuristic(env_id):
     reference = simulate(env.window.jobs(env.trace), "lyra", env.sim_config, seed=env.window.seed).metrics
     assert {k: v for k, v in final.items() if k != "sim_wall_s"} == \
         {k: v for k, v in reference.items() if k != "sim_wall_s"}
+
+
+def test_the_agent_is_asked_at_events_and_lyras_rounds_keep_its_guidance():
+    """Lyra's knapsack rounds (its tick) are not the agent's steps: an expert episode has one
+    step per event decision point of the same run through the engine."""
+    from lyra_gym.simulate import build_engine
+
+    env = gym.make("LyraGym/Elastic-v0", **SMALL).unwrapped
+    steps = rollout(env, 7, lambda e, rng: e.expert_action())
+    engine = build_engine(env.window.jobs(env.trace), registry.make("lyra"), env.sim_config, env.window.seed,
+                          env.profiles)
+    engine.begin()
+    events = ticks = 0
+    while engine.next_decision():
+        ticks += engine.tick_only
+        events += not engine.tick_only
+        engine.submit(engine.scheduler.decide(engine.view))
+    assert ticks > 0 and len(steps) - 1 == events  # rollout() keeps the reset too
 
 
 def test_jct_reward_sums_to_minus_total_jct():

@@ -1,6 +1,8 @@
 """Gymnasium environments over the co-simulator: the agent guides a heuristic scheduler.
 
-Design (DESIGN.md "Environment", design 2): one step per decision point. The
+Design (DESIGN.md "Environment", design 2): one step per event decision point
+(arrival, completion, demand change, reclaim; at the guided heuristic's own
+ticks, e.g. Lyra's knapsack rounds, the agent's last guidance stands). The
 action gives a level per job slot and per loaned-server slot plus a borrow
 level; a guided heuristic (Lyra by default, found by name in the scheduler
 registry) turns them into a feasible Plan: its own admission order, knapsack
@@ -83,7 +85,7 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
 
     ## Rewards
     Named and swappable (``reward=``, ``lyra_gym/envs/rewards.py``). Default
-    ``"jct"``: -(jobs in the system x seconds to the next decision point) /
+    ``"jct"``: -(jobs in the system x seconds to the agent's next decision point) /
     ``reward_scale_s``; with gamma = 1 an episode's return is -(total JCT of the
     window's jobs) / scale. Jobs still unfinished when the episode terminates
     (nothing more can happen, e.g. the agent held them) are charged once more
@@ -114,8 +116,12 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
        happen (no job runs, no arrival or demand change is ahead, and the last
        decision changed nothing; e.g. jobs too large for the cluster, or jobs
        the agent holds).
-    2. Truncation: ``max_steps`` decision points.
-    At the end, ``info["final_metrics"]`` holds the metrics in the keys of
+    2. Truncation: ``max_steps`` steps.
+    A step runs to the next event decision point: the guided heuristic's own
+    ticks (Lyra's knapsack rounds every ``round_s``) apply the same guidance
+    again without asking the agent, and the reward sums the sub-spans (so
+    ``lyra-gym compare`` with a saved model, ``agents/policy_scheduler.py``,
+    makes the same decisions). At the end, ``info["final_metrics"]`` holds the metrics in the keys of
     ``metrics.json``.
 
     ## Arguments
@@ -264,15 +270,8 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         engine = self.engine
         guidance, invalid = self._decode(self.codec.check(action))
         self.invalid_actions_total += invalid
-        plan = self.heuristic.decide_guided(engine.view, guidance)
-        t0, preempt0 = engine.now, engine.counts["preemptions"]
-        engine.submit(plan)
-        in_system, queued = len(engine.queue) + len(engine.running), len(engine.queue)
-        usage = engine.used_training / max(1, self.sim_config.cluster.training_gpus)
-        self.done = not engine.next_decision()
+        r = self._advance(guidance)
         self.steps += 1
-        outcome = StepOutcome(engine.now - t0, in_system, queued, usage, engine.counts["preemptions"] - preempt0)
-        r = reward(self.reward_weights, outcome, self.reward_scale_s)
         left = len(engine.jobs) - engine.finished
         if self.done and left:
             # Jobs left unfinished when nothing more can happen (e.g. held by the agent) are
@@ -286,6 +285,24 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
             engine.finish()
             info["final_metrics"] = summarize(engine)
         return self.obs, r, self.done, truncated, info
+
+    def _advance(self, guidance: Guidance) -> float:
+        """Apply ``guidance`` and run to the agent's next decision point; the reward over the span.
+
+        The guided heuristic's own ticks (Lyra's knapsack rounds) are not the agent's decision
+        points: there the agent's last guidance stands, and the reward sums every sub-span."""
+        engine, r = self.engine, 0.0
+        gpus = max(1, self.sim_config.cluster.training_gpus)
+        while True:
+            t0, preempt0 = engine.now, engine.counts["preemptions"]
+            engine.submit(self.heuristic.decide_guided(engine.view, guidance))
+            in_system, queued = len(engine.queue) + len(engine.running), len(engine.queue)
+            usage = engine.used_training / gpus
+            self.done = not engine.next_decision()
+            outcome = StepOutcome(engine.now - t0, in_system, queued, usage, engine.counts["preemptions"] - preempt0)
+            r += reward(self.reward_weights, outcome, self.reward_scale_s)
+            if self.done or not engine.tick_only:
+                return r
 
     # ------------------------------------------------------------------ actions
     def _observe(self) -> None:
