@@ -22,8 +22,9 @@ What it models (DESIGN.md, "The paper being modelled"):
    or on loaned GPUs in line to move back) blocks later jobs from training
    GPUs, not from loaned ones. A job too large for any one pool spans training
    and loaned servers when ``allow_mixed_gpu_types`` allows it.
-4. **Phase 2, elastic workers**: every ``round_s`` (and on loaning changes)
-   the spare GPUs go to elastic jobs by a multiple-choice knapsack
+4. **Phase 2, elastic workers**: every ``round_s`` (at the first event at
+   least ``round_s`` after the last round, or at Lyra's tick when no event came
+   for a whole round; and on loaning changes) the spare GPUs go to elastic jobs by a multiple-choice knapsack
    (``baselines/knapsack.py``): item k of a job = k extra workers, value = the
    job's JCT reduction in seconds from holding them for as long as they are
    likely held (``flex_horizon``), less the rescale stalls the change costs.
@@ -122,12 +123,14 @@ class LyraScheduler(Scheduler):
 
     @property
     def tick_interval(self) -> float | None:  # type: ignore[override]
-        """A decision every ``round_s`` when elastic (knapsack rounds on a quiet cluster too)."""
+        """A tick every ``round_s`` when elastic: a cluster with no event for a whole round still
+        gets its knapsack round."""
         return self.round_s if self.elastic else None
 
     def reset(self, rng: np.random.Generator) -> None:
         self.rng = rng
         self._next_round = -np.inf
+        self._last_decision = -np.inf  # s, the last decision point that was not a skipped tick
         self._views: dict[str, JobView] = {}
         self._training_groups: list[list[int]] | None = None
         self._spanning: list[int] = []  # training servers of every type, when a job may span types
@@ -282,10 +285,15 @@ class LyraScheduler(Scheduler):
         queued jobs are admitted by level (higher first), then shortest remaining time, and a
         job's knapsack values are scaled by 2 ** (level - neutral).
         """
+        round_due = self.elastic and view.now >= self._next_round
+        if view.tick_only and (not round_due or view.now - self._last_decision < self.round_s):
+            # a tick only brings the knapsack round of a quiet cluster (no decision for a whole
+            # round); on a busy one the round comes with the next event
+            return view.current_plan()
+        self._last_decision = view.now
         levels = guidance.job_levels
         plan = view.current_plan()
         self.loaning.prepare(view, plan, self.rng, guidance.borrow_fraction, guidance.return_levels)
-        round_due = self.elastic and view.now >= self._next_round
         # an agent's hold (level 0) on a running elastic job takes effect at once, not at the next round
         hold = self.elastic and any(
             level == 0 and job_id in plan.allocations and sum(plan.allocations[job_id].values()) > view.job(job_id).spec.min_gpus

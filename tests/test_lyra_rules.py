@@ -179,12 +179,13 @@ def test_a_move_back_does_not_free_flexible_gpus_another_job_just_took():
 def test_knapsack_rounds_run_on_a_quiet_cluster_and_a_short_hold_does_not_stop_growth():
     # One 4-GPU server. E (1..4, asks 4, 40,000 samples) grows to 4 at t=0; F (3 GPUs, 10 s) takes
     # 3 of them at t=5 (E: 20 samples done, rescale 5..35). F ends at 15 and nothing else happens:
-    # the t=60 round still runs, and the observed 5 s hold is floored at round_s (60 s), so 3 extra
-    # workers are worth 60 x 3 - 30 - 30 s: E grows back (rescale 60..90) after 25 more samples.
-    # E ends at 90 + (40000 - 45) / 4 = 10,078.75 s.
+    # the round due at 60 waits for the cluster to be quiet for a whole round (last decision at 15),
+    # so Lyra's tick at 120 runs it. The observed 5 s hold is floored at round_s (60 s), so 3 extra
+    # workers are worth 60 x 3 - 30 - 30 s: E grows back (rescale 120..150) after 85 more samples.
+    # E ends at 150 + (40000 - 105) / 4 = 10,123.75 s.
     jobs = [job("E", 0, 4, 10000, elastic=True, lo=1, hi=4), job("F", 5, 3, 10)]
     result = run(jobs, LyraScheduler(), config(training=1, gpus=4))
-    assert jct(result, "E") == pytest.approx(10078.75)
+    assert jct(result, "E") == pytest.approx(10123.75)
 
 
 def test_staying_on_loaned_gpus_counts_when_moving_back_would_cost_more():
