@@ -1,4 +1,8 @@
-"""Best-fit placement of whole GPUs onto servers."""
+"""Placement of whole GPUs onto servers: best fit (``spread``) and ``consolidated``.
+
+The rule is the run's ``placement`` config key (``lyra_gym/config.py``); :func:`place`
+dispatches on it, so every heuristic that honours it calls one function.
+"""
 
 from __future__ import annotations
 
@@ -52,3 +56,67 @@ def take(free: list[int], placement: dict[int, int]) -> None:
     """Subtract a placement from ``free`` in place."""
     for sid, gpus in placement.items():
         free[sid] -= gpus
+
+
+def consolidated_fit(free: list[int], capacity: Sequence[int], need: int,
+                     candidates: Sequence[int]) -> dict[int, int] | None:
+    """Consolidated placement (as in production-trace simulators, e.g. Helios).
+
+    A job of at most one candidate server's GPUs goes on one server: the one left
+    with the fewest free GPUs (ties: lowest id), or nowhere if none has room. A
+    larger job takes wholly free servers (``free == capacity``), lowest ids first,
+    all GPUs of each but the last, which gets the remainder (its other GPUs stay
+    free for other jobs). Returns {server id: GPUs} or None; ``free`` is not modified.
+    """
+    if any(capacity[sid] >= need for sid in candidates):
+        best, best_free = -1, None
+        for sid in candidates:
+            f = free[sid]
+            if f >= need and (best_free is None or f < best_free):
+                best, best_free = sid, f
+        return None if best_free is None else {best: need}
+    placement: dict[int, int] = {}
+    left = need
+    for sid in sorted(candidates):
+        if free[sid] == capacity[sid] > 0:
+            placement[sid] = min(left, free[sid])
+            left -= placement[sid]
+            if not left:
+                return placement
+    return None
+
+
+def place(rule: str, free: list[int], capacity: Sequence[int], need: int,
+          candidates: Sequence[int]) -> dict[int, int] | None:
+    """``need`` GPUs on ``candidates`` by ``rule`` (``"spread"``: :func:`best_fit`;
+    ``"consolidated"``: :func:`consolidated_fit`)."""
+    if rule == "consolidated":
+        return consolidated_fit(free, capacity, need, candidates)
+    return best_fit(free, need, candidates)
+
+
+def place_in_groups(rule: str, free: list[int], capacity: Sequence[int], need: int,
+                    groups: Sequence[Sequence[int]]) -> dict[int, int] | None:
+    """:func:`place` in the first server group (a list of ids) that can hold ``need`` GPUs."""
+    for candidates in groups:
+        placement = place(rule, free, capacity, need, candidates)
+        if placement is not None:
+            return placement
+    return None
+
+
+def capacities(view) -> list[int]:
+    """GPUs per server id of a :class:`~lyra_gym.view.ClusterView`."""
+    return [s.num_gpus for s in view.servers]
+
+
+def groups_by_type(view, server_ids: Sequence[int]) -> list[list[int]]:
+    """``server_ids`` grouped by GPU type (first-seen order); with ``allow_mixed_gpu_types`` a
+    last group of all of them, for a job no one type can hold."""
+    groups: dict[str, list[int]] = {}
+    for sid in server_ids:
+        groups.setdefault(view.servers[sid].gpu_type, []).append(sid)
+    out = list(groups.values())
+    if view.allow_mixed_gpu_types and len(out) > 1:
+        out.append(list(server_ids))
+    return out

@@ -162,6 +162,9 @@ class OverheadConfig:
         _check_fields(self, "OverheadConfig.")
 
 
+PLACEMENT_RULES = ("spread", "consolidated")
+
+
 @dataclass(frozen=True)
 class SimConfig:
     """Everything the engine needs besides the trace and the scheduler.
@@ -175,10 +178,22 @@ class SimConfig:
     - ``reclaim_grace_s``: seconds between a reclaim request and its deadline
       (DESIGN.md: default 0 = immediate; the policy answers at the same
       decision point).
-    - ``allow_mixed_gpu_types``: may one job span GPU types (runs at the
-      slowest worker's pace)? Default true: Lyra's loaning places a job on
-      training and loaned inference servers at once (tests/test_scenarios.py),
-      which a false default refuses as a ``mixed-gpu-types`` plan.
+    - ``allow_mixed_gpu_types``: may one job span GPU types (it runs at the
+      slowest worker's pace)? Default false: no shipped scheduler wants a job
+      on V100s and T4s at once (Lyra, Tiresias, Gandiva and Pollux keep a job
+      on one type); the engine refuses such a plan (``mixed-gpu-types``) and
+      the trace loader refuses a job no one GPU type can hold. True lets a job
+      too large for any one type span types.
+    - ``placement``: how the heuristics place a job's (base) workers on the
+      servers of a pool (``baselines/placement.py``). ``"spread"`` (default):
+      one server when one can hold the job (best fit), else as few servers as
+      possible, any partly free ones included. ``"consolidated"`` (as
+      production-trace simulators such as Helios do): a job of up to one
+      server's GPUs goes on one server (best fit), a larger one only on wholly
+      free servers; ties between equally free servers go to the lowest server
+      id. Honoured by fifo, sjf, baseline(-min), lyra (base demands; extra
+      elastic workers go anywhere), tiresias and gandiva; pollux places by its
+      own optimiser.
     - ``profiles``: a profile JSON path; ``None`` = the built-in profile.
     - ``reference_gpu``: GPU type the trace's durations refer to; ``None`` =
       the profile's reference type.
@@ -193,7 +208,8 @@ class SimConfig:
     demand_preset: str | None = None
     demand_csv: str | None = None
     reclaim_grace_s: float = 0.0
-    allow_mixed_gpu_types: bool = True
+    allow_mixed_gpu_types: bool = False
+    placement: str = "spread"
     overheads: OverheadConfig = field(default_factory=OverheadConfig)
     profiles: str | None = None
     reference_gpu: str | None = None
@@ -217,6 +233,8 @@ class SimConfig:
         if servers > MAX_CLUSTER_SERVERS:
             raise ConfigError(f"cluster: {servers} servers in all, more than MAX_CLUSTER_SERVERS="
                               f"{MAX_CLUSTER_SERVERS:,}")
+        if self.placement not in PLACEMENT_RULES:
+            raise ConfigError(f"placement: must be one of {', '.join(PLACEMENT_RULES)}, got {self.placement!r}")
         if self.demand_preset is not None:
             from lyra_gym.demand import DEMAND_PRESETS
 

@@ -142,6 +142,11 @@ class ClusterView:
     def allow_mixed_gpu_types(self) -> bool:
         return self._engine.config.allow_mixed_gpu_types
 
+    @property
+    def placement(self) -> str:
+        """The placement rule of the run's config: ``"spread"`` or ``"consolidated"``."""
+        return self._engine.config.placement
+
     def queued_jobs(self) -> Iterator[JobView]:
         """Queued jobs in submit order (ties: trace order)."""
         jobs = self._engine.jobs
