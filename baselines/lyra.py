@@ -31,7 +31,9 @@ What it models (DESIGN.md, "The paper being modelled"):
    Between rounds running jobs keep their extra workers; workers displaced by
    phase 1 are dropped (scale-in) unless moving them pays for the stall, and a
    newly admitted elastic job grows toward its requested size from spare GPUs.
-5. **Placement**: best fit (fewest servers, least leftover); a job whose
+5. **Placement**: base demands by the run's ``placement`` rule (``spread``:
+   best fit, fewest servers, least leftover; ``consolidated``: one server up
+   to a server's GPUs, else wholly free servers); a job whose
    worker count does not change keeps its servers; flexible workers go on
    loaned servers first, so a reclaim becomes a scale-in. A job never mixes
    GPU types unless the config allows it (``allow_mixed_gpu_types``; then a
@@ -58,7 +60,7 @@ import numpy as np
 from baselines.knapsack import DEFAULT_EXACT_LIMIT, solve
 from baselines.loaning import Loaning, free_after
 from baselines.lyra_estimates import ReleaseTimeline
-from baselines.placement import best_fit, best_fit_in_groups
+from baselines.placement import capacities, place_in_groups
 from lyra_gym.cluster import Pool
 from lyra_gym.plan import Plan
 from lyra_gym.scheduler import NEUTRAL_JOB_LEVEL, Guidance, Scheduler
@@ -218,6 +220,8 @@ class LyraScheduler(Scheduler):
             if view.allow_mixed_gpu_types and len(self._training_groups) > 1:
                 self._spanning = list(view.training_server_ids)
             self._gpu_types = [s.gpu_type for s in view.servers]
+            self._capacity = capacities(view)
+            self._rule = view.placement
             self._training_ids = frozenset(view.training_server_ids)
             for s in view.servers:
                 self._per_server.setdefault(s.gpu_type, s.num_gpus)
@@ -252,10 +256,11 @@ class LyraScheduler(Scheduler):
             cached = self._splits[job.id] = (alloc, *self._split_alloc(view, job, alloc))
         return dict(cached[1]), dict(cached[2])
 
-    @staticmethod
-    def _fit(free: list[int], avail: list[int], need: int, groups: list[list[int]]) -> dict[int, int] | None:
-        """Best fit on truly free GPUs of any group first; then counting flexible workers as free."""
-        return best_fit_in_groups(free, need, groups) or best_fit_in_groups(avail, need, groups)
+    def _fit(self, free: list[int], avail: list[int], need: int, groups: list[list[int]]) -> dict[int, int] | None:
+        """The run's placement rule on truly free GPUs of any group first; then counting flexible
+        workers as free."""
+        rule, capacity = self._rule, self._capacity
+        return place_in_groups(rule, free, capacity, need, groups) or place_in_groups(rule, avail, capacity, need, groups)
 
     def _fit_training(self, free: list[int], avail: list[int], need: int,
                       groups: list[list[int]]) -> dict[int, int] | None:

@@ -72,7 +72,7 @@ def consolidated_fit(free: list[int], capacity: Sequence[int], need: int,
         best, best_free = -1, None
         for sid in candidates:
             f = free[sid]
-            if f >= need and (best_free is None or f < best_free):
+            if f >= need and (best_free is None or (f, sid) < (best_free, best)):
                 best, best_free = sid, f
         return None if best_free is None else {best: need}
     placement: dict[int, int] = {}
