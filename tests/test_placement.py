@@ -91,3 +91,54 @@ def test_lyra_places_base_demands_by_the_rule():
     cfg = replace(config(training=2, gpus=4), placement="consolidated")
     result = run(jobs, LyraScheduler(), cfg)
     assert next(r for r in result.jobs if r["job_id"] == "C")["jct_s"] == pytest.approx(59)
+
+
+def reference_consolidated_fifo(jobs, servers: int, per_server: int) -> dict[str, tuple[float, float]]:
+    """An independent event loop: FIFO without backfill, consolidated placement, jobs run exactly
+    their duration. Returns job id -> (start, end)."""
+    free = [per_server] * servers
+    pending = sorted(jobs, key=lambda j: j.submit_time)  # stable: trace order on ties
+    running: list[tuple[float, str, dict[int, int]]] = []
+    out, queue, t = {}, [], 0.0
+    while pending or queue or running:
+        times = [j.submit_time for j in pending[:1]] + [end for end, *_ in running]
+        t = min(times)
+        for end, job_id, alloc in [r for r in running if r[0] <= t]:
+            running.remove((end, job_id, alloc))
+            for s, g in alloc.items():
+                free[s] += g
+        while pending and pending[0].submit_time <= t:
+            queue.append(pending.pop(0))
+        while queue:
+            head = queue[0]
+            if head.num_gpus <= per_server:
+                fits = [s for s in range(servers) if free[s] >= head.num_gpus]
+                alloc = {min(fits, key=lambda s: (free[s], s)): head.num_gpus} if fits else None
+            else:
+                whole = [s for s in range(servers) if free[s] == per_server]
+                k = -(-head.num_gpus // per_server)
+                alloc = None if len(whole) < k else {
+                    s: min(per_server, head.num_gpus - i * per_server) for i, s in enumerate(whole[:k])}
+            if alloc is None:
+                break
+            queue.pop(0)
+            for s, g in alloc.items():
+                free[s] -= g
+            out[head.job_id] = (t, t + head.duration)
+            running.append((t + head.duration, head.job_id, alloc))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 50), st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16]),
+                          st.integers(1, 40)), min_size=1, max_size=25))
+def test_consolidated_fifo_equals_an_independent_simulator(rows):
+    # 3 servers x 8 GPUs, zero overheads, the toy profile (speed-up exactly linear, free all-reduce):
+    # every start and end time equals the reference loop's
+    jobs = [job(f"j{i}", float(submit), gpus, float(duration)) for i, (submit, gpus, duration) in enumerate(rows)]
+    result = run(jobs, FifoScheduler(), replace(config(training=3, gpus=8), placement="consolidated"))
+    expected = reference_consolidated_fifo(jobs, 3, 8)
+    got = {r["job_id"]: (r["first_start"], r["finish_time"]) for r in result.jobs}
+    assert got.keys() == expected.keys()
+    for job_id, (start, end) in expected.items():
+        assert got[job_id] == (pytest.approx(start), pytest.approx(end)), job_id
