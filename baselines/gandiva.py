@@ -13,32 +13,71 @@ resized. This file keeps the three mechanisms that fit whole-GPU allocation:
    quantum while the head of the queue waits for room). Every ``quantum_s``
    a waiting job may displace running jobs that have held their GPUs for a
    full quantum and are not in a start or resize overhead, the one running
-   longest first. A displaced job is suspended in memory (``Plan.suspend``): its
-   next start costs the engine's ``overheads.resume_s``, not a restart.
+   longest first, except that a suspended job swaps back in with the jobs
+   now on the servers it left (so jobs sharing a set of GPUs time-slice it, as
+   in Gandiva). A displaced job is suspended in memory (``Plan.suspend``):
+   the engine charges its next start ``overheads.resume_s`` on the servers it
+   left, ``overheads.migrate_s`` (a migration) anywhere else; it resumes on
+   its own servers whenever they have room.
    Between quanta, queued jobs start only in free GPUs, or in room made by
-   shrinking (3). A job starts at its requested size, training servers first,
-   then loaned ones (best fit, largest job first, ``baselines.placement``). A
-   job larger than all servers usable now is passed over, not waited for.
-   Room is counted over all usable GPUs; where GPU types may not mix, a job
-   that then finds no room of one type stays queued.
+   shrinking (3). A job larger than every GPU type's usable servers now is
+   passed over, not waited for. Room is counted over all usable GPUs; a job
+   admitted on that count that then finds no room of one type stays queued.
+   Under ``placement: consolidated`` a job that finds the counted room too
+   scattered for the rule displaces further quantum-expired jobs at a quantum
+   (the longest running first, keeping those the fit does not need), so time
+   slicing still gives it a turn.
 2. **Migration**. At each quantum, a running job spread over several servers
    moves onto one server that now has room for it (best fit, training servers
    first), if that does not lower its profiled throughput and it still has at
    least ``migrate_min_remaining_s`` to run. The engine charges
    ``overheads.migrate_s`` (same worker count, new placement).
 3. **Grow-shrink**. At a quantum where no job waits (under-subscribed), elastic
-   jobs grow onto idle GPUs (their own servers first, then training, then
-   loaned ones) up to ``spec.max_gpus``, if the profile predicts it saves at
-   least ``grow_min_gain_s`` of their remaining time. As soon as a waiting job
-   needs room (at any decision point) grown jobs shrink back to their requested
-   size, before any job is suspended; not below it: beyond that, time slicing
-   shares the GPUs. The engine charges ``overheads.rescale_s`` for both.
+   jobs grow onto idle GPUs of their type (their own servers first, then
+   training, then loaned ones) up to ``spec.max_gpus``, if the profile predicts
+   it saves at least ``grow_min_gain_s`` of their remaining time. As soon as a
+   waiting job needs room (at any decision point) grown jobs shrink back to
+   their requested size, before any job is suspended; not below it: beyond
+   that, time slicing shares the GPUs. The engine charges
+   ``overheads.rescale_s`` for both.
 
-Left out: GPU sharing (packing two jobs onto one GPU at once; the engine
-allocates whole GPUs); the introspective loop (Gandiva measures a job after a
-move or a grow and undoes it if it did not help; here the throughput profile
-predicts the effect); consolidating a job larger than one server onto fewer
-servers; migration purely to defragment for other jobs.
+Placement. A job starts at its requested size on **one GPU type**, always:
+this baseline's own rule, kept whatever ``allow_mixed_gpu_types`` says (a
+synchronous job on V100s and T4s would run at the T4s' pace). Server groups:
+one per type, the training servers' type first, then loaned types; largest
+admitted job first. Within a group the run's ``placement`` rule decides
+(``baselines.placement.place``): ``spread`` = best fit, one server if one can
+hold the job, else as few as possible; ``consolidated`` = one server for a job
+up to a server's GPUs, else wholly free servers only. Grown workers (3) are
+extra, like Lyra's flexible ones: they go on any idle GPU of the job's type.
+With ``allow_mixed_gpu_types: false`` (default) the trace loader refuses a job
+no one type can hold; with ``true`` it accepts one, and Gandiva never starts
+it: it is passed over at every decision (blocking no one) and reported
+unfinished at the end.
+
+Matches the original: round-robin time slicing with suspend/resume at a
+mini-batch boundary (state kept in host memory, so resuming in place is cheap
+and resuming elsewhere is a migration), migration to consolidate a spread job,
+grow-shrink onto idle GPUs when under-subscribed.
+Differs: the time slice is cluster-wide (a new job may take any
+quantum-expired job's GPUs; a suspended job resumes elsewhere, paying a
+migration, when its own servers stay busy and others have room) where Gandiva
+time-slices only the jobs sharing a set of GPUs; placement is the run's rule, not
+Gandiva's affinity (grouping jobs of one size on the same servers), so that
+every policy is compared on the same placement; the introspective loop
+(Gandiva measures a job after a move or a grow and undoes it if it did not
+help) is replaced by the throughput profile's prediction; no consolidating of
+a job larger than one server onto fewer servers, and no migration purely to
+defragment for other jobs.
+
+Deliberately left out: **GPU sharing** (packing two jobs onto one GPU at once,
+each slowed by their interference, kept only if the pair's combined
+throughput is higher). The engine allocates whole GPUs to one job, so a GPU
+held by two jobs, and the pair's slowdown, cannot be expressed without
+changing its model. A future model would take its interference factors from
+measured pair throughputs: Gavel's (stanford-futuredata/gavel,
+scheduler/simulation_throughputs.json, MIT; copy in shared/data/gavel/) give
+each job's throughput alone and beside each other job type, per GPU type.
 
 Loaning is orthogonal (``baselines.loaning``): with ``loan=True`` every
 loanable inference server is borrowed, and reclaims are answered by
@@ -64,7 +103,7 @@ from typing import Mapping
 import numpy as np
 
 from baselines.loaning import Loaning, free_after
-from baselines.placement import best_fit, take
+from baselines.placement import capacities, place_in_groups, take
 from lyra_gym.plan import Plan
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.view import ClusterView, JobView
@@ -99,6 +138,7 @@ class GandivaScheduler(Scheduler):
     def reset(self, rng: np.random.Generator | None) -> None:
         self.rng = rng
         self._slot_start: dict[str, float] = {}  # job id -> when it last started (running jobs)
+        self._left: dict[str, dict[int, int]] = {}  # suspended job id -> the allocation it left
         self._grown: set[str] = set()            # jobs this policy grew above their requested size
         self._next_quantum: float | None = None
         self._types: list[str] | None = None     # GPU type per server id (static; filled at first decide)
@@ -125,21 +165,21 @@ class GandivaScheduler(Scheduler):
         return plan
 
     def _groups(self, view: ClusterView, plan: Plan) -> tuple[list[list[int]], int]:
-        """Server-id lists to place on, in order of preference, and the GPUs of the largest."""
+        """Server-id lists to place on, one per GPU type (the training servers' types first),
+        and the GPUs of the largest. One type per job whatever ``allow_mixed_gpu_types`` says,
+        so no group of all types (unlike ``placement.groups_by_type``)."""
         if self._types is None:
             self._types = [s.gpu_type for s in view.servers]
-            self._size = [s.num_gpus for s in view.servers]
+            self._size = capacities(view)
             self._training = list(view.training_server_ids)
+            self._training_ids = frozenset(self._training)
         back = set(plan.give_back)
         loaned = [s for s in view.loaned_servers() if s not in back] + list(plan.borrow)
         self._loaned = set(loaned)
-        if view.allow_mixed_gpu_types:
-            groups = [self._training] + ([self._training + loaned] if loaned else [])
-        else:
-            by_type: dict[str, list[int]] = {}
-            for sid in self._training + loaned:
-                by_type.setdefault(self._types[sid], []).append(sid)
-            groups = list(by_type.values())
+        by_type: dict[str, list[int]] = {}
+        for sid in self._training + loaned:
+            by_type.setdefault(self._types[sid], []).append(sid)
+        groups = list(by_type.values())
         return groups, max(sum(self._size[s] for s in g) for g in groups)
 
     def _rate(self, view: ClusterView, model: str, alloc: Mapping[int, int]) -> float:
@@ -179,8 +219,14 @@ class GandivaScheduler(Scheduler):
                 self._grown.discard(g.id)
                 room += excess
                 grown_room -= excess
+            if room < need and victims and job.id in self._left:
+                # a suspended job swaps back in with the jobs now on its own servers (time
+                # slicing among the jobs sharing those GPUs): they are suspended first
+                own = self._left[job.id]
+                victims.sort(key=lambda v: any(sid in own for sid in allocs[v.id]))
             while room < need and victims:  # suspend the job running longest
                 v = victims.pop()
+                self._left[v.id] = allocs[v.id]
                 for sid, gpus in allocs.pop(v.id).items():
                     free[sid] += gpus
                     room += gpus
@@ -189,19 +235,68 @@ class GandivaScheduler(Scheduler):
                 self._slot_start.pop(v.id, None)
             room -= need
             admitted.append(job)
-        plan.suspend = (*plan.suspend, *suspended)
-        # pass 2: place, largest first (best-fit decreasing); the counts above guarantee room
-        # unless GPU types may not mix, where a job that finds none stays queued
-        groups = [[s for s in group if free[s]] for group in groups]
-        for job in sorted(admitted, key=lambda j: -j.spec.num_gpus):
-            placement = next((p for g in groups if (p := best_fit(free, job.spec.num_gpus, g))), None)
+        # pass 2: place by the run's rule, largest first (under "spread": best-fit decreasing).
+        # The counts above are over all types and all servers: a job that finds no room of one
+        # type stays queued. Under "consolidated", where counted room may be too scattered for
+        # the rule, a job that finds none at a quantum displaces more jobs (_displace).
+        consolidated = view.placement == "consolidated"
+        left = self._left
+        for job in sorted(admitted, key=lambda j: (not self._fits_in_place(job.id, free), -j.spec.num_gpus)):
+            if self._fits_in_place(job.id, free):
+                placement = dict(left[job.id])  # resumed where its state waits: resume_s, no migration
+            else:
+                placement = place_in_groups(view.placement, free, self._size, job.spec.num_gpus, groups)
+            if placement is None and consolidated and at_quantum:
+                if victims is None:
+                    victims = [v for v in self._victims(view, allocs, self._grown) if allocs[v.id] is v.allocation]
+                placement = self._displace(view, allocs, free, job.spec.num_gpus, groups, victims, suspended)
             if placement is None:
                 waiting = True
                 continue
             take(free, placement)
             allocs[job.id] = placement
+            left.pop(job.id, None)
             self._slot_start[job.id] = now
+        plan.suspend = (*plan.suspend, *suspended)
         return waiting
+
+    def _fits_in_place(self, job_id: str, free: list[int]) -> bool:
+        """Can a suspended job resume on exactly the servers it left (usable now)?"""
+        old = self._left.get(job_id)
+        usable = self._loaned
+        return old is not None and all(
+            free[sid] >= g and (sid in self._training_ids or sid in usable) for sid, g in old.items())
+
+    def _displace(self, view: ClusterView, allocs: dict, free: list[int], need: int, groups: list[list[int]],
+                  victims: list[JobView], suspended: list[str]) -> dict[int, int] | None:
+        """Suspend ``victims`` (the longest running first, popped from the end) until ``need``
+        GPUs fit by the placement rule; keep running those the fit turns out not to need.
+        Returns the placement, or None (then nothing is suspended and ``victims`` is unchanged)."""
+        rule, size = view.placement, self._size
+        trial, chosen, placement = list(free), [], None
+        while placement is None and victims:
+            v = victims.pop()
+            chosen.append(v)
+            for sid, gpus in allocs[v.id].items():
+                trial[sid] += gpus
+            placement = place_in_groups(rule, trial, size, need, groups)
+        if placement is None:
+            victims.extend(reversed(chosen))
+            return None
+        for v in reversed(chosen[:-1]):  # the shortest running first; the last one chosen is needed
+            back = list(trial)
+            for sid, gpus in allocs[v.id].items():
+                back[sid] -= gpus
+            fit = place_in_groups(rule, back, size, need, groups)
+            if fit is not None:
+                trial, placement = back, fit
+                chosen.remove(v)
+        for v in chosen:
+            self._left[v.id] = allocs.pop(v.id)
+            suspended.append(v.id)
+            self._slot_start.pop(v.id, None)
+        free[:] = trial
+        return placement
 
     def _victims(self, view: ClusterView, allocs: Mapping, exclude: set[str]) -> list[JobView]:
         """Running jobs whose quantum is over, outside any overhead; the longest running last."""
@@ -275,7 +370,7 @@ class GandivaScheduler(Scheduler):
         allocs, now = plan.allocations, view.now
         if not any(free):
             return
-        usable = set(groups[-1]) if view.allow_mixed_gpu_types else {s for g in groups for s in g}
+        usable = {s for g in groups for s in g}
         jobs = [j for j in view.running_jobs()
                 if j.spec.elastic and j.workers < j.spec.max_gpus
                 and allocs.get(j.id) is j.allocation and j.overhead_until <= now]
@@ -283,8 +378,7 @@ class GandivaScheduler(Scheduler):
         for job in jobs:
             alloc, model = job.allocation, job.spec.model
             own_type = self._types[next(iter(alloc))]
-            servers = sorted((s for s in usable if free[s] > 0
-                              and (view.allow_mixed_gpu_types or self._types[s] == own_type)),
+            servers = sorted((s for s in usable if free[s] > 0 and self._types[s] == own_type),
                              key=lambda s: (s not in alloc, s in self._loaned, -free[s], s))
             remaining = job.remaining_work
             before = remaining / self._rate(view, model, alloc)

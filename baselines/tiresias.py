@@ -3,47 +3,76 @@
 Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep Learning",
 NSDI 2019. A job's priority is the service it has attained in GPU-seconds
 (GPUs held x time, ``JobView.attained_gpu_s``), discretized into K queues, so
-no job duration needs to be known.
+no job duration needs to be known. Two modes (``mode``): ``"realistic"``
+(default) and ``"artifact"``, which follows the authors' simulator
+(SymbioticLab/Tiresias: ``simulator/run_sim.py``, ``dlas_sim_jobs`` as
+``simulator/sim_runs.sh`` runs it, ``--schedule=dlas-gpu --scheme=count``;
+queues in ``simulator/jobs.py``).
 
-Modelled:
+Both modes:
 
 - K queues split by attained-service thresholds. A job arrives in the top
   queue and drops a queue each time its service (counted since its last
-  promotion) reaches the next threshold.
-- FIFO inside a queue by the time the job *entered* it: its submit time, the
-  instant it crossed the threshold (computed exactly, not rounded to the
-  tick), or the instant it was promoted; ties by trace order. Both artifacts
-  append a job to the tail of its new queue.
+  promotion) reaches the next threshold; it joins the tail of its new queue.
 - Each decision walks the queues top-down and starts every queued job that
-  fits; a job that does not fit is skipped and later ones may start (as in the
-  artifact's ``dlas-gpu``).
-- Preemptive: a queued job that does not fit may stop running jobs of strictly
-  lower queues, lowest priority first, only if the whole job then fits; victims
-  the fit turns out not to need keep running. Jobs of the same queue never
-  preempt each other, so a job that preempted others and is then demoted is
-  not preempted back: no thrashing.
-- Starvation promotion (Tiresias's STARVELIMIT), off by default: see
-  ``starvation_factor``.
-- Requested GPU counts only: elastic jobs run at their requested size.
-- Placement: best fit (``baselines/placement.py``): one server when possible,
-  else as few as possible. Training servers first, then loaned servers; never
-  both at once (synchronous data parallel runs at the slowest GPU's pace: on
+  fits; a job that does not fit is skipped and later ones may start.
+- Preemptive: running jobs of lower priority are stopped for a queued job
+  only if it then fits as a whole; victims it does not need keep running.
+- Starvation promotion (the paper's STARVELIMIT; the artifact's
+  ``dlas-gpu-N``), off by default: see ``starvation_factor``.
+- Requested GPU counts only: elastic jobs run at their requested size. A job
+  stays on one GPU type unless ``allow_mixed_gpu_types`` (then it spans types
+  only when no one type has room for it), and never spans training and loaned
+  servers (synchronous data parallel runs at the slowest GPU's pace: on
   ``bench-15d`` allowing it raised ``tiresias+loan``'s mean JCT from 8,094 s
   to 8,260 s).
-- Loaning is orthogonal (``baselines/loaning.py``): borrow loanable inference
-  servers when ``loan`` is set, answer reclaims by ``reclaim_rule``. A job a
-  reclaim stops is placed again at once if it fits elsewhere (the engine counts
-  that as a migration).
+- Loaning is orthogonal (``baselines/loaning.py``; the artifact has none):
+  borrow loanable inference servers when ``loan`` is set, answer reclaims by
+  ``reclaim_rule``. A job a reclaim stops is placed again at once if it fits
+  elsewhere (the engine counts that as a migration).
 
-Left out: the profile-based placement (Tiresias consolidates only jobs with
-skewed tensor sizes; here every job is best-fitted, so consolidated when
-possible), the Gittins-index variant (needs a duration distribution), and the
-artifacts' rounding of times to whole seconds.
+Realistic mode (default):
+
+- Placement by the run's ``placement`` rule (``baselines/placement.py``):
+  ``spread`` = best fit, one server when possible, else as few as possible;
+  ``consolidated`` = one server, or wholly free servers for a larger job.
+  Training servers one GPU type at a time, then loaned servers.
+- FIFO inside a queue by the time the job *entered* it: its submit time, the
+  instant it crossed the threshold (exact, not rounded to the tick), or the
+  instant it was promoted; ties by trace order.
+- Victims: running jobs of strictly lower queues, lowest priority first, so
+  jobs of the same queue never preempt each other and a job that preempted
+  others and is then demoted is not preempted back: no thrashing.
+- Restarts cost what the run config says (``overheads.restart_s``).
+
+Artifact mode (``mode="artifact"``), as ``dlas_sim_jobs`` does it:
+
+- Placement by GPU count: a job fits when its pool (training GPUs of one type,
+  or loaned GPUs) has as many free GPUs in total, whatever their servers; it is
+  then placed on any free GPUs (best fit, spreading as needed). The
+  ``placement`` rule is ignored.
+- Every decision re-walks all jobs, running or not, in queue order, each
+  queue in list order; a job runs if its GPUs are still left in the count, so
+  a running job is preempted by anything ahead of it that now takes them.
+  After the walk each queue's running jobs move ahead of its waiting ones. A
+  job demoted into a queue is appended behind that queue's waiting jobs, so a
+  waiting job that entered the queue earlier may preempt it at once (not in
+  realistic mode); after that round it is safe from its queue-mates again.
+- Free preemption: the artifact charges nothing to stop or restart a job. The
+  engine charges ``overheads.restart_s`` on every (re)start and a scheduler
+  cannot change that, so run this mode with the overheads zeroed, as
+  ``traces/tiresias-artifact.yaml`` does; otherwise the first decision warns.
+
+Left out in both modes: the profile-based placement of the paper (Tiresias
+consolidates only jobs with skewed tensor sizes), the Gittins-index variant
+(needs a duration distribution), and the artifact's rounding of times to
+whole seconds (threshold crossings are acted on at the next decision point,
+within ``tick_interval``; the artifact schedules an event at each crossing).
 
 Parameters (dataclass fields):
 
 - ``thresholds`` = ``(3250.0, 7200.0)`` GPU-s: 3 queues. Source: the Tiresias
-  artifact (SymbioticLab/Tiresias, ``simulator/jobs.py``: ``num_queue = 3``,
+  artifact (``simulator/jobs.py``: ``num_queue = 3``,
   ``queue_limit = [3250, 7200, 18000]``; with three queues the third limit is
   never used). The Pollux artifact's Tiresias (petuum/adaptdl,
   ``simulator/tiresias.py``) uses 2 queues at 16 GPU-hours: ``(57600.0,)``.
@@ -57,25 +86,30 @@ Parameters (dataclass fields):
   and starvation limits are acted on within a minute (assumption; ``None`` =
   events only).
 - ``loan`` = ``False``; ``reclaim_rule`` = ``"cost"`` (see ``Loaning``).
+- ``mode`` = ``"realistic"``; ``"artifact"`` as above.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import groupby
 from operator import itemgetter
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from baselines.loaning import Loaning, free_after
-from baselines.placement import best_fit, best_fit_in_groups, take
+from baselines.placement import best_fit_in_groups, capacities, groups_by_type, place, place_in_groups, take
 from lyra_gym.plan import Plan
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.view import ClusterView, JobView
 
-Key = tuple[int, float, int]  # (queue, entered the queue at s, trace index): smaller runs first
+# (queue, when the job entered it (artifact mode: its place in it), trace index): smaller runs first
+Key = tuple[int, float, int]
+MODES = ("realistic", "artifact")
 
 
 @dataclass
@@ -87,9 +121,12 @@ class TiresiasScheduler(Scheduler):
     tick_interval: float | None = 60.0
     loan: bool = False
     reclaim_rule: str = "cost"
+    mode: str = "realistic"
     name = "tiresias"
 
     def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode: must be one of {', '.join(repr(m) for m in MODES)}, got {self.mode!r}")
         self.thresholds = tuple(float(t) for t in self.thresholds)
         th = self.thresholds
         if any(t <= 0 for t in th) or any(a >= b for a, b in zip(th, th[1:])):
@@ -98,6 +135,7 @@ class TiresiasScheduler(Scheduler):
             raise ValueError(f"starvation_factor: must be >= 0 (0 = off), got {self.starvation_factor}")
         if self.tick_interval is not None and not self.tick_interval > 0:
             raise ValueError(f"tick_interval: must be > 0 s or None, got {self.tick_interval}")
+        self.artifact = self.mode == "artifact"
         self.loaning = Loaning(enabled=self.loan, reclaim_rule=self.reclaim_rule)
         self.reset(np.random.default_rng(0))
 
@@ -106,18 +144,27 @@ class TiresiasScheduler(Scheduler):
         self._keys: dict[str, Key] = {}      # job id -> its queue and place there
         self._base: dict[str, float] = {}    # job id -> attained GPU-s at its last promotion
         self._next_check = -math.inf         # earliest time a running job can cross a threshold
+        self._seq = 0                        # artifact mode: next place at a queue's tail
+        self._overheads_checked = not self.artifact
 
     # --- priorities --------------------------------------------------------------------
+    def _tail(self) -> int:
+        """Artifact mode: a place behind every job now in any queue."""
+        self._seq += 1
+        return self._seq
+
     def _key(self, job: JobView, now: float) -> Key:
         key = self._keys.get(job.id)
         if key is None:  # first sight (normally on arrival, with no service yet)
             queue = bisect_right(self.thresholds, job.attained_gpu_s)
-            key = self._keys[job.id] = (queue, job.spec.submit_time if queue == 0 else now, job.index)
+            rank = self._tail() if self.artifact else job.spec.submit_time if queue == 0 else now
+            key = self._keys[job.id] = (queue, rank, job.index)
         return key
 
     def _demote(self, view: ClusterView, now: float) -> None:
         """Move running jobs that crossed a threshold down; note when the next one can."""
         th, last, keys, next_check = self.thresholds, len(self.thresholds), self._keys, math.inf
+        crossed = []  # artifact mode: (crossing time, index, job id, new queue)
         for job in view.running_jobs():
             queue, entered, index = self._key(job, now)
             if queue == last:
@@ -126,9 +173,14 @@ class TiresiasScheduler(Scheduler):
             new = bisect_right(th, service)
             if new > queue:
                 queue, entered = new, now - (service - th[new - 1]) / workers  # the exact crossing
-                keys[job.id] = (queue, entered, index)
+                if self.artifact:
+                    crossed.append((entered, index, job.id, queue))
+                else:
+                    keys[job.id] = (queue, entered, index)
             if queue < last:
                 next_check = min(next_check, now + (th[queue] - service) / workers)
+        for _, index, job_id, queue in sorted(crossed):  # to the tail, in crossing order
+            keys[job_id] = (queue, self._tail(), index)
         self._next_check = next_check
 
     def _promote(self, job: JobView, key: Key, now: float) -> Key:
@@ -139,35 +191,37 @@ class TiresiasScheduler(Scheduler):
         if late < 0:
             return key
         self._base[job.id] = attained
-        key = self._keys[job.id] = (0, now - late, key[2])
+        key = self._keys[job.id] = (0, self._tail() if self.artifact else now - late, key[2])
         return key
 
     # --- the policy --------------------------------------------------------------------
     def decide(self, view: ClusterView) -> Plan:
         plan = view.current_plan()
         self.loaning.prepare(view, plan, self.rng)
+        if not self._overheads_checked:
+            self._check_overheads(view)
         allocations, now = plan.allocations, view.now
         if now >= self._next_check:
             self._demote(view, now)
-        starve, keys = self.starvation_factor > 0, self._keys
-        waiting = []
-        for job in view.queued_jobs():
-            key = keys.get(job.id) or self._key(job, now)
-            if starve and key[0] > 0:
-                key = self._promote(job, key, now)
-            waiting.append((key, job))
+        keys = self._keys
+        waiting = [(keys.get(job.id) or self._key(job, now), job) for job in view.queued_jobs()]  # arrivals first
+        if self.starvation_factor > 0:
+            waiting = [(self._promote(job, key, now) if key[0] > 0 else key, job) for key, job in waiting]
         if plan.give_back:  # jobs a reclaim just stopped may start again elsewhere
             waiting += [(self._key(j, now), j) for j in view.running_jobs() if j.id not in allocations]
         if not waiting:
             return plan
+        if self.artifact:
+            return self._artifact_round(view, plan, waiting, now)
         waiting.sort(key=itemgetter(0))
         free = free_after(view, plan)
         free_total = sum(free)  # 0 on servers training may not use
+        rule, capacity = view.placement, capacities(view)
         pools = self._pools(view, plan)
         held = None  # GPUs held per queue by running jobs, computed when first needed
         for key, job in waiting:
             need = job.spec.num_gpus
-            placement = best_fit_in_groups(free, need, pools) if need <= free_total else None
+            placement = place_in_groups(rule, free, capacity, need, pools) if need <= free_total else None
             if placement is None:
                 if held is None:
                     held = self._held(view, allocations, now)
@@ -176,18 +230,21 @@ class TiresiasScheduler(Scheduler):
                     if free_total == 0 and room == 0:
                         break  # the rest are in this queue or lower: nothing more can start
                     continue
-                placement = self._preempt(key[0], need, allocations, free, pools, held)
+                placement = self._preempt(key[0], need, allocations, free, pools, held, rule, capacity)
                 if placement is None:
                     continue
                 free_total = sum(free)
             take(free, placement)
             free_total -= need
             allocations[job.id] = placement
-            queue = key[0]
-            if queue < len(self.thresholds):
-                service = job.attained_gpu_s - self._base.get(job.id, 0.0)
-                self._next_check = min(self._next_check, now + (self.thresholds[queue] - service) / need)
+            self._started(job, key[0], now)
         return plan
+
+    def _started(self, job: JobView, queue: int, now: float) -> None:
+        """Note when a job started now can first cross its queue's threshold."""
+        if queue < len(self.thresholds):
+            service = job.attained_gpu_s - self._base.get(job.id, 0.0)
+            self._next_check = min(self._next_check, now + (self.thresholds[queue] - service) / job.spec.num_gpus)
 
     def _held(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]], now: float) -> list[int]:
         """GPUs held per queue by the jobs ``allocations`` keeps running."""
@@ -199,55 +256,148 @@ class TiresiasScheduler(Scheduler):
             held[key[0]] += sum(alloc.values())
         return held
 
-    def _preempt(self, queue: int, need: int, allocations: dict, free: list[int],
-                 pools: list[Sequence[int]], held: list[int]) -> dict[int, int] | None:
+    def _preempt(self, queue: int, need: int, allocations: dict, free: list[int], pools: list[Sequence[int]],
+                 held: list[int], rule: str, capacity: Sequence[int]) -> dict[int, int] | None:
         """Stop running jobs of queues below ``queue``, lowest priority first, until ``need`` GPUs
-        fit in one server group; keep the victims the fit does not need. Returns the placement,
-        or None (then nothing is stopped)."""
+        fit in one server group by the placement ``rule``; keep the victims the fit does not need.
+        Returns the placement, or None (then nothing is stopped)."""
         keys = self._keys
+        spread = rule != "consolidated"  # best fit fits whenever the group has ``need`` GPUs free
         lowest_first = sorted(allocations, key=keys.__getitem__, reverse=True)
         for pool in pools:
             members = set(pool)
             have = sum(free[sid] for sid in pool)
+            trial = None if spread else list(free)  # consolidated: free GPUs with the victims stopped
             chosen = []  # (job id, its GPUs in this pool)
+            ok = False
             for job_id in lowest_first:
-                if keys[job_id][0] <= queue or have >= need:
+                if keys[job_id][0] <= queue or ok:
                     break
                 gpus = sum(g for sid, g in allocations[job_id].items() if sid in members)
                 if gpus:
                     chosen.append((job_id, gpus))
                     have += gpus
-            if have < need:
+                    if trial is not None:
+                        _add(trial, allocations[job_id], 1)
+                    ok = have >= need if trial is None else place(rule, trial, capacity, need, pool) is not None
+            if not ok:
                 continue
             for item in reversed(chosen[:-1]):  # highest priority first
-                if have - item[1] >= need:
+                if trial is None:
+                    if have - item[1] >= need:
+                        chosen.remove(item)
+                        have -= item[1]
+                    continue
+                _add(trial, allocations[item[0]], -1)
+                if place(rule, trial, capacity, need, pool) is not None:
                     chosen.remove(item)
-                    have -= item[1]
-            trial = list(free)
+                else:
+                    _add(trial, allocations[item[0]], 1)
             for job_id, _ in chosen:
-                for sid, gpus in allocations[job_id].items():
-                    trial[sid] += gpus
-            for job_id, _ in chosen:
-                held[keys[job_id][0]] -= sum(allocations.pop(job_id).values())
-            free[:] = trial
-            return best_fit(free, need, pool)  # fits: the pool now has ``have`` >= ``need`` free
+                for sid, gpus in allocations.pop(job_id).items():
+                    free[sid] += gpus
+                    held[keys[job_id][0]] -= gpus
+            return place(rule, free, capacity, need, pool)  # fits: checked above
         return None
 
     @staticmethod
-    def _pools(view: ClusterView, plan: Plan) -> list[Sequence[int]]:
-        """Server-id groups to place on, in order: training servers (one group per GPU type if types
-        may not mix), then loaned ones. A job never spans both (it would run at the slower pace)."""
-        training = view.training_server_ids
-        if view.allow_mixed_gpu_types:
-            pools: list[Sequence[int]] = [training]
-        else:
-            by_type: dict[str, list[int]] = {}
-            for sid in training:
-                by_type.setdefault(view.servers[sid].gpu_type, []).append(sid)
-            pools = list(by_type.values())
+    def _loaned(view: ClusterView, plan: Plan) -> list[int]:
         gone = set(plan.give_back)
-        loaned = [s for s in (*view.loaned_servers(), *plan.borrow) if s not in gone]
+        return [s for s in (*view.loaned_servers(), *plan.borrow) if s not in gone]
+
+    def _pools(self, view: ClusterView, plan: Plan) -> list[Sequence[int]]:
+        """Server-id groups to place on, in order: training servers one GPU type at a time (then
+        all of them if ``allow_mixed_gpu_types``), then loaned ones. A job never spans training and
+        loaned servers (it would run at the slower pace)."""
+        pools: list[Sequence[int]] = groups_by_type(view, view.training_server_ids)
+        loaned = self._loaned(view, plan)
         return [*pools, loaned] if loaned else pools
+
+    # --- artifact mode -----------------------------------------------------------------
+    def _artifact_pools(self, view: ClusterView, plan: Plan) -> list[tuple[list[int], list[list[int]]]]:
+        """Artifact mode: (servers counted together, groups to place on in order) per pool. A pool
+        is the training servers of one GPU type (all training servers if
+        ``allow_mixed_gpu_types``; placed on one type when one can hold the job), or the loaned
+        servers."""
+        training = list(view.training_server_ids)
+        groups = groups_by_type(view, training)
+        if view.allow_mixed_gpu_types:
+            pools = [(training, groups)]
+        else:
+            pools = [(g, [g]) for g in groups]
+        loaned = self._loaned(view, plan)
+        return [*pools, (loaned, [loaned])] if loaned else pools
+
+    def _artifact_round(self, view: ClusterView, plan: Plan, waiting: list[tuple[Key, JobView]],
+                        now: float) -> Plan:
+        """One scheduling round of the artifact's ``dlas-gpu`` with ``--scheme=count``: walk every
+        job, running or not, in queue order; a job runs if its pool still has its GPUs (a count,
+        not servers); a running job that no longer fits is preempted. Then, in every queue, the
+        running jobs move ahead of the waiting ones (order kept otherwise)."""
+        allocations, keys = plan.allocations, self._keys
+        free = free_after(view, plan)
+        pools = self._artifact_pools(view, plan)
+        pool_of = {sid: p for p, (ids, _) in enumerate(pools) for sid in ids}
+        room = [sum(free[sid] for sid in ids) for ids, _ in pools]  # GPUs per pool, as if empty
+        entries: list[tuple[Key, str, dict[int, int] | None, JobView | None]] = []
+        for job_id, alloc in allocations.items():
+            key = keys.get(job_id)
+            if key is None:  # started by someone else (an env driving part of the cluster)
+                key, self._next_check = self._key(view.job(job_id), now), now
+            by_pool: dict[int, int] = {}
+            for sid, gpus in alloc.items():
+                p = pool_of[sid]
+                by_pool[p] = by_pool.get(p, 0) + gpus
+                room[p] += gpus
+            entries.append((key, job_id, by_pool, None))
+        entries += [(key, job.id, None, job) for key, job in waiting]
+        entries.sort(key=itemgetter(0))
+        victims, starts = [], []
+        for key, job_id, by_pool, job in entries:
+            if by_pool is not None:  # running
+                if all(room[p] >= gpus for p, gpus in by_pool.items()):
+                    for p, gpus in by_pool.items():
+                        room[p] -= gpus
+                else:
+                    victims.append(job_id)
+                continue
+            need = job.spec.num_gpus
+            p = next((p for p, r in enumerate(room) if r >= need), None)
+            if p is not None:
+                room[p] -= need
+                starts.append((key, job, p))
+        for job_id in victims:
+            for sid, gpus in allocations.pop(job_id).items():
+                free[sid] += gpus
+        for key, job, p in starts:  # the counts leave room: any free GPUs of the pool will do
+            placement = best_fit_in_groups(free, job.spec.num_gpus, pools[p][1])
+            if placement is None:  # only if a job started elsewhere spans pools
+                continue
+            take(free, placement)
+            allocations[job.id] = placement
+            self._started(job, key[0], now)
+        for queue, group in groupby(entries, key=lambda e: e[0][0]):  # running jobs first
+            for key, job_id, _, _ in sorted(group, key=lambda e: e[1] not in allocations):
+                keys[job_id] = (queue, self._tail(), key[2])
+        return plan
+
+    def _check_overheads(self, view: ClusterView) -> None:
+        """Artifact mode: warn once per run if (re)starts cost time, which the artifact never charges."""
+        self._overheads_checked = True
+        restart_s = view.overheads.restart_s
+        if restart_s is None:
+            restart_s = max((m.restart_overhead_s for m in view.profiles.models.values()), default=0.0)
+        if restart_s > 0:
+            warnings.warn(
+                f"{self.name} mode='artifact' assumes free preemption as in the Tiresias artifact, but this run "
+                f"charges up to {restart_s:g} s per (re)start: set overheads.restart_s to 0 "
+                "(traces/tiresias-artifact.yaml)", stacklevel=3)
+
+
+def _add(free: list[int], allocation: Mapping[int, int], sign: int) -> None:
+    """Return (``sign`` = 1) or take back (-1) a job's GPUs in ``free``."""
+    for sid, gpus in allocation.items():
+        free[sid] += sign * gpus
 
 
 @dataclass

@@ -146,7 +146,8 @@ class OverheadConfig:
     - ``resume_s``: restart of a job the scheduler suspended in memory
       (``Plan.suspend``, Gandiva's suspend/resume); 1 s is an assumption
       (Gandiva, OSDI 2018, suspends at a mini-batch boundary and keeps the
-      state in host memory, far cheaper than a checkpoint restore).
+      state in host memory, far cheaper than a checkpoint restore). Only on
+      the servers it left: resumed anywhere else it pays ``migrate_s``.
     """
 
     rescale_s: float = 30.0

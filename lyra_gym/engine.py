@@ -14,6 +14,12 @@ Modelling choices (DESIGN.md "Model contract"):
   (e.g. rescaled during its restart) stays stalled until max(old end, now +
   new overhead): a later change never shortens an overhead already paid for.
   A job stopped and started again pays a fresh start overhead.
+- Suspend/resume (``Plan.suspend``): a suspended job's state waits in the host
+  memory of the servers it ran on. Started again on exactly those servers (the
+  same set of server ids) it pays ``overheads.resume_s``; on any other set its
+  state must be copied over first, so it pays ``overheads.migrate_s`` and
+  counts one migration. A job stopped without ``suspend`` (preempted) pays the
+  restart overhead wherever it starts again.
 - Preemption checkpoints: no work is lost.
 - Reclaiming: when inference demand exceeds the non-loaned inference servers,
   a request for the shortfall opens with deadline ``now + reclaim_grace_s``.
@@ -120,6 +126,7 @@ class Engine:
         self._demand_ptr = int(np.searchsorted(demand.times_s, self.now, side="right"))
         self._requests: deque[list[float]] = deque()  # [servers owed, deadline], oldest first
         self.loaned_count = 0
+        self._suspended_on: dict[int, frozenset[int]] = {}  # suspended job index -> the server ids it left
         self.view = ClusterView(self)
 
         # counters for metrics (GPU-seconds are integrated at every clock advance)
@@ -524,7 +531,7 @@ class Engine:
         """Give ``job`` allocation ``new`` (None = preempt, or suspend); its old allocation is already released."""
         now, counts = self.now, self.counts
         was_running = job.state is JobState.RUNNING
-        old_workers = job.workers
+        old_workers, old_allocation = job.workers, job.allocation
         job.version += 1
         if not new:
             job.allocation, job.workers, job.servers_used, job.rate = EMPTY_ALLOCATION, 0, 0, 0.0
@@ -532,6 +539,7 @@ class Engine:
             job.queued_since = now
             job.suspended = suspend
             if suspend:
+                self._suspended_on[job.index] = frozenset(old_allocation)
                 counts["suspensions"] += 1
             else:
                 job.preemptions += 1
@@ -565,8 +573,13 @@ class Engine:
                 job.migrations += 1
                 counts["migrations"] += 1
         else:
-            if job.suspended:
-                overhead = overheads.resume_s
+            if job.suspended:  # resumed from host memory: cheap only where the state is
+                if self._suspended_on.pop(job.index) == frozenset(allocation):
+                    overhead = overheads.resume_s
+                else:
+                    overhead = overheads.migrate_s
+                    job.migrations += 1
+                    counts["migrations"] += 1
                 job.suspended = False
             elif overheads.restart_s is not None:
                 overhead = overheads.restart_s

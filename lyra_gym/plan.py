@@ -19,7 +19,8 @@ class Plan:
       no job may keep GPUs on them.
     - ``suspend``: ids of jobs this Plan stops that are suspended in memory
       (Gandiva-style time slicing) rather than checkpointed: their next start
-      costs ``overheads.resume_s`` instead of the restart overhead.
+      costs ``overheads.resume_s`` on the same servers, ``overheads.migrate_s``
+      (a migration) on any others, instead of the restart overhead.
     """
 
     allocations: dict[str, Mapping[int, int]] = field(default_factory=dict)

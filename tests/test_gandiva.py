@@ -8,6 +8,7 @@ set explicitly in every scenario.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ from baselines.gandiva import GandivaLoanScheduler, GandivaScheduler
 from lyra_gym.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.simulate import simulate
 from lyra_gym.trace import load_trace
-from toy import TOY, job
+from toy import TOY, job, run
+from toy import config as toy_config
 
 DEFAULT_TRACE = Path(__file__).resolve().parent.parent / "traces" / "default.csv"
 
@@ -118,6 +120,44 @@ def test_a_job_near_its_end_is_not_migrated():
     assert rows(result)["S"]["jct_s"] == 600 and result.metrics["migrations"] == 0
 
 
+@pytest.mark.parametrize("mixed", [False, True])
+def test_a_job_never_spans_gpu_types_even_where_the_config_allows_it(mixed):
+    # One V100 server and one loaned T4 server of 4 GPUs each (toy: a T4 does 0.5 samples/s).
+    # A: 2 GPUs x 1000 s, starts at 0 on the V100 server. B (6 GPUs) arrives at 10: 2 V100s
+    # and 4 T4s are free, but no one type can hold 6, so B never starts (it used to run on
+    # V100s and T4s at once where mixing was allowed) and does not block C (4 GPUs x 100 s =
+    # 400 samples, at 20), which runs on the 4 T4s at 2 samples/s: 20 -> 220.
+    cfg = replace(toy_config(training=1, gpus=4, inference=1), allow_mixed_gpu_types=mixed)
+    jobs = [job("A", 0, 2, 1000), job("B", 10, 6, 100), job("C", 20, 4, 100)]
+    result = run(jobs, GandivaLoanScheduler(), cfg)
+    r = rows(result)
+    assert r["A"]["jct_s"] == 1000 and r["C"]["jct_s"] == pytest.approx(200, abs=1e-9)
+    assert r["B"]["first_start"] is None and result.metrics["jobs_unfinished"] == 1
+
+
+@pytest.mark.parametrize("placement, jcts, suspensions, migrations", [
+    ("spread", {"A": 1000, "B": 1000, "C": 100}, 0, 0),
+    ("consolidated", {"A": 1070, "B": 1050, "C": 150}, 2, 2),
+])
+def test_the_placement_rule_is_honoured(placement, jcts, suspensions, migrations):
+    # Two servers of 4 GPUs; no restart or resume overhead, migrate 10 s. A and B (3 GPUs x
+    # 1000 s = 3000 samples each) start at 0 on servers 0 and 1. C (2 GPUs x 100 s) at 10:
+    # - spread: C takes the free GPU of each server at once, 10 -> 110.
+    # - consolidated: C waits for one server with 2 free GPUs. 60 (quantum): the counts find
+    #   room but not on one server, so A (running longest; ties: first in the trace) is
+    #   suspended (180 samples done) and C runs on server 0, 60 -> 160. 120 (quantum): A
+    #   needs one server with 3 free: B is suspended (360 done) and A resumes on server 1,
+    #   not where it left: a migration (to 130), then 2820 / 3 = 940 s -> ends 1070.
+    #   160: C ends; B resumes on server 0, also a migration (to 170): 2640 / 3 -> ends 1050.
+    jobs = [job("A", 0, 3, 1000), job("B", 0, 3, 1000), job("C", 10, 2, 100)]
+    cfg = replace(config(training=2, gpus=4, migrate=10.0, resume=0.0), placement=placement)
+    result = simulate(jobs, GandivaScheduler(), cfg, profiles=TOY)
+    r = rows(result)
+    assert {j: r[j]["jct_s"] for j in jcts} == pytest.approx(jcts, abs=1e-9)
+    m = result.metrics
+    assert (m["suspensions"], m["migrations"], m["preemptions"]) == (suspensions, migrations, 0)
+
+
 @pytest.mark.parametrize("policy", [GandivaScheduler, GandivaLoanScheduler])
 def test_every_job_of_the_default_trace_finishes(policy):
     jobs = load_trace(DEFAULT_TRACE)
@@ -143,3 +183,17 @@ def test_parameters():
         GandivaScheduler(quantum_s=0)
     with pytest.raises(ValueError, match="reclaim_rule"):
         GandivaScheduler(reclaim_rule="nope")
+
+
+def test_a_suspended_job_swaps_back_in_on_its_own_servers():
+    # Two 4-GPU servers; A and B (4 GPUs, 1,000 s) start at 0, C (4 GPUs, 1,000 s) arrives at 1.
+    # At the t=60 quantum C displaces A (the longest running, lowest index) on server 0. From then on
+    # A and C time-slice server 0 (each resumes where its state waits: 1 s resume, no migration) and
+    # B keeps server 1 to its end at 1,000 s. By 1,000: A ran 60 + 7 x 59 + 39 = 512 s (its slice from
+    # 960 goes on), C 60 + 7 x 59 = 473 s. At 1,000 C moves to the freed server 1 (a 45 s migration):
+    # A ends at 1,000 + 488 = 1,488 s, C at 1,045 + 527 = 1,572 s.
+    jobs = [job("A", 0, 4, 1000), job("B", 0, 4, 1000), job("C", 1, 4, 1000)]
+    result = run(jobs, GandivaScheduler(), toy_config(training=2, gpus=4, resume_s=1.0, migrate_s=45.0))
+    rows = {r["job_id"]: r for r in result.jobs}
+    assert (rows["A"]["finish_time"], rows["B"]["finish_time"], rows["C"]["finish_time"]) == (1488, 1000, 1572)
+    assert (rows["A"]["migrations"], rows["B"]["migrations"], rows["C"]["migrations"]) == (0, 0, 1)

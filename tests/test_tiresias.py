@@ -9,20 +9,22 @@ x seconds.
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from baselines.tiresias import TiresiasLoanScheduler, TiresiasScheduler
-from lyra_gym.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
+from lyra_gym.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig, load_config
 from lyra_gym.demand import DemandCurve
 from lyra_gym.simulate import simulate
 from lyra_gym.trace import load_trace
 from toy import TOY, job
 
 DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "traces" / "default.csv"
-
+ARTIFACT_CONFIG = Path(__file__).resolve().parents[1] / "traces" / "tiresias-artifact.yaml"
 
 
 def config(gpus: int = 4, inference: int = 0) -> SimConfig:
@@ -40,6 +42,12 @@ def run(jobs, policy, cfg, demand=None):
 
 def jcts(result) -> dict[str, float]:
     return {row["job_id"]: row["jct_s"] for row in result.jobs}
+
+
+def cluster(*training: ServerGroup, placement: str = "spread", mixed: bool = False) -> SimConfig:
+    """Training groups ``training``, no inference servers, no restart overhead."""
+    return SimConfig(cluster=ClusterConfig(training=training, inference=ServerGroup(0, "t4", 4)),
+                     overheads=OverheadConfig(restart_s=0.0), placement=placement, allow_mixed_gpu_types=mixed)
 
 
 # --- demotion and preemption ------------------------------------------------------------
@@ -162,10 +170,119 @@ def test_a_job_never_spans_training_and_loaned_servers():
     assert jcts(result) == {"X": 50, "V": 1000, "W": 2000, "U": 951}
 
 
+# --- artifact mode ----------------------------------------------------------------------------
+# One server, 4 GPUs, one threshold at 100 GPU-s, 5 s tick (crossings fall on ticks).
+# B (4 GPUs, 100 s) starts at 0 and crosses 100 GPU-s at 25: queue 1.
+# A (4 GPUs, 100 s) arrives at 30 in queue 0 and preempts B (both modes). B has run 30 s: 70 s left.
+# A crosses at 30 + 100/4 = 55 and joins queue 1, where B waits since 25.
+#   artifact: A goes to the tail of queue 1, behind B; the walk reaches B first, B fits (4 GPUs
+#     counting A's), A no longer does: B preempts A at 55 (the queue-tail rule). A has run 25 s:
+#     75 s left. B runs 55-.. .
+#     C (2 GPUs, 20 s) arrives at 60 in queue 0: the walk gives C 2 of the 4 GPUs, B (4) no longer
+#     fits and is preempted (5 s more done: 65 s left), A (4) does not fit either. C 60-80; 2 GPUs
+#     idle. Queue 1 now holds B then A (both waiting). At 80 B resumes: 80-145. A resumes at 145
+#     with 75 s left: 145-220.
+#   realistic: A and B are in the same queue, so B never preempts A. At 60 C (queue 0) preempts A
+#     (queue 1): A has run 30 s, 70 s left. C 60-80. At 80 B (entered queue 1 at 25) goes before A
+#     (entered at 55): B 80-150, A 150-220.
+# Rows: (first start, finish, preemptions).
+ARTIFACT_JOBS = [job("B", 0, 4, 100), job("A", 30, 4, 100), job("C", 60, 2, 20)]
+
+
+@pytest.mark.parametrize("mode, expected, preemptions", [
+    ("artifact", {"B": (0, 145, 2), "A": (30, 220, 1), "C": (60, 80, 0)}, 3),
+    ("realistic", {"B": (0, 150, 1), "A": (30, 220, 1), "C": (60, 80, 0)}, 2),
+])
+def test_artifact_mode_lets_a_waiting_job_preempt_one_demoted_behind_it(mode, expected, preemptions):
+    sched = TiresiasScheduler(thresholds=(100,), tick_interval=5.0, mode=mode)
+    result = run(ARTIFACT_JOBS, sched, config())
+    rows = {r["job_id"]: (r["first_start"], r["finish_time"], r["preemptions"]) for r in result.jobs}
+    assert rows == expected
+    assert result.metrics["preemptions"] == preemptions
+
+
+# Two servers of 4 V100s, default thresholds (no job leaves queue 0, so nothing is preempted).
+# B0 (4 GPUs, 10 s) takes server 0 and A1 (1 GPU, 100 s) server 1 at 0; B1 (3 GPUs, 20 s) fills
+# server 1. B0 ends at 10, when A2 (1 GPU, 100 s) arrives: server 0. B1 ends at 20: each server
+# has 3 free GPUs. Z (6 GPUs, 10 s) arrives at 30.
+COUNT_JOBS = [job("B0", 0, 4, 10), job("A1", 0, 1, 100), job("B1", 0, 3, 20), job("A2", 10, 1, 100),
+              job("Z", 30, 6, 10)]
+
+
+@pytest.mark.parametrize("mode, placement, z_jct", [
+    ("artifact", "consolidated", 10),   # 6 free GPUs counted: Z runs 30-40 on 3 + 3 (rule ignored)
+    ("realistic", "spread", 10),        # best fit splits Z over the two servers too
+    ("realistic", "consolidated", 90),  # Z needs two wholly free servers: A1 ends 100, A2 110; Z 110-120
+])
+def test_artifact_mode_places_by_gpu_count(mode, placement, z_jct):
+    result = run(COUNT_JOBS, TiresiasScheduler(mode=mode), cluster(ServerGroup(2, "v100", 4), placement=placement))
+    assert jcts(result) == {"B0": 10, "A1": 100, "B1": 20, "A2": 100, "Z": z_jct}
+
+
+# Two servers of 4 V100s. X (4 GPUs, 10 s) takes server 0, A (2 GPUs, 100 s) and Y (2 GPUs, 20 s)
+# server 1 at 0. X ends at 10, when C (2 GPUs, 100 s) arrives: server 0. Y ends at 20: each server
+# has 2 free GPUs. J (4 GPUs, 10 s) arrives at 30.
+@pytest.mark.parametrize("placement, j_jct", [
+    ("spread", 10),         # 2 + 2 on the two servers: 30-40
+    ("consolidated", 80),   # waits for one server: A ends at 100, J 100-110
+])
+def test_realistic_mode_honours_the_placement_rule(placement, j_jct):
+    jobs = [job("X", 0, 4, 10), job("A", 0, 2, 100), job("Y", 0, 2, 20), job("C", 10, 2, 100), job("J", 30, 4, 10)]
+    result = run(jobs, TiresiasScheduler(), cluster(ServerGroup(2, "v100", 4), placement=placement))
+    assert jcts(result) == {"X": 10, "A": 100, "Y": 20, "C": 100, "J": j_jct}
+
+
+# Two servers of 4 V100s, threshold 100 GPU-s. X (4 GPUs, 10 s) takes server 0, L1 (2 GPUs, 1000 s)
+# and Y (2 GPUs, 20 s) server 1 at 0. X ends at 10, when L2 (2 GPUs, 1000 s) arrives: server 0. Y
+# ends at 20: 2 free GPUs on each server. L1 enters queue 1 at 50, L2 at 60. H (4 GPUs, 10 s)
+# arrives at 100 in queue 0.
+@pytest.mark.parametrize("placement, l2_jct, preemptions", [
+    ("spread", 1000, 0),        # H runs 100-110 on 2 + 2 free GPUs; nothing is stopped
+    ("consolidated", 1010, 1),  # H needs one server: it stops L2 (lower priority: entered queue 1
+                                # later) to free server 0, runs 100-110; L2 (90 s done) 110-1020
+])
+def test_realistic_preemption_frees_what_the_placement_rule_needs(placement, l2_jct, preemptions):
+    jobs = [job("X", 0, 4, 10), job("L1", 0, 2, 1000), job("Y", 0, 2, 20), job("L2", 10, 2, 1000),
+            job("H", 100, 4, 10)]
+    result = run(jobs, TiresiasScheduler(thresholds=(100,)), cluster(ServerGroup(2, "v100", 4), placement=placement))
+    assert jcts(result) == {"X": 10, "L1": 1000, "Y": 20, "L2": l2_jct, "H": 10}
+    assert result.metrics["preemptions"] == preemptions
+
+
+# One server of 4 V100s (server 0), one of 4 T4s (server 1). W (4 GPUs, 10 s) takes the V100s at 0,
+# X (2 GPUs, 100 s = 200 samples at 0.5/s per T4: 200 s) the T4s. W ends at 10, when V (2 GPUs,
+# 100 s) arrives: V100s. At 20 Z (4 GPUs, 10 s = 40 samples) finds 2 free V100s and 2 free T4s.
+@pytest.mark.parametrize("mode", ["realistic", "artifact"])
+@pytest.mark.parametrize("mixed, z_jct", [
+    (False, 100),  # one type only: Z waits for V (ends 110) and runs 110-120 on the V100s
+    (True, 20),    # 2 V100 + 2 T4 at the T4s' pace (4 x 0.5 = 2 samples/s): 20-40
+])
+def test_a_job_spans_gpu_types_only_when_the_config_allows(mode, mixed, z_jct):
+    jobs = [job("W", 0, 4, 10), job("X", 0, 2, 100), job("V", 10, 2, 100), job("Z", 20, 4, 10)]
+    cfg = cluster(ServerGroup(1, "v100", 4), ServerGroup(1, "t4", 4), mixed=mixed)
+    result = run(jobs, TiresiasScheduler(mode=mode), cfg)
+    assert jcts(result) == {"W": 10, "X": 200, "V": 100, "Z": z_jct}
+
+
+def test_artifact_mode_warns_unless_preemption_is_free():
+    # the engine's default restart overhead (per model, 15-250 s) is not the artifact's free restart
+    jobs = load_trace(DEFAULT_TRACE)[:20]
+    with pytest.warns(UserWarning, match="restart_s"):
+        simulate(jobs, TiresiasScheduler(mode="artifact"), seed=0)
+    cfg = load_config(ARTIFACT_CONFIG)
+    assert dataclasses.astuple(cfg.overheads) == (0.0, 0.0, 0.0, 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        simulate(jobs, TiresiasScheduler(mode="artifact"), cfg, seed=0)
+        simulate(jobs, TiresiasScheduler(), seed=0)  # realistic mode never warns
+
+
 # --- whole traces -------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["realistic", "artifact"])
 @pytest.mark.parametrize("scheduler", [TiresiasScheduler, TiresiasLoanScheduler])
-def test_every_job_of_the_default_trace_finishes(scheduler):
-    result = simulate(load_trace(DEFAULT_TRACE), scheduler(), seed=0)
+def test_every_job_of_the_default_trace_finishes(scheduler, mode):
+    cfg = load_config(ARTIFACT_CONFIG) if mode == "artifact" else None
+    result = simulate(load_trace(DEFAULT_TRACE), scheduler(mode=mode), cfg, seed=0)
     m = result.metrics
     assert m["jobs_unfinished"] == 0 and m["jobs_finished"] == m["jobs_total"] == 400
     assert m["inference_violations"] == 0
@@ -193,3 +310,6 @@ def test_parameters_are_checked_and_named():
         TiresiasScheduler(starvation_factor=-1)
     with pytest.raises(ValueError, match="reclaim_rule"):
         TiresiasScheduler(reclaim_rule="nope")
+    assert TiresiasScheduler().mode == "realistic" and TiresiasLoanScheduler(mode="artifact").artifact
+    with pytest.raises(ValueError, match=r"^mode: must be one of 'realistic', 'artifact', got 'Artifact'$"):
+        TiresiasScheduler(mode="Artifact")
