@@ -67,6 +67,104 @@ the list, so two records on one line of a minified file are caught too). An
 input that is a directory, compressed, or not UTF-8 text is a one-line
 :class:`~lyra_gym.trace.TraceError` naming the file.
 
+Pollux workloads (``--format pollux``)
+--------------------------------------
+The Pollux artifact (petuum/adaptdl, branch ``osdi21-artifact``, commit de25dcc9,
+Apache-2.0) ships its simulator's workloads as ``simulator/workloads/workload-N.csv``
+(also ``workloads-0.5/``, ``-1.5/``, ``-2.0/``): a header ``name,time,application,
+num_replicas,batch_size``, one job a row. These workloads name the application
+and the GPU count, so the conversion is deterministic (no seed, no draws):
+
+=============  =============================================================================
+field          how it is set
+=============  =============================================================================
+job_id         ``name`` (must be unique)
+submit_time    ``time``, unchanged: seconds from the workload's start, as the artifact's
+               simulator clock (``Job.submission_time``) reads it; not shifted to 0
+num_gpus       ``num_replicas``: one replica per GPU (``JobInfo(resources={"nvidia.com/gpu": 1})``
+               in ``simulator/simulator.py``); it is the GPU count the artifact's
+               Tiresias+TunedJobs runs a job at (``target_num_replicas`` -> ``max_replicas``),
+               picked by ``workload.py`` from ``Application.get_configurations(0.5, 0.8)``:
+               sizes with 50-80 % scaling efficiency and a JCT under 12 h
+duration       the job's work :data:`POLLUX_APPLICATIONS` ``[app].work_samples`` divided by the
+               profile's throughput of ``model`` on ``num_gpus`` reference GPUs (V100 in the
+               built-in profile) packed onto servers of ``gpus_per_server`` GPUs (default 4,
+               the artifact's nodes), i.e. ``ProfileSet.packed_throughput`` -- the same
+               throughput the engine turns ``duration`` back into work with, so on a cluster
+               whose reference-packing server size is also 4 (``traces/pollux-testbed.yaml``)
+               the engine's work is exactly ``work_samples``
+model          ``application`` mapped: bert, deepspeech2, ncf, yolov3 to themselves;
+               ``cifar10`` -> ``resnet18`` (the artifact trains ResNet-18 on CIFAR-10) and
+               ``imagenet`` -> ``resnet50`` (ResNet-50 on ImageNet); our profile's model of
+               each is an assumption, not the artifact's code or measurements
+elastic        yes, ``min_gpus = 1`` and ``max_gpus`` = the application's cap (table below),
+               except ``ncf``: inelastic. The artifact's Pollux treats every job as
+               adaptive (``get_pollux_job_info``: ``min_replicas=0``, ``max_replicas =
+               min(max(2 * profiled replicas, 1), 64, max_batch_size // min_local_bsz)``) but
+               pins ncf to one replica (``job_info.max_replicas = 1``). The cap is that
+               formula's static part, ``min(64, max_batch_size // min_local_bsz)``; Pollux's
+               growing "twice the most replicas profiled so far" part is left out
+=============  =============================================================================
+
+``batch_size`` is checked (a whole number >= 1) but not used: our engine has no batch-size
+adaptation and no statistical efficiency; every model trains at its profile's local batch.
+
+The work of a job. The artifact's ``Job.step`` advances ``progress`` by ``gain`` per step,
+``gain = (grad_var + grad_sqr) / (grad_var / scale + grad_sqr)`` with ``scale = batch /
+init_batch_size``: at perfect statistical efficiency one step at batch ``b`` adds ``b / b0``
+(``b0`` = the application's ``init_batch_size`` = its smallest validated batch size). A job
+completes when ``epoch > get_completion_epoch() = max_epochs - 1`` (no application has a
+``target_metric``), i.e. when ``progress`` reaches ``get_progress(max_epochs)`` = the smallest
+``progress`` in row ``max_epochs`` of the application's ``traces/<app>/validation-<B>.csv``
+files. We take ``work_samples = P* x b0``: the samples that progress is worth at perfect
+efficiency, i.e. ``max_epochs`` passes over the training set (the artifact charges more
+samples at large batches through ``gain < scale``; we do not). Numbers carried over, each
+from ``petuum/adaptdl@de25dcc9:simulator/``:
+
+===========  ===========  ==========  ===  ===========  ========================================
+application  model        max_epochs  b0   P*           source of P* (row ``max_epochs``) and b0
+===========  ===========  ==========  ===  ===========  ========================================
+bert         bert         2           12   14,774.0     ``traces/bert/validation-12.csv``
+                                                        (``-384``: 14,789.7); 2 x 88,644 SQuAD
+                                                        features
+cifar10      resnet18     100         128  39,062.908   ``traces/cifar10/validation-256.csv``
+                                                        (``-2048``: 39,070.6); b0 = 128 inferred:
+                                                        progress grows 390.6 an epoch = 50,000 /
+                                                        128
+deepspeech2  deepspeech2  80          20   28,538.623   ``traces/deepspeech2/validation-160.csv``
+                                                        (``-640``: 28,553.4); b0 = 20 inferred:
+                                                        progress grows 357 an epoch, late epochs
+                                                        take 45 steps x 160 = 7,200 samples
+imagenet     resnet50     90          200  576,526.0    ``traces/imagenet/validation-200.csv``:
+                                                        90 x 1,281,169 images
+ncf          ncf          10          256  194,174.0    ``traces/ncf/validation-256.csv``:
+                                                        10 x 4,970,854 samples
+yolov3       yolov3       50          8    103,444.0    ``traces/yolov3/validation-8.csv``:
+                                                        50 x 16,551 VOC images
+===========  ===========  ==========  ===  ===========  ========================================
+
+``max_epochs``: ``APPLICATIONS`` in ``applications.py``. ``b0``: where a file's ``progress``
+equals its ``iteration`` it ran at ``init_batch_size`` (bert 12, imagenet 200, ncf 256,
+yolov3 8); the cifar10 and deepspeech2 ``b0`` files are not in the copy of the artifact this
+was read from, so their ``b0`` is inferred as stated. P* is the smallest of the files read;
+files not read may be marginally lower (the spread seen is under 0.1 %). Caps
+(``max_gpus``): ``min_local_bsz`` from ``traces/<app>/placements.csv`` (bert 4, cifar10 32,
+deepspeech2 10, imagenet 20, yolov3 4) and ``max_batch_size`` = the largest validated batch
+(bert 384, deepspeech2 640, yolov3 128, cifar10 >= 4,096 and imagenet >= 6,400 as the
+workloads use them): bert 64, cifar10 64, deepspeech2 64, imagenet 64, yolov3 32.
+
+The trace's durations are at the reference GPU (V100); on the artifact's T4 testbed
+(``traces/pollux-testbed.yaml``) the engine runs them slower by the profile's T4/V100 speed,
+as intended. Errors name file, line and field, as for the other formats.
+
+Caveat: a duration is only as good as the profile's samples/s in the artifact's units. The
+built-in profile's figures are not the artifact's: single-T4 samples/s, built-in profile against
+the artifact's ``placements.csv`` (best local batch), are about bert 67 / 13 (seq-128
+pre-training against SQuAD at 384), resnet18 691 / 1,461, resnet50 360 / 217, ncf 6.5 M / 1.5 M,
+yolov3 89 / 28 and deepspeech2 22,931 / 36 (the built-in deepspeech2 rate is not in
+utterances/s), so converted deepspeech2 jobs last seconds instead of hours. ``--profiles``
+converts with another profile, e.g. one derived from the artifact's T4 measurements.
+
 Errors: a malformed record raises :class:`~lyra_gym.trace.TraceError` whose
 message is ``<file>:<line>: field '<field>': <problem>`` (JSON records: the
 line where the record starts).
@@ -97,13 +195,16 @@ __all__ = [
     "load_philly",
     "load_helios",
     "load_alibaba",
+    "load_pollux",
     "load_real_trace",
+    "POLLUX_APPLICATIONS",
+    "PolluxApplication",
     "default_model_mix",
     "add_convert_parser",
     "run_convert",
 ]
 
-FORMATS = ("philly", "helios", "alibaba", "pai")  # "pai" = "alibaba" (Alibaba PAI 2020)
+FORMATS = ("philly", "helios", "alibaba", "pai", "pollux")  # "pai" = "alibaba" (Alibaba PAI 2020)
 
 #: Elastic share used when none is given (same assumption as the synthetic presets).
 DEFAULT_ELASTIC_SHARE = 0.3
@@ -122,6 +223,10 @@ PAI_JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_t
 PAI_TASK_COLUMNS = ("job_name", "task_name", "inst_num", "status", "start_time", "end_time",
                     "plan_cpu", "plan_mem", "plan_gpu", "gpu_type")
 
+POLLUX_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
+#: GPUs per node of the Pollux artifact's cluster (``simulator.py --num-gpus`` default 4; AWS g4dn.12xlarge).
+POLLUX_GPUS_PER_NODE = 4
+
 _TIME_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%f",
                  "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M")
 
@@ -131,7 +236,7 @@ class ConvertedJobs(list):
 
     Attributes:
         source: the input file(s).
-        format: ``"philly"``, ``"helios"`` or ``"alibaba"``.
+        format: ``"philly"``, ``"helios"``, ``"alibaba"`` or ``"pollux"``.
         records: jobs read from the input.
         skipped: reason -> number of jobs left out (see the module docstring).
     """
@@ -474,6 +579,84 @@ def _alibaba_raw(job_path: str, task_path: str, skips: _Skips) -> tuple[list[_Ra
     return raws, records
 
 
+# --------------------------------------------------------------------------- Pollux workloads
+
+
+@dataclass(frozen=True)
+class PolluxApplication:
+    """One application of the Pollux artifact and what a job of it becomes (module docstring).
+
+    Attributes:
+        model: our profile's model key.
+        max_epochs: ``APPLICATIONS[app].max_epochs`` (artifact ``simulator/applications.py``).
+        init_batch_size: ``b0``, the batch size the artifact's ``progress`` counts steps of.
+        target_progress: ``P*`` = ``Application.get_progress(max_epochs)``, the progress that
+            completes a job (the smallest row-``max_epochs`` progress of the validation files read).
+        max_gpus: most GPUs of an elastic job: ``min(64, max_batch_size // min_local_bsz)``.
+        elastic: False for ncf, pinned to one replica by the artifact's Pollux.
+    """
+
+    model: str
+    max_epochs: int
+    init_batch_size: int
+    target_progress: float
+    max_gpus: int
+    elastic: bool = True
+
+    @property
+    def work_samples(self) -> float:
+        """Samples a job of this application processes to complete (``P* x b0``)."""
+        return self.target_progress * self.init_batch_size
+
+
+#: Pollux artifact application -> how its jobs convert (numbers cited in the module docstring).
+POLLUX_APPLICATIONS: dict[str, PolluxApplication] = {
+    "bert": PolluxApplication("bert", 2, 12, 14774.0, 64),
+    "cifar10": PolluxApplication("resnet18", 100, 128, 39062.90816659533, 64),
+    "deepspeech2": PolluxApplication("deepspeech2", 80, 20, 28538.622542890822, 64),
+    "imagenet": PolluxApplication("resnet50", 90, 200, 576526.0, 64),
+    "ncf": PolluxApplication("ncf", 10, 256, 194174.0, 1, elastic=False),
+    "yolov3": PolluxApplication("yolov3", 50, 8, 103444.0, 32),
+}
+
+
+def _whole(text: str, path: str, line: int, field: str, what: str) -> int:
+    value = _parse_number(text, path, line, field)
+    if not value.is_integer():
+        raise TraceError(path, line, field, f"not a whole number of {what}: {text.strip()!r}")
+    if value < 1:
+        raise TraceError(path, line, field, f"must be >= 1, got {text.strip()!r}")
+    return int(value)
+
+
+def _pollux_jobs(path: str, profiles: Any, gpus_per_server: int, skips: _Skips) -> tuple[list[JobSpec], int]:
+    jobs: list[JobSpec] = []
+    records = 0
+    reference = profiles.reference_gpu
+    for line, row in _csv_rows(path, POLLUX_COLUMNS, POLLUX_COLUMNS, header_optional=False):
+        records += 1
+        name = skips.first_seen(_job_id(row["name"], path, line, "name"), path, line, "name")
+        submit = _parse_number(row["time"], path, line, "time")
+        app_name = row["application"]
+        app = POLLUX_APPLICATIONS.get(app_name)
+        if app is None:
+            raise TraceError(path, line, "application", f"unknown application {app_name!r} "
+                             f"(expected one of {', '.join(sorted(POLLUX_APPLICATIONS))})")
+        gpus = _whole(row["num_replicas"], path, line, "num_replicas", "replicas")
+        _whole(row["batch_size"], path, line, "batch_size", "samples")  # checked, not used (no batch adaptation)
+        if app.model not in profiles:
+            raise TraceError(path, line, "application",
+                             f"{app_name!r} maps to model {app.model!r}, which the profile "
+                             f"{profiles.source or ''} lacks (known: {', '.join(sorted(profiles.models))})")
+        if app.elastic:
+            elastic, lo, hi = True, 1, max(app.max_gpus, gpus)
+        else:
+            elastic, lo, hi = False, gpus, gpus
+        speed = profiles.packed_throughput(app.model, gpus, reference, gpus_per_server)
+        jobs.append(JobSpec(name, submit, gpus, app.work_samples / speed, app.model, elastic, lo, hi))
+    return jobs, records
+
+
 # --------------------------------------------------------------------------- assembling
 
 
@@ -578,9 +761,42 @@ def load_alibaba(job_table: str | os.PathLike[str], task_table: str | os.PathLik
                     known_models)
 
 
+def load_pollux(path: str | os.PathLike[str], *, profiles: Any = None,
+                gpus_per_server: int = POLLUX_GPUS_PER_NODE) -> ConvertedJobs:
+    """Convert a Pollux artifact workload CSV (``name,time,application,num_replicas,batch_size``).
+
+    Deterministic: see the module docstring for the mapping and the work of each application.
+
+    :param profiles: a :class:`~lyra_gym.profiles.ProfileSet` or a profile JSON path whose
+        reference-GPU throughput turns work into ``duration`` (default: the built-in profile).
+    :param gpus_per_server: reference-GPU servers the throughput packs ``num_replicas`` onto
+        (default 4, the artifact's nodes; give the training servers' size of the cluster you
+        simulate on, so the engine recovers the same work).
+    :raises TraceError: a malformed row (file, line, field).
+    """
+    from lyra_gym.profiles import ProfileSet, builtin_profiles, load_profiles
+
+    if isinstance(gpus_per_server, bool) or not isinstance(gpus_per_server, int) or gpus_per_server < 1:
+        raise ValueError(f"gpus_per_server: must be an integer >= 1, got {gpus_per_server!r}")
+    if profiles is None:
+        profiles = builtin_profiles()
+    elif not isinstance(profiles, ProfileSet):
+        profiles = load_profiles(profiles)
+    p = os.fspath(path)
+    skips = _Skips()
+    jobs, records = _pollux_jobs(p, profiles, gpus_per_server, skips)
+    jobs.sort(key=lambda j: j.submit_time)  # stable: ties keep file order
+    return ConvertedJobs(jobs, p, "pollux", records, skips.counts)
+
+
 def load_real_trace(fmt: str, path: str | os.PathLike[str], path2: str | os.PathLike[str] | None = None,
                     seed: int = 0, **options: Any) -> ConvertedJobs:
-    """Dispatch on ``fmt`` (``philly``, ``helios``, ``alibaba``; ``alibaba`` needs ``path2`` = the task table)."""
+    """Dispatch on ``fmt`` (``philly``, ``helios``, ``alibaba``, ``pollux``; ``alibaba`` needs ``path2`` = the
+    task table; ``pollux`` ignores ``seed`` and takes :func:`load_pollux`'s options)."""
+    if fmt == "pollux":
+        if path2 is not None:
+            raise ValueError("format 'pollux' reads one file (--in); --in2 is for alibaba only")
+        return load_pollux(path, **options)
     if fmt == "philly":
         return load_philly(path, seed, **options)
     if fmt == "helios":
@@ -613,20 +829,30 @@ def _parse_mix(text: str) -> dict[str, float]:
 def add_convert_parser(trace_subparsers: Any) -> argparse.ArgumentParser:
     """Register ``convert`` under ``lyra-gym trace``; it calls :func:`run_convert`."""
     c = trace_subparsers.add_parser(
-        "convert", help="convert a downloaded public trace (Philly, Helios, Alibaba PAI) to a trace CSV",
+        "convert", help="convert a downloaded public trace (Philly, Helios, Alibaba PAI) or a Pollux "
+                        "artifact workload to a trace CSV",
         description="Convert a public production trace to this project's trace CSV. Traces do not name "
-                    "models or elasticity: both are seeded draws (see lyra_gym/realtraces.py).")
+                    "models or elasticity: both are seeded draws (see lyra_gym/realtraces.py). A Pollux "
+                    "workload (petuum/adaptdl osdi21-artifact, simulator/workloads/workload-N.csv) names "
+                    "both and converts deterministically.")
     c.add_argument("--format", required=True, choices=FORMATS)
     c.add_argument("--in", dest="input", required=True,
-                   help="Philly cluster_job_log, Helios cluster_log.csv, or PAI pai_job_table.csv")
+                   help="Philly cluster_job_log, Helios cluster_log.csv, PAI pai_job_table.csv, or a Pollux "
+                        "workload-N.csv")
     c.add_argument("--in2", dest="input2", default=None, help="PAI pai_task_table.csv (alibaba only)")
     c.add_argument("--out", required=True, help="trace CSV to write")
-    c.add_argument("--seed", type=int, default=0, help="seed of the model and elastic draws (default 0)")
-    c.add_argument("--elastic-share", type=float, default=DEFAULT_ELASTIC_SHARE,
-                   help=f"probability that a job is elastic (default {DEFAULT_ELASTIC_SHARE})")
+    c.add_argument("--seed", type=int, default=0,
+                   help="seed of the model and elastic draws (default 0; pollux has no draws)")
+    c.add_argument("--elastic-share", type=float, default=None,
+                   help=f"probability that a job is elastic (default {DEFAULT_ELASTIC_SHARE}; not for pollux)")
     c.add_argument("--model-mix", default=None,
-                   help="KEY=P,KEY=P,... over the profile's model keys (default: the presets' mix)")
-    c.add_argument("--profiles", default=None, help="profile JSON whose model keys to draw from (default: built-in)")
+                   help="KEY=P,KEY=P,... over the profile's model keys (default: the presets' mix; not for pollux)")
+    c.add_argument("--profiles", default=None,
+                   help="profile JSON whose model keys to draw from (default: built-in); for pollux, the "
+                        "profile whose reference-GPU throughput sets the durations")
+    c.add_argument("--gpus-per-server", type=int, default=None,
+                   help=f"pollux only: GPUs per reference server the durations assume (default "
+                        f"{POLLUX_GPUS_PER_NODE}, the artifact's nodes)")
     c.set_defaults(func=run_convert)
     return c
 
@@ -641,16 +867,29 @@ def run_convert(args: argparse.Namespace) -> int:
             raise ValueError(f"--seed {args.seed}: must be >= 0")
         if os.path.isdir(args.out):
             raise ValueError(f"--out {args.out}: is a directory; give the trace CSV file to write")
-        known = None
-        if args.profiles:
-            from lyra_gym.profiles import load_profiles
-
-            known = list(load_profiles(args.profiles).models)
-        mix = _parse_mix(args.model_mix) if args.model_mix else None
+        if args.format != "pollux" and args.gpus_per_server is not None:
+            raise ValueError(f"--gpus-per-server is only used with --format pollux, not {args.format}")
         if args.format not in ("alibaba", "pai") and args.input2:
             raise ValueError(f"--in2 is only used with --format alibaba, not {args.format}")
-        jobs = load_real_trace(args.format, args.input, args.input2, args.seed, model_mix=mix,
-                               elastic_share=args.elastic_share, known_models=known)
+        if args.format == "pollux":
+            for flag, value in (("--model-mix", args.model_mix), ("--elastic-share", args.elastic_share)):
+                if value is not None:
+                    raise ValueError(f"{flag} is not used with --format pollux: its workloads name the "
+                                     f"application and every job's elasticity follows the artifact")
+            gps = POLLUX_GPUS_PER_NODE if args.gpus_per_server is None else args.gpus_per_server
+            if gps < 1:
+                raise ValueError(f"--gpus-per-server {gps}: must be >= 1")
+            jobs = load_pollux(args.input, profiles=args.profiles, gpus_per_server=gps)
+        else:
+            known = None
+            if args.profiles:
+                from lyra_gym.profiles import load_profiles
+
+                known = list(load_profiles(args.profiles).models)
+            mix = _parse_mix(args.model_mix) if args.model_mix else None
+            share = DEFAULT_ELASTIC_SHARE if args.elastic_share is None else args.elastic_share
+            jobs = load_real_trace(args.format, args.input, args.input2, args.seed, model_mix=mix,
+                                   elastic_share=share, known_models=known)
     except TraceError:
         raise
     except ValueError as err:
