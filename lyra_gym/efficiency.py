@@ -55,6 +55,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Mapping, Sequence
 
+from lyra_gym.profiles import read_json
+
 EFFICIENCY_FORMAT = "lyra-gym-efficiency/1"
 
 
@@ -190,12 +192,7 @@ def parse_efficiency(data: Mapping, source: str = "efficiency") -> EfficiencyTab
 
 def load_efficiency(path: str | os.PathLike) -> EfficiencyTable:
     """Load an efficiency JSON file (format above)."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except json.JSONDecodeError as err:
-        raise EfficiencyError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
-    return parse_efficiency(data, source=str(path))
+    return parse_efficiency(read_json(path, EfficiencyError), source=str(path))
 
 
 @lru_cache(maxsize=1)

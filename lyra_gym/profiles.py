@@ -35,7 +35,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 PROFILE_FORMAT = "lyra-gym-profiles/1"
 
@@ -171,14 +171,18 @@ def parse_profiles(data: Mapping, source: str = "profiles") -> ProfileSet:
     return ProfileSet(models, reference, source)
 
 
-def load_profiles(path: str | os.PathLike) -> ProfileSet:
-    """Load a profile JSON file (format above)."""
+def read_json(path: str | os.PathLike, error: type[Exception]) -> Any:
+    """A JSON file's data (json only, never pickle); ``error`` naming the file and line if invalid."""
     try:
         with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+            return json.load(fh)
     except json.JSONDecodeError as err:
-        raise ProfileError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
-    return parse_profiles(data, source=str(path))
+        raise error(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+
+
+def load_profiles(path: str | os.PathLike) -> ProfileSet:
+    """Load a profile JSON file (format above)."""
+    return parse_profiles(read_json(path, ProfileError), source=str(path))
 
 
 def builtin_profiles() -> ProfileSet:
