@@ -153,7 +153,8 @@ deepspeech2 10, imagenet 20, yolov3 4) and ``max_batch_size`` = the largest vali
 (bert 384, deepspeech2 640, yolov3 128, cifar10 >= 4,096 and imagenet >= 6,400 as the
 workloads use them): bert 64, cifar10 64, deepspeech2 64, imagenet 64, yolov3 32.
 
-The trace's durations are at the reference GPU (V100); on the artifact's T4 testbed
+The trace's durations are at the profile's reference GPU (V100 in the built-in profile, T4
+in ``traces/pollux-t4-profile.json``); on the artifact's T4 testbed
 (``traces/pollux-testbed.yaml``) the engine runs them slower by the profile's T4/V100 speed,
 as intended. Errors name file, line and field, as for the other formats.
 
