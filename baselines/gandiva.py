@@ -202,6 +202,23 @@ class GandivaScheduler(Scheduler):
         waiting = False
         for job in queued:  # pass 1: who runs, by counting GPUs; make room as needed
             need = job.spec.num_gpus
+            own = self._own_servers(job.id)
+            if own is not None:  # suspended: resumes where its state waits, or on idle GPUs
+                placement = None if self._resume_in_place(view, allocs, free, own, False, suspended) else \
+                    place_in_groups(view.placement, free, self._size, need,
+                                    [g for g in groups if next(iter(own)) in g])  # a migration
+                if placement is None and self._resume_in_place(view, allocs, free, own, at_quantum, suspended):
+                    placement = dict(own)  # swapped in with the jobs on its servers
+                    victims, victim_room = None, 0  # recounted: the swap suspended some
+                if placement is None:
+                    waiting = True  # no growth onto GPUs it waits for; it does not block the others
+                    continue
+                take(free, placement)
+                allocs[job.id] = placement
+                del self._left[job.id]
+                self._slot_start[job.id] = now
+                room = sum(free)
+                continue
             if need > capacity:
                 continue  # cannot run on the servers usable now: does not block the others
             if room + grown_room < need and at_quantum and victims is None:
@@ -219,11 +236,6 @@ class GandivaScheduler(Scheduler):
                 self._grown.discard(g.id)
                 room += excess
                 grown_room -= excess
-            if room < need and victims and job.id in self._left:
-                # a suspended job swaps back in with the jobs now on its own servers (time
-                # slicing among the jobs sharing those GPUs): they are suspended first
-                own = self._left[job.id]
-                victims.sort(key=lambda v: any(sid in own for sid in allocs[v.id]))
             while room < need and victims:  # suspend the job running longest
                 v = victims.pop()
                 self._left[v.id] = allocs[v.id]
@@ -240,12 +252,8 @@ class GandivaScheduler(Scheduler):
         # type stays queued. Under "consolidated", where counted room may be too scattered for
         # the rule, a job that finds none at a quantum displaces more jobs (_displace).
         consolidated = view.placement == "consolidated"
-        left = self._left
-        for job in sorted(admitted, key=lambda j: (not self._fits_in_place(job.id, free), -j.spec.num_gpus)):
-            if self._fits_in_place(job.id, free):
-                placement = dict(left[job.id])  # resumed where its state waits: resume_s, no migration
-            else:
-                placement = place_in_groups(view.placement, free, self._size, job.spec.num_gpus, groups)
+        for job in sorted(admitted, key=lambda j: -j.spec.num_gpus):
+            placement = place_in_groups(view.placement, free, self._size, job.spec.num_gpus, groups)
             if placement is None and consolidated and at_quantum:
                 if victims is None:
                     victims = [v for v in self._victims(view, allocs, self._grown) if allocs[v.id] is v.allocation]
@@ -255,17 +263,50 @@ class GandivaScheduler(Scheduler):
                 continue
             take(free, placement)
             allocs[job.id] = placement
-            left.pop(job.id, None)
+            self._left.pop(job.id, None)  # its servers had gone back to inference: a migration
             self._slot_start[job.id] = now
         plan.suspend = (*plan.suspend, *suspended)
         return waiting
 
-    def _fits_in_place(self, job_id: str, free: list[int]) -> bool:
-        """Can a suspended job resume on exactly the servers it left (usable now)?"""
+    def _own_servers(self, job_id: str) -> dict[int, int] | None:
+        """The allocation a suspended job left, if every one of those servers is still usable."""
         old = self._left.get(job_id)
-        usable = self._loaned
-        return old is not None and all(
-            free[sid] >= g and (sid in self._training_ids or sid in usable) for sid, g in old.items())
+        if old is None or not all(sid in self._training_ids or sid in self._loaned for sid in old):
+            return None
+        return old
+
+    def _resume_in_place(self, view: ClusterView, allocs: dict, free: list[int], own: Mapping[int, int],
+                         at_quantum: bool, suspended: list[str]) -> bool:
+        """Make room for a suspended job on exactly its own servers: free GPUs there, else (at a
+        quantum) by suspending quantum-expired jobs on them, the longest running first, keeping
+        those not needed. Returns whether it fits now (``free`` then includes the room made)."""
+        if all(free[sid] >= g for sid, g in own.items()):
+            return True
+        if not at_quantum:
+            return False
+        on_own = [v for v in self._victims(view, allocs, self._grown)
+                  if allocs[v.id] is v.allocation and any(sid in own for sid in allocs[v.id])]
+        trial, chosen = list(free), []
+        while on_own and not all(trial[sid] >= g for sid, g in own.items()):
+            v = on_own.pop()
+            chosen.append(v)
+            for sid, g in allocs[v.id].items():
+                trial[sid] += g
+        if not all(trial[sid] >= g for sid, g in own.items()):
+            return False
+        for v in reversed(chosen[:-1]):  # keep running those the swap turns out not to need
+            back = list(trial)
+            for sid, g in allocs[v.id].items():
+                back[sid] -= g
+            if all(back[sid] >= g for sid, g in own.items()):
+                trial = back
+                chosen.remove(v)
+        for v in chosen:
+            self._left[v.id] = allocs.pop(v.id)
+            suspended.append(v.id)
+            self._slot_start.pop(v.id, None)
+        free[:] = trial
+        return True
 
     def _displace(self, view: ClusterView, allocs: dict, free: list[int], need: int, groups: list[list[int]],
                   victims: list[JobView], suspended: list[str]) -> dict[int, int] | None:

@@ -11,8 +11,8 @@ configuration once, at start-up, then runs :func:`run_one` on the tasks it is
 given; the result comes back to this process, which writes the run's folder
 (atomically: :func:`lyra_gym.simulate.write_result`).
 
-Interrupts (Ctrl-C): worker processes ignore SIGINT (it is blocked while they
-start and ignored once they run), so a Ctrl-C reaches only this process, which
+Interrupts (Ctrl-C): worker processes ignore SIGINT (they inherit it ignored
+and keep it so), so a Ctrl-C reaches only this process, which
 terminates every worker at once, removes any run folder it was writing and
 re-raises :class:`KeyboardInterrupt`; the command line turns that into one line
 and exit code 130. Every worker talks to this process over its own pipe (no
@@ -239,7 +239,7 @@ def _worker_main(conn: Any, initializer: Callable[..., None] | None, initargs: t
     """A worker process: SIGINT ignored; then ``(index, fn, args)`` tasks from ``conn``, each answered
     with ``(index, True, result)`` or ``(index, False, error)``, until ``None`` or the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):  # blocked by the parent while starting us
+    if hasattr(signal, "pthread_sigmask"):  # where a platform passes the parent's mask on
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if initializer is not None:
         initializer(*initargs)
@@ -282,8 +282,13 @@ def run_in_workers(
     next_task = 0
     try:
         main_thread = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
-        if main_thread:  # a Ctrl-C while a worker starts must not reach it: it inherits this mask
+        if main_thread:
+            # A Ctrl-C while a worker starts must not reach it. A spawned child does not inherit
+            # the signal mask (the exec resets it) but does inherit an ignored SIGINT, which its
+            # interpreter keeps ignored: so SIGINT is ignored while workers start. Blocked first,
+            # a Ctrl-C in that window stays pending here and is delivered once the handler is back.
             old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            old_handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             for _ in range(min(n_workers, len(tasks))):
                 parent_end, child_end = context.Pipe()
@@ -293,6 +298,7 @@ def run_in_workers(
                 workers.append((proc, parent_end))
         finally:
             if main_thread:
+                signal.signal(signal.SIGINT, old_handler)
                 signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         for proc, conn in workers:
             if next_task < len(tasks):

@@ -137,7 +137,7 @@ def test_a_job_never_spans_gpu_types_even_where_the_config_allows_it(mixed):
 
 @pytest.mark.parametrize("placement, jcts, suspensions, migrations", [
     ("spread", {"A": 1000, "B": 1000, "C": 100}, 0, 0),
-    ("consolidated", {"A": 1070, "B": 1050, "C": 150}, 2, 2),
+    ("consolidated", {"A": 1100, "B": 1000, "C": 210}, 3, 0),
 ])
 def test_the_placement_rule_is_honoured(placement, jcts, suspensions, migrations):
     # Two servers of 4 GPUs; no restart or resume overhead, migrate 10 s. A and B (3 GPUs x
@@ -145,10 +145,10 @@ def test_the_placement_rule_is_honoured(placement, jcts, suspensions, migrations
     # - spread: C takes the free GPU of each server at once, 10 -> 110.
     # - consolidated: C waits for one server with 2 free GPUs. 60 (quantum): the counts find
     #   room but not on one server, so A (running longest; ties: first in the trace) is
-    #   suspended (180 samples done) and C runs on server 0, 60 -> 160. 120 (quantum): A
-    #   needs one server with 3 free: B is suspended (360 done) and A resumes on server 1,
-    #   not where it left: a migration (to 130), then 2820 / 3 = 940 s -> ends 1070.
-    #   160: C ends; B resumes on server 0, also a migration (to 170): 2640 / 3 -> ends 1050.
+    #   suspended (180 samples done) and C runs on server 0 from 60. 120 (quantum): A swaps
+    #   back in on its own server 0 (C suspended after 60 s; no migration), 180 done -> 360.
+    #   180: C swaps back in, runs its last 40 s, ends 220 (JCT 210). A resumes at 220 and
+    #   runs 2640 / 3 = 880 s -> ends 1100. B keeps server 1 to 1000. 3 suspensions.
     jobs = [job("A", 0, 3, 1000), job("B", 0, 3, 1000), job("C", 10, 2, 100)]
     cfg = replace(config(training=2, gpus=4, migrate=10.0, resume=0.0), placement=placement)
     result = simulate(jobs, GandivaScheduler(), cfg, profiles=TOY)
