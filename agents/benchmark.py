@@ -1,0 +1,444 @@
+"""Benchmark protocol: every policy on a fixed suite of held-out scenarios, normalised, with IQM and CIs.
+
+Protocol
+--------
+1. Scenarios (:data:`agents.scenarios.SUITE`): ``default``, ``contended``,
+   ``strong-diurnal``, ``low-elastic``, ``paper-shape``; each is evaluated on the
+   same few fixed test windows of the environments (paired: every policy sees the
+   same jobs and the same simulation seed on a window).
+2. Policies: scheduler registry names (``lyra``, ``baseline``, ``tiresias``, ...),
+   ``random`` (uniform over the valid values of every action dimension of
+   ``LyraGym/Cluster-v0``'s masks, decoded into Lyra's guidance as the env does;
+   seeded per window from ``--seed`` and the window's seed), ``model:PATH`` (a
+   trained run, loaded the safe way: :func:`agents.policy_scheduler.load_policy_scheduler`),
+   and agents given as several training seeds, ``--agent NAME=PATH,PATH,...``.
+   ``lyra`` and ``random`` are always run: they are the references.
+3. Metric per (policy, scenario, window, run): mean JCT (``jct_mean_s``), and
+   ``jct_vs_lyra = JCT / JCT(lyra)`` (lower is better; lyra = 1) and
+   ``score_vs_random = (JCT(random) - JCT) / (JCT(random) - JCT(lyra))``
+   (higher is better; lyra = 1, random = 0; NaN on a window where they tie).
+4. Aggregate per policy over scenarios x windows (x runs): the interquartile
+   mean (IQM, the mean of the middle 50 %: ``scipy.stats.trim_mean(x, 0.25)``)
+   and a 95 % stratified percentile bootstrap CI: the score matrix is (windows x
+   runs) rows by scenario columns, and each bootstrap sample redraws the rows
+   with replacement within every scenario (``--reps`` samples, seed ``--seed``).
+   These are rliable's estimators (``metrics.aggregate_iqm``, ``StratifiedBootstrap``
+   with ``task_bootstrap=False``) written in numpy with a seeded Generator
+   (:func:`iqm`, :func:`stratified_bootstrap_ci`): rliable 1.2.0 itself does not
+   run with current dependencies (it passes ``random_state=`` to arch, which
+   arch 8 no longer takes; arch 7 does not import under pandas 3), draws from
+   NumPy's global generator, and would pull arch, pandas, statsmodels and
+   seaborn into every install.
+
+Output: a table on stdout and, with ``--out``, a CSV (one row per policy, run,
+scenario and window, then the aggregate rows) written atomically. Same
+arguments, same bytes. A bad policy or scenario name or a missing model path is
+a one-line error and exit status 2, before anything runs or is written.
+
+Cost: the suite (5 scenarios x 3 windows) with all 13 registry schedulers and
+``random`` took 52 s on one core (windows of 150-1,332 jobs). ``--train CONFIG --seeds 0,1,2`` first runs
+``python train.py --config CONFIG --seed S --no-compare`` per seed (about an
+hour each for the shipped configs on 2 cores, ~2 min for ``--quick``'s
+``agents/configs/quick.yaml``) and benchmarks the runs as agent ``--train-name``.
+
+Command line::
+
+    python -m agents.benchmark --out bench.csv
+    python -m agents.benchmark --policies lyra,baseline,pollux,random --scenarios default,contended
+    python -m agents.benchmark --agent ppo=runs/a,runs/b,runs/c --out bench.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from lyra_gym import scheduler as registry
+from lyra_gym.profiles import builtin_profiles
+from lyra_gym.scheduler import Scheduler
+from lyra_gym.simulate import simulate
+
+from agents.scenarios import SUITE, Scenario, get_scenario
+
+REFERENCE = "lyra"
+RANDOM = "random"
+METRICS = ("jct_vs_lyra", "score_vs_random")
+WINDOW_COLUMNS = ["kind", "policy", "run", "scenario", "window", "window_seed", "jct_mean_s", "jct_vs_lyra",
+                  "score_vs_random"]
+AGGREGATE_COLUMNS = ["metric", "iqm", "ci_low", "ci_high", "reps", "cells"]
+COLUMNS = WINDOW_COLUMNS + AGGREGATE_COLUMNS
+
+
+class BenchmarkError(ValueError):
+    """A bad argument (unknown name, missing path): reported in one line, exit status 2."""
+
+
+# ---------------------------------------------------------------------- statistics
+def iqm(scores: np.ndarray) -> float:
+    """Interquartile mean of all entries: drop ``int(0.25 * n)`` from each end of the sorted
+    values and average the rest (``scipy.stats.trim_mean(x, 0.25, axis=None)``, rliable's
+    ``aggregate_iqm``). E.g. 1..8 -> mean(3, 4, 5, 6) = 4.5."""
+    values = np.sort(np.asarray(scores, dtype=float).ravel())
+    if values.size == 0:
+        return math.nan
+    cut = int(0.25 * values.size)
+    return float(values[cut:values.size - cut].mean())
+
+
+def _iqm_rows(samples: np.ndarray) -> np.ndarray:
+    """:func:`iqm` of each row of a 2-D array."""
+    values = np.sort(samples, axis=1)
+    cut = int(0.25 * values.shape[1])
+    return values[:, cut:values.shape[1] - cut].mean(axis=1)
+
+
+def stratified_bootstrap_ci(scores: np.ndarray, reps: int = 10_000, size: float = 0.95,
+                            seed: int = 0) -> tuple[float, float]:
+    """Percentile CI of the IQM of ``scores`` (runs x tasks): each of ``reps`` samples redraws,
+    in every task column independently, as many runs with replacement (rliable's
+    ``StratifiedBootstrap``, ``task_bootstrap=False``); the bounds are the
+    ``(1 - size) / 2`` and ``(1 + size) / 2`` percentiles (``np.percentile``, linear) of the
+    samples' IQMs. ``numpy.random.default_rng(seed)``: same input, same interval."""
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim != 2 or scores.size == 0:
+        raise ValueError(f"scores: a non-empty runs x tasks matrix expected, got shape {scores.shape}")
+    runs, tasks = scores.shape
+    rng = np.random.default_rng(seed)
+    stats = np.empty(reps)
+    chunk = max(1, 2_000_000 // scores.size)
+    for start in range(0, reps, chunk):
+        n = min(chunk, reps - start)
+        rows = rng.integers(0, runs, size=(n, runs, tasks))
+        stats[start:start + n] = _iqm_rows(scores[rows, np.arange(tasks)].reshape(n, -1))
+    tail = 100 * (1 - size) / 2
+    low, high = np.percentile(stats, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def iqm_ci(scores: np.ndarray, reps: int, seed: int) -> tuple[float, float, float]:
+    """(IQM, CI low, CI high) of ``scores`` (runs x tasks); NaN if any score is not finite."""
+    scores = np.asarray(scores, dtype=float)
+    if not np.isfinite(scores).all():
+        return math.nan, math.nan, math.nan
+    return (iqm(scores), *stratified_bootstrap_ci(scores, reps, seed=seed))
+
+
+def normalise(jct: float, lyra: float, random: float) -> tuple[float, float]:
+    """(JCT / lyra, (random - JCT) / (random - lyra)); the second is NaN when random == lyra."""
+    vs_lyra = jct / lyra if lyra > 0 else math.nan
+    gap = random - lyra
+    return vs_lyra, ((random - jct) / gap if gap != 0 else math.nan)
+
+
+# ---------------------------------------------------------------------- policies
+class RandomMaskedScheduler(Scheduler):
+    """Uniform over the valid values of every action dimension (``action_masks()`` of
+    ``LyraGym/Cluster-v0``), decoded into guidance for Lyra as the env decodes an agent's action.
+
+    :param seed: seeds ``numpy.random.default_rng`` at every ``reset`` (one run = one seed).
+    """
+
+    name = RANDOM
+
+    def __init__(self, seed: int = 0) -> None:
+        from agents.config import TrainConfig
+        from agents.policy_scheduler import GuidedAgentScheduler
+
+        class _Random(GuidedAgentScheduler):
+            def act(inner, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:  # noqa: N805
+                return random_masked_action(self.rng, inner.codec.nvec, masks)
+
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.inner = _Random(TrainConfig(), name=RANDOM)
+
+    @property
+    def tick_interval(self) -> float | None:  # type: ignore[override]
+        return self.inner.tick_interval
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self.rng = np.random.default_rng(self.seed)
+        self.inner.reset(rng)
+
+    def decide(self, view: Any) -> Any:
+        return self.inner.decide(view)
+
+
+def random_masked_action(rng: np.random.Generator, nvec: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """One value per dimension, uniform over that dimension's valid values in ``masks``."""
+    action = np.empty(len(nvec), dtype=np.int64)
+    start = 0
+    for d, n in enumerate(np.asarray(nvec, dtype=int)):
+        valid = np.flatnonzero(masks[start:start + n])
+        action[d] = valid[rng.integers(len(valid))] if len(valid) else 0
+        start += n
+    return action
+
+
+@dataclass
+class Policy:
+    """A benchmarked policy: a name and one factory per run (training seed)."""
+
+    name: str
+    runs: list[tuple[str, Callable[[int], Scheduler | str]]]  # (run label, window seed -> scheduler)
+
+
+def _random_policy(seed: int) -> Policy:
+    def make(window_seed: int) -> Scheduler:
+        child = int(np.random.SeedSequence([seed, window_seed]).generate_state(1)[0])
+        return RandomMaskedScheduler(child)
+    return Policy(RANDOM, [(f"seed={seed}", make)])
+
+
+def _load_model(path: str, name: str) -> Scheduler:
+    from agents.policy_scheduler import load_policy_scheduler, split_trust_option
+
+    base, _ = split_trust_option(path)
+    if not os.path.exists(base):
+        raise BenchmarkError(f"model path {base!r} not found")
+    try:
+        return load_policy_scheduler(path, name=name)
+    except (FileNotFoundError, ValueError) as err:
+        raise BenchmarkError(f"model {path!r}: {err}") from None
+
+
+def resolve_policies(names: Sequence[str], agents: Sequence[str], random_seed: int) -> list[Policy]:
+    """Policies from ``--policies`` names and ``--agent NAME=PATH,...`` groups; ``lyra`` and
+    ``random`` first (added when missing). Every name checked and every model loaded here."""
+    known = set(registry.available())
+    policies: dict[str, Policy] = {}
+
+    def add(policy: Policy) -> None:
+        if policy.name in policies:
+            raise BenchmarkError(f"policy {policy.name!r} given twice")
+        policies[policy.name] = policy
+
+    for name in [REFERENCE, RANDOM, *[n for n in names if n not in (REFERENCE, RANDOM)]]:
+        if name == RANDOM:
+            add(_random_policy(random_seed))
+        elif name.startswith("model:"):
+            scheduler = _load_model(name[len("model:"):], name)
+            add(Policy(name, [(name[len("model:"):], lambda _s, sch=scheduler: sch)]))
+        elif name in known:
+            add(Policy(name, [("", lambda _s, n=name: n)]))
+        else:
+            raise BenchmarkError(f"unknown policy {name!r} (known: {', '.join(sorted(known | {RANDOM}))}, model:PATH)")
+    for spec in agents:
+        label, eq, paths = spec.partition("=")
+        label = label.strip()
+        if not eq or not label or not paths.strip():
+            raise BenchmarkError(f"--agent {spec!r}: expected NAME=PATH[,PATH...]")
+        runs = []
+        for path in [p.strip() for p in paths.split(",") if p.strip()]:
+            scheduler = _load_model(path, label)
+            runs.append((path, lambda _s, sch=scheduler: sch))
+        add(Policy(label, runs))
+    return list(policies.values())
+
+
+def resolve_scenarios(names: Sequence[str]) -> list[Scenario]:
+    try:
+        return [get_scenario(n) for n in names]
+    except ValueError as err:
+        raise BenchmarkError(str(err)) from None
+
+
+# ---------------------------------------------------------------------- running
+def evaluate(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows: int | None = None,
+             progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """One row per (policy, run, scenario, window): its mean JCT and both normalised scores."""
+    profiles = builtin_profiles()
+    rows: list[dict[str, Any]] = []
+    for scenario in scenarios:
+        trace, config = scenario.build_trace(), scenario.sim_config()
+        for window in scenario.test_windows(trace, windows):
+            jobs = window.jobs(trace)
+            jct: dict[tuple[str, str], float] = {}
+            for policy in policies:
+                for run, make in policy.runs:
+                    result = simulate(jobs, make(window.seed), config, seed=window.seed, profiles=profiles)
+                    jct[policy.name, run] = float(result.metrics["jct_mean_s"])
+            lyra = next(v for (p, _r), v in jct.items() if p == REFERENCE)
+            rand = next(v for (p, _r), v in jct.items() if p == RANDOM)
+            for (name, run), value in jct.items():
+                vs_lyra, vs_random = normalise(value, lyra, rand)
+                rows.append({"kind": "window", "policy": name, "run": run, "scenario": scenario.name,
+                             "window": window.index, "window_seed": window.seed, "jct_mean_s": value,
+                             "jct_vs_lyra": vs_lyra, "score_vs_random": vs_random})
+            if progress:
+                progress(f"{scenario.name} window {window.index}: {len(jobs)} jobs, lyra {lyra:.0f} s, "
+                         f"random {rand:.0f} s")
+    return rows
+
+
+def score_matrix(rows: Sequence[dict[str, Any]], policy: str, metric: str,
+                 scenarios: Sequence[str]) -> np.ndarray:
+    """``metric`` of ``policy`` as a (runs x windows) rows by scenarios columns matrix."""
+    columns = []
+    for s in scenarios:
+        cells = sorted((r["run"], r["window"], r[metric]) for r in rows if r["policy"] == policy and r["scenario"] == s)
+        columns.append([c[2] for c in cells])
+    if len({len(c) for c in columns}) != 1:
+        raise ValueError(f"{policy}: unequal numbers of windows per scenario ({[len(c) for c in columns]})")
+    return np.array(columns, dtype=float).T
+
+
+def aggregate(rows: Sequence[dict[str, Any]], reps: int, seed: int) -> list[dict[str, Any]]:
+    """Per policy and metric: IQM and stratified bootstrap CI over scenarios x windows x runs."""
+    policies = list(dict.fromkeys(r["policy"] for r in rows))
+    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    out = []
+    for policy in policies:
+        for metric in METRICS:
+            scores = score_matrix(rows, policy, metric, scenarios)
+            point, low, high = iqm_ci(scores, reps, seed)
+            out.append({"kind": "aggregate", "policy": policy, "metric": metric, "iqm": point, "ci_low": low,
+                        "ci_high": high, "reps": reps, "cells": scores.size})
+    return out
+
+
+# ---------------------------------------------------------------------- output
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else repr(value)
+    return str(value)
+
+
+def to_csv(rows: Sequence[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in rows:
+        writer.writerow([_cell(row.get(c)) for c in COLUMNS])
+    return buffer.getvalue()
+
+
+def write_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def table(rows: Sequence[dict[str, Any]], aggregates: Sequence[dict[str, Any]]) -> str:
+    """Policy, IQM JCT/lyra [CI], IQM score vs random [CI], runs, mean JCT (s) per scenario."""
+    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    agg = {(a["policy"], a["metric"]): a for a in aggregates}
+
+    def ci(a: dict[str, Any]) -> str:
+        return f"{a['iqm']:.3f} [{a['ci_low']:.3f}, {a['ci_high']:.3f}]"
+
+    header = ["policy", "runs", "JCT/lyra IQM [95% CI]", "vs random IQM [95% CI]", *scenarios]
+    body = []
+    for policy in dict.fromkeys(r["policy"] for r in rows):
+        mine = [r for r in rows if r["policy"] == policy]
+        means = [np.mean([r["jct_mean_s"] for r in mine if r["scenario"] == s]) for s in scenarios]
+        body.append([policy, str(len({r["run"] for r in mine})), ci(agg[policy, "jct_vs_lyra"]),
+                     ci(agg[policy, "score_vs_random"]), *[f"{m:.0f}" for m in means]])
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))]
+    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(b, widths)))
+              for b in body]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- training
+def train_seeds(config: str, seeds: Sequence[int], name: str, runs_dir: str = "runs") -> list[str]:
+    """``python train.py --config CONFIG --seed S --no-compare`` per seed; the run directories."""
+    paths = []
+    for seed in seeds:
+        proc = subprocess.run([sys.executable, "train.py", "--config", config, "--seed", str(seed), "--no-compare",
+                               "--set", f"name={name}-s{seed}", f"runs_dir={runs_dir}"],
+                              capture_output=True, text=True)
+        sys.stderr.write(proc.stderr)
+        found = re.search(r"^run (\S+)", proc.stdout, flags=re.M)
+        if proc.returncode != 0 or not found:
+            raise BenchmarkError(f"train.py for seed {seed} failed (exit {proc.returncode})")
+        paths.append(found.group(1))
+    return paths
+
+
+# ---------------------------------------------------------------------- command line
+def _default_policies() -> list[str]:
+    return registry.available()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m agents.benchmark", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--policies", default=None,
+                        help="comma-separated registry names, 'random', model:PATH (default: every registry "
+                             "scheduler and random)")
+    parser.add_argument("--agent", action="append", default=[], metavar="NAME=PATH[,PATH...]",
+                        help="a trained agent as runs of several training seeds (repeatable)")
+    parser.add_argument("--scenarios", default=",".join(SUITE), help=f"comma-separated (default: {','.join(SUITE)})")
+    parser.add_argument("--windows", type=int, default=None, help="evaluate only the first N windows of each scenario")
+    parser.add_argument("--reps", type=int, default=10_000, help="bootstrap samples (default 10000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random policy and the bootstrap")
+    parser.add_argument("--out", default=None, help="CSV of per-window and aggregate rows (written atomically)")
+    parser.add_argument("--train", default=None, metavar="CONFIG",
+                        help="first train CONFIG once per --seeds with train.py (hours for the shipped configs)")
+    parser.add_argument("--seeds", default="0,1,2", help="training seeds for --train")
+    parser.add_argument("--train-name", default="trained", help="agent name of the --train runs")
+    parser.add_argument("--quiet", action="store_true", help="no per-window progress on stderr")
+    args = parser.parse_args(argv)
+    try:
+        if args.windows is not None and args.windows < 1:
+            raise BenchmarkError(f"--windows must be >= 1, got {args.windows}")
+        if args.reps < 1:
+            raise BenchmarkError(f"--reps must be >= 1, got {args.reps}")
+        if args.out is not None and not Path(args.out).resolve().parent.is_dir():
+            raise BenchmarkError(f"--out: directory {str(Path(args.out).parent)!r} not found")
+        scenarios = resolve_scenarios([s.strip() for s in args.scenarios.split(",") if s.strip()])
+        if not scenarios:
+            raise BenchmarkError("--scenarios: none given")
+        names = ([p.strip() for p in args.policies.split(",") if p.strip()] if args.policies is not None
+                 else _default_policies() + [RANDOM])
+        agents = list(args.agent)
+        if args.train:
+            if not Path(args.train).is_file():
+                raise BenchmarkError(f"--train: config {args.train!r} not found")
+            seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+            resolve_policies(names, agents, args.seed)  # fail on bad names before hours of training
+            agents.append(f"{args.train_name}=" + ",".join(train_seeds(args.train, seeds, args.train_name)))
+        policies = resolve_policies(names, agents, args.seed)
+    except BenchmarkError as err:
+        print(f"agents.benchmark: error: {err}", file=sys.stderr)
+        return 2
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    if progress:
+        for s in scenarios:
+            progress(f"scenario {s.name}: offered load {s.offered_load(count=args.windows):.3f} over its windows; "
+                     f"{s.description}")
+    rows = evaluate(policies, scenarios, args.windows, progress)
+    aggregates = aggregate(rows, args.reps, args.seed)
+    print(table(rows, aggregates))
+    print(f"(IQM over {len(scenarios)} scenarios x windows x runs; 95 % stratified bootstrap CI, "
+          f"{args.reps} samples)")
+    if args.out:
+        write_atomic(args.out, to_csv([*rows, *aggregates]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
