@@ -31,6 +31,10 @@ CUSTOM_KEYS = {  # TensorBoard key -> final_metrics key
     "custom/servers_borrowed": "servers_borrowed",
     "custom/preemptions": "preemptions",
     "custom/inference_violations": "inference_violations",
+    "custom/gpu_usage_effective_overall": "gpu_usage_effective_overall",  # the headline usage
+    "custom/overhead_gpu_share": "overhead_gpu_share",
+    "custom/migrations": "migrations",
+    "custom/reclaim_disruptions": "reclaim_disruptions",
 }
 
 

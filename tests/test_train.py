@@ -58,7 +58,9 @@ def test_tensorboard_holds_the_cluster_scalars_the_eval_ratio_and_the_config(qui
     events.Reload()
     scalars = set(events.Tags()["scalars"])
     expected = {"custom/jct_mean_s", "custom/queue_mean_s", "custom/gpu_usage_training", "custom/servers_borrowed",
-                "custom/preemptions", "custom/inference_violations", "eval/jct_policy", "eval/jct_lyra",
+                "custom/preemptions", "custom/inference_violations", "custom/gpu_usage_effective_overall",
+                "custom/overhead_gpu_share", "custom/migrations", "custom/reclaim_disruptions",
+                "eval/jct_policy", "eval/jct_lyra",
                 "eval/jct_vs_lyra", "rollout/ep_rew_mean", "train/value_loss", "time/fps"}
     assert expected <= scalars, expected - scalars
     ratios = events.Scalars("eval/jct_vs_lyra")
