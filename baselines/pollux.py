@@ -102,8 +102,33 @@ from baselines.loaning import Loaning, free_after
 from baselines.placement import best_fit, take
 from baselines.pollux_optimizer import best_sizes, restart_factor, statistical_efficiency
 from lyra_gym.plan import Plan
+from lyra_gym.scaling import progress_bin
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.view import ClusterView, JobView
+
+
+#: What a speed-up is measured against (``speedup_base``).
+SPEEDUP_BASES = ("fair-share", "request")
+#: Batch-size search of the adaptive rule: ``B0 x 2^(k/4)``, k = 0, 1, ..., up to this multiple of ``B0``.
+MAX_BATCH_GROWTH = 64.0
+
+
+def batch_candidates(b0: float, workers: int, max_local_batch: float | None) -> list[float]:
+    """Global batches Pollux considers on ``workers`` GPUs: ``B0 x 2^(k/4)`` (whole samples) from
+    ``B0`` up to ``MAX_BATCH_GROWTH x B0`` and to ``workers x max_local_batch`` (GPU memory).
+    Never below ``B0``, as in Pollux (its batch starts at the initial one and only grows)."""
+    top = b0 * MAX_BATCH_GROWTH
+    if max_local_batch is not None:
+        top = min(top, workers * max_local_batch)
+    out, k = [float(b0)], 1
+    while True:
+        m = float(round(b0 * 2.0 ** (k / 4)))
+        if m > top:
+            break
+        if m > out[-1]:
+            out.append(m)
+        k += 1
+    return out
 
 
 @dataclass
@@ -122,8 +147,9 @@ class PolluxScheduler(Scheduler):
     """
 
     p: float = -1.0
-    noise_scale_ratio: float = 2.0
+    noise_scale_ratio: float | None = None
     model_noise_scale_ratio: Mapping[str, float] = field(default_factory=dict)
+    speedup_base: str = "fair-share"
     restart_penalty_s: float = 30.0
     tick_interval: float | None = 60.0
     backfill: bool = True
@@ -132,19 +158,31 @@ class PolluxScheduler(Scheduler):
     name = "pollux"
 
     def __post_init__(self) -> None:
-        if self.noise_scale_ratio < 0 or any(r < 0 for r in self.model_noise_scale_ratio.values()):
+        if (self.noise_scale_ratio is not None and self.noise_scale_ratio < 0) \
+                or any(r < 0 for r in self.model_noise_scale_ratio.values()):
             raise ValueError("noise_scale_ratio: must be >= 0")
+        if self.speedup_base not in SPEEDUP_BASES:
+            raise ValueError(f"speedup_base: must be one of {', '.join(SPEEDUP_BASES)}, got {self.speedup_base!r}")
         if self.restart_penalty_s < 0:
             raise ValueError(f"restart_penalty_s: must be >= 0, got {self.restart_penalty_s}")
         self.loaning = Loaning(enabled=self.loan, reclaim_rule=self.reclaim_rule)
         self.rng = np.random.default_rng(0)  # replaced by the run's generator in reset()
         self._speedups: dict[tuple, np.ndarray] = {}
+        self._goodputs: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._reallocations: dict[str, int] = {}
+        self._batches: dict[str, float] = {}  # job id -> batch chosen at its planned size (adaptive)
 
     def reset(self, rng: np.random.Generator) -> None:
         self.rng = rng
         self._speedups = {}
+        self._goodputs = {}
         self._reallocations = {}
+        self._batches = {}
+
+    @property
+    def assumed_efficiency(self) -> bool:
+        """Does this run use the assumed ``phi = ratio x M0`` model instead of the engine's goodput?"""
+        return self.noise_scale_ratio is not None or bool(self.model_noise_scale_ratio)
 
     # --- the goodput model --------------------------------------------------------------
     def speedups(self, view: ClusterView, model: str, num_gpus: int, lo: int, hi: int,
@@ -160,7 +198,7 @@ class PolluxScheduler(Scheduler):
         if table is None or len(table) < hi:
             profiles = view.profiles
             batch = profiles.model(model).local_batch
-            ratio = self.model_noise_scale_ratio.get(model, self.noise_scale_ratio)
+            ratio = self.model_noise_scale_ratio.get(model, 2.0 if self.noise_scale_ratio is None else self.noise_scale_ratio)
             m0 = num_gpus * batch
             base = profiles.packed_throughput(model, num_gpus, ref.gpu_type, ref.num_gpus)
             table = np.array([
@@ -171,6 +209,45 @@ class PolluxScheduler(Scheduler):
             table.flags.writeable = False
             self._speedups[key] = table
         return table[lo - 1:hi]
+
+    def goodputs(self, view: ClusterView, job: JobView, hi: int, gpu_type: str,
+                 gpus_per_server: int) -> tuple[np.ndarray, np.ndarray]:
+        """The engine's goodput of ``job`` at 1..``hi`` GPUs packed on ``gpu_type`` servers, at its
+        current progress, and the batch giving it: under ``scaling: adaptive`` the best batch of
+        :func:`batch_candidates` for each count (Pollux's batch-size adaptation), else the rule's
+        own batch. Read-only arrays, cached per (model, initial batch, progress part, servers)."""
+        adaptive = view.scaling == "adaptive"
+        part = progress_bin(job.total_work - job.remaining_work, job.total_work)
+        key = (job.spec.model, job.init_batch, part, gpu_type, gpus_per_server)
+        cached = self._goodputs.get(key)
+        if cached is not None and len(cached[0]) >= hi:
+            return cached
+        size = max(hi, 2 * job.spec.num_gpus)
+        goodput, batches = np.empty(size), np.empty(size)
+        cap = view.profiles.model(job.spec.model).max_local_batch
+        for x in range(1, size + 1):
+            if adaptive:
+                options = [(view.goodput(job, x, gpu_type, gpus_per_server, m), m)
+                           for m in batch_candidates(job.init_batch, x, cap)]
+                goodput[x - 1], batches[x - 1] = max(options, key=lambda gm: (gm[0], -gm[1]))
+            else:
+                goodput[x - 1], batches[x - 1] = view.goodput(job, x, gpu_type, gpus_per_server), np.nan
+        goodput.flags.writeable = batches.flags.writeable = False
+        self._goodputs[key] = (goodput, batches)
+        return goodput, batches
+
+    def job_speedups(self, view: ClusterView, job: JobView, lo: int, hi: int, gpu_type: str,
+                     gpus_per_server: int, fair_share: int) -> np.ndarray:
+        """Speed-ups of ``job`` at ``lo..hi`` GPUs: the engine's goodput over the goodput at the
+        :attr:`speedup_base` allocation (``fair-share``: ``fair_share`` GPUs, clipped to the job's
+        range; ``request``: its requested GPUs on the first training server's type)."""
+        goodput, _ = self.goodputs(view, job, max(hi, job.spec.max_gpus), gpu_type, gpus_per_server)
+        if self.speedup_base == "fair-share":
+            base = goodput[min(max(fair_share, 1), job.spec.max_gpus) - 1]
+        else:
+            ref = view.servers[view.training_server_ids[0]]
+            base = self.goodputs(view, job, job.spec.num_gpus, ref.gpu_type, ref.num_gpus)[0][job.spec.num_gpus - 1]
+        return goodput[lo - 1:hi] / base
 
     # --- the policy ---------------------------------------------------------------------
     def decide(self, view: ClusterView) -> Plan:
@@ -187,7 +264,9 @@ class PolluxScheduler(Scheduler):
             alloc = allocations.get(job.id)
             if alloc is None:
                 dropped.append(job)
-            elif job.spec.elastic:
+            elif not job.spec.elastic:
+                pool_of[next(iter(alloc))].fixed.append(job)
+            else:
                 pool = pool_of[next(iter(alloc))]
                 if any(pool_of[sid] is not pool for sid in alloc):
                     continue  # spans both pools (not made by this policy): left as it is
@@ -261,7 +340,11 @@ class PolluxScheduler(Scheduler):
             spec = job.spec
             lo = spec.min_gpus
             hi = min(spec.max_gpus, lo + pool.spare)
-            s = self.speedups(view, spec.model, spec.num_gpus, lo, hi, pool.gpu_type, pool.gpus_per_server)
+            if self.assumed_efficiency:
+                s = self.speedups(view, spec.model, spec.num_gpus, lo, hi, pool.gpu_type, pool.gpus_per_server)
+            else:
+                fair = pool.fair_share()
+                s = self.job_speedups(view, job, lo, hi, pool.gpu_type, pool.gpus_per_server, fair)
             if current is not None and self.restart_penalty_s > 0:
                 age = view.now - spec.submit_time
                 factor = restart_factor(age, self._reallocations.get(job.id, 0), self.restart_penalty_s)
@@ -290,6 +373,22 @@ class PolluxScheduler(Scheduler):
             allocations[job.id] = placement
             if job.first_start is not None:
                 self._reallocations[job.id] = self._reallocations.get(job.id, 0) + 1
+        if view.scaling == "adaptive" and not self.assumed_efficiency:
+            self._adapt_batches(view, plan, pool)
+
+    def _adapt_batches(self, view: ClusterView, plan: Plan, pool: "_Pool") -> None:
+        """Pollux's batch-size adaptation: every job of the pool in the plan runs at the batch that
+        maximises its goodput at its planned GPU count (sent only when it changes)."""
+        allocations = plan.allocations
+        for job in (*(j for j, _, _ in pool.elastic), *pool.started, *pool.fixed):
+            alloc = allocations.get(job.id)
+            if not alloc:
+                continue
+            x = sum(alloc.values())
+            _, batches = self.goodputs(view, job, x, pool.gpu_type, pool.gpus_per_server)
+            batch = float(batches[x - 1])
+            if batch != job.batch_size or job.workers != x:
+                plan.batch_sizes[job.id] = batch
 
 
 @dataclass
@@ -303,6 +402,12 @@ class _Pool:
     spare: int               # GPUs beyond the minimums of the jobs admitted here
     elastic: list[tuple[JobView, int, int | None]] = field(default_factory=list)  # (job, GPUs now, penalised count)
     started: list[JobView] = field(default_factory=list)  # inelastic jobs admitted now
+    fixed: list[JobView] = field(default_factory=list)    # inelastic jobs running here already
+
+    def fair_share(self) -> int:
+        """GPUs per job if the pool's GPUs were split evenly among its jobs (Pollux's ``a_f``)."""
+        jobs = len(self.elastic) + len(self.started) + len(self.fixed)
+        return len(self.servers) * self.gpus_per_server // max(1, jobs)
 
 
 @dataclass

@@ -195,6 +195,23 @@ class SimConfig:
       id. Honoured by fifo, sjf, baseline(-min), lyra (base demands; extra
       elastic workers go anywhere), tiresias and gandiva; pollux places by its
       own optimiser.
+    - ``scaling``: what more workers buy (:mod:`lyra_gym.scaling`):
+      ``"fixed-local"`` (default: each worker keeps its local batch, the
+      global batch grows, statistical efficiency is charged),
+      ``"fixed-global"`` (workers split a fixed batch), ``"adaptive"`` (the
+      scheduler picks the batch, ``Plan.batch_sizes``; efficiency charged) or
+      ``"throughput"`` (the old semantics: samples/s, nothing charged).
+    - ``noise_scale``: ``"relative"`` (default: a model's measured noise scale
+      scaled to the job's initial batch) or ``"absolute"`` (as measured, for
+      profiles in the efficiency data's own units).
+    - ``all_jobs_elastic``: treat every job of the trace as elastic (Pollux's
+      setting: every job is adaptive), so the same trace runs both ways. An
+      elastic job keeps its range; an inelastic one may run on 1 up to
+      ``min(64, 2 x num_gpus)`` GPUs (at least ``num_gpus``): Pollux's cap of
+      twice the replicas seen so far and 64 (adaptdl simulator,
+      ``get_pollux_job_info``; an assumption for traces that are not Pollux's).
+    - ``efficiency``: a noise-scale JSON path (``lyra_gym.efficiency``);
+      ``None`` = the shipped measurements.
     - ``profiles``: a profile JSON path; ``None`` = the built-in profile.
     - ``reference_gpu``: GPU type the trace's durations refer to; ``None`` =
       the profile's reference type.
@@ -212,6 +229,10 @@ class SimConfig:
     allow_mixed_gpu_types: bool = False
     placement: str = "spread"
     overheads: OverheadConfig = field(default_factory=OverheadConfig)
+    scaling: str = "fixed-local"
+    noise_scale: str = "relative"
+    efficiency: str | None = None
+    all_jobs_elastic: bool = False
     profiles: str | None = None
     reference_gpu: str | None = None
     horizon_s: float | None = None
@@ -234,6 +255,12 @@ class SimConfig:
         if servers > MAX_CLUSTER_SERVERS:
             raise ConfigError(f"cluster: {servers} servers in all, more than MAX_CLUSTER_SERVERS="
                               f"{MAX_CLUSTER_SERVERS:,}")
+        from lyra_gym.scaling import NOISE_SCALE_RULES, SCALING_RULES
+
+        if self.scaling not in SCALING_RULES:
+            raise ConfigError(f"scaling: must be one of {', '.join(SCALING_RULES)}, got {self.scaling!r}")
+        if self.noise_scale not in NOISE_SCALE_RULES:
+            raise ConfigError(f"noise_scale: must be one of {', '.join(NOISE_SCALE_RULES)}, got {self.noise_scale!r}")
         if self.placement not in PLACEMENT_RULES:
             raise ConfigError(f"placement: must be one of {', '.join(PLACEMENT_RULES)}, got {self.placement!r}")
         if self.demand_preset is not None:

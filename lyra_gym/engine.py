@@ -42,6 +42,7 @@ Modelling choices (DESIGN.md "Model contract"):
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import heapq
 import time
 from collections import deque
@@ -52,14 +53,29 @@ import numpy as np
 from lyra_gym.cluster import Pool, Server, build_servers
 from lyra_gym.config import SimConfig
 from lyra_gym.demand import DemandCurve
+from lyra_gym.efficiency import builtin_efficiency, load_efficiency
 from lyra_gym.jobs import EMPTY_ALLOCATION, Job, JobState
 from lyra_gym.plan import FrozenAllocation, Plan, PlanError, TrackedAllocations
 from lyra_gym.profiles import ProfileError, ProfileSet
+from lyra_gym.scaling import ScalingModel, bin_end_work, progress_bin
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.trace import JobSpec
 from lyra_gym.view import ClusterView, JobView
 
 _COMPLETION, _DEADLINE, _TICK = 0, 1, 2
+
+
+#: Most GPUs an inelastic job made elastic by ``all_jobs_elastic`` may grow to (adaptdl simulator).
+ELASTIC_CAP_GPUS = 64
+
+
+def as_elastic(spec: JobSpec) -> JobSpec:
+    """``spec`` as an elastic job (``SimConfig.all_jobs_elastic``): an inelastic one may run on
+    1 to ``max(num_gpus, min(ELASTIC_CAP_GPUS, 2 x num_gpus))`` GPUs; an elastic one is unchanged."""
+    if spec.elastic:
+        return spec
+    top = max(spec.num_gpus, min(ELASTIC_CAP_GPUS, 2 * spec.num_gpus))
+    return dataclasses.replace(spec, elastic=True, min_gpus=1, max_gpus=top)
 
 
 class Engine:
@@ -97,7 +113,11 @@ class Engine:
         ref_groups = [g for g in config.cluster.training if g.gpu_type == self.reference_gpu]
         self.reference_gpus_per_server = (ref_groups or list(config.cluster.training))[0].gpus_per_server
 
+        efficiency = load_efficiency(config.efficiency) if config.efficiency else builtin_efficiency()
+        self.scaling = scaling = ScalingModel(profiles, efficiency, config.scaling, config.noise_scale)
         specs = sorted(jobs, key=lambda j: j.submit_time)  # stable: ties keep trace order
+        if config.all_jobs_elastic:
+            specs = [as_elastic(spec) for spec in specs]
         self.jobs: list[Job] = []
         self._by_id: dict[str, Job] = {}
         for index, spec in enumerate(specs):
@@ -107,8 +127,10 @@ class Engine:
                 )
             if spec.job_id in self._by_id:
                 raise ValueError(f"job_id {spec.job_id!r}: duplicate job id")
-            work = spec.duration * self.reference_throughput(spec.model, spec.num_gpus)
+            b0 = scaling.initial_batch(spec)
+            work = spec.duration * scaling.reference_rate(spec, b0, self.reference_gpu, self.reference_gpus_per_server)
             job = Job(index, spec, work)
+            job.init_batch = job.batch = b0
             job.view = JobView(job, self)
             self.jobs.append(job)
             self._by_id[spec.job_id] = job
@@ -145,6 +167,7 @@ class Engine:
         self._speeds: dict[tuple[str, frozenset[str]], float] = {}  # (model, GPU types) -> speed
         self.sim_wall_s = 0.0
         self._redecide = False  # a forced reclaim asks for a second decision at the same instant
+        self._progress_only = False  # were the last events only jobs' rate changes with progress?
         self.tick_only = False  # this decision point has no event but the scheduler's own tick
         self._changed = True    # did the decisions since the last events change anything?
         self._over = False
@@ -272,6 +295,8 @@ class Engine:
                 self._bar.update(self.finished - done_before)
             if self.finished == jobs_n:
                 break
+            if self._progress_only:
+                continue  # only rates changed inside jobs: no decision point
             self._changed = False
             return True
         self._over = True
@@ -312,7 +337,7 @@ class Engine:
     def _process_events(self, t: float, times: np.ndarray, values: np.ndarray) -> bool:
         """Apply every event at ``t``; True when the only ones were the scheduler's ticks."""
         jobs = self.jobs
-        events0, ticks = self.counts["events"], 0
+        events0, ticks, progress = self.counts["events"], 0, 0
         while self._next_arrival < len(jobs) and jobs[self._next_arrival].spec.submit_time <= t:
             job = jobs[self._next_arrival]
             job.state = JobState.QUEUED
@@ -325,7 +350,9 @@ class Engine:
             _, _, kind, index, _ = heapq.heappop(heap)
             self.counts["events"] += 1
             if kind == _COMPLETION:
-                self._finish(jobs[index])
+                if not self._progress_event(jobs[index]):
+                    self.counts["events"] -= 1  # a change of rate inside a job: not an event
+                    progress += 1
             elif kind == _TICK:
                 ticks += 1
                 if self.finished < len(jobs):
@@ -338,6 +365,7 @@ class Engine:
             self.counts["events"] += 1
         if demand_changed:
             self._sync_requests()
+        self._progress_only = progress > 0 and self.counts["events"] == events0
         return ticks > 0 and self.counts["events"] - events0 == ticks
 
     def _finish(self, job: Job) -> None:
@@ -399,7 +427,8 @@ class Engine:
     def apply(self, plan: Plan) -> bool:
         """Validate ``plan`` completely, then apply it; raises PlanError and changes nothing if invalid."""
         changes = self._validate(plan)
-        if not changes and not plan.borrow and not plan.give_back:
+        batches = self._validate_batches(plan)
+        if not changes and not plan.borrow and not plan.give_back and not batches:
             return False
         now = self.now
         self.state_version += 1
@@ -416,9 +445,18 @@ class Engine:
         for job, _ in changes:  # release everything first so moves between jobs are consistent
             job.advance(now)
             self._release(job)
+        for job, batch in batches:
+            job.batch = batch
         suspend = set(plan.suspend)
         for job, new in changes:
             self._assign(job, new, job.spec.job_id in suspend)
+        reassigned = {job.index for job, _ in changes}
+        for job, _ in batches:  # a running job with only a new batch: new rate, no overhead
+            if job.state is JobState.RUNNING and job.index not in reassigned:
+                job.advance(now)
+                job.version += 1
+                job.progress_bin = progress_bin(job.work_done, job.total_work)
+                self._set_rate(job)
         for sid in plan.give_back:
             self.servers[sid].loaned = False
             self.free[sid] = 0
@@ -516,6 +554,25 @@ class Engine:
                 raise PlanError("bad-suspend", f"suspend: job {job_id!r} is not stopped by this plan")
         return changes
 
+    def _validate_batches(self, plan: Plan) -> list[tuple[Job, float]]:
+        """The batch changes of ``plan`` (adaptive scaling only), validated."""
+        if not plan.batch_sizes:
+            return []
+        if self.scaling.rule != "adaptive":
+            raise PlanError("bad-batch", f"batch_sizes: the scheduler chooses batches only under scaling: adaptive "
+                                         f"(this run: {self.scaling.rule})")
+        out = []
+        for job_id, batch in plan.batch_sizes.items():
+            job = self._by_id.get(job_id)
+            if job is None or job.state in (JobState.PENDING, JobState.FINISHED):
+                raise PlanError("unknown-job", f"batch_sizes: no job {job_id!r} in the system")
+            if isinstance(batch, bool) or not isinstance(batch, (int, float, np.integer, np.floating)) \
+                    or not np.isfinite(batch) or batch < 1:
+                raise PlanError("bad-batch", f"batch_sizes[{job_id!r}]: {batch!r} is not a number >= 1")
+            if float(batch) != job.batch:
+                out.append((job, float(batch)))
+        return out
+
     def _release(self, job: Job) -> None:
         for sid, gpus in job.allocation.items():
             s = self.servers[sid]
@@ -597,9 +654,37 @@ class Engine:
         job.workers = workers
         job.servers_used = len(allocation)
         gpu_types = frozenset(self.servers[sid].gpu_type for sid in allocation)
-        job.rate = self.profiles.throughput(job.spec.model, workers, len(allocation), gpu_types)
         job.speed = self.speed(job.spec.model, gpu_types)
         job.last_update = now
         # a running job changed inside an overhead stays stalled at least until the old end
         job.overhead_until = max(job.overhead_until, now + overhead) if was_running else now + overhead
-        self._push(job.completion_time(), _COMPLETION, job.index, job.version)
+        job.progress_bin = progress_bin(job.work_done, job.total_work)
+        self._set_rate(job, gpu_types)
+
+    def _set_rate(self, job: Job, gpu_types: frozenset[str] | None = None) -> None:
+        """The job's rate for its allocation (on ``gpu_types``), batch and progress part; its next
+        completion or progress event (``job.advance`` done, ``job.progress_bin`` set)."""
+        allocation = job.allocation
+        if gpu_types is None:
+            gpu_types = frozenset(self.servers[sid].gpu_type for sid in allocation)
+        scaling, spec = self.scaling, job.spec
+        batch = scaling.global_batch(spec, job.init_batch, job.workers, job.batch)
+        job.rate = scaling.rate(spec, job.init_batch, job.workers, len(allocation), gpu_types, batch,
+                                job.progress_bin)
+        if scaling.needs_bins(spec, job.init_batch, batch):
+            job.milestone_work = bin_end_work(job.progress_bin, job.total_work)
+        else:
+            job.milestone_work = job.total_work
+        self._push(job.next_event_time(), _COMPLETION, job.index, job.version)
+
+    def _progress_event(self, job: Job) -> bool:
+        """A job's completion-or-progress event: finish it, or move it into the next part of its
+        progress (new rate, no decision point). Returns whether it finished."""
+        if job.milestone_work >= job.total_work:
+            self._finish(job)
+            return True
+        job.advance(self.now)
+        job.work_done = job.milestone_work  # exact at the event, as a completion sets total_work
+        job.progress_bin += 1
+        self._set_rate(job)
+        return False

@@ -34,6 +34,7 @@ class Job:
         "first_start", "finish_time", "queued_since", "queued_total", "preemptions",
         "scale_ins", "scale_outs", "migrations", "suspended", "version", "view",
         "busy_gpu_s", "effective_gpu_s", "speed", "reclaim_disruptions",
+        "init_batch", "batch", "progress_bin", "milestone_work",
     )
 
     def __init__(self, index: int, spec: JobSpec, total_work: float) -> None:
@@ -64,6 +65,10 @@ class Job:
         self.effective_gpu_s = 0.0  # busy GPU-s x speed (reference-GPU-s)
         self.speed = 0.0            # reference-GPU-s per GPU-s of the current allocation outside overheads
         self.reclaim_disruptions = 0  # applied plans in which a server returned to inference took its workers
+        self.init_batch = 0.0         # B0: global batch at num_gpus, samples (lyra_gym.scaling)
+        self.batch = 0.0              # the global batch the scheduler chose (adaptive rule), samples
+        self.progress_bin = 0         # the part of training progress the rate was computed for
+        self.milestone_work = total_work  # work at which the rate changes next (progress part ends)
 
     def advance(self, now: float) -> None:
         """Integrate progress and attained service up to ``now``."""
@@ -107,3 +112,9 @@ class Job:
         """When the job finishes at its current rate (call right after ``advance``)."""
         start = max(self.last_update, self.overhead_until)
         return start + (self.total_work - self.work_done) / self.rate
+
+    def next_event_time(self) -> float:
+        """When the job finishes or its rate changes with progress, whichever is first (call right
+        after ``advance``)."""
+        start = max(self.last_update, self.overhead_until)
+        return start + max(0.0, self.milestone_work - self.work_done) / self.rate

@@ -21,12 +21,17 @@ class Plan:
       (Gandiva-style time slicing) rather than checkpointed: their next start
       costs ``overheads.resume_s`` on the same servers, ``overheads.migrate_s``
       (a migration) on any others, instead of the restart overhead.
+    - ``batch_sizes``: job id -> global batch (samples per step, a number >= 1)
+      for jobs in the system, under ``scaling: adaptive`` only
+      (:mod:`lyra_gym.scaling`; Pollux's batch-size adaptation). A job keeps
+      its batch until a Plan changes it; changing it costs no overhead.
     """
 
     allocations: dict[str, Mapping[int, int]] = field(default_factory=dict)
     borrow: tuple[int, ...] = ()
     give_back: tuple[int, ...] = ()
     suspend: tuple[str, ...] = ()
+    batch_sizes: dict[str, float] = field(default_factory=dict)
 
 
 class FrozenAllocation(dict):

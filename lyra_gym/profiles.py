@@ -22,6 +22,12 @@ communication). For ``n`` workers spread over ``k`` servers whose GPU types are
          = max_{g in T} allreduce_inter_s[g] * 2(n-1)/n   if k > 1
     throughput = n * local_batch / step      (samples/s)
 
+At another local batch ``m`` (the batch-aware scaling rules of
+:mod:`lyra_gym.scaling`), the compute part is
+``step_fixed_s + (step_compute_s - step_fixed_s) * m / local_batch``: an
+optional per-GPU ``step_fixed_s`` (default 0) does not shrink with the batch.
+An optional per-model ``max_local_batch`` caps ``m`` (GPU memory).
+
 ``2(n-1)/n`` is the ring all-reduce's data volume factor; the slowest GPU type
 sets the pace of every worker. The shipped ``builtin_profiles.json`` is derived
 by ``tools/derive_builtin_profiles.py``, which cites each number's source.
@@ -51,6 +57,14 @@ class GpuProfile:
     step_compute_s: float
     allreduce_intra_s: float
     allreduce_inter_s: float
+    step_fixed_s: float = 0.0  # the part of step_compute_s that does not shrink with the local batch, s
+
+    def compute_s(self, local_batch: float, profile_batch: float) -> float:
+        """Compute time of one step at ``local_batch`` samples per worker: the fixed part plus the
+        rest of ``step_compute_s`` (measured at ``profile_batch``) in proportion to the batch."""
+        if local_batch == profile_batch:
+            return self.step_compute_s
+        return self.step_fixed_s + (self.step_compute_s - self.step_fixed_s) * local_batch / profile_batch
 
 
 @dataclass(frozen=True)
@@ -61,6 +75,7 @@ class ModelProfile:
     local_batch: float
     gpus: Mapping[str, GpuProfile]
     restart_overhead_s: float
+    max_local_batch: float | None = None  # most samples per worker per step (GPU memory); None: no cap
 
     def gpu(self, gpu_type: str) -> GpuProfile:
         try:
@@ -70,10 +85,15 @@ class ModelProfile:
                 f"model {self.name!r} has no profile for GPU type {gpu_type!r} (known: {sorted(self.gpus)})"
             ) from None
 
-    def step_time(self, workers: int, servers: int, gpu_types: Iterable[str]) -> float:
-        """Seconds per synchronous step for ``workers`` spread over ``servers`` servers."""
+    def step_time(self, workers: int, servers: int, gpu_types: Iterable[str],
+                  local_batch: float | None = None) -> float:
+        """Seconds per synchronous step for ``workers`` spread over ``servers`` servers, at
+        ``local_batch`` samples per worker (None: the profile's ``local_batch``)."""
         profiles = [self.gpu(g) for g in gpu_types]
-        compute = max(p.step_compute_s for p in profiles)
+        if local_batch is None:
+            compute = max(p.step_compute_s for p in profiles)
+        else:
+            compute = max(p.compute_s(local_batch, self.local_batch) for p in profiles)
         if workers <= 1:
             return compute
         ring = 2.0 * (workers - 1) / workers
@@ -81,11 +101,14 @@ class ModelProfile:
             return compute + ring * max(p.allreduce_intra_s for p in profiles)
         return compute + ring * max(p.allreduce_inter_s for p in profiles)
 
-    def throughput(self, workers: int, servers: int, gpu_types: Iterable[str]) -> float:
-        """Samples per second of ``workers`` workers over ``servers`` servers of the given GPU types."""
+    def throughput(self, workers: int, servers: int, gpu_types: Iterable[str],
+                   local_batch: float | None = None) -> float:
+        """Samples per second of ``workers`` workers over ``servers`` servers of the given GPU types,
+        at ``local_batch`` samples per worker per step (None: the profile's)."""
         if workers < 1:
             return 0.0
-        return workers * self.local_batch / self.step_time(workers, servers, gpu_types)
+        batch = self.local_batch if local_batch is None else local_batch
+        return workers * batch / self.step_time(workers, servers, gpu_types, local_batch)
 
 
 class ProfileSet:
@@ -117,17 +140,23 @@ class ProfileSet:
     def __contains__(self, key: object) -> bool:
         return key in self.models
 
-    def _throughput_uncached(self, model: str, workers: int, servers: int, gpu_types: frozenset[str]) -> float:
-        return self.model(model).throughput(workers, servers, gpu_types)
+    def _throughput_uncached(self, model: str, workers: int, servers: int, gpu_types: frozenset[str],
+                             local_batch: float | None = None) -> float:
+        return self.model(model).throughput(workers, servers, gpu_types, local_batch)
 
-    def throughput(self, model: str, workers: int, servers: int, gpu_types: frozenset[str]) -> float:
-        """Samples/s of ``model`` (cached); ``gpu_types`` is the set of types the workers sit on."""
-        return self._throughput(model, workers, servers, gpu_types)
+    def throughput(self, model: str, workers: int, servers: int, gpu_types: frozenset[str],
+                   local_batch: float | None = None) -> float:
+        """Samples/s of ``model`` (cached); ``gpu_types`` is the set of types the workers sit on;
+        ``local_batch`` samples per worker per step (None: the profile's)."""
+        if local_batch is None:
+            return self._throughput(model, workers, servers, gpu_types)
+        return self._throughput(model, workers, servers, gpu_types, local_batch)
 
-    def packed_throughput(self, model: str, workers: int, gpu_type: str, gpus_per_server: int) -> float:
+    def packed_throughput(self, model: str, workers: int, gpu_type: str, gpus_per_server: int,
+                          local_batch: float | None = None) -> float:
         """Samples/s of ``workers`` packed onto as few ``gpu_type`` servers of ``gpus_per_server`` GPUs as possible."""
         servers = math.ceil(workers / gpus_per_server)
-        return self.throughput(model, workers, servers, frozenset((gpu_type,)))
+        return self.throughput(model, workers, servers, frozenset((gpu_type,)), local_batch)
 
 
 def _positive(value: object, where: str) -> float:
@@ -159,6 +188,13 @@ def parse_profiles(data: Mapping, source: str = "profiles") -> ProfileSet:
             )
             if gpus[gpu].step_compute_s <= 0:
                 raise ProfileError(f"{where}.gpus.{gpu}.step_compute_s: must be > 0")
+            if "step_fixed_s" in timings:
+                fixed = _positive(timings["step_fixed_s"], f"{where}.gpus.{gpu}.step_fixed_s")
+                if fixed > gpus[gpu].step_compute_s:
+                    raise ProfileError(f"{where}.gpus.{gpu}.step_fixed_s: {fixed} s is more than "
+                                       f"step_compute_s ({gpus[gpu].step_compute_s} s)")
+                gpus[gpu] = GpuProfile(gpus[gpu].step_compute_s, gpus[gpu].allreduce_intra_s,
+                                       gpus[gpu].allreduce_inter_s, fixed)
         if not gpus:
             raise ProfileError(f"{where}.gpus: no GPU types")
         if reference not in gpus:
@@ -167,7 +203,12 @@ def parse_profiles(data: Mapping, source: str = "profiles") -> ProfileSet:
         if batch <= 0:
             raise ProfileError(f"{where}.local_batch: must be > 0")
         restart = _positive(entry.get("restart_overhead_s", 0.0), f"{where}.restart_overhead_s")
-        models[name] = ModelProfile(name, batch, gpus, restart)
+        cap = entry.get("max_local_batch")
+        if cap is not None:
+            cap = _positive(cap, f"{where}.max_local_batch")
+            if cap < 1:
+                raise ProfileError(f"{where}.max_local_batch: must be >= 1 sample, got {cap!r}")
+        models[name] = ModelProfile(name, batch, gpus, restart, cap)
     return ProfileSet(models, reference, source)
 
 

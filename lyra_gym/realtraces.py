@@ -106,8 +106,13 @@ elastic        yes, ``min_gpus = 1`` and ``max_gpus`` = the application's cap (t
                growing "twice the most replicas profiled so far" part is left out
 =============  =============================================================================
 
-``batch_size`` is checked (a whole number >= 1) but not used: our engine has no batch-size
-adaptation and no statistical efficiency; every model trains at its profile's local batch.
+``batch_size`` (a whole number >= 1) becomes the job's ``batch_size``: its initial global batch,
+at which it starts (and stays, under a scheduler that does not adapt batches). ``duration`` is
+the work below divided by the samples/s at that batch (local batch ``batch_size / num_replicas``,
+cut to the profile's ``max_local_batch``; :meth:`lyra_gym.scaling.ScalingModel.reference_rate`),
+so under ``noise_scale: absolute`` the engine's work is exactly ``work_samples`` in the
+application's ``b0``-samples, with statistical efficiency charged against ``b0`` as the artifact
+does (``traces/pollux-testbed-t4.yaml``).
 
 The work of a job. The artifact's ``Job.step`` advances ``progress`` by ``gain`` per step,
 ``gain = (grad_var + grad_sqr) / (grad_var / scale + grad_sqr)`` with ``scale = batch /
@@ -182,12 +187,13 @@ import math
 import os
 import sys
 from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
+from lyra_gym.scaling import ScalingModel
 from lyra_gym.trace import JobSpec, TraceError, read_text, write_trace
 
 __all__ = [
@@ -634,6 +640,7 @@ def _pollux_jobs(path: str, profiles: Any, gpus_per_server: int, skips: _Skips) 
     jobs: list[JobSpec] = []
     records = 0
     reference = profiles.reference_gpu
+    scaling = ScalingModel(profiles, None, "fixed-local")  # samples/s at a batch, as the engine counts work
     for line, row in _csv_rows(path, POLLUX_COLUMNS, POLLUX_COLUMNS, header_optional=False):
         records += 1
         name = skips.first_seen(_job_id(row["name"], path, line, "name"), path, line, "name")
@@ -644,7 +651,7 @@ def _pollux_jobs(path: str, profiles: Any, gpus_per_server: int, skips: _Skips) 
             raise TraceError(path, line, "application", f"unknown application {app_name!r} "
                              f"(expected one of {', '.join(sorted(POLLUX_APPLICATIONS))})")
         gpus = _whole(row["num_replicas"], path, line, "num_replicas", "replicas")
-        _whole(row["batch_size"], path, line, "batch_size", "samples")  # checked, not used (no batch adaptation)
+        batch = _whole(row["batch_size"], path, line, "batch_size", "samples")
         if app.model not in profiles:
             raise TraceError(path, line, "application",
                              f"{app_name!r} maps to model {app.model!r}, which the profile "
@@ -653,8 +660,9 @@ def _pollux_jobs(path: str, profiles: Any, gpus_per_server: int, skips: _Skips) 
             elastic, lo, hi = True, 1, max(app.max_gpus, gpus)
         else:
             elastic, lo, hi = False, gpus, gpus
-        speed = profiles.packed_throughput(app.model, gpus, reference, gpus_per_server)
-        jobs.append(JobSpec(name, submit, gpus, app.work_samples / speed, app.model, elastic, lo, hi))
+        spec = JobSpec(name, submit, gpus, 1.0, app.model, elastic, lo, hi, batch)
+        speed = scaling.reference_rate(spec, float(batch), reference, gpus_per_server)
+        jobs.append(replace(spec, duration=app.work_samples / speed))
     return jobs, records
 
 

@@ -17,6 +17,11 @@ min_gpus        fewest GPUs an elastic job may run on                  GPUs
 max_gpus        most GPUs an elastic job may run on                    GPUs
 ==============  =====================================================  ==========
 
+One optional column: ``batch_size``, the job's global batch at ``num_gpus``
+(samples per step, integer >= 1; empty or absent: ``num_gpus`` x the
+profile's ``local_batch``). It matters under the batch-aware scaling rules
+(:mod:`lyra_gym.scaling`).
+
 ``min_gpus`` and ``max_gpus`` are required for elastic jobs and must satisfy
 ``1 <= min_gpus <= num_gpus <= max_gpus``. For an inelastic job they may be
 left empty (they then equal ``num_gpus``); if given, they must equal
@@ -48,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "BATCH_COLUMN",
     "TRACE_COLUMNS",
     "JobSpec",
     "JobSpecError",
@@ -68,6 +74,9 @@ TRACE_COLUMNS: tuple[str, ...] = (
     "min_gpus",
     "max_gpus",
 )
+
+#: The optional column: a job's global batch at ``num_gpus`` (samples).
+BATCH_COLUMN = "batch_size"
 
 _TRUE = frozenset({"1", "true", "yes"})
 _FALSE = frozenset({"0", "false", "no"})
@@ -156,6 +165,8 @@ class JobSpec:
             ``max_gpus`` while it runs.
         min_gpus: fewest GPUs the job may run on; ``== num_gpus`` if inelastic.
         max_gpus: most GPUs the job may run on; ``== num_gpus`` if inelastic.
+        batch_size: global batch at ``num_gpus`` (samples per step, >= 1), or None for
+            ``num_gpus`` x the profile's local batch (:mod:`lyra_gym.scaling`).
 
     Raises:
         JobSpecError: (a ``ValueError``) naming the first invalid field.
@@ -169,6 +180,7 @@ class JobSpec:
     elastic: bool
     min_gpus: int
     max_gpus: int
+    batch_size: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.job_id, str) or not self.job_id:
@@ -218,6 +230,8 @@ class JobSpec:
                 f"num_gpus ({self.num_gpus}) is outside [min_gpus, max_gpus] = "
                 f"[{self.min_gpus}, {self.max_gpus}]",
             )
+        if self.batch_size is not None and _as_int(self, "batch_size") < 1:
+            raise JobSpecError("batch_size", f"must be an integer >= 1, got {self.batch_size!r}")
 
 
 # --------------------------------------------------------------------------- loading
@@ -306,9 +320,18 @@ def _parse_row(cells: list[str], idx: dict[str, int]) -> JobSpec:
         else:
             bounds[name] = num_gpus
 
+    batch_size = None
+    if BATCH_COLUMN in idx:
+        text = get(BATCH_COLUMN)
+        if text:
+            batch_size = _parse_int(BATCH_COLUMN, text)
+            if batch_size < 1:
+                raise _RowError(BATCH_COLUMN, f"must be >= 1, got {batch_size}")
+
     try:
         return JobSpec(
-            job_id, submit_time, num_gpus, duration, model, elastic, bounds["min_gpus"], bounds["max_gpus"]
+            job_id, submit_time, num_gpus, duration, model, elastic, bounds["min_gpus"], bounds["max_gpus"],
+            batch_size,
         )
     except JobSpecError as exc:
         raise _RowError(exc.field, exc.problem) from None
@@ -427,7 +450,8 @@ def write_trace(jobs: Iterable[JobSpec], path: str | os.PathLike[str]) -> None:
     Jobs are written in the order given. Floats are written with ``repr`` so
     that loading the file gives back exactly the same values; ``elastic`` is
     written as ``1``/``0``; ``min_gpus``/``max_gpus`` are left empty for
-    inelastic jobs. Parent directories are created if needed. Line endings
+    inelastic jobs; a ``batch_size`` column is written only when some job has
+    one. Parent directories are created if needed. Line endings
     are ``\\n``.
 
     Raises:
@@ -436,6 +460,8 @@ def write_trace(jobs: Iterable[JobSpec], path: str | os.PathLike[str]) -> None:
     """
     rows: list[tuple[object, ...]] = []
     seen: set[str] = set()
+    jobs = list(jobs)
+    with_batch = any(isinstance(job, JobSpec) and job.batch_size is not None for job in jobs)
     for job in jobs:
         if not isinstance(job, JobSpec):
             raise TypeError(f"write_trace expects JobSpec items, got {type(job).__name__}")
@@ -455,10 +481,11 @@ def write_trace(jobs: Iterable[JobSpec], path: str | os.PathLike[str]) -> None:
             "1" if job.elastic else "0",
             lo,
             hi,
+            *(("" if job.batch_size is None else str(job.batch_size),) if with_batch else ()),
         ))
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(TRACE_COLUMNS)
+        writer.writerow((*TRACE_COLUMNS, BATCH_COLUMN) if with_batch else TRACE_COLUMNS)
         writer.writerows(rows)

@@ -14,6 +14,7 @@ import numpy as np
 from lyra_gym.cluster import Pool, Server
 from lyra_gym.jobs import Job, JobState
 from lyra_gym.plan import Plan, TrackedAllocations
+from lyra_gym.scaling import progress_bin
 from lyra_gym.trace import JobSpec
 
 if TYPE_CHECKING:
@@ -45,6 +46,23 @@ class JobView:
     @property
     def remaining_work(self) -> float:
         return self._job.remaining_work(self._engine.now)
+
+    @property
+    def progress(self) -> float:
+        """Fraction of the job's work done, in [0, 1]."""
+        job = self._job
+        return 1.0 - job.remaining_work(self._engine.now) / job.total_work
+
+    @property
+    def init_batch(self) -> float:
+        """``B0``: the job's global batch at its requested size, samples (:mod:`lyra_gym.scaling`)."""
+        return self._job.init_batch
+
+    @property
+    def batch_size(self) -> float:
+        """The global batch the job runs with now (or would, at its current workers), samples."""
+        job = self._job
+        return self._engine.scaling.global_batch(job.spec, job.init_batch, max(job.workers, 1), job.batch)
 
     @property
     def attained_gpu_s(self) -> float:
@@ -235,3 +253,24 @@ class ClusterView:
     def reference_throughput(self, model: str, workers: int) -> float:
         """Samples/s of ``workers`` reference GPUs packed on reference servers."""
         return self._engine.reference_throughput(model, workers)
+
+    @property
+    def scaling(self) -> str:
+        """The run's scaling rule (``SimConfig.scaling``; :mod:`lyra_gym.scaling`)."""
+        return self._engine.scaling.rule
+
+    def goodput(self, job: JobView, workers: int, gpu_type: str, gpus_per_server: int,
+                batch: float | None = None) -> float:
+        """The engine's rate (``B0``-samples/s: what the job's work is counted in) if ``job`` ran on
+        ``workers`` GPUs of ``gpu_type`` packed on servers of ``gpus_per_server``, at global batch
+        ``batch`` (adaptive rule; None: the rule's batch for that many workers), at its current
+        progress. The ground truth every scheduler is judged by."""
+        engine, spec = self._engine, job.spec
+        if workers < 1:
+            return 0.0
+        scaling = engine.scaling
+        b0 = job.init_batch
+        m = scaling.global_batch(spec, b0, workers, job._job.batch if batch is None else batch)
+        servers = -(-workers // gpus_per_server)
+        part = progress_bin(job.total_work - job.remaining_work, job.total_work)
+        return scaling.rate(spec, b0, workers, servers, frozenset((gpu_type,)), m, part)

@@ -3,7 +3,10 @@
 Toy profile: ``good`` trains 1 sample/s per GPU with free all-reduce (n GPUs: n samples/s);
 ``poor`` has an in-server all-reduce unit as long as its compute step (n GPUs:
 n / (1 + 2(n-1)/n) samples/s, so 2 GPUs are no faster than 1). Local batch 1, so with the
-default noise-scale ratio 2 a job requesting n GPUs has efficiency 3n / (2n + x) at x GPUs.
+assumed noise-scale ratio 2 (``noise_scale_ratio=2.0``: Pollux's own efficiency model instead of
+the engine's, whose toy models have no measured curve) a job requesting n GPUs has efficiency
+3n / (2n + x) at x GPUs. The engine's goodput, batch adaptation and the fair-share base are
+tested in tests/test_pollux_adaptive.py.
 """
 
 from __future__ import annotations
@@ -82,14 +85,14 @@ class Recording(PolluxScheduler):
 
 
 def toy_view(cfg: SimConfig):
-    return Engine([job("x", 0, 1, 1)], PolluxScheduler(), cfg, TOY, DemandCurve.constant(0),
+    return Engine([job("x", 0, 1, 1)], PolluxScheduler(noise_scale_ratio=2.0), cfg, TOY, DemandCurve.constant(0),
                   np.random.default_rng(0)).view
 
 
 # --- the goodput model -----------------------------------------------------------------
 def test_speedup_is_throughput_times_noise_scale_efficiency_relative_to_the_request():
     view = toy_view(config())
-    pollux = PolluxScheduler()
+    pollux = PolluxScheduler(noise_scale_ratio=2.0)
     x = np.arange(1, 7)
     # good, requesting 2: throughput x/2 of the request's, efficiency (2*2 + 2) / (2*2 + x)
     assert pollux.speedups(view, "good", 2, 1, 6) == pytest.approx(x / 2 * 6 / (4 + x))
@@ -114,7 +117,7 @@ def test_better_scaling_job_gets_more_gpus():
     # efficiency). Power mean p=-1: (7, 1) -> 1/2.33 + 1 = 1.43 beats (6, 1) -> 1.44,
     # (4, 4) -> 1/2 + 1/0.8 = 1.75, ... so good gets 7 and poor 1.
     jobs = [job("good", 0, 1, 700, True, 1, 8), job("poor", 0, 1, 300, True, 1, 8, model="poor")]
-    pollux = Recording()
+    pollux = Recording(noise_scale_ratio=2.0)
     result = run(jobs, pollux, config())
     assert pollux.log[0] == (0.0, {"good": 7, "poor": 1})
     assert jct(result, "good") == pytest.approx(100)  # 700 samples at 7/s, never resized
@@ -129,7 +132,7 @@ def test_arrival_shrinks_an_elastic_job_to_admit_it():
     # it: E's restart factor (one re-allocation) is max(30 - 30, 0)/60 = 0 at 30 (I done) and
     # 30/90 at the tick at 60 (1.5 * 1/3 < 1); E ends at the next tick, 120.
     jobs = [job("E", 0, 2, 100, True, 1, 4), job("I", 10, 2, 20)]
-    pollux = Recording()
+    pollux = Recording(noise_scale_ratio=2.0)
     result = run(jobs, pollux, config(gpus=4))
     assert pollux.log[0][1] == {"E": 4}
     assert pollux.log[1] == (10.0, {"E": 2, "I": 2})
@@ -139,9 +142,9 @@ def test_arrival_shrinks_an_elastic_job_to_admit_it():
 def test_backfill_lets_a_small_job_pass_a_blocked_one():
     # 4 GPUs. A (2 GPUs, 100 s) runs; B (4 GPUs) cannot fit; C (2 GPUs, 10 s) can.
     jobs = [job("A", 0, 2, 100), job("B", 1, 4, 10), job("C", 2, 2, 10)]
-    passed = run(jobs, PolluxScheduler(), config(gpus=4))
+    passed = run(jobs, PolluxScheduler(noise_scale_ratio=2.0), config(gpus=4))
     assert (jct(passed, "C"), jct(passed, "B")) == (10, 109)  # C 2-12, B 100-110
-    blocked = run(jobs, PolluxScheduler(backfill=False), config(gpus=4))
+    blocked = run(jobs, PolluxScheduler(noise_scale_ratio=2.0, backfill=False), config(gpus=4))
     assert (jct(blocked, "B"), jct(blocked, "C")) == (109, 118)  # B 100-110, C 110-120
 
 
@@ -181,7 +184,7 @@ def test_scheduler_sizes_maximise_the_power_mean(raw):
     # Elastic jobs all arriving at 0 on one 8-GPU server: the first plan's sizes reach the
     # largest power mean (p = -1) of speed-ups over every feasible choice of sizes.
     specs = [job(f"j{i}", 0, n, 100, True, 1, n + more, model=m) for i, (m, n, more) in enumerate(raw)]
-    pollux = Recording()
+    pollux = Recording(noise_scale_ratio=2.0)
     run(specs, pollux, replace(config(), horizon_s=1.0))
     chosen = pollux.log[0][1]
     tables = {s.job_id: pollux.speedups(pollux.view, s.model, s.num_gpus, 1, s.max_gpus) for s in specs}
@@ -201,21 +204,21 @@ def test_restart_penalty_holds_back_a_gain_below_it():
     # max 4: grow iff 1.5 * age/(age+45) > 1 iff age > 90. Decisions at 50 (B done), ticks at 60,
     # 120: A grows at 120. 240 samples by then, 30 s rescale, 360 at 4/s -> done at 240.
     jobs = [job("A", 0, 2, 300, True, 2, 4), job("B", 0, 2, 50)]
-    pollux = Recording(restart_penalty_s=45.0)
+    pollux = Recording(noise_scale_ratio=2.0, restart_penalty_s=45.0)
     result = run(jobs, pollux, config(gpus=4))
     assert [(t, a["A"]) for t, a in pollux.log if t <= 120] == [(0, 2), (50, 2), (60, 2), (120, 4)]
     assert jct(result, "A") == pytest.approx(240)
     assert result.metrics["scale_outs"] == 1
     # Without the penalty A grows as soon as B is done: 100 samples by 50, rescale to 80,
     # 500 at 4/s -> 205.
-    assert jct(run(jobs, PolluxScheduler(restart_penalty_s=0.0), config(gpus=4)), "A") == pytest.approx(205)
+    assert jct(run(jobs, PolluxScheduler(noise_scale_ratio=2.0, restart_penalty_s=0.0), config(gpus=4)), "A") == pytest.approx(205)
 
 
 def test_restart_penalty_lets_a_larger_gain_through():
     # max 8 on 8 GPUs, B holds 6: at 50 the factor is 50/95, 2 * 50/95 = 1.05 > 1: A grows to 8
     # at once. 100 samples by 50, rescale to 80, 500 at 8/s -> done at 142.5.
     jobs = [job("A", 0, 2, 300, True, 2, 8), job("B", 0, 6, 50)]
-    pollux = Recording(restart_penalty_s=45.0)
+    pollux = Recording(noise_scale_ratio=2.0, restart_penalty_s=45.0)
     result = run(jobs, pollux, config(gpus=8))
     assert [(t, a["A"]) for t, a in pollux.log[:2]] == [(0, 2), (50, 8)]
     assert jct(result, "A") == pytest.approx(142.5)
@@ -238,6 +241,6 @@ def test_every_default_trace_job_finishes_and_same_seed_repeats(make):
 
 def test_random_reclaim_rule_is_passed_to_loaning():
     assert PolluxLoanScheduler(reclaim_rule="random").loaning.reclaim_rule == "random"
-    assert PolluxLoanScheduler().loaning.enabled and not PolluxScheduler().loaning.enabled
+    assert PolluxLoanScheduler().loaning.enabled and not PolluxScheduler(noise_scale_ratio=2.0).loaning.enabled
     with pytest.raises(ValueError, match="reclaim_rule"):
         PolluxScheduler(reclaim_rule="nope")

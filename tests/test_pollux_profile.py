@@ -150,6 +150,10 @@ def test_tool_recovers_known_units_with_zero_error(tmp_path):
         assert g["allreduce_inter_s"] == pytest.approx(inter, rel=1e-9)
         assert entry["fit"]["all"] == {"rows": len(PLACEMENTS), "mape_pct": 0.0, "max_pct": 0.0}
         assert entry["fit"]["held_out_6_16_nodes"] == {"rows": 0, "mape_pct": None, "max_pct": None}
+        # the decoy batches have compute proportional to the batch: no fixed part, and the largest is the cap
+        assert g["step_fixed_s"] == pytest.approx(0.0, abs=1e-9)
+        assert entry["max_local_batch"] == max(batches)
+        assert entry["fit"]["one_gpu_by_batch"]["mape_pct"] == pytest.approx(0.0, abs=0.01)
     assert doc["metadata"]["reference_gpu"] == "t4"
 
 
@@ -175,3 +179,14 @@ def test_tool_refuses_data_without_a_one_gpu_row(tmp_path):
 def test_shipped_profile_is_what_the_tool_derives_from_the_artifact():
     tool = _tool()
     assert tool.render(tool.derive(ARTIFACT)) == SHIPPED.read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(not ARTIFACT.is_dir(), reason=f"artifact copy {ARTIFACT} absent (a plain clone, e.g. CI)")
+def test_the_batch_line_predicts_measured_one_gpu_steps_within_its_reported_error():
+    profile = json.loads(SHIPPED.read_text())["models"]
+    tool = _tool()
+    for key, entry in profile.items():
+        rows = [r for r in tool.read_placements(ARTIFACT / entry["pollux_application"] / "placements.csv") if r.n == 1]
+        model = load_profiles(SHIPPED).model(key)
+        worst = max(abs(model.step_time(1, 1, ["t4"], r.b) - r.step) / r.step * 100 for r in rows)
+        assert worst <= entry["fit"]["one_gpu_by_batch"]["max_pct"] + 0.01

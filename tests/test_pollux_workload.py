@@ -25,22 +25,30 @@ def _v100(model):
     return g.step_compute_s, g.allreduce_intra_s, g.allreduce_inter_s
 
 
+def _duration(model, work, n, batch, sync_unit):
+    # n V100s at local batch m = batch / n: compute = step_fixed_s + the rest of step_compute_s in
+    # proportion to m / local_batch, step = compute + 2(n-1)/n * unit, samples/s = n m / step
+    g = builtin_profiles().model(model)
+    m = batch / n
+    v = g.gpu("v100")
+    c = v.step_fixed_s + (v.step_compute_s - v.step_fixed_s) * m / g.local_batch
+    sync = 0.0 if n == 1 else 2 * (n - 1) / n * sync_unit
+    return work / (n * m / (c + sync))
+
+
 def test_fixture_converts_to_hand_computed_jobs():
     # Work = P* x b0 samples (artifact traces/<app>/validation-*.csv, row max_epochs; module docstring).
-    # Duration = work / throughput on n V100s packed 4 to a server:
-    #   step = compute (n = 1) | compute + 2(n-1)/n * intra (one server) | ... * inter (several).
-    c, _, inter = _v100("resnet18")      # cifar10, 6 GPUs = 2 servers of 4
-    cifar = 39062.90816659533 * 128 / (6 * 128 / (c + 2 * 5 / 6 * inter))
-    c, _, _ = _v100("ncf")               # ncf, 1 GPU
-    ncf = 194174.0 * 256 / (131072 / c)
-    c, _, _ = _v100("yolov3")            # yolov3, 1 GPU
-    yolo = 103444.0 * 8 / (64 / c)
-    c, intra, _ = _v100("bert")          # bert, 4 GPUs = 1 server
-    bert = 14774.0 * 12 / (4 * 64 / (c + 2 * 3 / 4 * intra))
-    c, _, inter = _v100("resnet50")      # imagenet, 8 GPUs = 2 servers
-    imagenet = 576526.0 * 200 / (8 * 256 / (c + 2 * 7 / 8 * inter))
-    c, intra, _ = _v100("deepspeech2")   # deepspeech2, 2 GPUs = 1 server
-    ds2 = 28538.622542890822 * 20 / (2 * 8192 / (c + 2 * 1 / 2 * intra))
+    # Duration = work / samples/s at the workload's batch_size on n V100s packed 4 to a server.
+    _, _, inter = _v100("resnet18")      # cifar10, 6 GPUs = 2 servers of 4, batch 2048
+    cifar = _duration("resnet18", 39062.90816659533 * 128, 6, 2048, inter)
+    ncf = _duration("ncf", 194174.0 * 256, 1, 32768, 0.0)
+    yolo = _duration("yolov3", 103444.0 * 8, 1, 64, 0.0)
+    _, intra, _ = _v100("bert")          # bert, 4 GPUs = 1 server
+    bert = _duration("bert", 14774.0 * 12, 4, 384, intra)
+    _, _, inter = _v100("resnet50")      # imagenet, 8 GPUs = 2 servers
+    imagenet = _duration("resnet50", 576526.0 * 200, 8, 3200, inter)
+    _, intra, _ = _v100("deepspeech2")   # deepspeech2, 2 GPUs = 1 server
+    ds2 = _duration("deepspeech2", 28538.622542890822 * 20, 2, 320, intra)
     expected = [  # sorted by time; yolov3-3 (time 30) is out of order in the file
         JobSpec("cifar10-0", 10.0, 6, cifar, "resnet18", True, 1, 64),
         JobSpec("ncf-1", 25.0, 1, ncf, "ncf", False, 1, 1),
@@ -54,8 +62,8 @@ def test_fixture_converts_to_hand_computed_jobs():
     for got, want in zip(jobs, expected):
         assert got.duration == pytest.approx(want.duration, rel=1e-12)
         assert got == JobSpec(want.job_id, want.submit_time, want.num_gpus, got.duration, want.model,
-                              want.elastic, want.min_gpus, want.max_gpus)
-    assert cifar == pytest.approx(467.6257, rel=1e-6)  # a number worked out on paper, for the record
+                              want.elastic, want.min_gpus, want.max_gpus, got.batch_size)
+    assert [j.batch_size for j in jobs] == [2048, 32768, 64, 384, 3200, 320]  # the workload's, in time order
     assert jobs.records == 6 and jobs.skipped == {} and jobs.format == "pollux"
     assert list(load_real_trace("pollux", TINY)) == list(jobs)
 
@@ -73,7 +81,7 @@ def test_gpus_per_server_changes_the_packing():
     one_server = load_pollux(TINY, gpus_per_server=8)
     by_id = {j.job_id: j for j in one_server}
     c, intra, _ = _v100("resnet18")  # 6 GPUs now fit one server: intra-server all-reduce
-    assert by_id["cifar10-0"].duration == pytest.approx(39062.90816659533 * 128 / (6 * 128 / (c + 2 * 5 / 6 * intra)))
+    assert by_id["cifar10-0"].duration == pytest.approx(_duration("resnet18", 39062.90816659533 * 128, 6, 2048, intra))
     with pytest.raises(ValueError, match="gpus_per_server"):
         load_pollux(TINY, gpus_per_server=0)
 

@@ -99,3 +99,42 @@ def test_builtin_profile_reproduces_its_published_sources():
     assert checked == 12
     # Gavel's single-V100 ResNet-18 figure: 17.99 steps/s at batch 128
     assert profiles.model("resnet18").throughput(1, 1, ["v100"]) == pytest.approx(17.994906225052176 * 128)
+
+
+# --- batch-dependent compute (step_fixed_s, max_local_batch) ------------------------------------
+def _one(gpu: dict, **model) -> "ProfileSet":
+    from lyra_gym.profiles import parse_profiles
+
+    return parse_profiles({"format": "lyra-gym-profiles/1", "metadata": {"reference_gpu": "v100"},
+                           "models": {"m": {"local_batch": 8, "gpus": {"v100": gpu}, **model}}}, source="p.json")
+
+
+def test_compute_follows_the_local_batch_around_a_fixed_part():
+    p = _one({"step_compute_s": 1.0, "step_fixed_s": 0.25, "allreduce_intra_s": 0.1, "allreduce_inter_s": 0.2})
+    m = p.model("m")
+    assert m.step_time(1, 1, ["v100"]) == 1.0 == m.step_time(1, 1, ["v100"], 8)
+    assert m.step_time(1, 1, ["v100"], 4) == pytest.approx(0.25 + 0.75 / 2)
+    assert m.step_time(2, 1, ["v100"], 4) == pytest.approx(0.625 + 0.1)  # + 2(2-1)/2 x 0.1
+    assert p.throughput("m", 2, 1, frozenset({"v100"}), 4) == pytest.approx(2 * 4 / 0.725)
+    assert p.packed_throughput("m", 2, "v100", 8, 4) == pytest.approx(2 * 4 / 0.725)
+
+
+def test_a_profile_without_the_new_fields_gives_the_same_numbers():
+    old = _one({"step_compute_s": 1.0, "allreduce_intra_s": 0.1, "allreduce_inter_s": 0.2})
+    assert old.model("m").max_local_batch is None
+    assert old.model("m").gpu("v100").step_fixed_s == 0.0
+    assert old.throughput("m", 3, 2, frozenset({"v100"})) == 3 * 8 / (1.0 + 2 * 2 / 3 * 0.2)
+    assert old.model("m").step_time(1, 1, ["v100"], 2) == pytest.approx(0.25)  # proportional without a fixed part
+
+
+@pytest.mark.parametrize("gpu, model, field", [
+    ({"step_fixed_s": 2.0}, {}, "models.m.gpus.v100.step_fixed_s"),
+    ({"step_fixed_s": -1.0}, {}, "models.m.gpus.v100.step_fixed_s"),
+    ({}, {"max_local_batch": 0.5}, "models.m.max_local_batch"),
+    ({}, {"max_local_batch": "big"}, "models.m.max_local_batch"),
+])
+def test_bad_batch_fields_name_the_file_and_field(gpu, model, field):
+    from lyra_gym.profiles import ProfileError
+
+    with pytest.raises(ProfileError, match=f"p.json: {field}"):
+        _one({"step_compute_s": 1.0, "allreduce_intra_s": 0.1, "allreduce_inter_s": 0.2, **gpu}, **model)

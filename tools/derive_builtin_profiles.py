@@ -44,6 +44,36 @@ T4_INTRA_VS_V100 = 2.0     # T4 servers use PCIe, not NVLink: in-server all-redu
 T4_INTER_VS_V100 = 4.0     # T4 inference servers on 25-50 Gbps Ethernet (Pollux artifact's g4dn cluster)
 INTER_VS_INTRA = 2.0       # V100/A100 training servers on an InfiniBand-class fabric: across-server all-reduce twice in-server
 
+# Part of a step that does not shrink with the local batch (step_fixed_s, lyra_gym/profiles.py).
+# No batch sweep is published for V100/A100 here, so each model takes the fixed fraction that the
+# Pollux artifact's T4 measurements give at its local batch (traces/pollux-t4-profile.json, fitted
+# by tools/derive_pollux_t4_profile.py: step = step_fixed_s + slope x local batch). Assumptions:
+# the fraction carries over from T4 to V100/A100; the T4 line is read at this profile's local batch
+# where both count the same samples (images, sequences, user-item pairs); deepspeech2's stand-in
+# counts tokens and the artifact utterances, so it takes the T4 fraction at the T4's own batch;
+# transformer has no counterpart and takes bert's fraction.
+POLLUX_T4 = Path(__file__).resolve().parents[1] / "traces" / "pollux-t4-profile.json"
+SAME_UNITS = {"resnet18", "resnet50", "bert", "ncf", "yolov3"}
+FIXED_LIKE = {"transformer": "bert"}
+
+
+def fixed_fractions(models: dict) -> dict[str, float]:
+    """Model -> step_fixed_s / step_compute_s at the model's local batch (assumptions above)."""
+    t4 = json.loads(POLLUX_T4.read_text(encoding="utf-8"))["models"]
+    out = {}
+    for name in sorted(models):
+        key = FIXED_LIKE.get(name, name)
+        ref = t4[key]
+        g = ref["gpus"]["t4"]
+        fixed, compute, lb = g["step_fixed_s"], g["step_compute_s"], ref["local_batch"]
+        if key in SAME_UNITS:
+            m = models[key]["local_batch"]
+            out[name] = fixed / (fixed + (compute - fixed) * m / lb)
+        else:
+            out[name] = fixed / compute
+    return out
+
+
 RESTART_S = {  # checkpoint + restore per model, Sia simulator (shared/data/PROVENANCE.md)
     "ncf": 15, "deepspeech2": 25, "resnet18": 40, "yolov3": 60, "bert": 120, "resnet50": 250, "transformer": 120,
 }
@@ -83,6 +113,14 @@ def derive() -> dict:
         }
         m["restart_overhead_s"] = RESTART_S[name]
         m["restart_source"] = RESTART_SRC
+    fractions = fixed_fractions(models)
+    for name, m in models.items():
+        for g in m["gpus"].values():
+            g["step_fixed_s"] = fractions[name] * g["step_compute_s"]
+        like = FIXED_LIKE.get(name, name)
+        m["fixed_source"] = (f"assumption: step_fixed_s = {fractions[name]:.4f} x step_compute_s, the fixed fraction of "
+                             f"the Pollux artifact's T4 fit for {like} (traces/pollux-t4-profile.json) "
+                             + ("at this local batch" if like in SAME_UNITS else "at its own local batch"))
     return {
         "format": "lyra-gym-profiles/1",
         "metadata": {"name": "builtin", "derived_by": "tools/derive_builtin_profiles.py",

@@ -38,6 +38,16 @@ yolov3 -> yolov3):
   Each unit is a weighted least-squares fit with weights 1 / ``step_time``
   (it minimises the relative error), in closed form:
   ``unit = sum(r (y - c) / y^2) / sum(r^2 / y^2)``, ``r = 2(n-1)/n``.
+- ``step_fixed_s``: the part of the one-GPU step that does not shrink with the
+  local batch. A least-squares line ``step_time = a + b * local_bsz`` (weights
+  1 / ``step_time``^2) through every one-GPU row (all local batches); then
+  ``step_fixed_s = step_compute_s - b * local_batch`` (clamped to
+  [0, ``step_compute_s``]), so the measured step at ``local_batch`` is kept
+  exactly and other batches follow the fitted slope. Its error over the
+  one-GPU rows is ``fit.one_gpu_by_batch``. With one measured batch only,
+  ``step_fixed_s`` = 0 (compute proportional to the batch, an assumption).
+- ``max_local_batch`` = the largest ``local_bsz`` measured on one GPU
+  (assumption: the artifact's grid stops where GPU memory does).
 - ``restart_overhead_s`` = 30: the artifact's simulator charges 30 s of no
   progress after every (re)allocation (``Job.reallocate``: ``rescale_time =
   30``; shared/data/PROVENANCE.md). ``traces/pollux-testbed.yaml`` sets the
@@ -118,6 +128,28 @@ def fit_unit(rows: list[Row], compute: float) -> float:
     return num / den
 
 
+def fit_line(rows: list[Row]) -> tuple[float, float] | None:
+    """Weighted (1 / step) least-squares line ``step = a + b * local_bsz`` (closed form); None when
+    the rows hold fewer than two local batches."""
+    w = [1.0 / (r.step * r.step) for r in rows]
+    sw = sum(w)
+    sx = sum(wi * r.b for wi, r in zip(w, rows))
+    sy = sum(wi * r.step for wi, r in zip(w, rows))
+    sxx = sum(wi * r.b * r.b for wi, r in zip(w, rows))
+    sxy = sum(wi * r.b * r.step for wi, r in zip(w, rows))
+    den = sw * sxx - sx * sx
+    if den <= 0:
+        return None
+    b = (sw * sxy - sx * sy) / den
+    return (sy - b * sx) / sw, b
+
+
+def batch_errors(rows: list[Row], compute: float, fixed: float, batch: int) -> dict:
+    """Error of ``fixed + (compute - fixed) * local_bsz / batch`` against the one-GPU rows."""
+    ape = [abs(fixed + (compute - fixed) * r.b / batch - r.step) / r.step * 100.0 for r in rows]
+    return {"rows": len(ape), "mape_pct": round(sum(ape) / len(ape), 2), "max_pct": round(max(ape), 2)}
+
+
 def predict(n: int, k: int, compute: float, intra: float, inter: float) -> float:
     if n <= 1:
         return compute
@@ -153,6 +185,12 @@ def derive_model(data: Path, app: str, b0: int) -> tuple[dict, dict]:
         "one_node": errors(intra_rows, compute, intra, inter),
         "multi_node": errors(inter_rows, compute, intra, inter),
     }
+    one_gpu_rows = [r for r in rows if r.n == 1]
+    line = fit_line(one_gpu_rows)
+    # one batch only: no slope to fit, compute taken as proportional to the batch (assumption)
+    fixed = 0.0 if line is None else min(max(compute - line[1] * batch, 0.0), compute)
+    fit["one_gpu_by_batch"] = batch_errors(one_gpu_rows, compute, fixed, batch)
+    max_local = max(r.b for r in one_gpu_rows)
     scal = data / app / "scalability.csv"
     held = [r for r in read_scalability(scal) if r.b == batch] if scal.exists() else []
     fit["held_out_6_16_nodes"] = errors(held, compute, intra, inter)
@@ -165,8 +203,13 @@ def derive_model(data: Path, app: str, b0: int) -> tuple[dict, dict]:
     entry = {
         "local_batch": batch,
         "restart_overhead_s": RESTART_S,
+        "max_local_batch": max_local,
         "gpus": {"t4": {"step_compute_s": compute, "allreduce_intra_s": intra, "allreduce_inter_s": inter,
-                        "source": source}},
+                        "step_fixed_s": fixed, "source": source}},
+        "batch_source": (f"{rel}: step_fixed_s = step_compute_s - b * local_bsz, b the slope of a least-squares "
+                         f"line (weights 1/step_time^2) step_time = a + b * local_bsz through the "
+                         f"{len(one_gpu_rows)} rows placement=1; max_local_batch = the largest local_bsz "
+                         f"measured on one GPU (assumption: the grid stops at the memory limit)"),
         "pollux_application": app,
         "pollux_init_batch_size": b0,
         "measured_row": {"file": rel, "placement": single[0].label, "local_bsz": batch, "step_time": compute},
@@ -206,8 +249,9 @@ def render(doc: dict) -> str:
 
 def markdown(doc: dict) -> str:
     head = ("| model (Pollux app) | local batch | 1-GPU samples/s | compute ms | intra ms | inter ms | rows | "
-            "MAPE all | 1 node | multi-node | max | MAPE 6-16 nodes (held out) | max held out |")
-    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "MAPE all | 1 node | multi-node | max | MAPE 6-16 nodes (held out) | max held out | "
+            "fixed ms | max local batch | MAPE 1 GPU over batches |")
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 
     def pct(x):
         return "-" if x is None else f"{x:.1f} %"
@@ -220,7 +264,8 @@ def markdown(doc: dict) -> str:
             f"{g['step_compute_s'] * 1e3:.1f} | {g['allreduce_intra_s'] * 1e3:.1f} | "
             f"{g['allreduce_inter_s'] * 1e3:.1f} | {f['all']['rows']} | {pct(f['all']['mape_pct'])} | "
             f"{pct(f['one_node']['mape_pct'])} | {pct(f['multi_node']['mape_pct'])} | {pct(f['all']['max_pct'])} | "
-            f"{pct(f['held_out_6_16_nodes']['mape_pct'])} | {pct(f['held_out_6_16_nodes']['max_pct'])} |")
+            f"{pct(f['held_out_6_16_nodes']['mape_pct'])} | {pct(f['held_out_6_16_nodes']['max_pct'])} | "
+            f"{g['step_fixed_s'] * 1e3:.1f} | {m['max_local_batch']} | {pct(f['one_gpu_by_batch']['mape_pct'])} |")
     return "\n".join(lines)
 
 

@@ -1,0 +1,201 @@
+"""What more workers buy: a job's progress rate (goodput) at an allocation and a batch size.
+
+One ground truth for every policy, chosen by ``SimConfig.scaling`` and
+recorded in ``config.json``. A job has an initial global batch ``B0`` (the
+trace's ``batch_size``, else ``num_gpus x`` the profile's ``local_batch``) and
+its work is counted in samples at ``B0``: ``work = duration x rate(num_gpus
+reference GPUs, B0)``, so a job run at its requested size on the reference GPU
+takes exactly its trace ``duration`` under every rule. On ``n`` workers with
+global batch ``M`` (local batch ``m = M / n``)::
+
+    rate = n * m / step(n, m) * E(M)          E(M) = (phi + B0) / (phi + M)
+
+``step`` is the profile's step time at local batch ``m``
+(:meth:`lyra_gym.profiles.ModelProfile.step_time`: a per-step part that does
+not shrink with the batch plus compute proportional to it, plus all-reduce);
+``E`` is Pollux's statistical efficiency (:mod:`lyra_gym.efficiency`) with the
+job's own ``B0`` as reference, so ``E(B0) = 1`` and a sample at batch ``M`` is
+worth ``E(M)`` samples at ``B0``. The rules differ in ``M``:
+
+=================  =====================================================  ==========
+rule               global batch on ``n`` workers                           ``E``
+=================  =====================================================  ==========
+``fixed-local``    ``M = n x B0 / num_gpus``: each worker keeps its local   charged
+                   batch, the global batch grows with the workers (how
+                   Horovod Elastic and TorchElastic jobs scale) -- default
+``fixed-global``   ``M = B0``: the workers split a fixed batch, so each     1
+                   does less per step and the per-step fixed part and the
+                   all-reduce make speed-up sub-linear
+``adaptive``       ``M`` = the batch the scheduler last chose for the job   charged
+                   (``Plan.batch_sizes``; ``B0`` until it chooses): Pollux
+``throughput``     the old semantics: samples/s at the profile's local      1
+                   batch, no efficiency charged (scale-out nearly free)
+=================  =====================================================  ==========
+
+Why ``fixed-local`` is the default: it is how elastic jobs scale in the
+frameworks Lyra and its peers target (the per-GPU batch is what fits in
+memory and is tuned; more workers mean a larger global batch), and it charges
+the statistical cost of that larger batch, which the ``throughput`` rule
+ignores. A researcher comparing elastic policies should see that scale-out is
+not free; ``throughput`` stays selectable to reproduce earlier results.
+
+Noise scale ``phi`` grows over training (:mod:`lyra_gym.efficiency`, measured
+by the Pollux artifact per model). A job's ``phi`` is the measured curve
+scaled by ``B0 / M0`` (``M0`` the artifact's initial batch for the model): the
+job's initial batch plays the role of the artifact's, so ``E`` depends on
+``M / B0`` and on the model's curve only, whatever unit a profile counts its
+samples in (the built-in profile counts tokens for ``transformer`` and
+``deepspeech2``, the artifact utterances). ``noise_scale="absolute"`` uses the
+measured ``phi`` as it is, with ``E(M) = (phi + M0) / (phi + M)``, for profiles
+in the artifact's own units (the Pollux testbed, whose jobs start at batches
+other than ``M0``): work is then counted in ``M0``-samples, ``E`` applies under
+every rule but ``throughput`` (a job at ``B0 != M0`` pays ``E(B0)``, as in the
+artifact), and a trace ``duration`` is the run time at the requested size at
+perfect efficiency. Models without a measured curve (``transformer``) have no
+efficiency loss (``E = 1``), an assumption.
+
+Progress is cut into :data:`PROGRESS_BINS` equal parts; within one part
+``phi`` is held at its value in the middle of the part, so a job's rate is
+constant between events and completion times stay exact. A job whose batch
+equals ``B0`` has ``E = 1`` whatever ``phi``, so it needs no such events.
+
+A local batch above the profile's ``max_local_batch`` (GPU memory) is cut to
+it: the global batch is then ``n x max_local_batch``.
+"""
+
+from __future__ import annotations
+
+import math
+from lyra_gym.efficiency import EfficiencyTable
+from lyra_gym.profiles import ProfileSet
+from lyra_gym.trace import JobSpec
+
+#: The scaling rules (``SimConfig.scaling``); the first is the default.
+SCALING_RULES = ("fixed-local", "fixed-global", "adaptive", "throughput")
+#: How a model's measured noise scale maps onto a job (``SimConfig.noise_scale``).
+NOISE_SCALE_RULES = ("relative", "absolute")
+#: Equal parts of training progress within which ``phi`` is held constant.
+PROGRESS_BINS = 20
+
+
+class ScalingModel:
+    """A job's rate under one scaling rule (module docstring).
+
+    :param profiles: throughput profiles.
+    :param efficiency: noise-scale curves by model key (None: no efficiency loss anywhere).
+    :param rule: one of :data:`SCALING_RULES`.
+    :param noise_scale: one of :data:`NOISE_SCALE_RULES`.
+    """
+
+    def __init__(self, profiles: ProfileSet, efficiency: EfficiencyTable | None, rule: str = "fixed-local",
+                 noise_scale: str = "relative") -> None:
+        if rule not in SCALING_RULES:
+            raise ValueError(f"scaling: must be one of {', '.join(SCALING_RULES)}, got {rule!r}")
+        if noise_scale not in NOISE_SCALE_RULES:
+            raise ValueError(f"noise_scale: must be one of {', '.join(NOISE_SCALE_RULES)}, got {noise_scale!r}")
+        self.profiles = profiles
+        self.efficiency = efficiency
+        self.rule = rule
+        self.noise_scale_rule = noise_scale
+        self.charges_efficiency = rule != "throughput" and efficiency is not None
+        self._terms: dict[tuple[str, float, int], tuple[float, float] | None] = {}
+
+    # ------------------------------------------------------------------ batches
+    def initial_batch(self, spec: JobSpec) -> float:
+        """``B0``: the trace's batch size, else ``num_gpus x`` the profile's local batch (samples)."""
+        if spec.batch_size is not None:
+            return float(spec.batch_size)
+        return spec.num_gpus * self.profiles.model(spec.model).local_batch
+
+    def global_batch(self, spec: JobSpec, b0: float, workers: int, chosen: float) -> float:
+        """The global batch ``M`` on ``workers`` workers (``chosen``: the adaptive rule's choice),
+        before the memory cap."""
+        if self.rule == "fixed-local":
+            return workers * b0 / spec.num_gpus
+        if self.rule == "adaptive":
+            return chosen
+        return b0  # fixed-global (and throughput, where the batch plays no part)
+
+    # ------------------------------------------------------------------ noise scale
+    def has_curve(self, model: str) -> bool:
+        return self.charges_efficiency and model in self.efficiency  # type: ignore[operator]
+
+    def noise_terms(self, model: str, b0: float, progress_bin: int) -> tuple[float, float] | None:
+        """``(phi, R)`` with ``E(M) = (phi + R) / (phi + M)`` in the middle of part ``progress_bin``:
+        relative rule ``(phi x B0 / M0, B0)``, absolute ``(phi, M0)``; None without a curve."""
+        key = (model, b0, progress_bin)
+        terms = self._terms.get(key)
+        if terms is None and key not in self._terms:
+            if self.has_curve(model):
+                curve = self.efficiency.model(model)  # type: ignore[union-attr]
+                phi = curve.noise_scale_at((progress_bin + 0.5) / PROGRESS_BINS)
+                if self.noise_scale_rule == "relative":
+                    terms = (phi * b0 / curve.init_batch, b0)
+                else:
+                    terms = (phi, curve.init_batch)
+            self._terms[key] = terms
+        return terms
+
+    def reference_batch(self, model: str, b0: float) -> float:
+        """The batch at which ``E = 1``: ``B0`` (relative rule) or the model's measured ``M0`` (absolute)."""
+        if self.noise_scale_rule == "absolute" and self.has_curve(model):
+            return self.efficiency.model(model).init_batch  # type: ignore[union-attr]
+        return b0
+
+    # ------------------------------------------------------------------ rates
+    def samples_per_s(self, spec: JobSpec, workers: int, servers: int, gpu_types: frozenset[str],
+                      batch: float) -> float:
+        """Samples/s of ``workers`` workers at global batch ``batch`` (local batch cut to the
+        profile's ``max_local_batch``), no efficiency; the profile's own local batch under ``throughput``."""
+        profiles = self.profiles
+        if self.rule == "throughput":
+            return profiles.throughput(spec.model, workers, servers, gpu_types)
+        model = profiles.model(spec.model)
+        local = batch / workers
+        cap = model.max_local_batch
+        if cap is not None and local > cap:
+            local = cap
+        return profiles.throughput(spec.model, workers, servers, gpu_types,
+                                   None if local == model.local_batch else local)
+
+    def rate(self, spec: JobSpec, b0: float, workers: int, servers: int, gpu_types: frozenset[str],
+             batch: float, progress_bin: int = 0) -> float:
+        """Progress per second (samples at the reference batch: what work is counted in) of ``workers``
+        workers over ``servers`` servers of ``gpu_types`` at global batch ``batch`` (already
+        :meth:`global_batch`), in progress part ``progress_bin``."""
+        if workers < 1:
+            return 0.0
+        samples = self.samples_per_s(spec, workers, servers, gpu_types, batch)
+        terms = self.noise_terms(spec.model, b0, progress_bin) if self.charges_efficiency else None
+        if terms is None:
+            return samples
+        phi, ref = terms
+        cap = self.profiles.model(spec.model).max_local_batch
+        if cap is not None and batch > cap * workers:
+            batch = cap * workers
+        return samples if batch == ref else samples * (phi + ref) / (phi + batch)
+
+    def reference_rate(self, spec: JobSpec, b0: float, gpu_type: str, gpus_per_server: int) -> float:
+        """Samples/s at the requested size packed on ``gpu_type`` servers at ``B0``, efficiency not
+        applied: ``work = duration x`` this (under the relative rule ``E(B0) = 1`` anyway)."""
+        servers = math.ceil(spec.num_gpus / gpus_per_server)
+        return self.samples_per_s(spec, spec.num_gpus, servers, frozenset((gpu_type,)), b0)
+
+    def needs_bins(self, spec: JobSpec, b0: float, batch: float) -> bool:
+        """Does the rate depend on progress (a measured curve and a batch other than the reference)?"""
+        return self.has_curve(spec.model) and batch != self.reference_batch(spec.model, b0)
+
+
+def progress_bin(work_done: float, total_work: float) -> int:
+    """The part of training progress ``work_done / total_work`` falls in (0 .. PROGRESS_BINS - 1)."""
+    if total_work <= 0:
+        return PROGRESS_BINS - 1
+    return min(PROGRESS_BINS - 1, int(work_done / total_work * PROGRESS_BINS))
+
+
+def bin_end_work(progress_part: int, total_work: float) -> float:
+    """Work (samples) at which part ``progress_part`` ends (``total_work`` for the last part)."""
+    if progress_part >= PROGRESS_BINS - 1:
+        return total_work
+    return total_work * (progress_part + 1) / PROGRESS_BINS
+
