@@ -71,7 +71,9 @@ within ``tick_interval``; the artifact schedules an event at each crossing).
 
 Parameters (dataclass fields):
 
-- ``thresholds`` = ``(3250.0, 7200.0)`` GPU-s: 3 queues. Source: the Tiresias
+- ``thresholds`` = ``(3250.0, 7200.0)`` GPU-s: 3 queues (one number: two queues, e.g.
+  ``--policy-param tiresias.thresholds=57600``, the Pollux artifact's Tiresias).
+  Source: the Tiresias
   artifact (``simulator/jobs.py``: ``num_queue = 3``,
   ``queue_limit = [3250, 7200, 18000]``; with three queues the third limit is
   never used). The Pollux artifact's Tiresias (petuum/adaptdl,
@@ -127,6 +129,8 @@ class TiresiasScheduler(Scheduler):
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode: must be one of {', '.join(repr(m) for m in MODES)}, got {self.mode!r}")
+        if isinstance(self.thresholds, (int, float)):  # one threshold (two queues), e.g. from the command line
+            self.thresholds = (self.thresholds,)
         self.thresholds = tuple(float(t) for t in self.thresholds)
         th = self.thresholds
         if any(t <= 0 for t in th) or any(a >= b for a, b in zip(th, th[1:])):

@@ -313,3 +313,9 @@ def test_parameters_are_checked_and_named():
     assert TiresiasScheduler().mode == "realistic" and TiresiasLoanScheduler(mode="artifact").artifact
     with pytest.raises(ValueError, match=r"^mode: must be one of 'realistic', 'artifact', got 'Artifact'$"):
         TiresiasScheduler(mode="Artifact")
+
+
+def test_one_threshold_from_the_command_line_means_two_queues():
+    from baselines.tiresias import TiresiasScheduler
+
+    assert TiresiasScheduler(thresholds=57600).thresholds == (57600.0,)
