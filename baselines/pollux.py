@@ -405,9 +405,10 @@ class _Pool:
     fixed: list[JobView] = field(default_factory=list)    # inelastic jobs running here already
 
     def fair_share(self) -> int:
-        """GPUs per job if the pool's GPUs were split evenly among its jobs (Pollux's ``a_f``)."""
+        """GPUs per job if the pool's GPUs were split evenly among its jobs, rounded up (Pollux's
+        ``a_f``: ``pollux.py`` ``Problem``, ceil(GPUs / jobs))."""
         jobs = len(self.elastic) + len(self.started) + len(self.fixed)
-        return len(self.servers) * self.gpus_per_server // max(1, jobs)
+        return -(-len(self.servers) * self.gpus_per_server // max(1, jobs))
 
 
 @dataclass

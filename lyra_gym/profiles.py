@@ -7,7 +7,9 @@ Profile file format (JSON, ``"format": "lyra-gym-profiles/1"``)::
      "models": {"resnet50": {
          "local_batch": 256,                 # samples per worker per step
          "restart_overhead_s": 250,          # checkpoint + restore, seconds
-         "gpus": {"v100": {"step_compute_s": 0.213,     # forward+backward+optimizer, s
+         "max_local_batch": 256,             # optional: most samples per worker per step (memory)
+         "gpus": {"v100": {"step_compute_s": 0.213,     # forward+backward+optimizer at local_batch, s
+                           "step_fixed_s": 0.011,       # optional: part of it not shrinking with the batch, s
                            "allreduce_intra_s": 0.019,  # all-reduce unit inside one server, s
                            "allreduce_inter_s": 0.037,  # all-reduce unit across servers, s
                            "source": "..."}}}}}
@@ -22,11 +24,19 @@ communication). For ``n`` workers spread over ``k`` servers whose GPU types are
          = max_{g in T} allreduce_inter_s[g] * 2(n-1)/n   if k > 1
     throughput = n * local_batch / step      (samples/s)
 
-At another local batch ``m`` (the batch-aware scaling rules of
-:mod:`lyra_gym.scaling`), the compute part is
-``step_fixed_s + (step_compute_s - step_fixed_s) * m / local_batch``: an
-optional per-GPU ``step_fixed_s`` (default 0) does not shrink with the batch.
-An optional per-model ``max_local_batch`` caps ``m`` (GPU memory).
+At another local batch ``m`` samples per worker (the batch-aware scaling rules
+of :mod:`lyra_gym.scaling`), the compute part is::
+
+    compute(m) = step_fixed_s + (step_compute_s - step_fixed_s) * m / local_batch   (s)
+
+so ``compute(local_batch) == step_compute_s`` exactly (a call without ``m`` is
+the model above, bit for bit) and ``throughput = n * m / step``. The optional
+per-GPU ``step_fixed_s`` (s, ``0 <= step_fixed_s <= step_compute_s``; absent =
+0, compute proportional to the batch) is the part of a step that does not
+shrink with the batch. The optional per-model ``max_local_batch`` (samples,
+``>= 1``; absent = None, no cap) is the most that fits in GPU memory; the
+profile only records it, :mod:`lyra_gym.scaling` cuts ``m`` to it
+(:meth:`ModelProfile.step_time` takes any ``m > 0``).
 
 ``2(n-1)/n`` is the ring all-reduce's data volume factor; the slowest GPU type
 sets the pace of every worker. The shipped ``builtin_profiles.json`` is derived
@@ -93,6 +103,9 @@ class ModelProfile:
         if local_batch is None:
             compute = max(p.step_compute_s for p in profiles)
         else:
+            if not (local_batch > 0 and math.isfinite(local_batch)):
+                raise ProfileError(f"model {self.name!r}: local_batch must be a finite number > 0 samples, "
+                                   f"got {local_batch!r}")
             compute = max(p.compute_s(local_batch, self.local_batch) for p in profiles)
         if workers <= 1:
             return compute

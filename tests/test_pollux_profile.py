@@ -83,6 +83,21 @@ def test_shipped_bert_matches_measured_rows_by_hand():
     assert bert.step_time(4, 4, ["t4"]) == pytest.approx(1.470600575208664, rel=0.10)
 
 
+def test_shipped_bert_at_another_local_batch_matches_its_measured_row_by_hand():
+    # petuum/adaptdl@de25dcc9 simulator/traces/bert/placements.csv: 1,8,0.7032617032527924,... (one T4, batch 8)
+    bert = load_profiles(SHIPPED).model("bert")
+    t4 = bert.gpu("t4")
+    assert bert.max_local_batch == 12  # the largest batch of the one-GPU grid
+    assert 0 < t4.step_fixed_s < t4.step_compute_s
+    compute8 = t4.step_fixed_s + (t4.step_compute_s - t4.step_fixed_s) * 8 / 12
+    assert bert.step_time(1, 1, ["t4"], 8) == pytest.approx(compute8, rel=1e-12)
+    assert bert.throughput(1, 1, ["t4"], 8) == pytest.approx(8 / compute8, rel=1e-12)
+    reported = json.loads(SHIPPED.read_text())["models"]["bert"]["fit"]["one_gpu_by_batch"]["max_pct"]  # 2.1 %
+    assert abs(compute8 - 0.7032617032527924) / 0.7032617032527924 * 100 <= reported + 0.01
+    # sub-linear: half the batch takes more than half the step (the fixed part stays)
+    assert bert.step_time(1, 1, ["t4"], 6) > t4.step_compute_s / 2
+
+
 def test_converter_durations_are_t4_run_times_at_the_profiles_rates():
     profiles = load_profiles(SHIPPED)
     jobs = {j.job_id: j for j in load_pollux(TINY, profiles=profiles)}

@@ -138,3 +138,45 @@ def test_bad_batch_fields_name_the_file_and_field(gpu, model, field):
 
     with pytest.raises(ProfileError, match=f"p.json: {field}"):
         _one({"step_compute_s": 1.0, "allreduce_intra_s": 0.1, "allreduce_inter_s": 0.2, **gpu}, **model)
+
+
+def test_a_fully_fixed_step_and_the_smallest_cap_are_accepted():
+    # step_fixed_s == step_compute_s: compute does not depend on the batch; max_local_batch 1 is the floor
+    p = _one({"step_compute_s": 0.5, "step_fixed_s": 0.5, "allreduce_intra_s": 0.0, "allreduce_inter_s": 0.0},
+             max_local_batch=1)
+    m = p.model("m")
+    assert m.max_local_batch == 1.0
+    assert m.step_time(1, 1, ["v100"], 1) == 0.5 == m.step_time(1, 1, ["v100"], 16)
+    assert m.throughput(1, 1, ["v100"], 16) == 16 / 0.5  # samples/s grow with the batch
+
+
+def test_mixed_gpu_types_at_another_local_batch_take_the_slowest_compute():
+    # v100: 0.2 + 0.8 x 4/8 = 0.6 s; t4: 1.0 + 2.0 x 4/8 = 2.0 s (fixed 1.0 of 3.0) -> 2.0 + 2(2-1)/2 x 0.3
+    data = {"format": "lyra-gym-profiles/1", "metadata": {"reference_gpu": "v100"},
+            "models": {"m": {"local_batch": 8, "gpus": {
+                "v100": {"step_compute_s": 1.0, "step_fixed_s": 0.2, "allreduce_intra_s": 0.1, "allreduce_inter_s": 0.2},
+                "t4": {"step_compute_s": 3.0, "step_fixed_s": 1.0, "allreduce_intra_s": 0.2, "allreduce_inter_s": 0.3}}}}}
+    p = parse_profiles(data)
+    assert p.model("m").step_time(2, 2, ["v100", "t4"], 4) == pytest.approx(2.0 + 0.3)
+    assert p.throughput("m", 2, 2, frozenset({"v100", "t4"}), 4) == pytest.approx(2 * 4 / 2.3)
+    # the cached look-up with and without the local batch: the profile's batch gives today's number
+    assert p.throughput("m", 2, 2, frozenset({"v100", "t4"})) == 2 * 8 / (3.0 + 0.3)
+    assert p.throughput("m", 2, 2, frozenset({"v100", "t4"}), 8) == 2 * 8 / (3.0 + 0.3)
+
+
+@pytest.mark.parametrize("batch", [0, -2.0, float("nan"), float("inf")])
+def test_a_local_batch_that_is_not_positive_is_refused(batch):
+    m = _one({"step_compute_s": 1.0, "allreduce_intra_s": 0.1, "allreduce_inter_s": 0.2}).model("m")
+    with pytest.raises(ProfileError, match="model 'm': local_batch"):
+        m.step_time(1, 1, ["v100"], batch)
+
+
+def test_builtin_numbers_at_the_profiles_local_batch_do_not_move():
+    # step_fixed_s changes nothing at the profile's own local batch, bit for bit
+    profiles = builtin_profiles()
+    for key, model in profiles.models.items():
+        for gpu in model.gpus:
+            for n, k in ((1, 1), (4, 1), (8, 2)):
+                assert model.step_time(n, k, [gpu], model.local_batch) == model.step_time(n, k, [gpu])
+                assert (profiles.throughput(key, n, k, frozenset({gpu}), model.local_batch)
+                        == profiles.throughput(key, n, k, frozenset({gpu})))

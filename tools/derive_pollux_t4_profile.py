@@ -47,7 +47,11 @@ yolov3 -> yolov3):
   one-GPU rows is ``fit.one_gpu_by_batch``. With one measured batch only,
   ``step_fixed_s`` = 0 (compute proportional to the batch, an assumption).
 - ``max_local_batch`` = the largest ``local_bsz`` measured on one GPU
-  (assumption: the artifact's grid stops where GPU memory does).
+  (assumption: the artifact's grid stops where GPU memory does). The
+  artifact's simulator (``simulator/applications.py``, ``Application``) takes
+  ``max_local_bsz = placements.local_bsz.max()`` the same way, except yolov3,
+  which it sets to 8 (its grid goes to 16); the simulator accumulates
+  gradients above it, which lyra-gym does not model.
 - ``restart_overhead_s`` = 30: the artifact's simulator charges 30 s of no
   progress after every (re)allocation (``Job.reallocate``: ``rescale_time =
   30``; shared/data/PROVENANCE.md). ``traces/pollux-testbed.yaml`` sets the
