@@ -98,7 +98,7 @@ Parameters (dataclass fields):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping, TypeVar
 
 import numpy as np
 
@@ -107,6 +107,8 @@ from baselines.placement import capacities, place_in_groups, take
 from lyra_gym.plan import Plan
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.view import ClusterView, JobView
+
+T = TypeVar("T")
 
 EPS = 1e-6  # s: tolerance when comparing times with quantum boundaries
 
@@ -280,33 +282,16 @@ class GandivaScheduler(Scheduler):
         """Make room for a suspended job on exactly its own servers: free GPUs there, else (at a
         quantum) by suspending quantum-expired jobs on them, the longest running first, keeping
         those not needed. Returns whether it fits now (``free`` then includes the room made)."""
-        if all(free[sid] >= g for sid, g in own.items()):
+        def fits(gpus: list[int]) -> Mapping[int, int] | None:
+            return own if all(gpus[sid] >= g for sid, g in own.items()) else None
+
+        if fits(free) is not None:
             return True
         if not at_quantum:
             return False
         on_own = [v for v in self._victims(view, allocs, self._grown)
                   if allocs[v.id] is v.allocation and any(sid in own for sid in allocs[v.id])]
-        trial, chosen = list(free), []
-        while on_own and not all(trial[sid] >= g for sid, g in own.items()):
-            v = on_own.pop()
-            chosen.append(v)
-            for sid, g in allocs[v.id].items():
-                trial[sid] += g
-        if not all(trial[sid] >= g for sid, g in own.items()):
-            return False
-        for v in reversed(chosen[:-1]):  # keep running those the swap turns out not to need
-            back = list(trial)
-            for sid, g in allocs[v.id].items():
-                back[sid] -= g
-            if all(back[sid] >= g for sid, g in own.items()):
-                trial = back
-                chosen.remove(v)
-        for v in chosen:
-            self._left[v.id] = allocs.pop(v.id)
-            suspended.append(v.id)
-            self._slot_start.pop(v.id, None)
-        free[:] = trial
-        return True
+        return self._suspend_until(allocs, free, on_own, fits, suspended) is not None
 
     def _displace(self, view: ClusterView, allocs: dict, free: list[int], need: int, groups: list[list[int]],
                   victims: list[JobView], suspended: list[str]) -> dict[int, int] | None:
@@ -314,30 +299,39 @@ class GandivaScheduler(Scheduler):
         GPUs fit by the placement rule; keep running those the fit turns out not to need.
         Returns the placement, or None (then nothing is suspended and ``victims`` is unchanged)."""
         rule, size = view.placement, self._size
-        trial, chosen, placement = list(free), [], None
-        while placement is None and victims:
+        return self._suspend_until(allocs, free, victims,
+                                   lambda gpus: place_in_groups(rule, gpus, size, need, groups), suspended)
+
+    def _suspend_until(self, allocs: dict, free: list[int], victims: list[JobView],
+                       fits: Callable[[list[int]], T | None], suspended: list[str]) -> T | None:
+        """Suspend ``victims`` (popped from the end) until ``fits(free GPUs)`` gives a result, then
+        keep running those the result turns out not to need (the last one chosen is needed).
+        Returns the result with ``free`` updated and the suspensions recorded, or None (nothing
+        suspended, ``victims`` unchanged)."""
+        trial, chosen, result = list(free), [], None
+        while result is None and victims:
             v = victims.pop()
             chosen.append(v)
             for sid, gpus in allocs[v.id].items():
                 trial[sid] += gpus
-            placement = place_in_groups(rule, trial, size, need, groups)
-        if placement is None:
+            result = fits(trial)
+        if result is None:
             victims.extend(reversed(chosen))
             return None
-        for v in reversed(chosen[:-1]):  # the shortest running first; the last one chosen is needed
+        for v in reversed(chosen[:-1]):
             back = list(trial)
             for sid, gpus in allocs[v.id].items():
                 back[sid] -= gpus
-            fit = place_in_groups(rule, back, size, need, groups)
+            fit = fits(back)
             if fit is not None:
-                trial, placement = back, fit
+                trial, result = back, fit
                 chosen.remove(v)
         for v in chosen:
             self._left[v.id] = allocs.pop(v.id)
             suspended.append(v.id)
             self._slot_start.pop(v.id, None)
         free[:] = trial
-        return placement
+        return result
 
     def _victims(self, view: ClusterView, allocs: Mapping, exclude: set[str]) -> list[JobView]:
         """Running jobs whose quantum is over, outside any overhead; the longest running last."""
