@@ -387,7 +387,7 @@ class PolluxScheduler(Scheduler):
             x = sum(alloc.values())
             _, batches = self.goodputs(view, job, x, pool.gpu_type, pool.gpus_per_server)
             batch = float(batches[x - 1])
-            if batch != job.batch_size or job.workers != x:
+            if batch != job.batch_size:  # the adaptive rule's current batch
                 plan.batch_sizes[job.id] = batch
 
 

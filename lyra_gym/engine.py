@@ -348,12 +348,11 @@ class Engine:
         heap = self._heap
         while self._peek_heap() is not None and heap[0][0] <= t:
             _, _, kind, index, _ = heapq.heappop(heap)
+            if kind == _COMPLETION and not self._progress_event(jobs[index]):
+                progress += 1  # a change of rate inside a job: not an event
+                continue
             self.counts["events"] += 1
-            if kind == _COMPLETION:
-                if not self._progress_event(jobs[index]):
-                    self.counts["events"] -= 1  # a change of rate inside a job: not an event
-                    progress += 1
-            elif kind == _TICK:
+            if kind == _TICK:
                 ticks += 1
                 if self.finished < len(jobs):
                     self._push(t + self.scheduler.tick_interval, _TICK)

@@ -143,20 +143,21 @@ class ScalingModel:
         return b0
 
     # ------------------------------------------------------------------ rates
+    def capped_batch(self, spec: JobSpec, workers: int, batch: float) -> float:
+        """``batch`` cut to ``workers x`` the profile's ``max_local_batch`` (GPU memory), if any."""
+        cap = self.profiles.model(spec.model).max_local_batch
+        return batch if cap is None or batch <= cap * workers else cap * workers
+
     def samples_per_s(self, spec: JobSpec, workers: int, servers: int, gpu_types: frozenset[str],
                       batch: float) -> float:
-        """Samples/s of ``workers`` workers at global batch ``batch`` (local batch cut to the
-        profile's ``max_local_batch``), no efficiency; the profile's own local batch under ``throughput``."""
+        """Samples/s of ``workers`` workers at global batch ``batch`` (:meth:`capped_batch` first),
+        no efficiency; the profile's own local batch under ``throughput``."""
         profiles = self.profiles
         if self.rule == "throughput":
             return profiles.throughput(spec.model, workers, servers, gpu_types)
-        model = profiles.model(spec.model)
         local = batch / workers
-        cap = model.max_local_batch
-        if cap is not None and local > cap:
-            local = cap
         return profiles.throughput(spec.model, workers, servers, gpu_types,
-                                   None if local == model.local_batch else local)
+                                   None if local == profiles.model(spec.model).local_batch else local)
 
     def rate(self, spec: JobSpec, b0: float, workers: int, servers: int, gpu_types: frozenset[str],
              batch: float, progress_bin: int = 0) -> float:
@@ -165,21 +166,20 @@ class ScalingModel:
         :meth:`global_batch`), in progress part ``progress_bin``."""
         if workers < 1:
             return 0.0
+        batch = self.capped_batch(spec, workers, batch)
         samples = self.samples_per_s(spec, workers, servers, gpu_types, batch)
         terms = self.noise_terms(spec.model, b0, progress_bin) if self.charges_efficiency else None
         if terms is None:
             return samples
         phi, ref = terms
-        cap = self.profiles.model(spec.model).max_local_batch
-        if cap is not None and batch > cap * workers:
-            batch = cap * workers
         return samples if batch == ref else samples * (phi + ref) / (phi + batch)
 
     def reference_rate(self, spec: JobSpec, b0: float, gpu_type: str, gpus_per_server: int) -> float:
         """Samples/s at the requested size packed on ``gpu_type`` servers at ``B0``, efficiency not
         applied: ``work = duration x`` this (under the relative rule ``E(B0) = 1`` anyway)."""
         servers = math.ceil(spec.num_gpus / gpus_per_server)
-        return self.samples_per_s(spec, spec.num_gpus, servers, frozenset((gpu_type,)), b0)
+        return self.samples_per_s(spec, spec.num_gpus, servers, frozenset((gpu_type,)),
+                                  self.capped_batch(spec, spec.num_gpus, b0))
 
     def needs_bins(self, spec: JobSpec, b0: float, batch: float) -> bool:
         """Does the rate depend on progress (a measured curve and a batch other than the reference)?"""

@@ -48,12 +48,6 @@ class JobView:
         return self._job.remaining_work(self._engine.now)
 
     @property
-    def progress(self) -> float:
-        """Fraction of the job's work done, in [0, 1]."""
-        job = self._job
-        return 1.0 - job.remaining_work(self._engine.now) / job.total_work
-
-    @property
     def init_batch(self) -> float:
         """``B0``: the job's global batch at its requested size, samples (:mod:`lyra_gym.scaling`)."""
         return self._job.init_batch
