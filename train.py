@@ -3,6 +3,7 @@
     python train.py --quick                          # ~2 min train-evaluate-compare cycle
     python train.py --env LyraGym/Elastic-v0         # agents/configs/elastic.yaml (~1 h)
     python train.py --config my.yaml --set n_envs=4 learning_rate=1e-4 --seed 3
+    python train.py --env LyraGym/Alloc-v0           # full control, BC warm start, contended cluster
     python train.py --resume runs/<run>/checkpoints/model_250000_steps.zip --set total_timesteps=3000000
 
 A run writes ``runs/<env>__<config>__<seed>__<time>/``: ``config.yaml`` (resolved),
@@ -29,6 +30,7 @@ from agents.callbacks import (
 )
 from agents.config import TrainConfigError, load_train_config, resolve_config
 from agents.evaluate import compare_saved, comparison_table
+from agents.imitation import behaviour_clone, collect_demonstrations
 from agents.factory import (
     CONFIG_FILE, MODEL_FILE, VECNORM_FILE, VECNORM_STATS_FILE, build_training_envs, configure_torch, find_artifacts,
     load_model, make_eval_env, make_model, new_run_dir, save_normalizer_stats, trust_requested, warn_trusted,
@@ -52,6 +54,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--backend", choices=("sb3", "rllib"), default="sb3",
                         help="sb3 (default) or rllib (RLlib PPO, agents/rllib_backend.py; needs ray[rllib])")
     return parser.parse_args(argv)
+
+
+def warm_start(model, venv, cfg) -> None:
+    """Behaviour cloning of the env's expert (``cfg.bc_*``; :mod:`agents.imitation`), logged as ``bc/*``."""
+    t0 = time.perf_counter()
+    demos = collect_demonstrations(venv, cfg.bc_steps, cfg.gamma)
+    history = behaviour_clone(model, demos, cfg.bc_epochs, cfg.bc_batch_size, cfg.bc_learning_rate, cfg.seed,
+                              normalizer=venv if cfg.normalize_obs else None, value_coef=cfg.vf_coef)
+    for epoch, row in enumerate(history):
+        for key, value in row.items():
+            model.logger.record(f"bc/{key}", value)
+        model.logger.dump(epoch)
+    last = history[-1]
+    print(f"behaviour cloning: {len(demos.obs)} expert steps ({demos.episodes} episodes), {cfg.bc_epochs} epochs "
+          f"in {time.perf_counter() - t0:.0f} s; agreement {last['agreement']:.3f}, nll {last['nll']:.3f}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -87,6 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     remaining = cfg.total_timesteps - model.num_timesteps
     print(f"run {run_dir}  env {cfg.env_id}  algo {cfg.algo}  {cfg.n_envs} x {type(venv.venv).__name__}  "
           f"device {model.device}  torch threads {threads}  steps {model.num_timesteps} -> {cfg.total_timesteps}")
+    if cfg.bc_steps and not resume:
+        warm_start(model, venv, cfg)
 
     # --- train
     evaluator = TestWindowEvalCallback(eval_env, cfg.eval_windows, cfg.eval_freq)

@@ -23,6 +23,8 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from lyra_gym.envs import ALLOC_ENV_ID
+
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 QUICK_OVERLAY = CONFIG_DIR / "quick.yaml"
 
@@ -62,7 +64,8 @@ class TrainConfig:
     num_server_slots: int = 16            # M
     borrow_levels: int = 4                # B
     heuristic: str = "lyra"               # guided heuristic, registry name
-    max_steps: int = 5000                 # decision points before truncation
+    max_steps: int = 5000                 # decision points before truncation (Alloc: sub-actions)
+    worker_levels: int = 10               # L, worker-count options per job (LyraGym/Alloc-v0 only)
     # --- vector envs and normalisation
     n_envs: int = 8
     vec_env: str = "auto"                 # auto (subproc when it pays) | dummy | subproc
@@ -84,6 +87,11 @@ class TrainConfig:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     target_kl: float | None = 0.05        # stop an update's epochs early past this KL (None = never)
+    # --- imitation warm start (agents/imitation.py): behaviour cloning of the env's expert before PPO
+    bc_steps: int = 0                     # expert transitions to collect (0 = no warm start)
+    bc_epochs: int = 10                   # passes over them
+    bc_batch_size: int = 256
+    bc_learning_rate: float = 1e-3
     # --- network
     net_arch: list[int] = field(default_factory=lambda: [256, 256])  # policy and value MLPs
     activation: str = "tanh"
@@ -120,19 +128,22 @@ class TrainConfig:
         if not self.env_id.startswith("LyraGym/"):
             raise TrainConfigError(f"env_id: must be a LyraGym/ id, got {self.env_id!r}")
         positive = ("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "num_job_slots",
-                    "borrow_levels", "max_steps", "eval_windows", "final_windows", "deepsets_hidden")
+                    "borrow_levels", "max_steps", "eval_windows", "final_windows", "deepsets_hidden",
+                    "worker_levels", "bc_epochs", "bc_batch_size")
         for key in positive:
             if getattr(self, key) < 1:
                 raise TrainConfigError(f"{key}: must be >= 1, got {getattr(self, key)}")
-        for key in ("num_server_slots", "eval_freq", "checkpoint_freq", "torch_threads", "deepsets_slot_dim"):
+        for key in ("num_server_slots", "eval_freq", "checkpoint_freq", "torch_threads", "deepsets_slot_dim",
+                    "bc_steps"):
             if getattr(self, key) < 0:
                 raise TrainConfigError(f"{key}: must be >= 0, got {getattr(self, key)}")
         if self.n_steps * self.n_envs < 2:
             raise TrainConfigError("n_steps * n_envs: must be >= 2 (PPO advantage normalisation)")
         if not 0 < self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
             raise TrainConfigError(f"gamma/gae_lambda: must lie in (0, 1] / [0, 1], got {self.gamma}/{self.gae_lambda}")
-        if self.learning_rate <= 0:
-            raise TrainConfigError(f"learning_rate: must be > 0, got {self.learning_rate}")
+        for key in ("learning_rate", "bc_learning_rate"):
+            if getattr(self, key) <= 0:
+                raise TrainConfigError(f"{key}: must be > 0, got {getattr(self, key)}")
         if not self.net_arch or any(int(w) < 1 for w in self.net_arch):
             raise TrainConfigError(f"net_arch: must be a non-empty list of widths >= 1, got {self.net_arch}")
 
@@ -145,6 +156,7 @@ class TrainConfig:
             "reward": self.reward, "reward_scale_s": self.reward_scale_s, "num_job_slots": self.num_job_slots,
             "num_server_slots": self.num_server_slots, "borrow_levels": self.borrow_levels,
             "heuristic": self.heuristic, "max_steps": self.max_steps,
+            **({"worker_levels": self.worker_levels} if self.env_id == ALLOC_ENV_ID else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -2,7 +2,10 @@
 
 The environments' flat observation is laid out as (``lyra_gym/envs/observation.py``)::
 
-    [ K job slots x len(JOB_FEATURES) | len(CLUSTER_FEATURES) | M server slots x len(SERVER_FEATURES) ]
+    [ K job slots x job_width | cluster_width | M server slots x len(SERVER_FEATURES) ]
+
+(``job_width`` = ``len(JOB_FEATURES)`` in the guided environments, plus the Alloc features in
+``LyraGym/Alloc-v0``; likewise ``cluster_width``.)
 
 :class:`JobSetExtractor` applies one small MLP ``phi`` to every job slot (shared
 weights), pools the K codes by mean and max (both invariant to the slots'
@@ -37,17 +40,9 @@ import torch
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from lyra_gym.envs.observation import CLUSTER_FEATURES, JOB_FEATURES, SERVER_FEATURES
+from lyra_gym.envs.observation import CLUSTER_FEATURES, JOB_FEATURES, observation_layout
 
-
-def observation_layout(num_job_slots: int, num_server_slots: int) -> dict[str, tuple[int, int, int]]:
-    """``{"jobs": (start, slots, width), "cluster": (start, 1, width), "servers": (start, slots, width)}``."""
-    nj, nc, ns = len(JOB_FEATURES), len(CLUSTER_FEATURES), len(SERVER_FEATURES)
-    return {
-        "jobs": (0, num_job_slots, nj),
-        "cluster": (num_job_slots * nj, 1, nc),
-        "servers": (num_job_slots * nj + nc, num_server_slots, ns),
-    }
+__all__ = ["JobSetExtractor", "observation_layout"]
 
 
 def _mlp(inputs: int, hidden: int, layers: int = 2) -> nn.Sequential:
@@ -64,27 +59,30 @@ class JobSetExtractor(BaseFeaturesExtractor):
     then, if ``slot_dim > 0``, ``K x slot_dim`` job-slot codes and ``M x slot_dim``
     server-slot codes in slot order.
 
-    :param observation_space: the env's ``Box`` of length ``K*12 + 14 + M*4``.
+    :param observation_space: the env's ``Box`` of length ``K*job_width + cluster_width + M*4``.
     :param num_job_slots: K (the env's ``num_job_slots``).
     :param num_server_slots: M (the env's ``num_server_slots``).
+    :param job_width: features per job slot (default ``len(JOB_FEATURES)``).
+    :param cluster_width: cluster features (default ``len(CLUSTER_FEATURES)``).
     :param hidden: width of both ``phi`` MLPs (two ReLU layers), default 64.
     :param slot_dim: width of the per-slot codes appended in slot order (0 = none), default 0.
     """
 
     def __init__(self, observation_space: gym.spaces.Box, num_job_slots: int, num_server_slots: int,
-                 hidden: int = 64, slot_dim: int = 0) -> None:
-        layout = observation_layout(num_job_slots, num_server_slots)
+                 hidden: int = 64, slot_dim: int = 0, job_width: int = len(JOB_FEATURES),
+                 cluster_width: int = len(CLUSTER_FEATURES)) -> None:
+        layout = observation_layout(num_job_slots, num_server_slots, job_width, cluster_width)
         start, m, ns = layout["servers"]
         size = start + m * ns
         if observation_space.shape != (size,):
             raise ValueError(
                 f"JobSetExtractor: observation shape {observation_space.shape} does not match K={num_job_slots} "
-                f"job slots x {len(JOB_FEATURES)} + {len(CLUSTER_FEATURES)} cluster + M={num_server_slots} server "
-                f"slots x {len(SERVER_FEATURES)} = {size}")
-        k, nj = num_job_slots, len(JOB_FEATURES)
-        features = 2 * hidden + len(CLUSTER_FEATURES) + (2 * hidden if m else 0) + slot_dim * (k + m)
+                f"job slots x {job_width} + {cluster_width} cluster + M={num_server_slots} server "
+                f"slots x {ns} = {size}")
+        k, nj, nc = num_job_slots, job_width, cluster_width
+        features = 2 * hidden + nc + (2 * hidden if m else 0) + slot_dim * (k + m)
         super().__init__(observation_space, features_dim=features)
-        self.k, self.m, self.nj, self.ns, self.nc = k, m, nj, ns, len(CLUSTER_FEATURES)
+        self.k, self.m, self.nj, self.ns, self.nc = k, m, nj, ns, nc
         self.slot_dim = slot_dim
         self.phi_job = _mlp(nj, hidden)
         self.phi_server = _mlp(ns, hidden) if m else None

@@ -58,7 +58,9 @@ from torch import nn
 
 import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
 from agents.config import TrainConfig
-from agents.extractors import JobSetExtractor, observation_layout
+from agents.extractors import JobSetExtractor
+from lyra_gym.envs import ALLOC_ENV_ID
+from lyra_gym.envs.observation import observation_layout
 
 MODEL_FILE = "model.zip"
 VECNORM_FILE = "vecnormalize.pkl"          # SB3's pickle (written for compatibility; loaded only when trusted)
@@ -151,7 +153,7 @@ def normalize(venv: VecEnv, cfg: TrainConfig) -> VecNormalize:
     vecnorm = VecNormalize(venv, norm_obs=cfg.normalize_obs, norm_reward=cfg.normalize_reward,
                            clip_obs=cfg.clip_obs, gamma=cfg.gamma)
     if cfg.tie_slot_stats:
-        layout = observation_layout(cfg.num_job_slots, cfg.num_server_slots)
+        layout = observation_layout(cfg.num_job_slots, cfg.num_server_slots, *observation_widths(cfg))
         vecnorm.obs_rms = TiedRunningMeanStd(venv.observation_space.shape, [layout["jobs"], layout["servers"]])
     return vecnorm
 
@@ -297,6 +299,7 @@ def policy_kwargs(cfg: TrainConfig) -> dict[str, Any]:
         kwargs["features_extractor_kwargs"] = {
             "num_job_slots": cfg.num_job_slots, "num_server_slots": cfg.num_server_slots,
             "hidden": cfg.deepsets_hidden, "slot_dim": cfg.deepsets_slot_dim,
+            "job_width": (widths := observation_widths(cfg))[0], "cluster_width": widths[1],
         }
     return kwargs
 
@@ -312,16 +315,31 @@ def make_model(cfg: TrainConfig, venv: VecEnv) -> BaseAlgorithm:
     )
 
 
-def model_spaces(cfg: TrainConfig) -> tuple[gym.spaces.Box, gym.spaces.MultiDiscrete]:
+def observation_widths(cfg: TrainConfig) -> tuple[int, int]:
+    """(job row width, cluster block width) of ``cfg``'s env observation (:mod:`lyra_gym.envs.observation`)."""
+    from lyra_gym.envs.alloc import ALLOC_CLUSTER_FEATURES, ALLOC_JOB_FEATURES
+    from lyra_gym.envs.observation import CLUSTER_FEATURES, JOB_FEATURES
+
+    if cfg.env_id == ALLOC_ENV_ID:
+        return len(JOB_FEATURES) + len(ALLOC_JOB_FEATURES), len(CLUSTER_FEATURES) + len(ALLOC_CLUSTER_FEATURES)
+    return len(JOB_FEATURES), len(CLUSTER_FEATURES)
+
+
+def model_spaces(cfg: TrainConfig) -> tuple[gym.spaces.Box, gym.spaces.Space]:
     """The (observation, action) spaces of ``cfg``'s env, built as the env builds them (no env, no trace)."""
     from lyra_gym.envs.actions import ActionCodec
-    from lyra_gym.envs.observation import ObservationBuilder
+    from lyra_gym.envs.alloc import AllocLayout
 
     from agents.policy_scheduler import env_controls
 
-    size = ObservationBuilder(cfg.num_job_slots, cfg.num_server_slots).size
+    layout = observation_layout(cfg.num_job_slots, cfg.num_server_slots, *observation_widths(cfg))
+    start, slots, width = layout["servers"]
+    obs_space = gym.spaces.Box(-1.0, 1.0, (start + slots * width,), dtype=np.float32)
+    if cfg.env_id == ALLOC_ENV_ID:
+        alloc = AllocLayout(cfg.num_job_slots, cfg.num_server_slots, cfg.borrow_levels, cfg.worker_levels)
+        return obs_space, gym.spaces.Discrete(alloc.n)
     codec = ActionCodec(cfg.num_job_slots, cfg.num_server_slots, cfg.borrow_levels, *env_controls(cfg.env_id))
-    return gym.spaces.Box(-1.0, 1.0, (size,), dtype=np.float32), gym.spaces.MultiDiscrete(codec.nvec)
+    return obs_space, gym.spaces.MultiDiscrete(codec.nvec)
 
 
 # plain counters of model.zip's ``data`` JSON that a safe load restores (everything else comes from the config)

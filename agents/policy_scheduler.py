@@ -32,7 +32,9 @@ import numpy as np
 from gymnasium.envs.registration import load_env_creator
 
 from lyra_gym import scheduler as registry
+from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.envs.actions import ActionCodec
+from lyra_gym.envs.alloc import AllocLayout, AllocObserver, open_decision
 from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
 from lyra_gym.plan import Plan
 from lyra_gym.scheduler import Guidance, Scheduler
@@ -147,6 +149,61 @@ class PolicyScheduler(GuidedAgentScheduler):
         return np.asarray(action)
 
 
+class AllocPolicyScheduler(Scheduler):
+    """A model trained on ``LyraGym/Alloc-v0`` run as a scheduler: at each decision point the
+    env's :class:`~lyra_gym.envs.alloc.AllocDecision` sub-actions are asked of the model until it
+    commits, with the env's observation, masks and tick rule, so ``simulate`` reproduces the
+    env's episode. Parameters as :class:`PolicyScheduler`."""
+
+    name = "model"
+
+    def __init__(self, model: Any, config: TrainConfig, normalizer: Any | None = None,
+                 deterministic: bool = True, name: str | None = None) -> None:
+        self.config, self.model, self.normalizer, self.deterministic = config, model, normalizer, deterministic
+        if name is not None:
+            self.name = name
+        self.layout = AllocLayout(config.num_job_slots, config.num_server_slots, config.borrow_levels,
+                                  config.worker_levels)
+        self.observer = AllocObserver(config.num_job_slots, config.num_server_slots)
+        n = getattr(model.action_space, "n", None)
+        if n != self.layout.n or model.observation_space.shape != (self.observer.size,):
+            raise ValueError(f"model spaces {model.observation_space.shape} / {model.action_space} do not match "
+                             f"{config.env_id} with K={config.num_job_slots}, M={config.num_server_slots}, "
+                             f"B={config.borrow_levels}, L={config.worker_levels}")
+        self.use_masks = supports_action_masks(model)
+        self.heuristic = registry.make(config.heuristic)
+        self.invalid_actions = 0
+        self._last_borrow: float | None = None
+
+    @property
+    def tick_interval(self) -> float | None:  # type: ignore[override]
+        return self.heuristic.tick_interval
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self.heuristic = registry.make(self.config.heuristic)
+        self.heuristic.reset(rng)
+        self.invalid_actions = 0
+        self._last_borrow = None
+
+    def decide(self, view: ClusterView) -> Plan:
+        decision, skip = open_decision(view, self.heuristic, self.layout, self._last_borrow)
+        if skip:
+            return decision.proposal
+        while True:
+            obs, masks = self.observer.observe(view, decision), decision.masks()
+            if self.normalizer is not None:
+                obs = self.normalizer.normalize_obs(obs)
+            kwargs = {"action_masks": masks} if self.use_masks else {}
+            action, _ = self.model.predict(obs, deterministic=self.deterministic, **kwargs)
+            value = int(np.asarray(action).reshape(-1)[0])
+            if not 0 <= value < len(masks) or not masks[value]:
+                value = decision.neutral()
+                self.invalid_actions += 1
+            if decision.step(value):
+                self._last_borrow = decision.borrow_fraction
+                return decision.plan
+
+
 def split_trust_option(path: str | os.PathLike) -> tuple[str, bool | None]:
     """``"PATH?trust=1"`` -> ``("PATH", True)``; a path without the option -> ``(PATH, None)``.
     A path that exists as written is never split (a ``?`` in a real file name)."""
@@ -164,7 +221,7 @@ def split_trust_option(path: str | os.PathLike) -> tuple[str, bool | None]:
 
 
 def load_policy_scheduler(path: str | os.PathLike, deterministic: bool = True, device: str = "cpu",
-                          trust_model_files: bool | None = None, **params: Any) -> PolicyScheduler:
+                          trust_model_files: bool | None = None, **params: Any) -> Scheduler:
     """The ``model:PATH`` loader (entry-point group ``lyra_gym.scheduler_loaders``).
 
     :param path: a run directory, its ``model.zip``, or a checkpoint zip; the statistics
@@ -194,4 +251,5 @@ def load_policy_scheduler(path: str | os.PathLike, deterministic: bool = True, d
                                 f"(vecnormalize .npz) are missing beside the model")
     normalizer = load_normalizer(stats, trust=trust) if stats else None
     model = load_model(config, files.model, device=device, trust=trust)
-    return PolicyScheduler(model, config, normalizer, deterministic, name=name)
+    scheduler = AllocPolicyScheduler if config.env_id == ALLOC_ENV_ID else PolicyScheduler
+    return scheduler(model, config, normalizer, deterministic, name=name)

@@ -125,8 +125,7 @@ SUITE: dict[str, Scenario] = {
     for s in (
         Scenario("default", "the envs' default: env-14d seed 0, 16x8 V100 training, 16x8 T4 inference, 12 h"),
         Scenario("contended", "env-14d on 11 training servers (88 GPUs): offered load above 1 "
-                              "(the trace's 0.8 x 16/11 = 1.16 overall)",
-                 config={"cluster": {"training": [{"count": 11, "gpu_type": "v100", "gpus_per_server": 8}]}}),
+                              "(the trace's 0.8 x 16/11 = 1.16 overall)", config_file="contended.yaml"),
         Scenario("strong-diurnal", "env-14d with demand_preset strong (8x inference peak/trough)",
                  config={"demand_preset": "strong"}),
         Scenario("low-elastic", "env-14d with elastic_share 0.05 instead of 0.3 (same jobs otherwise)",

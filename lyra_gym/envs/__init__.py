@@ -4,20 +4,31 @@ from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
+from lyra_gym.envs.alloc_env import AllocEnv
 from lyra_gym.envs.cluster_env import ClusterEnv, ElasticEnv, LoaningEnv, LyraClusterEnv
 from lyra_gym.envs.wrappers import ActionMaskObservation
 
+#: The guided environments (MultiDiscrete: the agent's levels modulate a heuristic).
 ENV_IDS = ("LyraGym/Cluster-v0", "LyraGym/Loaning-v0", "LyraGym/Elastic-v0")
+#: The full-control environment (Discrete sub-actions build each decision).
+ALLOC_ENV_ID = "LyraGym/Alloc-v0"
+ALL_ENV_IDS = (*ENV_IDS, ALLOC_ENV_ID)
+_ENTRY_POINTS = {
+    "LyraGym/Cluster-v0": "lyra_gym.envs.cluster_env:ClusterEnv",
+    "LyraGym/Loaning-v0": "lyra_gym.envs.cluster_env:LoaningEnv",
+    "LyraGym/Elastic-v0": "lyra_gym.envs.cluster_env:ElasticEnv",
+    ALLOC_ENV_ID: "lyra_gym.envs.alloc_env:AllocEnv",
+}
 
 
 def register_envs() -> None:
-    """Register the three ids (idempotent)."""
-    for env_id, cls in zip(ENV_IDS, ("ClusterEnv", "LoaningEnv", "ElasticEnv")):
+    """Register the four ids (idempotent)."""
+    for env_id in ALL_ENV_IDS:
         if env_id not in registry:
-            register(id=env_id, entry_point=f"lyra_gym.envs.cluster_env:{cls}")
+            register(id=env_id, entry_point=_ENTRY_POINTS[env_id])
 
 
 register_envs()
 
-__all__ = ["ENV_IDS", "ActionMaskObservation", "ClusterEnv", "ElasticEnv", "LoaningEnv", "LyraClusterEnv",
-           "register_envs"]
+__all__ = ["ALLOC_ENV_ID", "ALL_ENV_IDS", "ENV_IDS", "ActionMaskObservation", "AllocEnv", "ClusterEnv",
+           "ElasticEnv", "LoaningEnv", "LyraClusterEnv", "register_envs"]
