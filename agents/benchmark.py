@@ -259,6 +259,8 @@ def resolve_scenarios(names: Sequence[str]) -> list[Scenario]:
 def evaluate(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows: int | None = None,
              progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """One row per (policy, run, scenario, window): its mean JCT and both normalised scores."""
+    from agents.policy_scheduler import AgentScheduler
+
     profiles = builtin_profiles()
     rows: list[dict[str, Any]] = []
     for scenario in scenarios:
@@ -268,7 +270,10 @@ def evaluate(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows:
             jct: dict[tuple[str, str], float] = {}
             for policy in policies:
                 for run, make in policy.runs:
-                    result = simulate(jobs, make(window.seed), config, seed=window.seed, profiles=profiles)
+                    scheduler = make(window.seed)
+                    if isinstance(scheduler, AgentScheduler):
+                        scheduler.start_window(window)
+                    result = simulate(jobs, scheduler, config, seed=window.seed, profiles=profiles)
                     jct[policy.name, run] = float(result.metrics["jct_mean_s"])
             lyra = next(v for (p, _r), v in jct.items() if p == REFERENCE)
             rand = next(v for (p, _r), v in jct.items() if p == RANDOM)

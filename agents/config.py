@@ -66,6 +66,7 @@ class TrainConfig:
     heuristic: str = "lyra"               # guided heuristic, registry name
     max_steps: int = 5000                 # decision points before truncation (Alloc: sub-actions)
     worker_levels: int = 10               # L, worker-count options per job (LyraGym/Alloc-v0 only)
+    warmup_s: float = 0.0                 # warm start: s of jobs before each window run by the heuristic first
     # --- vector envs and normalisation
     n_envs: int = 8
     vec_env: str = "auto"                 # auto (subproc when it pays) | dummy | subproc
@@ -155,7 +156,7 @@ class TrainConfig:
             "profiles": self.profiles, "window_s": self.window_s, "test_fraction": self.test_fraction,
             "reward": self.reward, "reward_scale_s": self.reward_scale_s, "num_job_slots": self.num_job_slots,
             "num_server_slots": self.num_server_slots, "borrow_levels": self.borrow_levels,
-            "heuristic": self.heuristic, "max_steps": self.max_steps,
+            "heuristic": self.heuristic, "max_steps": self.max_steps, "warmup_s": self.warmup_s,
             **({"worker_levels": self.worker_levels} if self.env_id == ALLOC_ENV_ID else {}),
         }
 

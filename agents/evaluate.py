@@ -81,11 +81,16 @@ def evaluate_expert(env: Any, windows: Sequence[int], label: str = "expert") -> 
 
 def evaluate_scheduler(policy: str | Scheduler, env: Any, windows: Sequence[int],
                        label: str | None = None) -> list[Row]:
-    """``simulate`` on each test window's jobs with its seed and the env's cluster config."""
+    """``simulate`` on each test window's jobs with its seed and the env's cluster config (an agent
+    hands over from its heuristic at a warm-started window's start, as in the env)."""
+    from agents.policy_scheduler import AgentScheduler
+
     env = env.unwrapped
     rows = []
     for w in windows:
         window = env.windows.test(w)
+        if isinstance(policy, AgentScheduler):
+            policy.start_window(window)
         result = simulate(window.jobs(env.trace), policy, env.sim_config, seed=window.seed, profiles=env.profiles)
         rows.append({"policy": label or result.policy, "window": window.index, "seed": window.seed,
                      **result.metrics})

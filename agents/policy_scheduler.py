@@ -24,6 +24,7 @@ Loading (:func:`load_policy_scheduler`) unpickles nothing unless trusted
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any, Sequence
 
@@ -36,6 +37,7 @@ from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.envs.actions import ActionCodec
 from lyra_gym.envs.alloc import AllocLayout, AllocObserver, open_decision
 from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
+from lyra_gym.envs.windows import Window
 from lyra_gym.plan import Plan
 from lyra_gym.scheduler import Guidance, Scheduler
 from lyra_gym.view import ClusterView, JobView
@@ -53,7 +55,22 @@ def env_controls(env_id: str) -> tuple[bool, bool]:
     return bool(cls.controls_jobs), bool(cls.controls_loaning)
 
 
-class GuidedAgentScheduler(Scheduler):
+class AgentScheduler(Scheduler):
+    """An agent run as a scheduler. ``handover_s``: before it (a warm-started window's start,
+    :meth:`start_window`) the agent's own heuristic decides alone, as in the env's warm-up."""
+
+    handover_s: float = -math.inf
+    heuristic: Scheduler
+
+    def start_window(self, window: Window) -> None:
+        """Hand over at ``window.start_s`` when the window is warm-started (else from the start)."""
+        self.handover_s = window.start_s if window.warmup_s > 0 else -math.inf
+
+    def warming_up(self, view: ClusterView) -> bool:
+        return view.now < self.handover_s
+
+
+class GuidedAgentScheduler(AgentScheduler):
     """A trained agent as a scheduler: the env's slots, observation and masks, the agent's
     action (:meth:`act`, per framework), decoding into Guidance, and the guided heuristic's plan.
 
@@ -114,6 +131,8 @@ class GuidedAgentScheduler(Scheduler):
         return guidance
 
     def decide(self, view: ClusterView) -> Plan:
+        if self.warming_up(view):
+            return self.heuristic.decide(view)
         return self.heuristic.decide_guided(view, self.guidance(view))
 
 
@@ -149,7 +168,7 @@ class PolicyScheduler(GuidedAgentScheduler):
         return np.asarray(action)
 
 
-class AllocPolicyScheduler(Scheduler):
+class AllocPolicyScheduler(AgentScheduler):
     """A model trained on ``LyraGym/Alloc-v0`` run as a scheduler: at each decision point the
     env's :class:`~lyra_gym.envs.alloc.AllocDecision` sub-actions are asked of the model until it
     commits, with the env's observation, masks and tick rule, so ``simulate`` reproduces the
@@ -186,6 +205,8 @@ class AllocPolicyScheduler(Scheduler):
         self._last_borrow = None
 
     def decide(self, view: ClusterView) -> Plan:
+        if self.warming_up(view):
+            return self.heuristic.decide(view)
         decision, skip = open_decision(view, self.heuristic, self.layout, self._last_borrow)
         if skip:
             return decision.proposal

@@ -56,6 +56,7 @@ class Scenario:
     :param config_file: a cluster config YAML, relative to ``traces/`` or absolute (None: defaults).
     :param config: keys that override the file's (or the defaults'), e.g. ``{"demand_preset": "strong"}``.
     :param window_s: window (episode) length, s.
+    :param warmup_s: warm start: s of jobs before each window run by the heuristic first (0 = cold).
     :param windows: the test windows evaluated (indices into the env's test windows).
     :param test_fraction: the share of the trace kept for test windows (the envs' 0.2).
     """
@@ -68,6 +69,7 @@ class Scenario:
     config_file: str | None = None
     config: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     window_s: float = 12 * 3600.0
+    warmup_s: float = 0.0
     windows: tuple[int, ...] = (0, 1, 2)
     test_fraction: float = 0.2
 
@@ -96,7 +98,7 @@ class Scenario:
         return config_from_dict(_merge(base, self.config))
 
     def sampler(self, trace: list[JobSpec]) -> WindowSampler:
-        return WindowSampler(trace, self.window_s, self.test_fraction)
+        return WindowSampler(trace, self.window_s, self.test_fraction, warmup_s=self.warmup_s)
 
     def test_windows(self, trace: list[JobSpec], count: int | None = None) -> list[Window]:
         """The evaluated test windows (the first ``count`` of :attr:`windows` when given)."""
@@ -109,7 +111,7 @@ class Scenario:
         trace = self.build_trace() if trace is None else trace
         windows = self.test_windows(trace, count)
         jobs = [j for w in windows for j in w.jobs(trace)]
-        return offered_load(jobs, self.sim_config().cluster.training_gpus, self.window_s * len(windows))
+        return offered_load(jobs, self.sim_config().cluster.training_gpus, (self.window_s + self.warmup_s) * len(windows))
 
     def env_kwargs(self) -> dict[str, Any] | None:
         """``gymnasium.make`` keywords giving the same windows, or None when the env cannot express
@@ -117,7 +119,7 @@ class Scenario:
         if self.elastic_share is not None:
             return None
         return {"trace": self.trace, "trace_seed": self.trace_seed, "config": self.sim_config(),
-                "window_s": self.window_s, "test_fraction": self.test_fraction}
+                "window_s": self.window_s, "test_fraction": self.test_fraction, "warmup_s": self.warmup_s}
 
 
 SUITE: dict[str, Scenario] = {
@@ -126,6 +128,9 @@ SUITE: dict[str, Scenario] = {
         Scenario("default", "the envs' default: env-14d seed 0, 16x8 V100 training, 16x8 T4 inference, 12 h"),
         Scenario("contended", "env-14d on 11 training servers (88 GPUs): offered load above 1 "
                               "(the trace's 0.8 x 16/11 = 1.16 overall)", config_file="contended.yaml"),
+        Scenario("contended-warm", "contended, each window warm-started: the 6 h of jobs before it run under "
+                                   "lyra first (the agent inherits a loaded cluster)",
+                 config_file="contended.yaml", warmup_s=6 * 3600.0),
         Scenario("strong-diurnal", "env-14d with demand_preset strong (8x inference peak/trough)",
                  config={"demand_preset": "strong"}),
         Scenario("low-elastic", "env-14d with elastic_share 0.05 instead of 0.3 (same jobs otherwise)",

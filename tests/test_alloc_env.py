@@ -170,9 +170,9 @@ def test_env_checker_passes():
     check_env(env.unwrapped, skip_render_check=True)
 
 
-@pytest.mark.parametrize("seed", [7, 3])
-def test_the_expert_sequence_reproduces_lyra_bit_for_bit(seed):
-    env = gym.make(ALLOC_ENV_ID, **SMALL).unwrapped
+@pytest.mark.parametrize("seed, warmup_s", [(7, 0.0), (3, 0.0), (3, 3 * 3600.0)])
+def test_the_expert_sequence_reproduces_lyra_bit_for_bit(seed, warmup_s):
+    env = gym.make(ALLOC_ENV_ID, warmup_s=warmup_s, **SMALL).unwrapped
     steps = rollout(env, seed, lambda e, rng: e.expert_action())
     final = steps[-1][2]["final_metrics"]
     reference = simulate(env.window.jobs(env.trace), "lyra", env.sim_config, seed=env.window.seed).metrics

@@ -75,10 +75,20 @@ def test_suite_scenarios_are_the_envs_test_windows():
         assert env.window.jobs(env.trace) == window.jobs(trace)
 
 
-def test_suite_has_the_five_named_scenarios_with_equal_window_counts():
-    assert list(SUITE) == ["default", "contended", "strong-diurnal", "low-elastic", "paper-shape"]
+def test_suite_has_the_six_named_scenarios_with_equal_window_counts():
+    assert list(SUITE) == ["default", "contended", "contended-warm", "strong-diurnal", "low-elastic", "paper-shape"]
     assert len({len(s.windows) for s in SUITE.values()}) == 1
     assert SUITE["contended"].offered_load() >= 1.0
+    assert SUITE["contended-warm"].offered_load() >= 1.0
+
+
+def test_a_warm_scenario_adds_the_jobs_before_each_window_and_keeps_its_seeds():
+    cold, warm = SUITE["contended"], SUITE["contended-warm"]
+    trace = cold.build_trace()
+    for c, w in zip(cold.test_windows(trace), warm.test_windows(trace)):
+        assert (c.start_s, c.seed) == (w.start_s, w.seed)
+        extra = [j for j in w.jobs(trace) if j not in c.jobs(trace)]
+        assert extra and all(w.start_s - 6 * 3600.0 <= j.submit_time < w.start_s for j in extra)
 
 
 # ---------------------------------------------------------------------- end to end

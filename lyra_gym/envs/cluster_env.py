@@ -111,6 +111,16 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
     ``[0, windows.num_test)`` (default 0). Any other key or value raises
     ``ValueError`` naming the key and the valid values.
 
+    Warm start (``warmup_s > 0``): the episode's jobs also include those
+    submitted in the ``warmup_s`` before the window; the heuristic itself runs
+    them (every decision point before the window's start, no agent) and the
+    agent's first decision is the first one at or after the start, on the
+    cluster as the heuristic left it. From then on the agent is charged (the
+    reward) for every job in the system, warm-up jobs included, since its
+    decisions delay them too; ``final_metrics`` cover all the episode's jobs,
+    as ``simulate`` does on the same job set (so the expert still reproduces
+    ``lyra`` on ``Window.jobs``, warm-up jobs included).
+
     ## Episode End
     1. Termination: every job of the window has finished, or nothing more can
        happen (no job runs, no arrival or demand change is ahead, and the last
@@ -140,6 +150,7 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
     | borrow_levels | int | 4 | B: borrow b/B of the loanable servers (1..1024) |
     | heuristic | str | "lyra" | guided scheduler by registry name (one with ``decide_guided``) |
     | max_steps | int | 5000 | truncation (>= 1) |
+    | warmup_s | float | 0 | warm start: seconds of jobs before the window run by the heuristic first (>= 0) |
     | render_mode | str | None | "ansi" |
 
     Every argument is checked in the constructor; a bad one raises
@@ -172,6 +183,7 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         borrow_levels: int = 4,
         heuristic: str = "lyra",
         max_steps: int = 5000,
+        warmup_s: float = 0.0,
         render_mode: str | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -184,6 +196,7 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         _check_number("window_s", window_s, lo=0.0, lo_open=True)
         _check_number("test_fraction", test_fraction, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         _check_number("reward_scale_s", reward_scale_s, lo=0.0, lo_open=True)
+        _check_number("warmup_s", warmup_s, lo=0.0)
         if not isinstance(heuristic, str):
             raise ValueError(f"heuristic: must be a scheduler name, got {heuristic!r}")
         try:
@@ -204,7 +217,7 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         if profiles is not None:
             self.sim_config = replace(self.sim_config, profiles=profiles)
         self.profiles: ProfileSet = load_profiles(profiles) if profiles else builtin_profiles()
-        self.windows = WindowSampler(self.trace, window_s, test_fraction)
+        self.windows = WindowSampler(self.trace, window_s, test_fraction, warmup_s=float(warmup_s))
         self.reward_weights = parse_reward(reward)
         self.reward_scale_s = float(reward_scale_s)
         self.k, self.m, self.b = num_job_slots, num_server_slots, borrow_levels
@@ -234,8 +247,17 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         self.steps = 0
         self.invalid_actions_total = 0
         self.done = not self.engine.next_decision()
+        self._warm_up()
         self._observe()
         return self.obs, self._info(0)
+
+    def _warm_up(self) -> None:
+        """Run the heuristic itself (the same instance the agent then guides) through the decision
+        points before the window's start; the agent's first decision is the first one at or after it."""
+        engine, start = self.engine, self.window.start_s
+        while not self.done and engine.now < start:
+            engine.submit(self.heuristic.decide(engine.view))
+            self.done = not engine.next_decision()
 
     def _parse_options(self, options: Mapping[str, Any] | None) -> tuple[str, int]:
         """(split, test window index) from reset's ``options``; ``ValueError`` naming the key."""

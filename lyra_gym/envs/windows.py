@@ -16,17 +16,23 @@ MAX_WINDOWS = 1_000_000
 
 @dataclass(frozen=True)
 class Window:
-    """Jobs submitted in [start_s, start_s + length_s), simulated with ``seed``."""
+    """Jobs submitted in [start_s - warmup_s, start_s + length_s), simulated with ``seed``.
+
+    With ``warmup_s > 0`` the window starts warm: the jobs submitted in the ``warmup_s`` before
+    ``start_s`` run under the heuristic until ``start_s``, so the cluster is as loaded as the
+    heuristic leaves it (the environments' ``warmup_s``)."""
 
     split: str
     index: int
     start_s: float
     length_s: float
     seed: int
+    warmup_s: float = 0.0
 
     def jobs(self, trace: Sequence[JobSpec]) -> list[JobSpec]:
-        end = self.start_s + self.length_s
-        return [j for j in trace if self.start_s <= j.submit_time < end]
+        """The window's jobs, warm-up jobs included, in trace order."""
+        first, end = self.start_s - self.warmup_s, self.start_s + self.length_s
+        return [j for j in trace if first <= j.submit_time < end]
 
 
 class WindowSampler:
@@ -37,19 +43,23 @@ class WindowSampler:
     :param length_s: window length, seconds.
     :param test_fraction: share of the trace's span reserved for test windows (0-1).
     :param stride_s: grid of train window starts, seconds.
+    :param warmup_s: seconds of warm-up before every window (:class:`Window`), default 0.
 
     More than :data:`MAX_WINDOWS` train or test windows (a very long trace, or tiny windows)
     is a ``ValueError`` naming ``window_s`` and the trace's span, not a MemoryError.
     """
 
     def __init__(self, trace: Sequence[JobSpec], length_s: float, test_fraction: float = 0.2,
-                 stride_s: float = 3600.0) -> None:
+                 stride_s: float = 3600.0, warmup_s: float = 0.0) -> None:
         if not math.isfinite(length_s) or length_s <= 0:
             raise ValueError(f"window_s: must be a finite number > 0, got {length_s}")
         if not 0 < test_fraction < 1:
             raise ValueError(f"test_fraction: must be in (0, 1), got {test_fraction}")
         if not math.isfinite(stride_s) or stride_s <= 0:
             raise ValueError(f"stride_s: must be a finite number > 0, got {stride_s}")
+        if not math.isfinite(warmup_s) or warmup_s < 0:
+            raise ValueError(f"warmup_s: must be a finite number >= 0, got {warmup_s}")
+        self.warmup_s = float(warmup_s)
         span = max((j.submit_time for j in trace), default=0.0)
         self.split_s = span * (1 - test_fraction)
         self.length_s = length_s
@@ -70,7 +80,8 @@ class WindowSampler:
     def train(self, rng: np.random.Generator) -> Window:
         """A random train window and simulation seed."""
         i = int(rng.integers(len(self.train_starts)))
-        return Window("train", i, float(self.train_starts[i]), self.length_s, int(rng.integers(2**31)))
+        return Window("train", i, float(self.train_starts[i]), self.length_s, int(rng.integers(2**31)),
+                      self.warmup_s)
 
     def test(self, index: int) -> Window:
         """Test window ``index``, ``0 <= index < num_test`` (else ``ValueError``); its seed is fixed
@@ -80,7 +91,7 @@ class WindowSampler:
             raise ValueError(f"window: must be an integer in [0, {len(self.test_starts) - 1}] "
                              f"({len(self.test_starts)} test windows), got {index!r}")
         i = int(index)
-        return Window("test", i, float(self.test_starts[i]), self.length_s, 1_000_000 + i)
+        return Window("test", i, float(self.test_starts[i]), self.length_s, 1_000_000 + i, self.warmup_s)
 
     @property
     def num_test(self) -> int:
