@@ -65,3 +65,13 @@ def test_alloc_model_as_a_scheduler_reproduces_its_env_episode(warmup_s, tmp_pat
 def test_export_of_a_folder_without_a_model_names_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="model"):
         export(tmp_path, tmp_path / "out")
+
+
+def test_the_shipped_reference_agent_loads_safely_and_is_small():
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "agents" / "pretrained" / "alloc-contended"
+    assert sum(f.stat().st_size for f in folder.iterdir()) < 5_000_000
+    scheduler = load_policy_scheduler(folder)
+    assert isinstance(scheduler, AllocPolicyScheduler)
+    assert scheduler.config.env_id == ALLOC_ENV_ID and scheduler.config.sim_config == "traces/contended.yaml"
