@@ -15,6 +15,7 @@ from agents.factory import (
     TiedRunningMeanStd, UntrustedModelFileError, build_training_envs, find_artifacts, make_eval_env, make_model,
 )
 from agents.policy_scheduler import PolicyScheduler
+from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.envs.observation import CLUSTER_FEATURES, JOB_FEATURES, SERVER_FEATURES
 from lyra_gym.simulate import simulate
 
@@ -180,7 +181,7 @@ def test_config_yaml_round_trip(tmp_path):
     assert load_train_config(path) == cfg
 
 
-@pytest.mark.parametrize("env_id", lyra_gym.ENV_IDS)
+@pytest.mark.parametrize("env_id", (*lyra_gym.ENV_IDS, ALLOC_ENV_ID))
 def test_shipped_configs_state_every_key_and_name_their_env(env_id):
     cfg = resolve_config(env_id=env_id)
     assert cfg.env_id == env_id
