@@ -164,7 +164,9 @@ class AllocDecision:
             candidates = list(allocations.touched)
         else:
             candidates = list(dict.fromkeys([*allocations, *current]))
-        self.changed = [j for j in candidates if not _same(allocations.get(j), current.get(j))]
+        # in trace order: the heuristic's write order may follow a set's (hash-seeded) order
+        changed = [j for j in candidates if not _same(allocations.get(j), current.get(j))]
+        self.changed = sorted(changed, key=lambda j: view.job(j).index)
         self.work: dict[str, Mapping[int, int]] = dict(current)
         self.current = current
         cap = capacities(view)
