@@ -61,6 +61,17 @@ class AgentScheduler(Scheduler):
 
     handover_s: float = -math.inf
     heuristic: Scheduler
+    config: TrainConfig
+
+    @property
+    def tick_interval(self) -> float | None:  # type: ignore[override]
+        return self.heuristic.tick_interval
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """A fresh guided heuristic on the run's generator (as the env does on reset)."""
+        self.heuristic = registry.make(self.config.heuristic)
+        self.heuristic.reset(rng)
+        self.invalid_actions = 0
 
     def start_window(self, window: Window) -> None:
         """Hand over at ``window.start_s`` when the window is warm-started (else from the start)."""
@@ -98,16 +109,9 @@ class GuidedAgentScheduler(AgentScheduler):
             raise ValueError(f"{what} action space {space} does not match {c.env_id} with "
                              f"K={c.num_job_slots}, M={c.num_server_slots}, B={c.borrow_levels}")
 
-    @property
-    def tick_interval(self) -> float | None:  # type: ignore[override]
-        return self.heuristic.tick_interval
-
     def reset(self, rng: np.random.Generator) -> None:
-        """A fresh guided heuristic on the run's generator (as the env does on reset)."""
-        self.heuristic = registry.make(self.config.heuristic)
-        self.heuristic.reset(rng)
+        super().reset(rng)
         self.builder = ObservationBuilder(self.config.num_job_slots, self.config.num_server_slots)
-        self.invalid_actions = 0
         self._last = None
 
     def observe(self, view: ClusterView) -> tuple[np.ndarray, np.ndarray, list[JobView], list[int]]:
@@ -194,14 +198,8 @@ class AllocPolicyScheduler(AgentScheduler):
         self.invalid_actions = 0
         self._last_borrow: float | None = None
 
-    @property
-    def tick_interval(self) -> float | None:  # type: ignore[override]
-        return self.heuristic.tick_interval
-
     def reset(self, rng: np.random.Generator) -> None:
-        self.heuristic = registry.make(self.config.heuristic)
-        self.heuristic.reset(rng)
-        self.invalid_actions = 0
+        super().reset(rng)
         self._last_borrow = None
 
     def decide(self, view: ClusterView) -> Plan:

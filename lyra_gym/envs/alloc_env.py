@@ -9,8 +9,6 @@ from gymnasium import spaces
 
 from lyra_gym.envs.alloc import PHASES, AllocDecision, AllocLayout, AllocObserver, open_decision
 from lyra_gym.envs.cluster_env import LyraClusterEnv, _check_number
-from lyra_gym.envs.rewards import StepOutcome, reward
-from lyra_gym.metrics import summarize
 from lyra_gym.plan import Plan
 
 #: Default truncation in sub-actions (a 12 h window takes a few thousand).
@@ -91,7 +89,6 @@ class AllocEnv(LyraClusterEnv):
         self.decision = None
         self.decisions = 0
         self._last_borrow: float | None = None
-        self._pending_reward = 0.0
         return super().reset(seed=seed, options=options)
 
     def _start_decision(self) -> float:
@@ -108,23 +105,11 @@ class AllocEnv(LyraClusterEnv):
         return r
 
     def _run(self, plan: Plan) -> float:
-        """Submit ``plan`` and run to the next decision point; the reward of the span."""
-        engine = self.engine
-        t0, preempt0 = engine.now, engine.counts["preemptions"]
-        engine.submit(plan)
         self.decisions += 1
-        in_system, queued = len(engine.queue) + len(engine.running), len(engine.queue)
-        usage = engine.used_training / max(1, self.sim_config.cluster.training_gpus)
-        self.done = not engine.next_decision()
-        outcome = StepOutcome(engine.now - t0, in_system, queued, usage, engine.counts["preemptions"] - preempt0)
-        return reward(self.reward_weights, outcome, self.reward_scale_s)
+        return super()._run(plan)
 
     def step(self, action):
-        if self.engine is None:
-            raise RuntimeError("step(): call reset() first")
-        if self.done:
-            raise RuntimeError("step(): the episode is over (it terminated, or its window had no decision "
-                               "to make); call reset()")
+        self._check_can_step()
         value = self._check(action)
         decision = self.decision
         masks = decision.masks()
@@ -135,29 +120,15 @@ class AllocEnv(LyraClusterEnv):
         r = 0.0
         if decision.step(value):
             self._last_borrow = decision.borrow_fraction  # the loaning the ticks follow
-            r = self._run(decision.plan)
-            r += self._start_decision()
-        self.steps += 1
-        engine = self.engine
-        left = len(engine.jobs) - engine.finished
-        if self.done and left:
-            r += reward(self.reward_weights, StepOutcome(self.windows.length_s, left, left, 0.0, 0),
-                        self.reward_scale_s)
-        truncated = not self.done and self.steps >= self.max_steps
-        self._observe()
-        info = self._info(invalid)
-        if self.done or truncated:
-            engine.finish()
-            info["final_metrics"] = summarize(engine)
-        return self.obs, r, self.done, truncated, info
+            r = self._run(decision.plan) + self._start_decision()
+        return self._end_step(r, invalid)
 
     def _check(self, action: object) -> int:
         """``action`` as an int, or ``ValueError`` saying what was expected."""
         array = np.asarray(action)
         if array.dtype.kind not in "iu" or array.shape not in ((), (1,)):
             raise ValueError(f"action: must be one integer (Discrete({self.layout.n})), got {action!r}")
-        value = int(min(array.reshape(-1)[0], np.iinfo(np.int64).max))
-        return value
+        return int(min(array.reshape(-1)[0], np.iinfo(np.int64).max))
 
     # ------------------------------------------------------------------ observation, masks, expert
     def _observe(self) -> None:

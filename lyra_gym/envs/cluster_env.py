@@ -30,6 +30,7 @@ from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slot
 from lyra_gym.envs.rewards import StepOutcome, parse_reward, reward
 from lyra_gym.envs.windows import Window, WindowSampler
 from lyra_gym.metrics import summarize
+from lyra_gym.plan import Plan
 from lyra_gym.profiles import ProfileSet, builtin_profiles, load_profiles
 from lyra_gym.scheduler import Guidance, Scheduler
 from lyra_gym.simulate import build_engine
@@ -284,15 +285,21 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         return split, int(window)
 
     def step(self, action):
+        self._check_can_step()
+        guidance, invalid = self._decode(self.codec.check(action))
+        self.invalid_actions_total += invalid
+        return self._end_step(self._advance(guidance), invalid)
+
+    def _check_can_step(self) -> None:
         if self.engine is None:
             raise RuntimeError("step(): call reset() first")
         if self.done:
             raise RuntimeError("step(): the episode is over (it terminated, or its window had no decision "
                                "to make); call reset()")
+
+    def _end_step(self, r: float, invalid: int):
+        """Count the step, charge what an early end leaves, observe; the step's 5-tuple."""
         engine = self.engine
-        guidance, invalid = self._decode(self.codec.check(action))
-        self.invalid_actions_total += invalid
-        r = self._advance(guidance)
         self.steps += 1
         left = len(engine.jobs) - engine.finished
         if self.done and left:
@@ -314,17 +321,21 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         The guided heuristic's own ticks (Lyra's knapsack rounds) are not the agent's decision
         points: there the agent's last guidance stands, and the reward sums every sub-span."""
         engine, r = self.engine, 0.0
-        gpus = max(1, self.sim_config.cluster.training_gpus)
         while True:
-            t0, preempt0 = engine.now, engine.counts["preemptions"]
-            engine.submit(self.heuristic.decide_guided(engine.view, guidance))
-            in_system, queued = len(engine.queue) + len(engine.running), len(engine.queue)
-            usage = engine.used_training / gpus
-            self.done = not engine.next_decision()
-            outcome = StepOutcome(engine.now - t0, in_system, queued, usage, engine.counts["preemptions"] - preempt0)
-            r += reward(self.reward_weights, outcome, self.reward_scale_s)
+            r += self._run(self.heuristic.decide_guided(engine.view, guidance))
             if self.done or not engine.tick_only:
                 return r
+
+    def _run(self, plan: Plan) -> float:
+        """Submit ``plan`` and run to the next decision point; the reward of the span."""
+        engine = self.engine
+        t0, preempt0 = engine.now, engine.counts["preemptions"]
+        engine.submit(plan)
+        in_system, queued = len(engine.queue) + len(engine.running), len(engine.queue)
+        usage = engine.used_training / max(1, self.sim_config.cluster.training_gpus)
+        self.done = not engine.next_decision()
+        outcome = StepOutcome(engine.now - t0, in_system, queued, usage, engine.counts["preemptions"] - preempt0)
+        return reward(self.reward_weights, outcome, self.reward_scale_s)
 
     # ------------------------------------------------------------------ actions
     def _observe(self) -> None:
