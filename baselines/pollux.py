@@ -6,23 +6,19 @@ Goodput-Optimized Deep Learning", OSDI 2021, and its simulator (adaptdl,
 
 What is modelled
 ----------------
-- **Goodput** = throughput x statistical efficiency. Throughput of ``x`` GPUs
-  is the profile's (``view.profiles.packed_throughput``), packed onto servers
-  of the job's pool (below; its first server's GPU type). Efficiency is Pollux's gradient-noise-scale
-  model ``E(M) = (phi + M0) / (phi + M)`` with total batch ``M = x * local_batch``
-  and initial batch ``M0 = num_gpus * local_batch`` (the job keeps the
-  profile's local batch; ``E = 1`` at the requested size).
-- **Noise scale** (assumption: the traces carry none): ``phi = ratio * M0``
-  with ``ratio = noise_scale_ratio`` (default 2.0) unless
-  ``model_noise_scale_ratio`` names the model. With 2.0, doubling a job's
-  batch keeps 3/4 of each sample's value and no allocation can speed a job up
-  more than 3x, whatever its throughput scaling.
-- **Speed-up** of job j at ``x`` GPUs = goodput(x) / goodput(num_gpus on the
-  first training server's GPU type): the baseline is the job's requested
-  (static) allocation, so a job on slower loaned GPUs has a lower speed-up
-  (and, with p < 0, a claim to more of them). Pollux's simulator
-  uses an equal 1/J share of the cluster instead; with sizes given by the
-  trace the request is the natural static allocation.
+- **Goodput** = throughput x statistical efficiency, by default the engine's own
+  (``view.goodput``: the profile's throughput packed onto the pool's servers, the
+  measured noise scale of the run's ``scaling`` rule), as if Pollux's online fit
+  were exact. Under ``scaling: adaptive`` each GPU count is valued at its best
+  batch (:func:`batch_candidates`) and the plan sends that batch (Pollux's
+  batch-size adaptation). ``noise_scale_ratio`` / ``model_noise_scale_ratio``
+  switch to Pollux's assumed model instead: ``E(M) = (phi + M0) / (phi + M)``
+  with ``M = x * local_batch``, ``M0 = num_gpus * local_batch`` and
+  ``phi = ratio * M0`` (an assumption; the traces carry no noise scale).
+- **Speed-up** of job j at ``x`` GPUs = goodput(x) / goodput at the
+  ``speedup_base``: ``fair-share`` (default, as Pollux's ``Problem``: the pool's
+  GPUs split evenly over its jobs, rounded up) or ``request`` (the job's
+  requested GPUs on the first training server's type).
 - **Objective**: the power mean (exponent ``p``, default -1 as in Pollux's
   simulator) of the speed-ups of the *admitted* jobs, maximised exactly (for
   the jobs' pools) by :func:`baselines.pollux_optimizer.best_sizes`, a
@@ -33,21 +29,24 @@ What is modelled
   a running job stays in its pool. (Pollux assumes identical GPUs; left to
   it, a job spread over V100 and T4 servers would run at the T4 pace while
   the optimiser counted V100 speed.) Without loaning there is one pool.
-- **Who gets GPUs** (admission). A job with no GPUs has speed-up 0, which
-  makes any power mean with p <= 0 equal to 0. Pollux's simulator floors
-  speed-ups at 1e-3, so an unallocated job costs 1/1e-3 = 1000 in the p = -1
-  sum while an allocated one costs about 1: its optimiser first runs as many
-  jobs as possible, then balances speed-ups. We make that order explicit:
-  (1) running jobs stay admitted (scaled down to their minimum if need be,
-  never preempted; only a reclaim stops one, which then competes with the
-  queue); (2) queued jobs are admitted in Pollux's priority order (least
-  attained GPU-time first: never-started jobs in submit order, then
-  preempted ones by attained service) while their minimum fits next to every
-  admitted job's minimum in a pool (with ``backfill``, a job that does not fit
-  is skipped, otherwise it blocks those behind it);
-  (3) the power mean over the admitted jobs sizes them. Minimum = ``min_gpus``
-  for an elastic job (it may get ``min_gpus..max_gpus``), ``num_gpus`` for an
-  inelastic one (exactly that).
+- **Who gets GPUs** (admission). A job with no GPUs has speed-up 0; Pollux's
+  simulator adds 1e-3 to every speed-up, so an unallocated job costs
+  1/1e-3 = 1000 in the p = -1 sum while an allocated one costs about 1: its
+  optimiser first runs as many jobs as possible, then balances speed-ups. We
+  make that order explicit. With ``preempt`` (default, as Pollux, which may
+  give any job zero GPUs): per pool, the most jobs whose minimums fit, then
+  the most of those already running there, smallest minimums first
+  (:func:`baselines.pollux_optimizer.most_jobs`, exact); a running job left
+  out is preempted (a large inelastic job gives way to several small ones).
+  With ``preempt=false``: running jobs stay admitted (scaled down to their
+  minimum if need be; only a reclaim stops one) and queued jobs are admitted
+  in Pollux's priority order (never-started jobs in submit order, then
+  preempted ones by least attained GPU-time) while their minimum fits
+  (``backfill`` skips one that does not fit, else it blocks those behind it).
+  Then the power mean over the admitted jobs sizes them. Minimum =
+  ``min_gpus`` for an elastic job (it may get ``min_gpus..max_gpus``),
+  ``num_gpus`` for an inelastic one (exactly that); the trace or
+  ``all_jobs_elastic`` says which jobs are elastic.
 - **Restart penalty**: a running job whose GPU count would change has its
   speed-up multiplied by Pollux's ``max(age - R * delay, 0) / (age + delay)``
   (age = now - submit, R = re-allocations this scheduler made so far,
@@ -66,26 +65,29 @@ What is modelled
   loanable inference server at every decision; reclaims are answered first,
   by ``reclaim_rule``, whether or not ``loan`` is set.
 
-Left out: batch-size and learning-rate adaptation (the job's batch grows only
-with its worker count; AdaScale is not modelled), online fitting of the
-throughput and noise-scale models (profiles and ``phi`` are known),
-interference avoidance and the one-distributed-job-per-node rule, placement
-optimised jointly with sizes (the GA's node matrix), cluster autoscaling, the
-16-node cap per job, moving jobs between pools, and heterogeneity beyond the
-two pools (a pool of several GPU types is valued at its first server's type;
-Sia's territory).
+Left out: learning-rate scaling (AdaScale is not modelled), online fitting of the
+throughput and noise-scale models (both are known exactly), interference
+avoidance and the one-distributed-job-per-node rule, placement optimised
+jointly with sizes (the GA's node matrix), cluster autoscaling, the 16-node cap
+per job, moving jobs between pools, and heterogeneity beyond the two pools (a
+pool of several GPU types is valued at its first server's type; Sia's
+territory).
 
 Parameters (dataclass fields, defaults and sources)
 ---------------------------------------------------
 =========================  =========  ==============================================
 ``p``                      -1.0       power-mean exponent (Pollux simulator)
-``noise_scale_ratio``      2.0        phi / M0 for every model (assumption)
-``model_noise_scale_ratio`` {}        per-model override of the ratio (assumption)
+``noise_scale_ratio``      None       phi / M0 for every model: Pollux's assumed
+                                      efficiency instead of the engine's (2.0 was
+                                      this baseline's old assumption)
+``model_noise_scale_ratio`` {}        per-model ratio (the rest use 2.0)
+``speedup_base``           fair-share ``fair-share`` (Pollux) or ``request``
+``preempt``                True       any job may get zero GPUs (Pollux)
 ``restart_penalty_s``      30.0       Pollux's restart delay (adaptdl simulator;
                                       equals the engine's default rescale_s)
 ``tick_interval``          60.0       s between re-optimisations (Pollux)
-``backfill``               True       admit later queued jobs past one that does
-                                      not fit (Pollux admits any subset)
+``backfill``               True       without ``preempt``: admit later queued jobs
+                                      past one that does not fit
 ``loan``                   False      borrow idle inference servers
 ``reclaim_rule``           "cost"     which loaned servers to return (loaning.py)
 =========================  =========  ==============================================
@@ -100,7 +102,7 @@ import numpy as np
 
 from baselines.loaning import Loaning, free_after
 from baselines.placement import best_fit, take
-from baselines.pollux_optimizer import best_sizes, restart_factor, statistical_efficiency
+from baselines.pollux_optimizer import best_sizes, most_jobs, restart_factor, statistical_efficiency
 from lyra_gym.plan import Plan
 from lyra_gym.scaling import progress_bin
 from lyra_gym.scheduler import Scheduler
@@ -136,12 +138,15 @@ class PolluxScheduler(Scheduler):
     """Goodput-driven elastic allocation (see the module docstring for the model).
 
     :param p: power-mean exponent over the admitted jobs' speed-ups (default -1).
-    :param noise_scale_ratio: gradient noise scale phi as a multiple of the job's initial
-        batch M0 = num_gpus x local_batch (default 2.0, assumption).
-    :param model_noise_scale_ratio: per-model-key overrides of ``noise_scale_ratio``.
+    :param noise_scale_ratio: if set, Pollux's assumed efficiency with noise scale phi as this
+        multiple of the job's initial batch M0 = num_gpus x local_batch (default None: the
+        engine's goodput).
+    :param model_noise_scale_ratio: per-model-key ratios (the assumed model for those keys).
+    :param speedup_base: ``"fair-share"`` (default) or ``"request"``.
     :param restart_penalty_s: delay in Pollux's restart factor, seconds (default 30; 0 = off).
     :param tick_interval: seconds between re-optimisations besides events (default 60).
-    :param backfill: skip queued jobs whose minimum does not fit (default True).
+    :param backfill: without ``preempt``, skip queued jobs whose minimum does not fit (default True).
+    :param preempt: any job may get zero GPUs; the most jobs that fit run (default True).
     :param loan: borrow idle inference servers (default False).
     :param reclaim_rule: ``"cost"`` (default) or ``"random"``.
     """
@@ -153,6 +158,7 @@ class PolluxScheduler(Scheduler):
     restart_penalty_s: float = 30.0
     tick_interval: float | None = 60.0
     backfill: bool = True
+    preempt: bool = True
     loan: bool = False
     reclaim_rule: str = "cost"
     name = "pollux"
@@ -275,8 +281,11 @@ class PolluxScheduler(Scheduler):
                 pool.spare += count - job.spec.min_gpus
                 pool.elastic.append((job, count, count if untouched else None))
 
-        # (2) queued jobs in Pollux's order, each at its minimum, while minimums fit (training first)
-        if any(pool.spare for pool in pools):
+        # (2) queued jobs in Pollux's order, each at its minimum, while minimums fit (training first);
+        #     with ``preempt``, running jobs are candidates too and the most jobs that fit are admitted
+        if self.preempt:
+            self._admit_most(view, pools, allocations, free, dropped)
+        elif any(pool.spare for pool in pools):
             for job in self._admission_order(view, dropped):
                 need = job.spec.min_gpus if job.spec.elastic else job.spec.num_gpus
                 pool = next((pool for pool in pools if need <= pool.spare), None)
@@ -319,6 +328,47 @@ class PolluxScheduler(Scheduler):
                     groups = list(by_type.values())
                 pools.append(_Pool(servers, groups, first.gpu_type, first.num_gpus, sum(free[s] for s in servers)))
         return pools
+
+    def _admit_most(self, view: ClusterView, pools: list["_Pool"], allocations: dict, free: list[int],
+                    dropped: Sequence[JobView]) -> None:
+        """Pollux's admission when any job may get zero GPUs: per pool (training first), the largest
+        number of jobs whose minimums fit in the pool (an unallocated job costs 1/1e-3 in Pollux's
+        p = -1 objective, about 1,000 allocated ones); among those, the most of the jobs running
+        there; then the smallest minimums, ties in Pollux's order. A running job left out is
+        preempted (its GPUs are freed); queued jobs not admitted in one pool may join the next."""
+        queued = list(self._admission_order(view, dropped))
+        for pool in pools:
+            running = [(job, count) for job, count, _ in pool.elastic] + [(job, None) for job in pool.fixed]
+            need = {job.id: self._minimum(job) for job, _ in running}
+            capacity = pool.spare + sum(need.values())  # spare counts GPUs beyond the elastic minimums
+            for job in queued:
+                need[job.id] = self._minimum(job)
+            by_need = sorted(running, key=lambda jc: (need[jc[0].id], jc[0].attained_gpu_s, jc[0].index))
+            waiting = sorted(queued, key=lambda j: need[j.id])  # stable: ties keep Pollux's order
+            keep, start = most_jobs([need[j.id] for j, _ in by_need], [need[j.id] for j in waiting], capacity)
+            for job, count in by_need[keep:]:  # preempted
+                alloc = allocations.pop(job.id)
+                for sid, gpus in alloc.items():
+                    free[sid] += gpus
+                if count is None:
+                    pool.fixed.remove(job)
+                    pool.spare += job.spec.num_gpus
+                else:
+                    pool.elastic = [e for e in pool.elastic if e[0] is not job]
+                    pool.spare += job.spec.min_gpus
+            admitted = {j.id for j in waiting[:start]}
+            for job in [j for j in queued if j.id in admitted]:  # in Pollux's order
+                pool.spare -= need[job.id]
+                if job.spec.elastic:
+                    pool.elastic.append((job, 0, None))
+                else:
+                    pool.started.append(job)
+            queued = [j for j in queued if j.id not in admitted]
+
+    @staticmethod
+    def _minimum(job: JobView) -> int:
+        """GPUs a job needs to run: ``min_gpus`` if elastic, else ``num_gpus``."""
+        return job.spec.min_gpus if job.spec.elastic else job.spec.num_gpus
 
     def _admission_order(self, view: ClusterView, dropped: Sequence[JobView]) -> Iterator[JobView]:
         """Never-started queued jobs in submit order, then started ones by least attained GPU-time."""

@@ -37,6 +37,24 @@ def statistical_efficiency(batch: float, initial_batch: float, noise_scale: floa
     return (noise_scale + initial_batch) / (noise_scale + batch)
 
 
+def most_jobs(running: Sequence[int], waiting: Sequence[int], capacity: int) -> tuple[int, int]:
+    """Pollux's admission when any job may get zero GPUs: how many of the ``running`` jobs stay
+    and how many ``waiting`` ones start, given each job's minimum GPUs (both lists ascending) and
+    the pool's ``capacity`` in GPUs. The most jobs in all (an unallocated job costs
+    ``1 / SPEEDUP_FLOOR`` in the p = -1 sum, more than any allocated one), then the most running
+    ones; the chosen jobs are the smallest of each list. Returns ``(kept, started)``."""
+    total = n_best = 0
+    for need in sorted((*running, *waiting)):
+        if total + need > capacity:
+            break
+        total, n_best = total + need, n_best + 1
+    kept = min(len(running), n_best)
+    while kept > 0 and (n_best - kept > len(waiting)
+                        or sum(running[:kept]) + sum(waiting[:n_best - kept]) > capacity):
+        kept -= 1
+    return kept, n_best - kept
+
+
 def restart_factor(age_s: float, reallocations: int, delay_s: float) -> float:
     """Pollux's discount on the speed-up of a job whose allocation would change:
     ``max(age - reallocations * delay, 0) / (age + delay)`` (adaptdl simulator, ``delay`` = 30 s).

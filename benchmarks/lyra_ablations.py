@@ -32,25 +32,26 @@ from lyra_gym.config import load_config  # noqa: E402
 from lyra_gym.simulate import load_profile_set, simulate  # noqa: E402
 from lyra_gym.trace import load_trace  # noqa: E402
 
-#: name -> (policy, scheduler parameters, overhead overrides in seconds)
-VARIANTS: dict[str, tuple[str, dict[str, Any], dict[str, float]]] = {
-    "lyra": ("lyra", {}, {}),
-    "lyra loaned_rule=overflow": ("lyra", {"loaned_rule": "overflow"}, {}),
-    "lyra move_back=false": ("lyra", {"move_back": False}, {}),
-    "lyra flex_horizon=completion": ("lyra", {"flex_horizon": "completion"}, {}),
-    "lyra with 0 s rescale and migration": ("lyra", {}, {"rescale_s": 0.0, "migrate_s": 0.0}),
-    "lyra-noloan": ("lyra-noloan", {}, {}),
-    "lyra-noelastic": ("lyra-noelastic", {}, {}),
-    "baseline": ("baseline", {}, {}),
-    "baseline-min": ("baseline-min", {}, {}),
+#: name -> (policy, scheduler parameters, overhead overrides in seconds, other config fields)
+VARIANTS: dict[str, tuple[str, dict[str, Any], dict[str, float], dict[str, Any]]] = {
+    "lyra": ("lyra", {}, {}, {}),
+    "lyra loaned_rule=overflow": ("lyra", {"loaned_rule": "overflow"}, {}, {}),
+    "lyra move_back=false": ("lyra", {"move_back": False}, {}, {}),
+    "lyra flex_horizon=completion": ("lyra", {"flex_horizon": "completion"}, {}, {}),
+    "lyra with 0 s rescale and migration": ("lyra", {}, {"rescale_s": 0.0, "migrate_s": 0.0}, {}),
+    "lyra scaling=throughput (no statistical efficiency)": ("lyra", {}, {}, {"scaling": "throughput"}),
+    "lyra-noloan": ("lyra-noloan", {}, {}, {}),
+    "lyra-noelastic": ("lyra-noelastic", {}, {}, {}),
+    "baseline": ("baseline", {}, {}, {}),
+    "baseline-min": ("baseline-min", {}, {}, {}),
 }
 COLUMNS = ("queue_mean_s", "jct_mean_s", "gpu_usage_effective_overall", "events_per_job", "preemptions")
 
 
 def run_variant(config_path: str, trace_path: str, variant: str, seed: int) -> dict[str, float]:
     """One simulation of ``variant`` (top-level for spawned workers); the table's columns."""
-    policy, params, overheads = VARIANTS[variant]
-    config = load_config(config_path)
+    policy, params, overheads, fields = VARIANTS[variant]
+    config = dataclasses.replace(load_config(config_path), **fields)
     if overheads:
         config = dataclasses.replace(config, overheads=dataclasses.replace(config.overheads, **overheads))
     jobs = load_trace(trace_path, known_models=load_profile_set(config).models)

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from baselines.pollux import PolluxLoanScheduler, PolluxScheduler
-from baselines.pollux_optimizer import best_sizes, power_mean, restart_factor, utility
+from baselines.pollux_optimizer import best_sizes, most_jobs, power_mean, restart_factor, utility
 from lyra_gym.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.demand import DemandCurve
 from lyra_gym.engine import Engine
@@ -144,8 +144,40 @@ def test_backfill_lets_a_small_job_pass_a_blocked_one():
     jobs = [job("A", 0, 2, 100), job("B", 1, 4, 10), job("C", 2, 2, 10)]
     passed = run(jobs, PolluxScheduler(noise_scale_ratio=2.0), config(gpus=4))
     assert (jct(passed, "C"), jct(passed, "B")) == (10, 109)  # C 2-12, B 100-110
-    blocked = run(jobs, PolluxScheduler(noise_scale_ratio=2.0, backfill=False), config(gpus=4))
+    blocked = run(jobs, PolluxScheduler(noise_scale_ratio=2.0, backfill=False, preempt=False), config(gpus=4))
     assert (jct(blocked, "B"), jct(blocked, "C")) == (109, 118)  # B 100-110, C 110-120
+
+
+def test_preemption_runs_the_most_jobs_and_keeps_running_ones_on_ties():
+    # 4 GPUs, inelastic jobs. A (4 GPUs, 100 s) runs; B and C (1 GPU, 20 s) arrive at 10: two
+    # jobs beat one in Pollux's objective (an unallocated job costs 1/1e-3), so A is preempted
+    # after 10 s of its work. D (4 GPUs, 10 s) arrives at 15: it would run alone, not two jobs:
+    # B and C keep running. At 30 A and D tie on size; D (never started) goes first, 30-40, then
+    # A runs its last 90 s, 40-130 (restart costs are 0 here).
+    jobs = [job("A", 0, 4, 100), job("B", 10, 1, 20), job("C", 10, 1, 20), job("D", 15, 4, 10)]
+    pollux = Recording(noise_scale_ratio=2.0)
+    result = run(jobs, pollux, config(gpus=4))
+    assert pollux.log[:4] == [(0.0, {"A": 4}), (10.0, {"B": 1, "C": 1}), (15.0, {"B": 1, "C": 1}),
+                              (30.0, {"D": 4})]
+    assert [jct(result, j) for j in "ABCD"] == [130, 20, 20, 25]
+    assert result.metrics["preemptions"] == 1
+    # without preemption A runs to the end, then B and C (100-120), then D (120-130)
+    kept = run(jobs, PolluxScheduler(noise_scale_ratio=2.0, preempt=False), config(gpus=4))
+    assert [jct(kept, j) for j in "ABCD"] == [100, 110, 110, 115]
+    assert kept.metrics["preemptions"] == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 8), max_size=5), st.lists(st.integers(1, 8), max_size=5), st.integers(0, 20))
+def test_most_jobs_matches_exhaustive_search(running, waiting, capacity):
+    running, waiting = sorted(running), sorted(waiting)
+    best = max(((len(r) + len(w), len(r))
+                for nr in range(len(running) + 1) for r in itertools.combinations(running, nr)
+                for nw in range(len(waiting) + 1) for w in itertools.combinations(waiting, nw)
+                if sum(r) + sum(w) <= capacity))
+    kept, started = most_jobs(running, waiting, capacity)
+    assert (kept + started, kept) == best
+    assert sum(running[:kept]) + sum(waiting[:started]) <= capacity
 
 
 # --- the optimiser -----------------------------------------------------------------------
