@@ -287,7 +287,7 @@ class PolluxScheduler(Scheduler):
             self._admit_most(view, pools, allocations, free, dropped)
         elif any(pool.spare for pool in pools):
             for job in self._admission_order(view, dropped):
-                need = job.spec.min_gpus if job.spec.elastic else job.spec.num_gpus
+                need = self._minimum(job)
                 pool = next((pool for pool in pools if need <= pool.spare), None)
                 if pool is None:
                     if not self.backfill:
@@ -338,24 +338,22 @@ class PolluxScheduler(Scheduler):
         preempted (its GPUs are freed); queued jobs not admitted in one pool may join the next."""
         queued = list(self._admission_order(view, dropped))
         for pool in pools:
-            running = [(job, count) for job, count, _ in pool.elastic] + [(job, None) for job in pool.fixed]
-            need = {job.id: self._minimum(job) for job, _ in running}
+            running = [job for job, _, _ in pool.elastic] + pool.fixed
+            need = {job.id: self._minimum(job) for job in running}
             capacity = pool.spare + sum(need.values())  # spare counts GPUs beyond the elastic minimums
             for job in queued:
                 need[job.id] = self._minimum(job)
-            by_need = sorted(running, key=lambda jc: (need[jc[0].id], jc[0].attained_gpu_s, jc[0].index))
+            by_need = sorted(running, key=lambda j: (need[j.id], j.attained_gpu_s, j.index))
             waiting = sorted(queued, key=lambda j: need[j.id])  # stable: ties keep Pollux's order
-            keep, start = most_jobs([need[j.id] for j, _ in by_need], [need[j.id] for j in waiting], capacity)
-            for job, count in by_need[keep:]:  # preempted
-                alloc = allocations.pop(job.id)
-                for sid, gpus in alloc.items():
+            keep, start = most_jobs([need[j.id] for j in by_need], [need[j.id] for j in waiting], capacity)
+            preempted = {job.id for job in by_need[keep:]}
+            for job in by_need[keep:]:  # preempted: all its GPUs return to the pool
+                for sid, gpus in allocations.pop(job.id).items():
                     free[sid] += gpus
-                if count is None:
-                    pool.fixed.remove(job)
-                    pool.spare += job.spec.num_gpus
-                else:
-                    pool.elastic = [e for e in pool.elastic if e[0] is not job]
-                    pool.spare += job.spec.min_gpus
+                pool.spare += need[job.id]
+            if preempted:
+                pool.elastic = [e for e in pool.elastic if e[0].id not in preempted]
+                pool.fixed = [job for job in pool.fixed if job.id not in preempted]
             admitted = {j.id for j in waiting[:start]}
             for job in [j for j in queued if j.id in admitted]:  # in Pollux's order
                 pool.spare -= need[job.id]

@@ -19,6 +19,7 @@ exhaustive search.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Sequence
 
@@ -48,9 +49,10 @@ def most_jobs(running: Sequence[int], waiting: Sequence[int], capacity: int) -> 
         if total + need > capacity:
             break
         total, n_best = total + need, n_best + 1
+    kept_gpus = list(itertools.accumulate(running, initial=0))    # GPUs of the k smallest running
+    started_gpus = list(itertools.accumulate(waiting, initial=0))  # ... and of the k smallest waiting
     kept = min(len(running), n_best)
-    while kept > 0 and (n_best - kept > len(waiting)
-                        or sum(running[:kept]) + sum(waiting[:n_best - kept]) > capacity):
+    while kept > 0 and (n_best - kept > len(waiting) or kept_gpus[kept] + started_gpus[n_best - kept] > capacity):
         kept -= 1
     return kept, n_best - kept
 
