@@ -140,6 +140,7 @@ class Engine:
         self.running: dict[int, None] = {}  # running job indices in start order
         self.running_allocations: dict[str, Mapping[int, int]] = {}  # job id -> allocation, start order
         self.state_version = 0  # bumped by every applied change; dates TrackedAllocations
+        self.identity = object()  # names this engine in TrackedAllocations (an id() is reused once freed)
         self.finished = 0
         self._next_arrival = 0
         self._heap: list[tuple[float, int, int, int, int]] = []
@@ -492,7 +493,7 @@ class Engine:
         allocations = plan.allocations
         changes: list[tuple[Job, Mapping[int, int] | None]] = []
         jobs = self.jobs
-        if type(allocations) is TrackedAllocations and allocations.token == (id(self), self.state_version):
+        if type(allocations) is TrackedAllocations and allocations.token == (self.identity, self.state_version):
             candidates = list(allocations.touched)  # every other entry is the current allocation
         else:  # plan order, then running jobs the plan leaves out (ordered: runs are reproducible)
             candidates = [*allocations, *(k for k in self.running_allocations if k not in allocations)]

@@ -234,7 +234,7 @@ class ClusterView:
     def current_plan(self) -> Plan:
         """A Plan that keeps every running job where it is and changes nothing else."""
         engine = self._engine
-        token = (id(engine), engine.state_version)
+        token = (engine.identity, engine.state_version)
         return Plan(allocations=TrackedAllocations(engine.running_allocations, token))
 
     def job(self, job_id: str) -> JobView:

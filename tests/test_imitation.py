@@ -75,3 +75,31 @@ def test_the_shipped_reference_agent_loads_safely_and_is_small():
     scheduler = load_policy_scheduler(folder)
     assert isinstance(scheduler, AllocPolicyScheduler)
     assert scheduler.config.env_id == ALLOC_ENV_ID and scheduler.config.sim_config == "traces/contended.yaml"
+
+
+def test_the_scheduler_sees_the_observation_the_decision_would_get_built_afresh(monkeypatch):
+    """The observer's cached base must belong to the decision it is asked about. Every decision
+    point opens a new decision object, and the previous one is freed by then, so its id (a cache
+    key that once went stale here: 2 in about 5,000 observations) is often reused."""
+    import numpy as np
+
+    from lyra_gym.envs.alloc import AllocObserver
+
+    cfg = alloc_config(warmup_s=3 * 3600.0)
+    venv = build_training_envs(cfg)
+    scheduler = AllocPolicyScheduler(make_model(cfg, venv), cfg, venv, name="policy")
+    cached = AllocObserver.observe
+    seen = {"observations": 0, "stale": 0}
+
+    def checked(self, view, decision):
+        obs = cached(self, view, decision)
+        fresh = AllocObserver(self.k, cfg.num_server_slots)
+        seen["observations"] += 1
+        seen["stale"] += not np.array_equal(obs, cached(fresh, view, decision))
+        return obs
+
+    monkeypatch.setattr(AllocObserver, "observe", checked)
+    evaluate_scheduler(scheduler, make_eval_env(cfg), [1, 2])
+    assert seen["observations"] > 500
+    assert seen["stale"] == 0
+    venv.close()

@@ -429,13 +429,15 @@ class AllocObserver:
         self.k = k
         self.size = self.builder.size
         self._base: np.ndarray | None = None
-        self._key: tuple[int, int] | None = None
+        # the decision and slot list the base was built for, held (not their ids: a freed
+        # decision's id is reused by the next one, which would then see a stale base)
+        self._built_for: tuple[AllocDecision, list] | None = None
 
     def observe(self, view: ClusterView, decision: AllocDecision) -> np.ndarray:
-        key = (id(decision), id(decision.slots))
-        if key != self._key:
+        built = self._built_for
+        if built is None or built[0] is not decision or built[1] is not decision.slots:
             self._base = self.builder.build(view, decision.slots, decision.server_ids)
-            self._key = key
+            self._built_for = (decision, decision.slots)
         obs = self._base.copy()
         width, extra = self.builder.job_width, len(ALLOC_JOB_FEATURES)
         rows = decision.job_extras()
