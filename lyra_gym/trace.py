@@ -35,7 +35,8 @@ file, a file in another encoding such as Latin-1, binary data) is a
 bad byte, its line); :func:`read_text` is that check, shared by the loaders of
 :mod:`lyra_gym.realtraces`.
 Rows may appear in any order; :func:`load_trace` returns the jobs sorted by
-submit time, ties kept in file order. Blank lines are skipped.
+submit time, ties kept in file order. Blank lines (and rows whose cells are all blank, e.g. a
+spreadsheet's trailing ``,,,,``) are skipped.
 
 :func:`write_trace` writes floats with ``repr`` so ``load_trace(write_trace(x))``
 gives back exactly ``x`` (as a list sorted by submit time).

@@ -122,6 +122,11 @@ def test_unsorted_rows_are_sorted_stably(tmp_path):
     assert [j.job_id for j in jobs] == ["w", "y", "v", "x", "z", "u"]
 
 
+def test_blank_rows_are_skipped_and_every_other_row_kept(tmp_path):
+    text = HEADER + "\na,0,1,5,m,0,,\n\n,,,,,,,\n\"\"\n  ,\t,,,,,,\nb,1,1,5,m,0,,\n"
+    assert [j.job_id for j in load_trace(write(tmp_path, text))] == ["a", "b"]
+
+
 # --------------------------------------------------------------------------- loading: errors
 
 ROW_OK = "a,0,2,10,resnet50,0,,"
