@@ -1,0 +1,119 @@
+"""Headroom probe for ``LyraGym/Alloc-v0``: what a scripted policy that preempts gets over ``lyra``.
+
+Run: python benchmarks/alloc_headroom.py [--scenario contended] [--windows 3] [--ratios 2,4,8]
+
+Lyra never preempts a running job's base workers: a short job that arrives at a
+full cluster waits behind long ones. Alloc-v0 lets the agent preempt (place
+value ``wait`` for a running job), so shortest-remaining-time-first with
+preemption is expressible there. This probe plays it through the env's own
+sub-actions, so it measures what the action space allows, not a new scheduler:
+
+at every decision point, for each job the heuristic leaves queued (shortest
+remaining time first, oracle durations as in ``lyra``'s SJF), preempt the
+visible running job with the longest remaining time if that is more than
+``ratio`` x the queued job's and freeing its GPUs lets the queued job start at
+its base demand on training GPUs; then the heuristic's expert sub-actions
+settle the rest. Loaning stays the heuristic's. Each ``ratio`` is one row;
+``lyra`` (the expert) is the reference, on the same windows and seeds.
+
+Not a test and not shipped as a policy: it bounds what learning could find in
+this direction, and is reported in the README as the measured headroom.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Iterator, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+import lyra_gym  # noqa: F401  (registers the ids)
+from agents.evaluate import rollout
+from agents.scenarios import SUITE
+from lyra_gym.envs import ALLOC_ENV_ID
+from lyra_gym.envs.alloc import BORROW, RETURN, WAIT, AllocDecision, worker_options
+from lyra_gym.jobs import JobState
+
+
+def base_demand(job) -> int:
+    """GPUs a job needs to run at all: its minimum if elastic, else its requested size."""
+    return job.spec.min_gpus if job.spec.elastic else job.spec.num_gpus
+
+
+def remaining(job) -> float:
+    """Seconds to finish at its requested size on the reference GPUs (lyra's SJF key)."""
+    return job.remaining_time_at(job.spec.num_gpus)
+
+
+def preemptions(decision: AllocDecision, ratio: float) -> Iterator[int]:
+    """Sub-actions that preempt long running jobs for short queued ones (see the module docstring)."""
+    layout, targets = decision.layout, decision.proposal.allocations
+    slots = list(enumerate(decision.slots))
+    queued = sorted(((i, j) for i, j in slots if j.state is JobState.QUEUED and not targets.get(j.id)),
+                    key=lambda s: remaining(s[1]))
+    victims = sorted(((i, j) for i, j in slots if j.state is JobState.RUNNING and j.id not in decision.must),
+                     key=lambda s: -remaining(s[1]))
+    for qi, q in queued:
+        need = base_demand(q)
+        level = worker_options(q.spec, layout.levels).index(need)
+        for n, (vi, v) in enumerate(victims):
+            if remaining(v) <= ratio * remaining(q):
+                break
+            own = decision.work.get(v.id)
+            decision._release(own)  # would the queued job fit once this one is preempted?
+            fits = decision._pool_placement(q, 0, need) is not None
+            decision._take(own)
+            if fits:
+                yield vi
+                yield WAIT
+                yield qi
+                value = layout.place_index(0, level)
+                yield value if decision.options[value] is not False else WAIT
+                del victims[n]
+                break
+
+
+def probe_policy(ratio: float):
+    """``choose(env, obs)`` for :func:`agents.evaluate.rollout`: the scripted preemptions, then the expert."""
+    state: dict[str, object] = {"decision": None, "script": iter(())}
+
+    def choose(env, _obs) -> np.int64:
+        decision = env.decision
+        if decision is None or decision.phase in (BORROW, RETURN):
+            return env.expert_action()
+        if state["decision"] is not decision:
+            state["decision"], state["script"] = decision, preemptions(decision, ratio)
+        value = next(state["script"], None)  # type: ignore[call-overload]
+        return np.int64(decision.expert() if value is None else value)
+
+    return choose
+
+
+def run(scenario: str, windows: Sequence[int], ratios: Sequence[float], slots: int) -> list[tuple[str, list[float]]]:
+    env = gym.make(ALLOC_ENV_ID, num_job_slots=slots, **SUITE[scenario].env_kwargs()).unwrapped
+    rows = [("lyra (expert)", [rollout(env, lambda e, _o: e.expert_action(), w)["jct_mean_s"] for w in windows])]
+    for ratio in ratios:
+        choose = probe_policy(ratio)
+        rows.append((f"preempt ratio {ratio:g}", [rollout(env, choose, w)["jct_mean_s"] for w in windows]))
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default="contended", choices=sorted(SUITE))
+    parser.add_argument("--windows", type=int, default=3)
+    parser.add_argument("--ratios", default="2,4,8")
+    parser.add_argument("--slots", type=int, default=32)
+    args = parser.parse_args(argv)
+    windows = list(SUITE[args.scenario].windows[: args.windows])
+    rows = run(args.scenario, windows, [float(r) for r in args.ratios.split(",")], args.slots)
+    lyra = np.mean(rows[0][1])
+    print(f"{args.scenario}, test windows {windows}, K = {args.slots}: mean JCT s per window, mean, / lyra")
+    for name, jcts in rows:
+        print(f"| {name} | {' | '.join(f'{j:,.0f}' for j in jcts)} | {np.mean(jcts):,.0f} | {np.mean(jcts) / lyra:.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
