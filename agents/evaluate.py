@@ -119,17 +119,29 @@ def compare_saved(path: str | os.PathLike, windows: int | None = None,
     return results
 
 
+def _cell(row: Row, key: str) -> str:
+    """``row[key]`` rounded, or why it is missing (jobs left unfinished at the end of the run)."""
+    value = row.get(key)
+    if value is not None:
+        return f"{value:.0f}"
+    left = (row.get("jobs_total") or 0) - (row.get("jobs_finished") or 0)
+    return f"n/a ({left} unfinished)" if left else "n/a"
+
+
 def comparison_table(results: Mapping[str, Sequence[Row]], reference: str = "lyra",
                      key: str = "jct_mean_s") -> str:
     """Per-window ``key`` of every policy, the mean, and each policy's ratio to ``reference``."""
     names = list(results)
     windows = [r["window"] for r in next(iter(results.values()))]
     header = ["window", *[f"{n} {key}" for n in names]]
-    body = [[str(w), *[f"{results[n][i][key]:.0f}" for n in names]] for i, w in enumerate(windows)]
-    means = {n: mean(results[n], key) for n in names}
-    body.append(["mean", *[f"{means[n]:.0f}" for n in names]])
+    body = [[str(w), *[_cell(results[n][i], key) for n in names]] for i, w in enumerate(windows)]
+    # a mean over only the windows a policy finished would flatter it: n/a unless all are there
+    means = {n: mean(results[n], key) if all(r.get(key) is not None for r in results[n]) else math.nan
+             for n in names}
+    body.append(["mean", *[f"{means[n]:.0f}" if not math.isnan(means[n]) else "n/a" for n in names]])
     if reference in means:
-        body.append([f"/ {reference}", *[f"{means[n] / means[reference]:.3f}" for n in names]])
+        ratios = [means[n] / means[reference] for n in names]
+        body.append([f"/ {reference}", *[f"{r:.3f}" if not math.isnan(r) else "n/a" for r in ratios]])
     widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(header)]
     lines = ["  ".join(h.rjust(wd) for h, wd in zip(header, widths))]
     lines += ["  ".join(c.rjust(wd) for c, wd in zip(row, widths)) for row in body]
