@@ -1,8 +1,11 @@
 """Plot a training run's learning curve from its TensorBoard events.
 
 Run: python tools/plot_learning_curve.py runs/<run> [runs/<resumed run> ...] [--out docs/learning_curve.png]
+     python tools/plot_learning_curve.py --seeds runs/<seed 1> runs/<seed 2> ... [--out F]
 
-Several run directories (a run and its resumptions) are joined in step order.
+Several run directories (a run and its resumptions) are joined in step order;
+with ``--seeds`` they are independent runs instead (training seeds, variants),
+and one panel overlays each run's held-out ratio eval/jct_vs_lyra.
 
 Two panels: the held-out evaluation (policy and Lyra mean JCT on the same test
 windows, and their ratio eval/jct_vs_lyra), and the per-episode training JCT
@@ -27,11 +30,33 @@ def scalars(run: Path) -> dict[str, list[tuple[int, float]]]:
     return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
 
 
+def plot_seeds(runs: list[Path], out: Path) -> None:
+    """One curve of eval/jct_vs_lyra per run, labelled by the run's directory name."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for run in runs:
+        points = sorted(scalars(run).get("eval/jct_vs_lyra", []))
+        if points:
+            steps, values = zip(*points)
+            ax.plot(steps, values, marker="o", label=run.name)
+    ax.axhline(1.0, color="gray", linestyle="--", label="Lyra heuristic")
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("policy / Lyra mean JCT, held-out (lower is better)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    print(f"wrote {out}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("runs", type=Path, nargs="+")
     parser.add_argument("--out", type=Path, default=Path("docs/learning_curve.png"))
+    parser.add_argument("--seeds", action="store_true", help="independent runs: overlay their held-out ratios")
     args = parser.parse_args()
+    if args.seeds:
+        plot_seeds(args.runs, args.out)
+        return
     data: dict[str, list[tuple[int, float]]] = {}
     for run in args.runs:
         for tag, points in scalars(run).items():
