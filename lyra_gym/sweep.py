@@ -249,14 +249,16 @@ def expand(grid: Grid, skip_infeasible: bool = False) -> list[SweepRun]:
     that can never fit is an :class:`~lyra_gym.feasibility.InfeasibleJobError`, or, with
     ``skip_infeasible``, dropped and counted in that run's ``jobs_skipped_infeasible`` metric."""
     runs: list[SweepRun] = []
-    feasible: dict[tuple[int, int], tuple[list[JobSpec], int]] = {}
+    # keyed by identity; each entry holds its trace and config, so no id() is reused while cached
+    feasible: dict[tuple[int, int], tuple[list[JobSpec], SimConfig, list[JobSpec], int]] = {}
 
     def checked(jobs: list[JobSpec], config: SimConfig, trace: str) -> tuple[list[JobSpec], int]:
         key = (id(jobs), id(config))
         if key not in feasible:
             kept, result = drop_infeasible(jobs, config, skip_infeasible, f"traces: {trace}")
-            feasible[key] = (kept, len(result.infeasible))
-        return feasible[key]
+            feasible[key] = (jobs, config, kept, len(result.infeasible))
+        _, _, kept, skipped = feasible[key]
+        return kept, skipped
 
     csv_cache: dict[str, list[JobSpec]] = {}
     profiles = load_profile_set(grid.base_config)

@@ -101,3 +101,18 @@ def test_unreachable_trace_preset_is_a_sweep_error(tmp_path):
 def test_bad_grid(tmp_path, data, match):
     with pytest.raises((SweepError, UnknownSchedulerError), match=match):
         load_grid(_grid(tmp_path, **data))
+
+
+def test_every_trace_param_value_runs_its_own_trace(tmp_path):
+    """Regression: the feasibility cache was keyed by id() of traces freed between trace-param
+    values, so a later value could reuse an earlier trace's id and silently run its jobs."""
+    from lyra_gym.sweep import expand, preset_with
+
+    shares = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    grid = load_grid(_grid(tmp_path, policies=["fifo"], traces=["preset:small-1d"],
+                           trace_params={"elastic_share": shares}))
+    runs = expand(grid)
+    assert [r.values["elastic_share"] for r in runs] == shares
+    for run in runs:
+        expected = generate_trace(preset_with("small-1d", {"elastic_share": run.values["elastic_share"]}), 0)
+        assert list(run.jobs) == expected, run.values
