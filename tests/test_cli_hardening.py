@@ -140,7 +140,7 @@ def test_sweep_checks_every_trace_against_every_config(tmp_path, capsys, small_t
 def test_sigint_during_parallel_compare_exits_at_once_and_leaves_whole_folders(tmp_path):
     out = tmp_path / "cmp"
     argv = [sys.executable, "-m", "lyra_gym.cli", "compare", "--policies", "fifo,sjf,tiresias,lyra",
-            "--seeds", ",".join(str(s) for s in range(10)), "--jobs", "2", "--no-plots",
+            "--seeds", ",".join(str(s) for s in range(40)), "--jobs", "2", "--no-plots",
             "--trace", "traces/default.csv", "--out", str(out)]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, env={**os.environ, "TQDM_DISABLE": "1"})
