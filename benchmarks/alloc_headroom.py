@@ -68,11 +68,7 @@ def preemptions(decision: AllocDecision, ratio: float) -> Iterator[int]:
         for n, (vi, v) in enumerate(victims):
             if remaining(v) <= ratio * remaining(q):
                 break
-            own = decision.work.get(v.id)
-            decision._release(own)  # would the queued job fit once this one is preempted?
-            fits = decision._pool_placement(q, 0, need) is not None
-            decision._take(own)
-            if fits:
+            if decision.fits_if_freed(q, 0, need, freed=v):
                 yield vi
                 yield WAIT
                 yield qi

@@ -254,6 +254,16 @@ class AllocDecision:
                 if self.usable[sid]:
                     free[sid] -= gpus
 
+    def fits_if_freed(self, job: JobView, pool: int, workers: int, freed: JobView | None = None) -> bool:
+        """Whether ``job`` could run on ``workers`` GPUs of ``pool`` in the working plan if ``freed``
+        (another job) first gave up its GPUs; nothing changes (for scripted policies and probes)."""
+        own = self.work.get(freed.id) if freed is not None else None
+        self._release(own)
+        try:
+            return self._pool_placement(job, pool, workers) is not None
+        finally:
+            self._take(own)
+
     def _place_options(self, job: JobView) -> list[Mapping[int, int] | None | bool]:
         """Per place value: the allocation it gives (None: wait), or False when infeasible."""
         layout = self.layout
