@@ -44,11 +44,6 @@ from lyra_gym.jobs import JobState
 from lyra_gym.scaling import PROGRESS_BINS
 
 
-def base_demand(job) -> int:
-    """GPUs a job needs to run at all: its minimum if elastic, else its requested size."""
-    return job.spec.min_gpus if job.spec.elastic else job.spec.num_gpus
-
-
 def remaining(job) -> float:
     """Seconds to finish at its requested size on the reference GPUs (lyra's SJF key)."""
     return job.remaining_time_at(job.spec.num_gpus)
@@ -63,7 +58,7 @@ def preemptions(decision: AllocDecision, ratio: float) -> Iterator[int]:
     victims = sorted(((i, j) for i, j in slots if j.state is JobState.RUNNING and j.id not in decision.must),
                      key=lambda s: -remaining(s[1]))
     for qi, q in queued:
-        need = base_demand(q)
+        need = decision.heuristic.base_demand(q)  # lyra's phase-1 size: its minimum if elastic
         level = worker_options(q.spec, layout.levels).index(need)
         for n, (vi, v) in enumerate(victims):
             if remaining(v) <= ratio * remaining(q):
