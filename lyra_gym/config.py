@@ -32,6 +32,7 @@ __all__ = [
     "config_from_dict",
     "config_to_dict",
     "load_config",
+    "unique_key_loader",
 ]
 
 #: Most servers in both clusters together (each is a Python object in the engine).
@@ -170,8 +171,14 @@ PLACEMENT_RULES = ("spread", "consolidated")
 class SimConfig:
     """Everything the engine needs besides the trace and the scheduler.
 
-    - ``demand``: synthetic diurnal inference demand (its ``num_servers`` is
-      overwritten by the inference cluster's size).
+    - ``demand``: synthetic diurnal inference demand. Its ``num_servers`` is
+      not a setting here: the curve is always drawn for the inference cluster,
+      so it is set to ``cluster.inference.count`` (when that is >= 1; with no
+      inference servers no curve is drawn). A config file or mapping that
+      gives another ``demand.num_servers`` is a :class:`ConfigError` naming
+      the value the cluster implies; :func:`config_to_dict` leaves the derived
+      value out, so a resolved config with another ``cluster.inference.count``
+      merged in still loads.
     - ``demand_preset``: a named shape from ``lyra_gym.demand.DEMAND_PRESETS``
       (``default`` 4x, ``mild`` 2.5x, ``strong`` 8x peak/trough); the settings it
       makes override those of ``demand``.
@@ -246,6 +253,9 @@ class SimConfig:
 
     def __post_init__(self) -> None:
         _check_fields(self, "")
+        inference = self.cluster.inference.count
+        if inference >= 1 and self.demand.num_servers != inference:  # derived: see the docstring
+            object.__setattr__(self, "demand", dataclasses.replace(self.demand, num_servers=inference))
         if not self.cluster.training:
             raise ConfigError("cluster.training: at least one server group is needed")
         for i, group in enumerate(self.cluster.training):
@@ -370,17 +380,67 @@ def config_from_dict(data: Mapping[str, Any]) -> SimConfig:
     if not isinstance(data, Mapping):
         raise ConfigError(f"config: expected a table/mapping of settings at the top level, got {_describe(data)}")
     try:
-        return _build(SimConfig, data, "")
+        config = _build(SimConfig, data, "")
     except RecursionError:
         raise ConfigError("config: nested too deeply") from None
+    _check_demand_servers(data, config)
+    return config
+
+
+def _check_demand_servers(data: Mapping[str, Any], config: SimConfig) -> None:
+    """A ``demand.num_servers`` given in ``data`` must be the inference cluster's size: the curve
+    is always drawn for ``cluster.inference.count`` servers (:class:`SimConfig`), so any other
+    value would be silently replaced."""
+    demand = data.get("demand")
+    if not isinstance(demand, Mapping) or "num_servers" not in demand:
+        return
+    rule = DiurnalDemandConfig.RULES["num_servers"]
+    given = _coerce_scalar(int, demand["num_servers"], rule, "demand.num_servers")
+    servers = config.cluster.inference.count
+    if given != servers:
+        fix = f"leave it out or set it to {servers}" if servers else "leave it out (no demand curve is drawn)"
+        raise ConfigError(
+            f"demand.num_servers: {given}, but the inference cluster has {servers} servers "
+            f"(cluster.inference.count) and the demand curve is always sized to it; {fix}")
+
+
+def unique_key_loader() -> type:
+    """PyYAML's SafeLoader that refuses a key given twice in one mapping (plain PyYAML keeps the
+    last value silently). The error is a ``yaml.MarkedYAMLError`` whose mark is the second key's
+    line: ``duplicate key 'seed' (first on line 3)``. Keys brought in by a merge (``<<: *base``)
+    may be overridden, as YAML intends. Use as ``yaml.load(text, Loader=unique_key_loader())``
+    in place of ``yaml.safe_load(text)``: same scalars, same safety."""
+    import yaml
+    from yaml.constructor import ConstructorError
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+            if isinstance(node, yaml.MappingNode):
+                first: dict[Any, int] = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        line = first.get(key)
+                    except TypeError:  # an unhashable key: SafeLoader's own error follows
+                        continue
+                    if line is not None:
+                        raise ConstructorError(
+                            None, None, f"duplicate key {key!r} (first on line {line})", key_node.start_mark)
+                    first[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
 
 
 def _strict_yaml_loader() -> type:
-    """PyYAML's SafeLoader with YAML 1.2 booleans (only true/false; ``no``, ``off``, ``yes``
-    stay strings and fail the bool check) and floats (``1e5`` is a number)."""
+    """:func:`unique_key_loader` (a key given twice is an error naming it and its line) with YAML
+    1.2 booleans (only true/false; ``no``, ``off``, ``yes`` stay strings and fail the bool check)
+    and floats (``1e5`` is a number)."""
     import yaml
 
-    class StrictLoader(yaml.SafeLoader):
+    class StrictLoader(unique_key_loader()):
         pass
 
     drop = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:float"}
@@ -456,5 +516,11 @@ def load_config(path: str | os.PathLike) -> SimConfig:
 
 
 def config_to_dict(config: SimConfig) -> dict[str, Any]:
-    """The fully resolved config as plain data (written next to every run's results)."""
-    return dataclasses.asdict(config)
+    """The fully resolved config as plain data (written next to every run's results).
+
+    ``demand.num_servers`` is left out: it is derived from ``cluster.inference.count``
+    (:class:`SimConfig`), so :func:`config_from_dict` of this dict gives back ``config``, and
+    still loads after another inference size is merged in (sweeps, scenarios)."""
+    data = dataclasses.asdict(config)
+    data["demand"].pop("num_servers", None)
+    return data

@@ -278,7 +278,9 @@ class DiurnalDemandConfig:
 
     :param num_servers: inference servers in the cluster (capacity); demand is
         clipped to it. Default 16 (assumption; the Lyra paper does not publish
-        cluster sizes).
+        cluster sizes). Inside a :class:`lyra_gym.config.SimConfig` it is not a
+        free setting: it is set to ``cluster.inference.count``, and a config
+        giving another value is refused.
     :param peak_fraction: weekday peak demand as a fraction of ``num_servers``,
         in [0, 1]. Default 0.9 (assumption: a cluster sized with ~10 % headroom).
     :param peak_trough_ratio: weekday peak / trough, ``>= 1``. Default 4.0.

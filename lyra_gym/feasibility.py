@@ -14,10 +14,10 @@ A job's *base demand* is the fewest GPUs it may run on: ``min_gpus`` (for an
 inelastic job that is ``num_gpus``). The job is *feasible* when that many GPUs
 exist in the largest pool one job may span:
 
-- ``allow_mixed_gpu_types: true`` (default): every training GPU plus every GPU
+- ``allow_mixed_gpu_types: true``: every training GPU plus every GPU
   of the inference pool (the inference servers can all be loaned to training
   when the inference demand is zero, so a policy that borrows could place it);
-- ``allow_mixed_gpu_types: false``: per GPU type, the training GPUs of that
+- ``allow_mixed_gpu_types: false`` (default): per GPU type, the training GPUs of that
   type plus the inference GPUs if the inference servers are of that type; the
   largest of these.
 

@@ -18,9 +18,15 @@ max_gpus        most GPUs an elastic job may run on                    GPUs
 ==============  =====================================================  ==========
 
 One optional column: ``batch_size``, the job's global batch at ``num_gpus``
-(samples per step, integer >= 1; empty or absent: ``num_gpus`` x the
-profile's ``local_batch``). It matters under the batch-aware scaling rules
-(:mod:`lyra_gym.scaling`).
+(samples per step, a whole number in ``[num_gpus, MAX_BATCH_SIZE]``: each of
+the ``num_gpus`` workers needs at least one sample per step; empty or absent:
+``num_gpus`` x the profile's ``local_batch``). It matters under the
+batch-aware scaling rules (:mod:`lyra_gym.scaling`).
+
+``duration`` must be at most :data:`MAX_DURATION_S` (10 years) and
+``batch_size`` at most :data:`MAX_BATCH_SIZE` (2**24 samples); larger values
+are typos or unit mix-ups (milliseconds for seconds, tokens for samples), see
+the constants for why these bounds.
 
 ``min_gpus`` and ``max_gpus`` are required for elastic jobs and must satisfy
 ``1 <= min_gpus <= num_gpus <= max_gpus``. For an inelastic job they may be
@@ -29,6 +35,10 @@ left empty (they then equal ``num_gpus``); if given, they must equal
 
 Every mistake in a file raises :class:`TraceError`, whose message names the
 file, the 1-based line number (the header is line 1) and the offending field.
+A column the loader reads (:data:`TRACE_COLUMNS` and ``batch_size``) may
+appear only once in the header (a second copy would be silently ignored);
+other, unread columns may repeat. A file with a header but no job rows is an
+error too (``"<file>: no jobs ..."``): a run of zero jobs measures nothing.
 A path that is not a readable UTF-8 text file (a directory, a gzip-compressed
 file, a file in another encoding such as Latin-1, binary data) is a
 :class:`TraceError` too, with a one-line message naming the file (and, for a
@@ -39,7 +49,7 @@ submit time, ties kept in file order. Blank lines (and rows whose cells are all 
 spreadsheet's trailing ``,,,,``) are skipped.
 
 :func:`write_trace` writes floats with ``repr`` so ``load_trace(write_trace(x))``
-gives back exactly ``x`` (as a list sorted by submit time).
+gives back exactly ``x`` (as a list sorted by submit time) for any non-empty ``x``.
 """
 
 from __future__ import annotations
@@ -55,6 +65,8 @@ from pathlib import Path
 
 __all__ = [
     "BATCH_COLUMN",
+    "MAX_BATCH_SIZE",
+    "MAX_DURATION_S",
     "TRACE_COLUMNS",
     "JobSpec",
     "JobSpecError",
@@ -78,6 +90,20 @@ TRACE_COLUMNS: tuple[str, ...] = (
 
 #: The optional column: a job's global batch at ``num_gpus`` (samples).
 BATCH_COLUMN = "batch_size"
+
+#: Longest job duration accepted, seconds: 10 years (365-day years). Published cluster traces
+#: span weeks to months (Philly about 75 days, Alibaba PAI 2020 two months, Helios six months), so
+#: no job in them comes near it; a larger value is a typo or a unit mix-up (milliseconds read as
+#: seconds). The bound also keeps a job's run time where float64 still resolves better than a
+#: microsecond (its spacing at 3.2e8 s is 6e-8 s), instead of letting 1e300 s reach the engine.
+MAX_DURATION_S = 10 * 365 * 86400.0
+
+#: Largest global batch accepted, samples per step: 2**24 = 16,777,216. The largest published
+#: data-parallel batches are tens of thousands of samples (81,920 images for ResNet-50 on
+#: ImageNet, Yamazaki et al. 2019; 65,536 sequences for BERT with LAMB, You et al. 2020), and
+#: 2**24 still holds a batch counted in tokens (GPT-3's 3.2M); a larger value is a typo. Every
+#: integer up to it is exact in float32 as well as float64, which the batch arithmetic uses.
+MAX_BATCH_SIZE = 2**24
 
 _TRUE = frozenset({"1", "true", "yes"})
 _FALSE = frozenset({"0", "false", "no"})
@@ -160,13 +186,14 @@ class JobSpec:
         num_gpus: GPUs the job requests, >= 1.
         duration: seconds the job runs at ``num_gpus`` on the reference GPU
             type (the simulator turns it into work with the throughput
-            profile), finite, > 0.
+            profile), > 0 and <= :data:`MAX_DURATION_S`.
         model: key into the throughput profiles, non-empty.
         elastic: whether the job may be scaled between ``min_gpus`` and
             ``max_gpus`` while it runs.
         min_gpus: fewest GPUs the job may run on; ``== num_gpus`` if inelastic.
         max_gpus: most GPUs the job may run on; ``== num_gpus`` if inelastic.
-        batch_size: global batch at ``num_gpus`` (samples per step, >= 1), or None for
+        batch_size: global batch at ``num_gpus`` (samples per step, in
+            ``[num_gpus, MAX_BATCH_SIZE]``: at least one sample per worker), or None for
             ``num_gpus`` x the profile's local batch (:mod:`lyra_gym.scaling`).
 
     Raises:
@@ -200,6 +227,9 @@ class JobSpec:
         d = _as_float(self, "duration")
         if not math.isfinite(d) or d <= 0:
             raise JobSpecError("duration", f"must be a finite number > 0, got {d!r}")
+        if d > MAX_DURATION_S:
+            raise JobSpecError("duration", f"must be at most MAX_DURATION_S = {MAX_DURATION_S:.0f} s (10 years), "
+                                           f"got {d!r} s (a unit mix-up?)")
         if not isinstance(self.model, str) or not self.model or self.model != self.model.strip():
             raise JobSpecError(
                 "model", f"must be a non-empty string without surrounding whitespace, got {self.model!r}"
@@ -231,8 +261,16 @@ class JobSpec:
                 f"num_gpus ({self.num_gpus}) is outside [min_gpus, max_gpus] = "
                 f"[{self.min_gpus}, {self.max_gpus}]",
             )
-        if self.batch_size is not None and _as_int(self, "batch_size") < 1:
-            raise JobSpecError("batch_size", f"must be an integer >= 1, got {self.batch_size!r}")
+        if self.batch_size is not None:
+            b = _as_int(self, "batch_size")
+            if b < 1:
+                raise JobSpecError("batch_size", f"must be an integer >= 1, got {b!r}")
+            if b > MAX_BATCH_SIZE:
+                raise JobSpecError("batch_size", f"must be at most MAX_BATCH_SIZE = {MAX_BATCH_SIZE:,} samples, "
+                                                 f"got {b:.6g}")
+            if b < self.num_gpus:
+                raise JobSpecError("batch_size", f"{b} samples is fewer than num_gpus ({self.num_gpus}): each of "
+                                                 f"the job's workers needs at least one sample per step")
 
 
 # --------------------------------------------------------------------------- loading
@@ -386,7 +424,7 @@ def load_trace(
     Raises:
         TraceError: naming the file, the 1-based line (header = 1) and the field
             of the first problem found; or naming the file when it is not a
-            UTF-8 text file (:func:`read_text`).
+            UTF-8 text file (:func:`read_text`) or holds no job rows.
         OSError: if the file cannot be opened.
     """
     known = None if known_models is None else frozenset(known_models)
@@ -407,7 +445,14 @@ def load_trace(
             raise TraceError(path, 1, "header", "empty file: expected a header line with columns " + ", ".join(TRACE_COLUMNS))
         header_line = reader.line_num
         idx: dict[str, int] = {}
+        read = (*TRACE_COLUMNS, BATCH_COLUMN)
         for i, name in enumerate(header):
+            if name in idx and name in read:
+                raise TraceError(
+                    path, header_line, name,
+                    f"column {name!r} appears twice in the header (columns {idx[name] + 1} and {i + 1}); "
+                    "keep one (the loader would read only the first)",
+                )
             idx.setdefault(name, i)
         for name in TRACE_COLUMNS:
             if name not in idx:
@@ -438,6 +483,8 @@ def load_trace(
     except csv.Error as err:  # e.g. a field larger than the csv module's limit
         raise TraceError(path, reader.line_num or 1, "csv", f"not a readable CSV file ({err})") from None
 
+    if not jobs:
+        raise TraceError.whole_file(path, "no jobs: the trace has a header line but no job rows")
     jobs.sort(key=lambda j: j.submit_time)  # list.sort is stable: ties keep file order
     return jobs
 

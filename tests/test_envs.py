@@ -167,8 +167,8 @@ def test_ansi_render_shows_the_cluster():
 def test_bad_arguments_name_the_field():
     with pytest.raises(ValueError, match="window_s"):
         gym.make("LyraGym/Elastic-v0", window_s=30 * 86400.0)
-    with pytest.raises(ValueError, match="render_mode"):
-        gym.make("LyraGym/Elastic-v0", render_mode="human")
+    with pytest.raises(ValueError, match="render_mode"):  # "human" and "rgb_array" are supported now
+        gym.make("LyraGym/Elastic-v0", render_mode="depth_array")
 
 
 def test_holding_every_job_cannot_end_an_episode_for_free():

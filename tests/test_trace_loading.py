@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lyra_gym.trace import TRACE_COLUMNS, JobSpec, JobSpecError, TraceError, load_trace, write_trace
+from lyra_gym.trace import MAX_DURATION_S, TRACE_COLUMNS, JobSpec, JobSpecError, TraceError, load_trace, write_trace
 
 HEADER = ",".join(TRACE_COLUMNS)
 
@@ -105,8 +106,11 @@ def test_load_happy_path(tmp_path):
     assert all(type(j.num_gpus) is int and type(j.submit_time) is float for j in jobs)
 
 
-def test_load_header_only_gives_no_jobs(tmp_path):
-    assert load_trace(write(tmp_path, HEADER + "\n")) == []
+def test_load_header_only_is_refused(tmp_path):
+    # A run of zero jobs measures nothing (issue 23): refused, naming the file.
+    path = write(tmp_path, HEADER + "\n")
+    with pytest.raises(TraceError, match=rf"^{re.escape(str(path))}: no jobs"):
+        load_trace(path)
 
 
 def test_load_accepts_crlf_and_bom(tmp_path):
@@ -254,7 +258,7 @@ def job_specs(draw, job_id: str) -> JobSpec:
         job_id=job_id,
         submit_time=draw(st.floats(min_value=0.0, max_value=1e10, allow_nan=False, allow_infinity=False)),
         num_gpus=num,
-        duration=draw(st.floats(min_value=0.0, exclude_min=True, max_value=1e12, allow_nan=False,
+        duration=draw(st.floats(min_value=0.0, exclude_min=True, max_value=MAX_DURATION_S, allow_nan=False,
                                 allow_infinity=False)),
         model=draw(_names),
         elastic=elastic,
@@ -265,7 +269,7 @@ def job_specs(draw, job_id: str) -> JobSpec:
 
 @st.composite
 def traces(draw) -> list[JobSpec]:
-    ids = draw(st.lists(_names, max_size=20, unique=True))
+    ids = draw(st.lists(_names, min_size=1, max_size=20, unique=True))  # a trace file holds >= 1 job
     jobs = [draw(job_specs(jid)) for jid in ids]
     # A few equal submit times so that stability is exercised.
     if len(jobs) > 2 and draw(st.booleans()):

@@ -27,6 +27,7 @@ from lyra_gym.config import SimConfig, config_from_dict, load_config
 from lyra_gym.demand import number_problem
 from lyra_gym.envs.actions import ActionCodec
 from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
+from lyra_gym.envs.render import blank_frame, cluster_frame
 from lyra_gym.envs.rewards import StepOutcome, parse_reward, reward
 from lyra_gym.envs.windows import Window, WindowSampler
 from lyra_gym.metrics import summarize
@@ -152,11 +153,21 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
     | heuristic | str | "lyra" | guided scheduler by registry name (one with ``decide_guided``) |
     | max_steps | int | 5000 | truncation (>= 1) |
     | warmup_s | float | 0 | warm start: seconds of jobs before the window run by the heuristic first (>= 0) |
-    | render_mode | str | None | "ansi" |
+    | render_mode | str | None | None, "ansi" (text), "rgb_array" (H x W x 3 uint8 picture) or "human" (text printed on every reset and step) |
 
     Every argument is checked in the constructor; a bad one raises
     ``ValueError`` naming it (or the config's ``ConfigError``, naming the
     config field).
+
+    ## Rendering
+    ``"ansi"``: ``render()`` returns one line of counts plus a line per pool
+    (``used/GPUs`` per server, ``L`` marks a loaned one). ``"rgb_array"``:
+    ``render()`` returns a picture (:mod:`lyra_gym.envs.render`: servers as
+    cells coloured by free / used / serving / loaned, a queue bar and a demand
+    bar), of the same shape for every frame of the env (a blank one before
+    ``reset``); stable-baselines3's ``make_vec_env`` asks for this mode.
+    ``"human"``: the ``"ansi"`` text is printed to stdout on every ``reset``
+    and ``step`` (``render()`` returns None).
 
     ## Vectorized environment
     Any Gymnasium vector wrapper; instances share nothing.
@@ -165,7 +176,7 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
     - v0: first release.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
     controls_jobs = True
     controls_loaning = True
 
@@ -250,6 +261,8 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         self.done = not self.engine.next_decision()
         self._warm_up()
         self._observe()
+        if self.render_mode == "human":
+            self.render()
         return self.obs, self._info(0)
 
     def _warm_up(self) -> None:
@@ -313,6 +326,8 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         if self.done or truncated:
             engine.finish()
             info["final_metrics"] = summarize(engine)
+        if self.render_mode == "human":
+            self.render()
         return self.obs, r, self.done, truncated, info
 
     def _advance(self, guidance: Guidance) -> float:
@@ -378,9 +393,23 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
             "invalid_actions_total": self.invalid_actions_total,
         }
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        """The frame of ``render_mode`` (see "Rendering"); None without a render mode."""
+        if self.render_mode == "rgb_array":
+            if self.engine is None:
+                cluster = self.sim_config.cluster
+                return blank_frame(sum(g.count for g in cluster.training), cluster.inference.count)
+            return cluster_frame(self.engine)
+        if self.render_mode == "human":
+            if self.engine is not None:
+                print(self._text(), flush=True)
+            return None
         if self.render_mode != "ansi" or self.engine is None:
             return None
+        return self._text()
+
+    def _text(self) -> str:
+        """The ``"ansi"`` frame."""
         engine, view = self.engine, self.engine.view
         lines = [
             f"t={engine.now / 3600:8.2f} h  queued={len(engine.queue):4d} running={len(engine.running):4d} "

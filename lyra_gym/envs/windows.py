@@ -45,6 +45,15 @@ class WindowSampler:
     :param stride_s: grid of train window starts, seconds.
     :param warmup_s: seconds of warm-up before every window (:class:`Window`), default 0.
 
+    An episode needs at least one decision, so a train window must hold a job submitted in
+    ``[start_s, start_s + length_s)`` (warm-up jobs do not count: the agent decides nothing
+    before ``start_s``): grid starts whose window holds none (a gap in the trace, or windows
+    shorter than the gaps between submissions) are left out of :attr:`train_starts`. Test
+    windows keep tiling the test part (their indices and seeds stay fixed for paired
+    comparisons); one that holds no job starts finished (``env.done`` after ``reset``, as
+    ``agents/evaluate.py`` expects). If no train window, or no test window, holds a job, the
+    constructor raises ``ValueError`` naming ``window_s``.
+
     More than :data:`MAX_WINDOWS` train or test windows (a very long trace, or tiny windows)
     is a ``ValueError`` naming ``window_s`` and the trace's span, not a MemoryError.
     """
@@ -70,15 +79,26 @@ class WindowSampler:
                     f"window_s: the trace's {span:.0f} s span with {length_s:g} s windows (train starts every "
                     f"{stride_s:g} s) makes about {extent / step + 1:.3g} {what} windows, more than "
                     f"MAX_WINDOWS={MAX_WINDOWS:,}; use longer windows or a shorter trace")
-        self.train_starts = np.arange(0.0, max(self.split_s - length_s, 0.0) + 1e-9, stride_s)
+        train_starts = np.arange(0.0, max(self.split_s - length_s, 0.0) + 1e-9, stride_s)
         self.test_starts = np.arange(self.split_s, max(span - length_s, self.split_s) + 1e-9, length_s)
         if len(self.test_starts) == 0 or self.split_s - length_s < 0:
             raise ValueError(
                 f"window_s: {length_s} s windows do not fit the trace's {span:.0f} s span with "
                 f"test_fraction {test_fraction}; use a longer trace or shorter windows")
+        submits = np.sort(np.fromiter((j.submit_time for j in trace), dtype=np.float64, count=len(trace)))
+        self.train_starts = train_starts[_holds_a_job(submits, train_starts, length_s)]
+        for what, starts, kept in (("train", train_starts, self.train_starts),
+                                   ("test", self.test_starts, self.test_starts[_holds_a_job(
+                                       submits, self.test_starts, length_s)])):
+            if len(kept) == 0:
+                raise ValueError(
+                    f"window_s: none of the {len(starts)} {what} windows of {length_s:g} s holds a job "
+                    f"(the trace has {len(submits)} jobs over {span:.0f} s), so an episode would have no "
+                    f"decision to make; use longer windows")
 
     def train(self, rng: np.random.Generator) -> Window:
-        """A random train window and simulation seed."""
+        """A random train window (its ``index``: the position in :attr:`train_starts`, the grid
+        starts whose window holds a job) and simulation seed."""
         i = int(rng.integers(len(self.train_starts)))
         return Window("train", i, float(self.train_starts[i]), self.length_s, int(rng.integers(2**31)),
                       self.warmup_s)
@@ -96,3 +116,10 @@ class WindowSampler:
     @property
     def num_test(self) -> int:
         return len(self.test_starts)
+
+
+def _holds_a_job(sorted_submits: np.ndarray, starts: np.ndarray, length_s: float) -> np.ndarray:
+    """Per start: does ``[start, start + length_s)`` hold a submit time? (``sorted_submits`` sorted.)"""
+    first = np.searchsorted(sorted_submits, starts, side="left")
+    end = np.searchsorted(sorted_submits, starts + length_s, side="left")
+    return end > first
