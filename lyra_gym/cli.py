@@ -14,12 +14,21 @@ Before any simulation every command checks all it was given: policy names
 (``model:PATH`` paths included) and parameters, seeds (integers >= 0), the
 config, the trace (and that every job can fit on the cluster,
 :mod:`lyra_gym.feasibility`; ``--skip-infeasible`` drops those that cannot) and
-the output folder (not a file, not under a file, writable, and empty unless
-``--overwrite``, which empties it first). Every run folder is written
-atomically and records what produced it in ``run.json``
+the output, by one rule for every command that writes (:mod:`lyra_gym.outputs`):
+an existing non-empty ``--out`` (an existing file for ``trace generate`` and
+``trace convert``) is refused unless ``--overwrite``; an ``--out`` that is, or
+holds, something the command reads (trace, config, the files it names, a
+``model:`` folder; symbolic links followed) is refused, overwrite or not; and
+``--overwrite`` replaces only the command's own files: nothing is emptied.
+``simulate`` replaces its run folder as a whole, so a folder holding anything
+but a run's files is refused; ``compare`` and ``sweep`` leave other entries of
+``--out`` untouched. Every file and run folder is written atomically, and every
+run folder records what produced it in ``run.json``
 (:func:`lyra_gym.simulate.write_result`). ``compare.json`` says which runs the
 folder holds and whether the comparison completed (``status``: ``running``,
-``complete``, ``interrupted``, ``failed``).
+``complete``, ``interrupted``, ``failed``). ``sweep`` writes each run's result as
+it finishes and resumes: called again on the same grid and ``--out``, it skips
+the runs already done (:mod:`lyra_gym.sweep`).
 
 Errors: one line on stderr (``lyra-gym: error: ...``), exit code 2, no
 traceback (a run that crashes also prints the run's traceback). Ctrl-C: worker
@@ -43,9 +52,11 @@ from lyra_gym.feasibility import drop_infeasible
 from lyra_gym.demand import DemandFileError
 from lyra_gym.plan import PlanError
 from lyra_gym.profiles import ProfileError
-from lyra_gym.report import format_ci_table, summarize_runs, write_plots, write_summary
-from lyra_gym.simulate import (OutputError, SimResult, check_out_dir, clear_out_dir, load_profile_set, simulate,
-                                trace_info, write_result)
+from lyra_gym.report import PLOT_FILES, format_ci_table, summarize_runs, write_plots, write_summary
+from lyra_gym.outputs import (OutputError, atomic_path, atomic_write_text, check_inputs_outside, check_out_file,
+                              check_out_folder, named_inputs, owned_names, staged_folder)
+from lyra_gym.simulate import (RUN_FILES, SimResult, check_out_dir, load_profile_set, simulate, trace_info,
+                                write_result)
 from lyra_gym.trace import JobSpec, TraceError, load_trace, write_trace
 from lyra_gym.tracegen import PRESETS, generate_trace
 from lyra_gym.tracestats import format_stats, trace_stats
@@ -121,9 +132,28 @@ _count = _non_negative("0 = one per CPU core")
 
 
 def _atomic_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(data, indent=2, default=str) + "\n")
+
+
+PATH_POLICIES = ("model", "rllib")  # policy prefixes whose argument is a path the run reads
+
+
+def _policy_path(policy: str) -> str | None:
+    """The path a ``model:``/``rllib:`` policy reads (a ``?trust=1`` suffix stripped), else None."""
+    prefix, sep, argument = policy.partition(":")
+    if not sep or prefix not in PATH_POLICIES or not argument:
+        return None
+    base, query, _ = argument.rpartition("?")
+    return base if query and not os.path.exists(argument) else argument
+
+
+def _inputs(policy_option: str, policies: Sequence[str], trace: str, config_path: str | None,
+            config: SimConfig) -> dict[str, Any]:
+    """``{option: path}`` of everything a simulate/compare run reads (the output rule's inputs)."""
+    pairs = [("--trace", trace), ("--config", config_path)]
+    pairs += [(policy_option, path) for path in map(_policy_path, policies) if path]
+    pairs += [("profiles (in --config)", config.profiles), ("demand_csv (in --config)", config.demand_csv)]
+    return named_inputs(pairs)
 
 
 def _fmt(value: Any) -> str:
@@ -158,10 +188,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     check_policies([args.policy], params)
     params = params[args.policy]
     config = _config(args.config)
-    out = check_out_dir(args.out, args.overwrite)
+    out = check_out_dir(args.out, args.overwrite, inputs=_inputs("--policy", [args.policy], args.trace,
+                                                                  args.config, config))
     jobs, info, skipped = _load_trace_checked(args.trace, config, args.skip_infeasible)
-    if args.overwrite:
-        clear_out_dir(out)
     result = simulate(jobs, args.policy, config, seed=args.seed, policy_params=params,
                       progress=True, record_timeline=args.timeline)
     if args.skip_infeasible:
@@ -200,13 +229,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.address and args.backend != "ray":
         raise CompareError("--address is only used with --backend ray")
     config = _config(args.config)
-    out = check_out_dir(args.out, args.overwrite)
-    if args.tensorboard is not None:
-        check_out_dir(args.tensorboard, overwrite=True, what="--tensorboard")
-    jobs, info, skipped = _load_trace_checked(args.trace, config, args.skip_infeasible)
-    if args.overwrite:
-        clear_out_dir(out)
+    inputs = _inputs("--policies", policies, args.trace, args.config, config)
+    out = check_out_folder(args.out, args.overwrite, inputs=inputs)
     plots = not args.no_plots
+    _check_compare_targets(out, args.out, policies, seeds, inputs)
+    if args.tensorboard is not None:
+        _check_tensorboard(args.tensorboard, policies, args.overwrite, inputs)
+    jobs, info, skipped = _load_trace_checked(args.trace, config, args.skip_infeasible)
     manifest: dict[str, Any] = {
         "status": "running", "trace": args.trace, "trace_sha256": info["sha256"], "config": args.config,
         "jobs": len(jobs), "policies": policies, "seeds": seeds,
@@ -231,15 +260,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
         rows = [summarize_runs(results[p]) for p in policies]
         print(format_ci_table(rows, TABLE_KEYS))
         _warn_unfinished(rows)
-        csv_path, json_path = write_summary(rows, out)
-        print(f"wrote {csv_path} and {json_path}")
+        files: list[Path] = []
+        with staged_folder(out, files) as stage:  # each file moved into place whole
+            write_summary(rows, stage)
+        print(f"wrote {out / 'summary.csv'} and {out / 'summary.json'}")
         if plots:
-            written = write_plots(results, out)
-            print(f"wrote {', '.join(p.name for p in written)} to {out}")
+            with staged_folder(out, files) as stage:
+                write_plots(results, stage)
+            print(f"wrote {', '.join(p.name for p in files if p.suffix == '.png')} to {out}")
+        manifest["files"] = sorted(["compare.json", *(p.name for p in files)])
         if args.tensorboard is not None:
-            from lyra_gym.tensorboard_log import write_tensorboard
-
-            write_tensorboard(args.tensorboard, rows, results)
+            _write_tensorboard(args.tensorboard, rows, results, args.overwrite)
             print(f"wrote TensorBoard runs to {args.tensorboard} (tensorboard --logdir {args.tensorboard})")
     except BaseException as err:
         manifest["status"] = "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
@@ -254,6 +285,62 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_compare_targets(out: Path, shown: str, policies: Sequence[str], seeds: Sequence[int],
+                           inputs: dict[str, Any]) -> None:
+    """Before any run: every path compare writes in ``out`` can be replaced without losing
+    anything it did not write (a run folder is replaced as a whole)."""
+    for name in ("compare.json", "summary.csv", "summary.json", *PLOT_FILES):
+        if (out / name).is_dir():
+            raise OutputError(f"--out {shown}: {out / name} is a folder, where this command writes a file; "
+                              f"move it or choose another folder")
+    own_run = owned_names(*RUN_FILES)
+    for p in policies:
+        folder = out / run_dirname(p)
+        if folder.exists() and not folder.is_dir():
+            raise OutputError(f"--out {shown}: {folder} is a file, where this command writes {p!r}'s run folders")
+        for s in seeds:
+            run = folder / f"seed{s}"
+            check_inputs_outside(run, inputs)
+            if run.exists() and not run.is_dir():
+                raise OutputError(f"--out {shown}: {run} is a file, where this command writes a run folder")
+            foreign = [e.name for e in sorted(run.iterdir()) if not own_run(e)] if run.is_dir() else []
+            if foreign:
+                raise OutputError(f"--out {shown}: run folder {run} holds {', '.join(foreign[:3])}, which no run "
+                                  f"wrote; the folder is replaced as a whole, so move it or choose another --out")
+
+
+TB_EVENTS = "events.out.tfevents.*"
+
+
+def _check_tensorboard(path: str, policies: Sequence[str], overwrite: bool, inputs: dict[str, Any]) -> None:
+    """``--tensorboard DIR``: only the policies' runs (``DIR/<policy>``) are written, so DIR
+    may hold other runs; a policy run that already holds event files needs ``--overwrite``."""
+    root = check_out_folder(path, overwrite=True, what="--tensorboard")
+    for p in policies:
+        run = root / run_dirname(p)
+        check_inputs_outside(run, inputs, "--tensorboard")
+        if run.exists() and not run.is_dir():
+            raise OutputError(f"--tensorboard {path}: {run} is a file, where this command writes {p!r}'s run")
+        if not overwrite and run.is_dir() and any(run.glob(TB_EVENTS)):
+            raise OutputError(f"--tensorboard {path}: {run} already holds TensorBoard event files; pass "
+                              f"--overwrite to replace them, or choose another folder")
+
+
+def _write_tensorboard(path: str, rows: Sequence[dict[str, Any]], results: Any, overwrite: bool) -> None:
+    """Write the runs in a hidden folder, move each event file in, then (``overwrite``) remove
+    the policies' older event files: a run never holds half a comparison or two of them."""
+    from lyra_gym.tensorboard_log import write_tensorboard
+
+    files: list[Path] = []
+    with staged_folder(path, files) as stage:
+        write_tensorboard(stage, rows, results)
+    if overwrite:
+        for folder in {f.parent for f in files}:
+            for old in folder.glob(TB_EVENTS):
+                if old not in files:
+                    old.unlink()
+
+
 def _runs(specs: Sequence[RunSpec]) -> list[dict[str, Any]]:
     """``compare.json``'s record of the runs whose folders are complete, in completion order."""
     return [{"policy": s.policy, "seed": s.seed, "folder": f"{run_dirname(s.policy)}/seed{s.seed}"} for s in specs]
@@ -266,12 +353,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     grid = load_grid(args.file)
     runs = expand(grid, args.skip_infeasible)  # checks the whole file, and every trace, before any run
-    check_out_dir(args.out, args.overwrite)
     with tqdm(total=len(runs), unit="run", delay=2.0, leave=False) as bar:
+        def resumed(done: int, total: int) -> None:
+            print(f"resumed: {done} of {total} runs already done")
+            bar.update(done)
+
+        # run_sweep checks --out before any run (lyra_gym.sweep.open_out)
         grid, rows, written = run_sweep(args.file, args.out, args.jobs or os.cpu_count() or 1, args.backend,
                                         args.address, plots=not args.no_plots, on_done=lambda _: bar.update(1),
                                         skip_infeasible=args.skip_infeasible, overwrite=args.overwrite,
-                                        runs=runs, grid=grid)
+                                        runs=runs, grid=grid, on_resume=resumed)
     print(summary_table(grid, rows))
     print(f"{len(rows)} runs; wrote {', '.join(p.name for p in written)} to {args.out}")
     return 0
@@ -284,11 +375,10 @@ def cmd_policies(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_generate(args: argparse.Namespace) -> int:
-    if Path(args.out).is_dir():
-        raise OutputError(f"--out {args.out}: is a directory; give the trace CSV file to write")
+    out = check_out_file(args.out, args.overwrite)
     jobs = generate_trace(args.preset, args.seed)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    write_trace(jobs, args.out)
+    with atomic_path(out) as tmp:
+        write_trace(jobs, tmp)
     print(f"wrote {len(jobs)} jobs to {args.out}")
     return 0
 
@@ -329,9 +419,12 @@ def _add_backend(p: argparse.ArgumentParser) -> None:
                         "default: start a local Ray instance with --jobs CPUs")
 
 
-def _add_output_flags(p: argparse.ArgumentParser, trace: bool = True) -> None:
-    p.add_argument("--overwrite", action="store_true",
-                   help="use an existing non-empty --out: its contents are deleted first (default: refuse)")
+OVERWRITE_HELP = ("use an existing non-empty --out, replacing only this command's own files in it (nothing is "
+                  "emptied; an --out that is or holds an input is refused even so; default: refuse a non-empty --out)")
+
+
+def _add_output_flags(p: argparse.ArgumentParser, trace: bool = True, overwrite_help: str = OVERWRITE_HELP) -> None:
+    p.add_argument("--overwrite", action="store_true", help=overwrite_help)
     if trace:
         p.add_argument("--skip-infeasible", action="store_true",
                        help="drop jobs that can never fit on the cluster (warned about and counted in metrics.json "
@@ -386,8 +479,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sweep", help="run a grid of policies x traces x parameters x seeds from a YAML file")
     p.add_argument("file", metavar="CONFIG.yaml", help="the sweep grid (see lyra_gym/sweep.py, docs/sweep-elastic-share.yaml)")
-    p.add_argument("--out", default="results/sweep", help="output directory (runs.csv, sweep_<param>.png)")
-    _add_output_flags(p)
+    p.add_argument("--out", default="results/sweep",
+                   help="output directory (runs.csv, sweep.json, sweep_<param>.png, sweep_runs/); called again "
+                        "with the same grid and --out, the sweep resumes: runs already done are skipped")
+    _add_output_flags(p, overwrite_help="rerun every run, even in an --out holding this sweep, or use an --out "
+                                        "holding another sweep or other files (only this command's files are "
+                                        "replaced; an --out that is or holds an input is refused even so)")
     p.add_argument("--jobs", type=_count, default=1, metavar="N",
                    help="worker processes, or Ray CPUs of a local instance (default 1; 0: one per CPU core)")
     _add_backend(p)
@@ -402,7 +499,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = trace_sub.add_parser("generate", help="write a synthetic trace")
     g.add_argument("--preset", default=DEFAULT_PRESET, choices=sorted(PRESETS))
     g.add_argument("--seed", type=_seed, default=0)
-    g.add_argument("--out", required=True)
+    g.add_argument("--out", required=True, help="trace CSV to write (written atomically)")
+    g.add_argument("--overwrite", action="store_true", help="replace an existing --out file (default: refuse)")
     g.set_defaults(func=cmd_trace_generate)
     add_convert_parser(trace_sub)
     t = trace_sub.add_parser("stats", help="summary statistics of a trace CSV")

@@ -849,7 +849,9 @@ def add_convert_parser(trace_subparsers: Any) -> argparse.ArgumentParser:
                    help="Philly cluster_job_log, Helios cluster_log.csv, PAI pai_job_table.csv, or a Pollux "
                         "workload-N.csv")
     c.add_argument("--in2", dest="input2", default=None, help="PAI pai_task_table.csv (alibaba only)")
-    c.add_argument("--out", required=True, help="trace CSV to write")
+    c.add_argument("--out", required=True,
+                   help="trace CSV to write (atomically); never one of the inputs, overwrite or not")
+    c.add_argument("--overwrite", action="store_true", help="replace an existing --out file (default: refuse)")
     c.add_argument("--seed", type=int, default=0,
                    help="seed of the model and elastic draws (default 0; pollux has no draws)")
     c.add_argument("--elastic-share", type=float, default=None,
@@ -869,13 +871,16 @@ def add_convert_parser(trace_subparsers: Any) -> argparse.ArgumentParser:
 def run_convert(args: argparse.Namespace) -> int:
     """Convert ``args.input`` (and ``args.input2``) to ``args.out``; returns 0, or 2 on a bad option.
 
-    Malformed input raises :class:`TraceError` (the ``lyra-gym`` entry point prints it).
+    ``--out`` follows the output rule (:mod:`lyra_gym.outputs`), checked after the options and
+    before reading: an existing file needs ``--overwrite``, an input (symbolic links followed)
+    is always refused, and the file is written atomically. Malformed input raises
+    :class:`TraceError` (the ``lyra-gym`` entry point prints it).
     """
+    from lyra_gym.outputs import atomic_path, check_out_file
+
     try:
         if args.seed < 0:
             raise ValueError(f"--seed {args.seed}: must be >= 0")
-        if os.path.isdir(args.out):
-            raise ValueError(f"--out {args.out}: is a directory; give the trace CSV file to write")
         if args.format != "pollux" and args.gpus_per_server is not None:
             raise ValueError(f"--gpus-per-server is only used with --format pollux, not {args.format}")
         if args.format not in ("alibaba", "pai") and args.input2:
@@ -888,6 +893,12 @@ def run_convert(args: argparse.Namespace) -> int:
             gps = POLLUX_GPUS_PER_NODE if args.gpus_per_server is None else args.gpus_per_server
             if gps < 1:
                 raise ValueError(f"--gpus-per-server {gps}: must be >= 1")
+        else:
+            mix = _parse_mix(args.model_mix) if args.model_mix else None
+            share = DEFAULT_ELASTIC_SHARE if args.elastic_share is None else args.elastic_share
+        out = check_out_file(args.out, getattr(args, "overwrite", False),
+                             inputs={"--in": args.input, "--in2": args.input2, "--profiles": args.profiles})
+        if args.format == "pollux":
             jobs = load_pollux(args.input, profiles=args.profiles, gpus_per_server=gps)
         else:
             known = None
@@ -895,16 +906,15 @@ def run_convert(args: argparse.Namespace) -> int:
                 from lyra_gym.profiles import load_profiles
 
                 known = list(load_profiles(args.profiles).models)
-            mix = _parse_mix(args.model_mix) if args.model_mix else None
-            share = DEFAULT_ELASTIC_SHARE if args.elastic_share is None else args.elastic_share
             jobs = load_real_trace(args.format, args.input, args.input2, args.seed, model_mix=mix,
                                    elastic_share=share, known_models=known)
     except TraceError:
         raise
     except ValueError as err:
-        print(f"lyra-gym: error: {err}", file=sys.stderr)
+        print(f"lyra-gym: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
-    write_trace(jobs, args.out)
+    with atomic_path(out) as tmp:
+        write_trace(jobs, tmp)
     print(jobs.summary())
     print(f"wrote {len(jobs)} jobs to {args.out}")
     return 0

@@ -12,9 +12,10 @@ run folder. Each run folder holds ``metrics.json``, ``jobs.csv``, ``config.json`
 trace path and SHA-256 of its content, config file and resolved config, and the
 list of files) and, when recorded, ``timeline.csv``.
 
-:func:`check_out_dir` is the command line's check of an output folder before any
-simulation (not a file, not under a file, writable, empty unless overwriting);
-:func:`clear_out_dir` empties it for ``--overwrite``.
+:func:`check_out_dir` is the command line's check of a run folder before any
+simulation (the output rule of :mod:`lyra_gym.outputs`: not a file, not under a file,
+writable, never holding an input, empty unless overwriting, and holding nothing but a
+run's own files, since the folder is replaced as a whole). Nothing is ever emptied.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from lyra_gym.config import SimConfig, config_to_dict
 from lyra_gym.demand import DEMAND_PRESETS, DemandCurve, DiurnalDemandConfig, diurnal_demand, load_demand_csv
 from lyra_gym.engine import Engine
 from lyra_gym.metrics import JOB_COLUMNS, job_rows, summarize
+from lyra_gym.outputs import TMP_MARK, Inputs, check_out_folder, owned_names, replace_folder
+from lyra_gym.outputs import OutputError  # also for the older ``from lyra_gym.simulate import OutputError``
 from lyra_gym.profiles import ProfileSet, builtin_profiles, load_profiles
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.timeline import Timeline, TimelineRecorder
@@ -139,7 +142,7 @@ def build_engine(
     )
 
 
-TMP_MARK = ".tmp-"  # in the name of a run folder being written (see the module docstring)
+RUN_FILES = ("metrics.json", "config.json", "policy.json", "jobs.csv", "run.json", "timeline.csv")  # every name
 
 
 def _run_files(result: SimResult) -> list[str]:
@@ -152,24 +155,23 @@ def write_result(result: SimResult, out_dir: str | os.PathLike, run_info: Mappin
     (name, seed, scheduler parameters) and ``run.json`` (``run_info``: e.g. the trace's path
     and SHA-256, plus policy, seed, config and the file list) into ``out_dir``; also
     ``timeline.csv`` when the run recorded a timeline. Atomic (module docstring): the folder
-    appears complete or not at all, and replaces any older folder of that name."""
+    appears complete or not at all, and replaces any older folder of that name (a symbolic
+    link is followed: the folder it points to is replaced, the link kept)."""
     out = Path(out_dir)
+    if out.is_symlink():
+        out = Path(os.path.realpath(out))
+    elif not out.name:  # "." or "..": a folder needs a name to be renamed into place
+        out = Path(os.path.abspath(out))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}{TMP_MARK}{os.getpid()}-{secrets.token_hex(4)}"
     os.mkdir(tmp)
     try:
         _write_files(result, tmp, run_info or {})
-        if out.exists() or out.is_symlink():
-            old = out.parent / f".{out.name}.old{TMP_MARK}{os.getpid()}-{secrets.token_hex(4)}"
-            os.rename(out, old)
-            os.rename(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, out)
+        replace_folder(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return out
+    return Path(out_dir)
 
 
 def _write_files(result: SimResult, out: Path, run_info: Mapping[str, Any]) -> None:
@@ -227,58 +229,17 @@ def trace_info(path: str | os.PathLike | None, jobs: Sequence[JobSpec], generate
     return info
 
 
-class OutputError(ValueError):
-    """An output folder cannot be used (a file, under a file, not writable, not empty); one line."""
-
-
-def check_out_dir(path: str | os.PathLike, overwrite: bool = False, what: str = "--out") -> Path:
-    """Check an output folder before any simulation; returns it. Creates nothing.
-
-    Refused: a path that is a file or lies under a file, a folder whose nearest existing
-    ancestor is not writable (probed by creating and removing a temporary file, so read-only
-    file systems are caught too), and an existing non-empty folder unless ``overwrite``.
-    """
-    out = Path(path)
-    if not os.fspath(path):
-        raise OutputError(f"{what}: empty path")
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"{what} {path}: is a file, not a folder")
-    probe = out
-    while not probe.exists():
-        if probe.is_symlink():
-            raise OutputError(f"{what} {path}: {probe} is a broken symbolic link")
-        parent = probe.parent
-        if parent == probe:
-            break
-        probe = parent
-    if probe.exists() and not probe.is_dir():
-        raise OutputError(f"{what} {path}: {probe} is a file, so no folder can be made under it")
-    try:
-        fd, name = tempfile.mkstemp(prefix=".lyra-gym-write-test-", dir=probe)
-        os.close(fd)
-        os.unlink(name)
-    except OSError as err:
-        raise OutputError(f"{what} {path}: cannot write in {probe} ({err.strerror or err})") from None
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise OutputError(f"{what} {path}: exists and is not empty; pass --overwrite to replace its contents, "
-                          f"or choose another folder")
+def check_out_dir(path: str | os.PathLike, overwrite: bool = False, what: str = "--out", *,
+                  inputs: Inputs | None = None) -> Path:
+    """Check a run folder before any simulation; returns it, creates nothing
+    (:func:`lyra_gym.outputs.check_out_folder` with ``owned`` = a run's own files, since
+    :func:`write_result` replaces the folder as a whole). ``inputs``: ``{option: path}`` of
+    what the run reads, which the folder must neither be nor hold. The working folder (or one
+    holding it) is refused too."""
+    out = check_out_folder(path, overwrite, inputs=inputs, owned=owned_names(*RUN_FILES), what=what)
+    real, cwd = Path(os.path.realpath(out)), Path(os.path.realpath(os.getcwd()))
+    if real == cwd or real in cwd.parents:
+        raise OutputError(f"{what} {path}: is the working folder or holds it; a run folder is replaced as a "
+                          f"whole, so choose a folder of its own")
     return out
 
-
-def clear_out_dir(path: str | os.PathLike, what: str = "--out") -> None:
-    """Empty an output folder for ``--overwrite`` (the folder itself is kept). Refuses the
-    root, the home folder, the working folder or one of its ancestors, and a git checkout."""
-    out = Path(path)
-    if not out.is_dir():
-        return
-    real = out.resolve()
-    cwd = Path.cwd().resolve()
-    if real == Path(real.anchor) or real == Path.home().resolve() or real == cwd or real in cwd.parents \
-            or (real / ".git").exists():
-        raise OutputError(f"{what} {path}: refusing to clear {real} with --overwrite "
-                          f"(the root, home or working folder, or a git checkout); choose a dedicated folder")
-    for child in out.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()

@@ -24,7 +24,19 @@ and writes into ``--out``:
 - ``sweep_<param>.png`` for each swept parameter: mean JCT and mean queuing time
   per policy against the parameter's values (mean over seeds, traces and the other
   swept parameters' values; shaded band: min to max over those runs);
-- ``sweep.json``: the grid as run.
+- ``sweep.json``: the grid as run, its hash (``grid_sha256``: the runs, configs, policy
+  parameters and the SHA-256 of every file they read) and ``status`` (``running``,
+  ``complete``, ``interrupted``, ``failed``);
+- ``sweep_runs/run-NNNNN.json``: each run's ``runs.csv`` row, written (atomically) as
+  soon as the run finishes.
+
+Resuming: called again with the same grid and ``--out``, a sweep skips every run whose
+``sweep_runs`` file is present and complete (same grid hash, same grid position) and
+runs the rest; ``runs.csv`` is then identical to an uninterrupted sweep's. ``--out``
+follows the output rule (:mod:`lyra_gym.outputs`): a folder that is or holds an input
+(the sweep file, a trace, a config, a profile or demand file it names) is refused; a
+non-empty folder holding another sweep or no sweep is refused unless ``overwrite``,
+which reruns every run and replaces only the sweep's own files (other entries are kept).
 
 Each run is independent and seeded, so the numbers do not depend on the backend
 or the number of workers (except ``sim_wall_s``). A preset trace generated with
@@ -39,8 +51,11 @@ import dataclasses
 import itertools
 import json
 import math
+import hashlib
 import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -51,13 +66,17 @@ from lyra_gym.compare import BACKENDS, CompareError, RunSpec, check_policies, re
 from lyra_gym.feasibility import drop_infeasible
 from lyra_gym.config import ConfigError, SimConfig, _strict_yaml_loader, config_from_dict, config_to_dict, load_config
 from lyra_gym.report import mean_ci
-from lyra_gym.simulate import SimResult, clear_out_dir, file_sha256, load_profile_set
+from lyra_gym.outputs import (OutputError, atomic_path, atomic_write_text, check_out_folder, is_temporary,
+                              named_inputs)
+from lyra_gym.simulate import SimResult, file_sha256, load_profile_set
 from lyra_gym.trace import JobSpec, load_trace
 from lyra_gym.tracegen import PRESETS, TracePreset, generate_trace
 
 PRESET_PREFIX = "preset:"
 GRID_KEYS = ("policies", "traces", "seeds", "trace_seed", "trace_params", "params", "base_config", "policy_params")
 PLOT_METRICS = (("jct_mean_s", "mean JCT (h)"), ("queue_mean_s", "mean queuing time (h)"))
+SWEEP_FORMAT = 1  # part of the grid hash: a change of the stored files' meaning invalidates old ones
+RUNS_DIR = "sweep_runs"  # one finished run's row per file (see the module docstring)
 
 
 class SweepError(CompareError):
@@ -77,6 +96,7 @@ class Grid:
     base_config: SimConfig
     base_config_path: str | None
     policy_params: Mapping[str, Mapping[str, Any]]
+    base_config_file: str | None = None  # base_config_path as found (relative to the sweep file's folder)
 
     @property
     def swept(self) -> list[str]:
@@ -190,6 +210,7 @@ def load_grid(path: str | os.PathLike) -> Grid:
     if both:
         raise SweepError(f"{both[0]}: in both trace_params and params")
     base_path = data.get("base_config")
+    resolved = None
     if base_path is not None:
         resolved = Path(base_path)
         if not resolved.is_absolute() and not resolved.exists():
@@ -226,7 +247,8 @@ def load_grid(path: str | os.PathLike) -> Grid:
             except SweepError as err:
                 inner = str(err).split("): ", 1)[-1]
                 raise SweepError(f"params: {key!r} = {v!r} is not a valid engine setting: {inner}") from None
-    return Grid(policies, traces, seeds, trace_seed, trace_params, params, base, base_path, policy_params)
+    return Grid(policies, traces, seeds, trace_seed, trace_params, params, base, base_path, policy_params,
+                None if resolved is None else str(resolved))
 
 
 @dataclass(frozen=True)
@@ -302,51 +324,72 @@ def expand(grid: Grid, skip_infeasible: bool = False) -> list[SweepRun]:
 
 
 def execute(runs: Sequence[SweepRun], n_jobs: int = 1, backend: str = "local", address: str | None = None,
-            on_done: Callable[[int], None] | None = None) -> list[SimResult]:
-    """Run every sweep run; results in ``runs`` order, identical for every backend and ``n_jobs``."""
+            on_done: Callable[[int], None] | None = None,
+            on_result: Callable[[int, SimResult], None] | None = None) -> list[SimResult]:
+    """Run every sweep run; results in ``runs`` order, identical for every backend and ``n_jobs``.
+
+    ``on_result(i, result)`` is called in this process as run ``i`` finishes (completion
+    order), then ``on_done(i)``. With Ray, the result it gets holds the metrics only (read
+    back from the run folder the Ray backend writes, in a temporary folder)."""
     if backend not in BACKENDS:
         raise SweepError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     workers = min(max(1, n_jobs), len(runs))
     if backend == "ray":
         from lyra_gym.ray_backend import run_tasks_ray
 
-        return run_tasks_ray([(r.spec, r.jobs, r.config) for r in runs], address, workers, on_done)
+        if on_result is None:
+            return run_tasks_ray([(r.spec, r.jobs, r.config) for r in runs], address, workers, on_done)
+        with tempfile.TemporaryDirectory(prefix="lyra-gym-sweep-") as stage:
+            def ray_done(i: int) -> None:
+                folder = Path(stage) / f"run-{i}"
+                meta = json.loads((folder / "metrics.json").read_text())
+                on_result(i, SimResult(meta.pop("policy"), meta.pop("seed"), meta, [], runs[i].config))
+                shutil.rmtree(folder, ignore_errors=True)
+                if on_done:
+                    on_done(i)
+
+            tasks = [(dataclasses.replace(r.spec, out_dir=str(Path(stage) / f"run-{i}")), r.jobs, r.config)
+                     for i, r in enumerate(runs)]
+            return run_tasks_ray(tasks, address, workers, ray_done)
     if address:
         raise SweepError("an address is only used with the ray backend")
     results: list[SimResult | None] = [None] * len(runs)
-    if workers == 1:
-        for i, r in enumerate(runs):
-            results[i] = run_one(r.spec, r.jobs, r.config)
-            if on_done:
-                on_done(i)
-        return results  # type: ignore[return-value]
 
-    def on_result(i: int, result: SimResult) -> None:
+    def finished(i: int, result: SimResult) -> None:
         results[i] = result
+        if on_result:
+            on_result(i, result)
         if on_done:
             on_done(i)
 
-    run_in_workers(run_one, [(r.spec, list(r.jobs), r.config) for r in runs], workers, on_result,
+    if workers == 1:
+        for i, r in enumerate(runs):
+            finished(i, run_one(r.spec, r.jobs, r.config))
+        return results  # type: ignore[return-value]
+
+    run_in_workers(run_one, [(r.spec, list(r.jobs), r.config) for r in runs], workers, finished,
                    describe=lambda i: f"run {runs[i].spec.policy!r} seed {runs[i].spec.seed} on {runs[i].trace}")
     return results  # type: ignore[return-value]
 
 
+def run_row(grid: Grid, run: SweepRun, metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The tidy row of one run in ``runs.csv``: grid position, then every metric."""
+    row = {"trace": run.trace, "trace_seed": run.trace_seed}
+    row.update({k: run.values[k] for k in grid.swept})
+    row.update({"policy": run.spec.policy, "seed": run.spec.seed})
+    row.update({k: v for k, v in metrics.items() if k not in row})
+    return row
+
+
 def run_rows(grid: Grid, runs: Sequence[SweepRun], results: Sequence[SimResult]) -> list[dict[str, Any]]:
     """The tidy rows of ``runs.csv``: grid position, then every metric."""
-    rows = []
-    for r, res in zip(runs, results):
-        row = {"trace": r.trace, "trace_seed": r.trace_seed}
-        row.update({k: r.values[k] for k in grid.swept})
-        row.update({"policy": r.spec.policy, "seed": r.spec.seed})
-        row.update({k: v for k, v in res.metrics.items() if k not in row})
-        rows.append(row)
-    return rows
+    return [run_row(grid, r, res.metrics) for r, res in zip(runs, results)]
 
 
 def write_runs_csv(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike) -> Path:
+    """``runs.csv`` (None as an empty cell), written atomically."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as fh:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows([{k: ("" if v is None else v) for k, v in r.items()} for r in rows])
@@ -412,7 +455,8 @@ def write_sweep_plots(grid: Grid, rows: Sequence[Mapping[str, Any]], out_dir: st
             ax.grid(True, alpha=0.3)
         axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
         path = out / plot_name(param)
-        fig.savefig(path)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png")
         written.append(path)
     return written
 
@@ -436,25 +480,123 @@ def summary_table(grid: Grid, rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _position(run: SweepRun) -> dict[str, Any]:
+    """Where a run sits in the grid, as JSON data (compared when resuming)."""
+    return _canonical({"trace": run.trace, "trace_seed": run.trace_seed, "values": dict(run.values),
+                       "policy": run.spec.policy, "seed": run.spec.seed})
+
+
+def _canonical(data: Any) -> Any:
+    """``data`` as read back from JSON, so a stored row and a fresh one write the same CSV."""
+    return json.loads(json.dumps(data, default=str))
+
+
+def _configs(runs: Sequence[SweepRun]) -> list[SimConfig]:
+    seen: dict[int, SimConfig] = {}
+    for r in runs:
+        seen.setdefault(id(r.config), r.config)
+    return list(seen.values())
+
+
+def sweep_inputs(path: str | os.PathLike, grid: Grid, runs: Sequence[SweepRun]) -> dict[str, Any]:
+    """``{what: path}`` of every file a sweep reads: the sweep file, its CSV traces, its
+    base config and the profile and demand files its configs name."""
+    pairs: list[tuple[str, Any]] = [("the sweep file", path), ("base_config", grid.base_config_file)]
+    pairs += [("traces", t) for t in grid.traces if not t.startswith(PRESET_PREFIX)]
+    for config in _configs(runs):
+        pairs += [("profiles", config.profiles), ("demand_csv", config.demand_csv)]
+    unique = list(dict.fromkeys((k, os.fspath(v)) for k, v in pairs if v))
+    return named_inputs(unique)
+
+
+def grid_sha256(grid: Grid, runs: Sequence[SweepRun], skip_infeasible: bool = False) -> str:
+    """The identity of a sweep's results: every run's grid position, the base config, the
+    policy parameters, ``skip_infeasible`` and the SHA-256 of every data file read (traces,
+    profiles, demand curves). Two sweeps with the same hash give the same ``runs.csv``."""
+    files = [t for t in grid.traces if not t.startswith(PRESET_PREFIX)]
+    for config in _configs(runs):
+        files += [f for f in (config.profiles, config.demand_csv) if f]
+    identity = {
+        "format": SWEEP_FORMAT, "runs": [_position(r) for r in runs], "skip_infeasible": skip_infeasible,
+        "base_config": config_to_dict(grid.base_config),
+        "policy_params": {p: dict(v) for p, v in grid.policy_params.items()},
+        "files_sha256": {f: file_sha256(f) for f in dict.fromkeys(files) if Path(f).is_file()},
+    }
+    return hashlib.sha256(json.dumps(identity, default=str).encode()).hexdigest()
+
+
+def _run_file(out: Path, i: int) -> Path:
+    return out / RUNS_DIR / f"run-{i:05d}.json"
+
+
+def _stored_row(out: Path, i: int, run: SweepRun, ident: str) -> dict[str, Any] | None:
+    """Run ``i``'s stored row, or None when absent, unreadable or of another grid or position."""
+    try:
+        data = json.loads(_run_file(out, i).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("grid_sha256") != ident or data.get("index") != i \
+            or data.get("run") != _position(run) or not isinstance(data.get("row"), dict):
+        return None
+    return data["row"]
+
+
+def open_out(out: str | os.PathLike, path: str | os.PathLike, grid: Grid, runs: Sequence[SweepRun],
+             overwrite: bool = False, skip_infeasible: bool = False, what: str = "--out"
+             ) -> tuple[str, dict[int, dict[str, Any]] | None]:
+    """Check a sweep's output folder before any run (module docstring); returns the grid hash
+    and, when the folder holds this same sweep (and not ``overwrite``), the rows of the runs
+    already done by index (None: a fresh sweep). Creates nothing."""
+    folder = check_out_folder(out, overwrite=True, inputs=sweep_inputs(path, grid, runs), what=what)
+    ident = grid_sha256(grid, runs, skip_infeasible)
+    entries = [e for e in folder.iterdir() if not is_temporary(e)] if folder.is_dir() else []
+    if (folder / RUNS_DIR).exists() and not (folder / RUNS_DIR).is_dir():
+        raise OutputError(f"{what} {out}: {folder / RUNS_DIR} is a file, where a sweep keeps its runs")
+    for name in ("sweep.json", "runs.csv", *(plot_name(p) for p in grid.swept)):
+        if (folder / name).is_dir():
+            raise OutputError(f"{what} {out}: {folder / name} is a folder, where this command writes a file")
+    if not entries:
+        return ident, None
+    try:
+        manifest = json.loads((folder / "sweep.json").read_text())
+    except (OSError, ValueError):
+        manifest = None
+    same = isinstance(manifest, dict) and manifest.get("grid_sha256") == ident
+    if overwrite:
+        return ident, None
+    if same:
+        return ident, {i: row for i, r in enumerate(runs) if (row := _stored_row(folder, i, r, ident)) is not None}
+    if isinstance(manifest, dict):
+        raise OutputError(f"{what} {out}: holds a different sweep (its sweep.json records another grid, or "
+                          f"configs or trace files that changed since); pass --overwrite to rerun this one "
+                          f"there, or choose another folder")
+    raise OutputError(f"{what} {out}: exists, is not empty and holds no sweep; pass --overwrite to write this "
+                      f"sweep's files beside what it holds, or choose another folder")
+
+
 def run_sweep(path: str | os.PathLike, out: str | os.PathLike, n_jobs: int = 1, backend: str = "local",
               address: str | None = None, plots: bool = True,
               on_done: Callable[[int], None] | None = None, skip_infeasible: bool = False,
               overwrite: bool = False, runs: Sequence[SweepRun] | None = None,
-              grid: Grid | None = None) -> tuple[Grid, list[dict[str, Any]], list[Path]]:
+              grid: Grid | None = None, on_resume: Callable[[int, int], None] | None = None
+              ) -> tuple[Grid, list[dict[str, Any]], list[Path]]:
     """Load ``path``, run its grid, write ``runs.csv``, ``sweep.json`` and the plots into ``out``.
 
     ``grid`` and ``runs`` (from :func:`load_grid` and :func:`expand`) may be passed when the
-    caller already built them; ``overwrite`` empties ``out`` first (after the grid is checked)."""
+    caller already built them. ``out`` is checked first (:func:`open_out`); each run's row is
+    stored as it finishes, and a folder holding this same sweep is resumed: the runs done
+    are skipped (``on_resume(done, total)`` is called first), unless ``overwrite``, which
+    reruns every run. ``on_done(i)``: run ``i`` (index in ``runs``) finished."""
     grid = load_grid(path) if grid is None else grid
     runs = expand(grid, skip_infeasible) if runs is None else runs
-    if overwrite:
-        clear_out_dir(out)
-    results = execute(runs, n_jobs, backend, address, on_done)
-    rows = run_rows(grid, runs, results)
+    ident, done = open_out(out, path, grid, runs, overwrite, skip_infeasible)
     out = Path(out)
-    written = [write_runs_csv(rows, out / "runs.csv")]
+    if done is not None and on_resume:
+        on_resume(len(done), len(runs))
+    rows: dict[int, dict[str, Any]] = dict(done or {})
     hashes = {t: file_sha256(t) for t in grid.traces if not t.startswith(PRESET_PREFIX)}
-    manifest = {
+    manifest: dict[str, Any] = {
+        "status": "running", "grid_sha256": ident, "runs_total": len(runs),
         "sweep_file": str(path), "sweep_file_sha256": file_sha256(path), "trace_sha256": hashes,
         "skip_infeasible": skip_infeasible,
         "policies": list(grid.policies), "traces": list(grid.traces),
@@ -463,8 +605,39 @@ def run_sweep(path: str | os.PathLike, out: str | os.PathLike, n_jobs: int = 1, 
         "params": {k: list(v) for k, v in grid.params.items()}, "base_config": grid.base_config_path,
         "policy_params": {p: v for p, v in grid.policy_params.items() if v}, "runs": len(rows),
     }
-    (out / "sweep.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-    written.append(out / "sweep.json")
-    if plots:
-        written += write_sweep_plots(grid, rows, out)
-    return grid, rows, written
+
+    def save_manifest() -> Path:
+        return atomic_write_text(out / "sweep.json", json.dumps(manifest, indent=2, default=str) + "\n")
+
+    out.mkdir(parents=True, exist_ok=True)
+    if done is None and (out / RUNS_DIR).is_dir():  # a fresh start: no older run of ours survives
+        for old in (out / RUNS_DIR).glob("run-*.json"):
+            old.unlink()
+    save_manifest()
+    todo = [i for i in range(len(runs)) if i not in rows]
+
+    def store(k: int, result: SimResult) -> None:
+        i = todo[k]
+        row = _canonical(run_row(grid, runs[i], result.metrics))
+        record = {"grid_sha256": ident, "index": i, "run": _position(runs[i]), "row": row}
+        atomic_write_text(_run_file(out, i), json.dumps(record, indent=1) + "\n")
+        rows[i] = row
+
+    try:
+        if todo:
+            execute([runs[i] for i in todo], n_jobs, backend, address,
+                    on_done=None if on_done is None else (lambda k: on_done(todo[k])), on_result=store)
+        ordered = [rows[i] for i in range(len(runs))]
+        written = [write_runs_csv(ordered, out / "runs.csv")]
+        if plots:
+            written += write_sweep_plots(grid, ordered, out)
+    except BaseException as err:
+        manifest.update(status="interrupted" if isinstance(err, KeyboardInterrupt) else "failed", runs=len(rows))
+        try:
+            save_manifest()
+        except BaseException:  # noqa: BLE001 - the first error is the one to report
+            pass
+        raise
+    manifest.update(status="complete", runs=len(ordered))
+    written.insert(1, save_manifest())
+    return grid, ordered, written

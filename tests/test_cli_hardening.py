@@ -253,7 +253,9 @@ def test_unwritable_out_is_refused(tmp_path, capsys, monkeypatch, small_trace):
         locked.chmod(0o755)
 
 
-def test_overwrite_clears_the_folder_first(tmp_path, capsys, small_trace):
+def test_overwrite_replaces_only_the_commands_own_files(tmp_path, capsys, small_trace):
+    """Issue 23: --overwrite empties nothing. simulate replaces its run folder as a whole (an older
+    run's timeline.csv goes with it); compare replaces its own files and keeps the rest."""
     out = tmp_path / "o"
     base = ["--trace", small_trace, "--out", out]
     assert run(["simulate", "--policy", "fifo", "--timeline", *base], capsys)[0] == 0
@@ -263,19 +265,28 @@ def test_overwrite_clears_the_folder_first(tmp_path, capsys, small_trace):
     assert not (out / "timeline.csv").exists()
     cmp = tmp_path / "c"
     assert run(["compare", "--policies", "fifo,sjf", "--no-plots", "--trace", small_trace, "--out", cmp], capsys)[0] == 0
+    (cmp / "notes.txt").write_text("mine")
     assert run(["compare", "--policies", "sjf", "--no-plots", "--overwrite", "--trace", small_trace,
                 "--out", cmp], capsys)[0] == 0
-    assert not (cmp / "fifo").exists() and (cmp / "sjf" / "seed0").is_dir()
+    assert (cmp / "fifo" / "seed0").is_dir() and (cmp / "sjf" / "seed0").is_dir()  # kept, and replaced
+    assert (cmp / "notes.txt").read_text() == "mine"
+    manifest = json.loads((cmp / "compare.json").read_text())
+    assert manifest["policies"] == ["sjf"] and [r["policy"] for r in manifest["runs"]] == ["sjf"]
 
 
-def test_overwrite_refuses_the_working_folder(tmp_path, capsys, monkeypatch, small_trace):
+def test_overwrite_refuses_a_folder_it_would_lose_files_of(tmp_path, capsys, monkeypatch, small_trace):
+    """simulate replaces its run folder as a whole: a folder holding anything but a run's files,
+    or the working folder, is refused even with --overwrite."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "precious.txt").write_text("keep")
     monkeypatch.chdir(work)
     code, _, err = run(["simulate", "--policy", "fifo", "--trace", small_trace, "--overwrite", "--out", "."], capsys)
-    assert code == 2 and "refusing" in one_line_error(err)
-    assert (work / "precious.txt").exists()
+    assert code == 2 and "precious.txt" in one_line_error(err)
+    (work / "precious.txt").unlink()
+    code, _, err = run(["simulate", "--policy", "fifo", "--trace", small_trace, "--overwrite", "--out", "."], capsys)
+    assert code == 2 and "working folder" in one_line_error(err)
+    assert (tmp_path / "work").is_dir()
 
 
 def test_every_run_folder_records_its_trace_config_and_policy(tmp_path, capsys, small_trace):
