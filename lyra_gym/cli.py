@@ -48,7 +48,7 @@ from lyra_gym import scheduler as registry
 from lyra_gym.compare import (BACKENDS, CompareError, RunError, RunSpec, check_policies, parse_policy_params,
                                read_config, run_dirname, run_grid)
 from lyra_gym.config import ConfigError, SimConfig
-from lyra_gym.feasibility import drop_infeasible
+from lyra_gym.feasibility import InfeasibleJobError, drop_infeasible
 from lyra_gym.demand import DemandFileError
 from lyra_gym.plan import PlanError
 from lyra_gym.profiles import ProfileError
@@ -100,6 +100,9 @@ def _load_trace_checked(path: str, config: SimConfig, skip_infeasible: bool = Fa
     kept, result = drop_infeasible(jobs, config, skip_infeasible, f"--trace {path}")
     if result.infeasible:
         first = result.infeasible[0]
+        if not kept:
+            raise InfeasibleJobError(f"--trace {path}: --skip-infeasible would drop all {len(jobs)} jobs; none can ever fit "
+                             f"the cluster (first: {first.describe()})")
         _warn(f"--skip-infeasible: dropped {len(result.infeasible)} of {len(jobs)} jobs of {path} that can never fit "
               f"(first: {first.describe()})")
         info["skipped_infeasible"] = [i.job_id for i in result.infeasible]

@@ -123,6 +123,17 @@ def test_skip_infeasible_drops_counts_and_warns(tmp_path, capsys, huge_trace):
             "jobs_skipped_infeasible"] == 1
 
 
+def test_skip_infeasible_that_would_drop_every_job_is_an_error(tmp_path, capsys):
+    trace = tmp_path / "giants.csv"
+    write_trace([JobSpec("g1", 0, 1000, 60.0, "resnet50", False, 1000, 1000),
+                 JobSpec("g2", 5, 2000, 60.0, "resnet50", False, 2000, 2000)], trace)
+    code, _, err = run(["simulate", "--policy", "fifo", "--trace", trace, "--skip-infeasible",
+                        "--out", tmp_path / "s"], capsys)
+    line = one_line_error(err)
+    assert code == 2 and "all 2 jobs" in line and "g1" in line
+    assert not (tmp_path / "s").exists()
+
+
 def test_sweep_checks_every_trace_against_every_config(tmp_path, capsys, small_trace):
     (tmp_path / "tiny.yaml").write_text("cluster: {training: [{count: 1, gpu_type: v100, gpus_per_server: 4}]}\n")
     grid = tmp_path / "grid.yaml"
