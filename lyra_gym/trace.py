@@ -23,7 +23,8 @@ the ``num_gpus`` workers needs at least one sample per step; empty or absent:
 ``num_gpus`` x the profile's ``local_batch``). It matters under the
 batch-aware scaling rules (:mod:`lyra_gym.scaling`).
 
-``duration`` must be at most :data:`MAX_DURATION_S` (10 years) and
+``duration`` and ``submit_time`` must be at most :data:`MAX_DURATION_S` and
+:data:`MAX_SUBMIT_TIME_S` (10 years) and
 ``batch_size`` at most :data:`MAX_BATCH_SIZE` (2**24 samples); larger values
 are typos or unit mix-ups (milliseconds for seconds, tokens for samples), see
 the constants for why these bounds.
@@ -67,6 +68,7 @@ __all__ = [
     "BATCH_COLUMN",
     "MAX_BATCH_SIZE",
     "MAX_DURATION_S",
+    "MAX_SUBMIT_TIME_S",
     "TRACE_COLUMNS",
     "JobSpec",
     "JobSpecError",
@@ -97,6 +99,10 @@ BATCH_COLUMN = "batch_size"
 #: seconds). The bound also keeps a job's run time where float64 still resolves better than a
 #: microsecond (its spacing at 3.2e8 s is 6e-8 s), instead of letting 1e300 s reach the engine.
 MAX_DURATION_S = 10 * 365 * 86400.0
+#: Latest submit time accepted, seconds from the trace's start: the same 10 years and the same
+#: reasons (a far submit time would otherwise fail much later, sizing the demand curve, without
+#: naming the trace line).
+MAX_SUBMIT_TIME_S = MAX_DURATION_S
 
 #: Largest global batch accepted, samples per step: 2**24 = 16,777,216. The largest published
 #: data-parallel batches are tens of thousands of samples (81,920 images for ResNet-50 on
@@ -221,6 +227,9 @@ class JobSpec:
         st = _as_float(self, "submit_time")
         if not math.isfinite(st) or st < 0:
             raise JobSpecError("submit_time", f"must be a finite number >= 0, got {st!r}")
+        if st > MAX_SUBMIT_TIME_S:
+            raise JobSpecError("submit_time", f"must be at most MAX_SUBMIT_TIME_S = {MAX_SUBMIT_TIME_S:.0f} s "
+                                              f"(10 years), got {st!r}")
         ng = _as_int(self, "num_gpus")
         if ng < 1:
             raise JobSpecError("num_gpus", f"must be an integer >= 1, got {ng!r}")

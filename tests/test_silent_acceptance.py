@@ -62,6 +62,12 @@ def test_an_absurd_duration_is_refused_with_file_line_and_column(capsys, tmp_pat
         JobSpec("long", 0.0, 1, MAX_DURATION_S * 1.001, "m", False, 1, 1)
 
 
+def test_a_far_submit_time_is_refused_with_file_line_and_column(capsys, tmp_path):
+    path = trace_file(tmp_path, f"{HEADER}\n{ROW}\nb,1e300,1,60,resnet50,0,,\n")
+    err = cli_error(capsys, tmp_path, "--trace", str(path))
+    assert f"{path}:3: field 'submit_time'" in err and "MAX_SUBMIT_TIME_S" in err
+
+
 # 3 ------------------------------------------------------------------ absurd batch sizes
 @pytest.mark.parametrize("batch, words", [
     ("1e30", ["MAX_BATCH_SIZE", "1e+30"]),
