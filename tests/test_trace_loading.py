@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lyra_gym.trace import MAX_DURATION_S, TRACE_COLUMNS, JobSpec, JobSpecError, TraceError, load_trace, write_trace
+from lyra_gym.trace import MAX_DURATION_S, MAX_SUBMIT_TIME_S, TRACE_COLUMNS, JobSpec, JobSpecError, TraceError, load_trace, write_trace
 
 HEADER = ",".join(TRACE_COLUMNS)
 
@@ -256,7 +256,7 @@ def job_specs(draw, job_id: str) -> JobSpec:
         lo = hi = num
     return JobSpec(
         job_id=job_id,
-        submit_time=draw(st.floats(min_value=0.0, max_value=1e10, allow_nan=False, allow_infinity=False)),
+        submit_time=draw(st.floats(min_value=0.0, max_value=MAX_SUBMIT_TIME_S, allow_nan=False, allow_infinity=False)),
         num_gpus=num,
         duration=draw(st.floats(min_value=0.0, exclude_min=True, max_value=MAX_DURATION_S, allow_nan=False,
                                 allow_infinity=False)),
