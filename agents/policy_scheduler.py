@@ -20,6 +20,8 @@ Steps 2 and 5 use the env's own :class:`~lyra_gym.envs.actions.ActionCodec`.
 
 Loading (:func:`load_policy_scheduler`) unpickles nothing unless trusted
 (``model:PATH?trust=1`` or ``LYRA_GYM_TRUST_MODEL_FILES=1``); see ``docs/trust.md``.
+Its ``check`` (:func:`check_policy_argument`) is what the comparison harness runs for every
+``model:`` policy before the first simulation.
 """
 
 from __future__ import annotations
@@ -42,9 +44,10 @@ from lyra_gym.plan import Plan
 from lyra_gym.scheduler import Guidance, Scheduler
 from lyra_gym.view import ClusterView, JobView
 
-from agents.config import TrainConfig, load_train_config
+from agents.config import TrainConfig
 from agents.factory import (
-    find_artifacts, load_model, load_normalizer, supports_action_masks, trust_requested, warn_trusted,
+    ModelFileError, find_artifacts, load_model, load_normalizer, load_run_config, supports_action_masks,
+    trust_requested, warn_trusted,
 )
 
 
@@ -225,18 +228,24 @@ class AllocPolicyScheduler(AgentScheduler):
 
 def split_trust_option(path: str | os.PathLike) -> tuple[str, bool | None]:
     """``"PATH?trust=1"`` -> ``("PATH", True)``; a path without the option -> ``(PATH, None)``.
-    A path that exists as written is never split (a ``?`` in a real file name)."""
+    A path that exists as written is never split (a ``?`` in a real file name). An empty path,
+    or an option other than ``trust`` (``&``-separated), is a :class:`ModelFileError`."""
     text = os.fspath(path)
     base, sep, query = text.rpartition("?")
     if not sep or os.path.exists(text):
-        return text, None
-    key, eq, value = query.partition("=")
-    if key.strip() != "trust":
-        raise ValueError(f"{text}: unknown option {query!r} after '?' (the only one is trust=1)")
-    value = value.strip().lower() if eq else "1"
-    if value not in ("1", "0", "true", "false", "yes", "no"):
-        raise ValueError(f"{text}: trust= takes 1 or 0, got {value!r}")
-    return base, value in ("1", "true", "yes")
+        base, query = text, ""
+    if not base.strip():
+        raise ModelFileError(f"{text!r}: empty path (give PATH to a trained run, optionally PATH?trust=1)")
+    trust = None
+    for item in filter(None, query.split("&")):
+        key, eq, value = item.partition("=")
+        if key.strip() != "trust":
+            raise ModelFileError(f"{text}: unknown option {key.strip()!r} after '?' (the only one is trust=1)")
+        value = value.strip().lower() if eq else "1"
+        if value not in ("1", "0", "true", "false", "yes", "no"):
+            raise ModelFileError(f"{text}: trust= takes 1 or 0, got {value!r}")
+        trust = value in ("1", "true", "yes")
+    return base, trust
 
 
 def load_policy_scheduler(path: str | os.PathLike, deterministic: bool = True, device: str = "cpu",
@@ -261,7 +270,7 @@ def load_policy_scheduler(path: str | os.PathLike, deterministic: bool = True, d
     path, in_path = split_trust_option(path)
     trust = trust_requested(trust_model_files if trust_model_files is not None else in_path)
     files = find_artifacts(path)
-    config = load_train_config(files.config)
+    config = load_run_config(files.config)
     if trust:
         warn_trusted(files.model)
     stats = files.normalizer_file(trust)
@@ -270,5 +279,21 @@ def load_policy_scheduler(path: str | os.PathLike, deterministic: bool = True, d
                                 f"(vecnormalize .npz) are missing beside the model")
     normalizer = load_normalizer(stats, trust=trust) if stats else None
     model = load_model(config, files.model, device=device, trust=trust)
+    if normalizer is not None and np.shape(normalizer.obs_rms.mean) != model.observation_space.shape:
+        raise ModelFileError(f"{stats}: statistics of observations of shape {np.shape(normalizer.obs_rms.mean)}, "
+                             f"the model's are {model.observation_space.shape}")
     scheduler = AllocPolicyScheduler if config.env_id == ALLOC_ENV_ID else PolicyScheduler
-    return scheduler(model, config, normalizer, deterministic, name=name)
+    try:
+        return scheduler(model, config, normalizer, deterministic, name=name)
+    except ValueError as err:  # spaces that do not match the config (a trusted model)
+        raise ModelFileError(f"{files.model}: {err}") from None
+
+
+def check_policy_argument(argument: str, **params: Any) -> None:
+    """``load_policy_scheduler.check``: open and validate ``model:ARGUMENT`` (with the policy's
+    parameters) before any run, exactly as the run will load it; raises a one-line error naming
+    the file (:class:`ModelFileError`, ``FileNotFoundError``, ...; ``TypeError`` for a bad parameter)."""
+    load_policy_scheduler(argument, **params)
+
+
+load_policy_scheduler.check = check_policy_argument  # type: ignore[attr-defined]

@@ -40,6 +40,8 @@ and its weights read from ``module_weights.npz`` (``allow_pickle=False``), stric
 ``class_and_ctor_args.pkl``, ...) are read only when trusted (``rllib:PATH?trust=1``
 or ``LYRA_GYM_TRUST_MODEL_FILES=1``): then ``RLModule.from_checkpoint`` unpickles them.
 ``python -m agents.rllib_backend convert RUN`` writes the ``.npz`` of an older (trusted) run.
+``load_rllib_scheduler.check`` is what the comparison harness runs for every ``rllib:`` policy
+before the first simulation; errors name the file (``agents.factory.ModelFileError``).
 """
 
 from __future__ import annotations
@@ -69,9 +71,10 @@ from lyra_gym import scheduler as registry
 from lyra_gym.envs import ActionMaskObservation
 
 from agents.callbacks import CUSTOM_KEYS
-from agents.config import TrainConfig, TrainConfigError, load_train_config, resolve_config
+from agents.config import TrainConfig, TrainConfigError, resolve_config
 from agents.factory import (
-    CONFIG_FILE, UntrustedModelFileError, model_spaces, new_run_dir, trust_requested, warn_trusted,
+    CONFIG_FILE, ModelFileError, UntrustedModelFileError, load_run_config, model_spaces, new_run_dir, read_npz,
+    trust_requested, warn_trusted,
 )
 from agents.policy_scheduler import GuidedAgentScheduler, split_trust_option
 
@@ -406,11 +409,15 @@ def build_module(config: TrainConfig) -> MaskedMultiDiscreteModule:
 
 
 def load_module_weights(config: TrainConfig, path: str | os.PathLike) -> MaskedMultiDiscreteModule:
-    """:func:`build_module` with the weights of a ``module_weights.npz`` (``allow_pickle=False``, strict)."""
+    """:func:`build_module` with the weights of a ``module_weights.npz`` (:func:`agents.factory.read_npz`:
+    ``allow_pickle=False``, sizes limited; strict). Errors name the file (:class:`ModelFileError`)."""
     module = build_module(config)
-    with np.load(path, allow_pickle=False) as data:
-        state = {key: torch.as_tensor(data[key]) for key in data.files}
-    module.load_state_dict(state, strict=True)
+    try:
+        state = {key: torch.as_tensor(value) for key, value in read_npz(path).items()}
+        module.load_state_dict(state, strict=True)
+    except (RuntimeError, TypeError) as err:
+        raise ModelFileError(f"{path}: does not fit the module of the run's config "
+                             f"({' '.join(str(err).split())[:300]})") from None
     return module
 
 
@@ -439,13 +446,17 @@ def load_rllib_scheduler(path: str | os.PathLike, deterministic: bool = True,
     path, in_path = split_trust_option(path)
     trust = trust_requested(trust_model_files if trust_model_files is not None else in_path)
     module_dir, config_file = find_rllib_checkpoint(path)
-    config = load_train_config(config_file)
+    config = load_run_config(config_file)
     weights = weights_file(module_dir)
     if trust:
         from ray.rllib.core.rl_module.rl_module import RLModule
 
         warn_trusted(module_dir)
-        module = RLModule.from_checkpoint(str(module_dir))
+        try:
+            module = RLModule.from_checkpoint(str(module_dir))
+        except Exception as err:  # noqa: BLE001 - RLlib's loader on a bad checkpoint: any error
+            raise ModelFileError(f"{module_dir}: cannot be loaded ({type(err).__name__}: "
+                                 f"{' '.join(str(err).split())[:300]})") from None
     elif weights.is_file():
         module = load_module_weights(config, weights)
     else:
@@ -454,7 +465,19 @@ def load_rllib_scheduler(path: str | os.PathLike, deterministic: bool = True,
             f"by default (a crafted file can run code); if you trust it, convert it once with "
             f"`python -m agents.rllib_backend convert {path}` or load it with rllib:PATH?trust=1 / "
             f"LYRA_GYM_TRUST_MODEL_FILES=1")
-    return RllibPolicyScheduler(module, config, deterministic, name=name)
+    try:
+        return RllibPolicyScheduler(module, config, deterministic, name=name)
+    except ValueError as err:  # an action space that does not match the config (a trusted module)
+        raise ModelFileError(f"{module_dir}: {err}") from None
+
+
+def check_rllib_argument(argument: str, **params: Any) -> None:
+    """``load_rllib_scheduler.check``: open and validate ``rllib:ARGUMENT`` before any run, exactly as
+    the run will load it; raises a one-line error naming the file."""
+    load_rllib_scheduler(argument, **params)
+
+
+load_rllib_scheduler.check = check_rllib_argument  # type: ignore[attr-defined]
 
 
 def convert_checkpoint(path: str | os.PathLike) -> Path:

@@ -73,7 +73,6 @@ class RunError(RuntimeError):
 
 
 BACKENDS = ("local", "ray")
-PATH_LOADERS = ("model", "rllib")  # scheduler loaders whose argument is a path (checked before any run)
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")  # YAML 1.1 reads "1e5" as a string
 
@@ -110,12 +109,12 @@ def parse_policy_params(items: Sequence[str], policies: Sequence[str]) -> dict[s
 
 def check_policies(policies: Sequence[str], params: Mapping[str, Mapping[str, Any]]) -> None:
     """Fail before any run: unknown names, repeated names, names that share a results folder,
-    parameters a scheduler rejects.
+    parameters a scheduler rejects, model files that cannot be loaded.
 
     Schedulers with parameters are built once here to check them. A ``PREFIX:ARG`` name
-    needs a known loader prefix, and for the loaders that take a path (:data:`PATH_LOADERS`:
-    ``model:``, ``rllib:``) an existing path; without parameters, the loader itself runs
-    only in the run."""
+    needs a known loader prefix; a loader with a ``check`` attribute (``model:``, ``rllib:``:
+    it opens and validates the files) has ``check(ARG, **params)`` run here, and any error
+    becomes one :class:`CompareError` line (the loader's message names the file)."""
     seen: set[str] = set()
     for p in policies:
         if p in seen:
@@ -131,42 +130,34 @@ def check_policies(policies: Sequence[str], params: Mapping[str, Mapping[str, An
         if prefix not in loaders:
             raise registry.UnknownSchedulerError(
                 f"unknown scheduler loader {prefix!r} in {p!r} (available: {', '.join(loaders) or 'none'})")
-        if prefix in PATH_LOADERS:
-            _check_loader_path(p, prefix, p.partition(":")[2])
     folders: dict[str, str] = {}
     for p in policies:
         other = folders.setdefault(run_dirname(p), p)
         if other != p:
             raise CompareError(f"policies {other!r} and {p!r} would share the results folder {run_dirname(p)!r}")
     for p in policies:
-        if params.get(p):
-            try:
+        shown = ", ".join(f"{k}={v!r}" for k, v in params.get(p, {}).items())
+        check = None if p in registry.available() else _loader_check(p)
+        try:
+            if check is not None:
+                check(p.partition(":")[2], **params.get(p, {}))
+            elif params.get(p):
                 registry.make(p, **params[p])
-            except (TypeError, ValueError) as err:
-                shown = ", ".join(f"{k}={v!r}" for k, v in params[p].items())
-                raise CompareError(f"--policy-param for {p!r} ({shown}): {err}") from None
+        except TypeError as err:
+            raise CompareError(f"--policy-param for {p!r} ({shown}): {err}") from None
+        except (ValueError, OSError) as err:
+            where = f"--policy-param for {p!r} ({shown})" if check is None else f"policy {p!r}"
+            raise CompareError(f"{where}: {' '.join(str(err).split())}") from None
 
 
-def _check_loader_path(policy: str, prefix: str, argument: str) -> None:
-    """A ``model:PATH`` / ``rllib:PATH`` policy: the path exists and holds what the loader needs
-    (found the way the loader finds it, without loading the model)."""
-    if not argument or not Path(argument).exists():
-        raise registry.UnknownSchedulerError(
-            f"policy {policy!r}: {argument or '(empty path)'}: no such file or folder (a {prefix}: policy is "
-            f"{prefix}:PATH to a trained run)")
+def _loader_check(policy: str) -> Callable[..., None] | None:
+    """The ``check`` of ``policy``'s loader (``PREFIX:ARG``), or None when the loader has none."""
+    prefix = policy.partition(":")[0]
+    entry = next(ep for ep in entry_points(group=registry.PREFIX_ENTRY_POINT_GROUP) if ep.name == prefix)
     try:
-        if prefix == "model":
-            from agents.factory import find_artifacts
-
-            find_artifacts(argument)
-        elif prefix == "rllib":
-            from agents.rllib_backend import find_rllib_checkpoint
-
-            find_rllib_checkpoint(argument)
-    except ImportError:  # the loader's own import error is reported by the run
-        return
-    except FileNotFoundError as err:
-        raise registry.UnknownSchedulerError(f"policy {policy!r}: {err}") from None
+        return getattr(entry.load(), "check", None)
+    except ImportError as err:
+        raise CompareError(f"policy {policy!r}: the {prefix}: loader cannot be imported ({err})") from None
 
 
 def read_config(path: str | os.PathLike | None) -> SimConfig:

@@ -26,7 +26,7 @@ import torch
 
 from agents.config import TrainConfig, load_train_config
 from agents.factory import (
-    TRUST_ENV, UntrustedModelFileError, build_training_envs, find_artifacts, load_model, load_normalizer,
+    TRUST_ENV, ModelFileError, UntrustedModelFileError, build_training_envs, find_artifacts, load_model, load_normalizer,
     make_eval_env, make_model, model_spaces, read_model_zip, save_normalizer_stats,
 )
 from agents.policy_scheduler import load_policy_scheduler
@@ -183,8 +183,25 @@ def test_a_model_of_another_architecture_is_refused(trained, tmp_path):
     copy = shutil.copytree(run_dir, tmp_path / "other")
     text = (copy / "config.yaml").read_text().replace("- 32\n- 32\n", "- 16\n- 16\n")
     (copy / "config.yaml").write_text(text)
-    with pytest.raises(RuntimeError, match="size mismatch"):
+    with pytest.raises(ModelFileError, match=r"model\.zip: the weights \(policy\.pth\) do not fit .*size mismatch"):
         load_policy_scheduler(copy)
+
+
+def test_the_up_front_check_runs_no_crafted_pickle_and_refuses_an_old_run_in_one_line(crafted, tmp_path,
+                                                                                      monkeypatch):
+    """``check_policies`` (simulate, compare, sweep) loads every model before the first run: the
+    crafted run passes without running its payloads; a pickle-only run is refused in one line."""
+    from lyra_gym.compare import CompareError, check_policies
+
+    monkeypatch.delenv(TRUST_ENV, raising=False)
+    run_dir, markers = crafted
+    check_policies(["fifo", f"model:{run_dir}", f"model:{run_dir / 'model.zip'}?trust=0"], {})
+    assert not any(m.exists() for m in markers)
+    old = shutil.copytree(run_dir, tmp_path / "old")
+    (old / "vecnormalize.npz").unlink()
+    with pytest.raises(CompareError, match=r"vecnormalize\.pkl: observation statistics only as a pickle") as err:
+        check_policies([f"model:{old}"], {})
+    assert "\n" not in str(err.value) and not any(m.exists() for m in markers)
 
 
 def test_read_model_zip_keeps_only_plain_counters(crafted):
