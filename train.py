@@ -13,16 +13,25 @@ Lyra, the config as text), ``progress.csv``, ``checkpoints/``, ``model.zip``,
 ``compare.json``. ``--resume`` loads weights and statistics without unpickling anything
 (``--trust-model-files``: SB3's pickle path, for trusted old runs; see ``docs/trust.md``).
 The saved model runs as a scheduler: ``lyra-gym compare --policies lyra,model:runs/<run>/model.zip``.
+
+Every option, input file and the ``--resume`` source (a run folder or one of its checkpoints; an
+exported or shipped model has no optimizer state and is refused, saying so) is checked before the
+run folder is created: a refused start is one line on stderr, exit status 2, and leaves nothing
+under ``runs_dir``. The config's ``name`` (from YAML, ``--set`` or a resumed run's config) must be
+one safe folder-name component.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import sys
 import time
-from typing import Sequence
+import zipfile
+from typing import Any, Sequence
 
+import torch
 from stable_baselines3.common.logger import configure
 
 from agents.callbacks import (
@@ -32,9 +41,11 @@ from agents.config import TrainConfigError, load_train_config, resolve_config
 from agents.evaluate import compare_saved, comparison_table
 from agents.imitation import behaviour_clone, collect_demonstrations
 from agents.factory import (
-    CONFIG_FILE, MODEL_FILE, VECNORM_FILE, VECNORM_STATS_FILE, build_training_envs, configure_torch, find_artifacts,
-    load_model, make_eval_env, make_model, new_run_dir, save_normalizer_stats, trust_requested, warn_trusted,
+    CONFIG_FILE, MODEL_FILE, OPTIMIZER_MEMBER, POLICY_MEMBER, VECNORM_FILE, VECNORM_STATS_FILE, Artifacts,
+    build_training_envs, configure_torch, find_artifacts, load_model, make_eval_env, make_model, new_run_dir,
+    read_model_zip, save_normalizer_stats, trust_requested, warn_trusted,
 )
+from lyra_gym.outputs import OutputError, atomic_write_text, check_out_folder
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -46,7 +57,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                         help="override config keys, e.g. --set n_envs=4 net_arch=[128,128]")
     parser.add_argument("--resume", metavar="PATH",
-                        help="continue from a checkpoint zip or a run's model.zip (its config is the base)")
+                        help="continue from a run folder, its model.zip or a checkpoint zip (its config is the base); "
+                             "an exported or shipped model cannot be resumed (no optimizer state)")
     parser.add_argument("--trust-model-files", action="store_true",
                         help="--resume through SB3's pickle loading (model.zip fields, vecnormalize.pkl): "
                              "can run code from the files; only for files you trust")
@@ -71,6 +83,55 @@ def warm_start(model, venv, cfg) -> None:
           f"in {time.perf_counter() - t0:.0f} s; agreement {last['agreement']:.3f}, nll {last['nll']:.3f}")
 
 
+class StartError(ValueError):
+    """A run that must not start (bad option, input file or resume source): one line, exit 2."""
+
+
+def check_resume_source(files: Artifacts, given: str) -> None:
+    """Refuse, before anything is built, a ``--resume`` model that cannot continue training: not a
+    zip, not an SB3 model, or one without optimizer state (``agents.export`` output, the shipped
+    ``agents/pretrained/`` agents), which runs as a scheduler but was never meant to be resumed."""
+    try:
+        with zipfile.ZipFile(files.model) as archive:
+            names = set(archive.namelist())
+    except zipfile.BadZipFile:
+        raise StartError(f"--resume {given}: {files.model} is not a zip file (an SB3 model.zip or checkpoint "
+                         f"was expected)") from None
+    except OSError as err:
+        raise StartError(f"--resume {given}: cannot read {files.model} ({err.strerror or err})") from None
+    if POLICY_MEMBER not in names:
+        raise StartError(f"--resume {given}: {files.model} is not an SB3 model file (no {POLICY_MEMBER} inside)")
+    if OPTIMIZER_MEMBER not in names:
+        raise StartError(f"--resume {given}: {files.model} holds no optimizer state ({OPTIMIZER_MEMBER}): it is an "
+                         f"exported (agents.export) or shipped model, which runs as a scheduler (model:PATH) but "
+                         f"cannot continue training; pass a run folder or one of its checkpoints "
+                         f"(runs/<run>/checkpoints/model_N_steps.zip) instead")
+    try:  # the weights and optimizer state themselves (torch.load(weights_only=True): nothing unpickled)
+        read_model_zip(files.model, (POLICY_MEMBER, OPTIMIZER_MEMBER))
+    except (ValueError, RuntimeError, OSError, EOFError, pickle.UnpicklingError) as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise StartError(f"--resume {given}: cannot read the weights in {files.model} ({first})") from None
+
+
+def check_start(cfg) -> Any:
+    """Everything a run reads or writes, checked before its folder exists: the device, the env
+    (trace, cluster config, profiles, heuristic, reward: built once, the evaluation env returned)
+    and ``runs_dir`` (not a file, writable)."""
+    if cfg.device.startswith("cuda") and not torch.cuda.is_available():
+        raise StartError(f"device: {cfg.device!r} requested but CUDA is not available here (use auto or cpu)")
+    try:
+        check_out_folder(cfg.runs_dir, overwrite=True, what="runs_dir")
+    except OutputError as err:
+        raise StartError(str(err)) from None
+    try:
+        return make_eval_env(cfg)
+    except (ValueError, KeyError, OSError) as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        if isinstance(err, OSError) and err.filename:
+            message = f"{err.filename}: {err.strerror or err}"
+        raise StartError(f"{cfg.env_id} with this config: {message}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.backend == "rllib":
@@ -78,29 +139,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         return train_rllib(args)
     start = time.perf_counter()
 
-    # --- config: defaults < YAML < --quick < --env/--seed < --set (a resumed run's config is the base)
+    # --- config: defaults < YAML < --quick < --env/--seed < --set (a resumed run's config is the base);
+    # every option, input file and the resume source checked before the run folder is created
     trust = trust_requested(True if args.trust_model_files else None)
     try:
         resume = find_artifacts(args.resume) if args.resume else None
+        if resume:
+            check_resume_source(resume, args.resume)
         cfg = resolve_config(args.env, args.config, args.quick, args.overrides, args.seed,
                              base=load_train_config(resume.config) if resume else None)
         resume_stats = resume.normalizer_file(trust) if resume else None
-    except (TrainConfigError, FileNotFoundError) as err:
+        eval_env = check_start(cfg)
+    except (TrainConfigError, FileNotFoundError, StartError) as err:
         print(f"train.py: error: {err}", file=sys.stderr)
         return 2
     if resume:
         if trust:
             warn_trusted(resume.model)
         cfg = cfg.replace(resume_from=str(resume.model))
-    run_dir = new_run_dir(cfg)
-    (run_dir / CONFIG_FILE).write_text(cfg.to_yaml())
     threads = configure_torch(cfg)
 
-    # --- envs and model (seeded: SB3 seed= for the model, reset seeds seed+i for the envs)
-    venv = build_training_envs(cfg, resume_stats, trust=trust)
-    model = load_model(cfg, resume.model, venv, trust=trust) if resume else make_model(cfg, venv)
+    # --- envs and model (seeded: SB3 seed= for the model, reset seeds seed+i for the envs), still before
+    # the run folder: a resumed model that does not fit the config is refused without leaving one behind
+    venv = None
+    try:
+        venv = build_training_envs(cfg, resume_stats, trust=trust)
+        if resume:
+            try:
+                model = load_model(cfg, resume.model, venv, trust=trust)
+            except (RuntimeError, pickle.UnpicklingError) as err:  # torch: a state dict of other shapes
+                first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+                raise ValueError(f"{resume.model}: does not fit the config ({first})") from None
+        else:
+            model = make_model(cfg, venv)
+    except (ValueError, OSError) as err:
+        if venv is not None:
+            venv.close()
+        print(f"train.py: error: {'--resume ' + args.resume + ': ' if resume else ''}{err}", file=sys.stderr)
+        return 2
+    run_dir = new_run_dir(cfg)
+    atomic_write_text(run_dir / CONFIG_FILE, cfg.to_yaml())
     model.set_logger(configure(str(run_dir), ["tensorboard", "csv"] + (["stdout"] if cfg.verbose else [])))
-    eval_env = make_eval_env(cfg)
     remaining = cfg.total_timesteps - model.num_timesteps
     print(f"run {run_dir}  env {cfg.env_id}  algo {cfg.algo}  {cfg.n_envs} x {type(venv.venv).__name__}  "
           f"device {model.device}  torch threads {threads}  steps {model.num_timesteps} -> {cfg.total_timesteps}")
@@ -133,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\nmean JCT (s) on {len(results['policy'])} held-out test windows, same seeds "
               f"(policy = saved model through the engine as a scheduler):")
         print(comparison_table(results))
-        (run_dir / "compare.json").write_text(json.dumps(results, indent=2) + "\n")
+        atomic_write_text(run_dir / "compare.json", json.dumps(results, indent=2) + "\n")
     print(f"\nsaved {run_dir / MODEL_FILE} and {VECNORM_STATS_FILE}; total {time.perf_counter() - start:.0f} s")
     print(f"tensorboard --logdir {cfg.runs_dir}")
     return 0

@@ -32,8 +32,14 @@ Protocol
 
 Output: a table on stdout and, with ``--out``, a CSV (one row per policy, run,
 scenario and window, then the aggregate rows) written atomically. Same
-arguments, same bytes. A bad policy or scenario name or a missing model path is
-a one-line error and exit status 2, before anything runs or is written.
+arguments, same bytes. Every option is checked before anything is trained or
+simulated, and a problem is a one-line error and exit status 2: a bad policy or
+scenario name (names against the scheduler registry), a model that does not load
+(every ``model:PATH`` and ``--agent`` run is loaded up front), ``--windows`` below 1
+or above a scenario's windows, a negative ``--seed``, ``--seeds`` without
+``--train``, a ``--train`` config that does not resolve, and an ``--out`` refused by
+the output rule of :mod:`lyra_gym.outputs` (a folder, under a file, one of the
+models, or an existing file without ``--overwrite``; its folder is created).
 
 Cost: the suite (5 scenarios x 3 windows) with all 13 registry schedulers and
 ``random`` took 52 s on one core (windows of 150-1,332 jobs). ``--train CONFIG --seeds 0,1,2`` first runs
@@ -58,7 +64,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -66,12 +71,14 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from lyra_gym import scheduler as registry
+from lyra_gym.outputs import OutputError, atomic_path, check_out_file, named_inputs
 from lyra_gym.profiles import builtin_profiles
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.simulate import simulate
 
 from agents.scenarios import SUITE, Scenario, get_scenario
 
+TRAIN_SCRIPT = Path(__file__).resolve().parents[1] / "train.py"  # run for --train, wherever the cwd is
 REFERENCE = "lyra"
 RANDOM = "random"
 METRICS = ("jct_vs_lyra", "score_vs_random")
@@ -205,13 +212,47 @@ def _random_policy(seed: int) -> Policy:
 def _load_model(path: str, name: str) -> Scheduler:
     from agents.policy_scheduler import load_policy_scheduler, split_trust_option
 
-    base, _ = split_trust_option(path)
+    try:
+        base, _ = split_trust_option(path)
+    except ValueError as err:
+        raise BenchmarkError(f"model {path!r}: {err}") from None
     if not os.path.exists(base):
         raise BenchmarkError(f"model path {base!r} not found")
     try:
         return load_policy_scheduler(path, name=name)
-    except (FileNotFoundError, ValueError) as err:
-        raise BenchmarkError(f"model {path!r}: {err}") from None
+    except (OSError, ValueError, RuntimeError) as err:  # RuntimeError: torch, weights of other shapes
+        lines = str(err).strip().splitlines() or [type(err).__name__]
+        raise BenchmarkError(f"model {path!r}: {lines[0]}") from None
+
+
+def model_paths(names: Sequence[str], agents: Sequence[str]) -> dict[str, str]:
+    """``{option: path}`` of ``model:PATH`` policies and ``--agent`` runs (``?trust=`` dropped) and of
+    the files each resolves to: what the command reads, kept apart from ``--out``."""
+    from agents.factory import find_artifacts
+    from agents.policy_scheduler import split_trust_option
+
+    pairs = []
+    for name in names:
+        if name.startswith("model:"):
+            pairs.append(("--policies model:", name[len("model:"):]))
+    for spec in agents:
+        _label, _eq, paths = spec.partition("=")
+        pairs.extend(("--agent", p.strip()) for p in paths.split(",") if p.strip())
+    found = []
+    for option, path in pairs:
+        try:
+            base, _ = split_trust_option(path)
+        except ValueError:
+            base = path
+        found.append((option, base))
+        try:  # the files a run folder or model resolves to (an --out inside the folder is one of them)
+            files = find_artifacts(base)
+        except (OSError, ValueError):
+            continue  # reported when the model is loaded
+        kinds = {"model": files.model, "statistics": files.vecnormalize,
+                 "statistics pickle": files.vecnormalize_pickle, "config": files.config}
+        found += [(f"{option} {base} ({kind})", f) for kind, f in kinds.items() if f is not None]
+    return named_inputs(found)
 
 
 def resolve_policies(names: Sequence[str], agents: Sequence[str], random_seed: int) -> list[Policy]:
@@ -333,17 +374,11 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
+    """Write ``text`` to a hidden temporary file beside ``path`` and rename it over ``path``
+    (:func:`lyra_gym.outputs.atomic_path`; the parent folder is created)."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", newline="") as fh:
             fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def table(rows: Sequence[dict[str, Any]], aggregates: Sequence[dict[str, Any]]) -> str:
@@ -373,7 +408,7 @@ def train_seeds(config: str, seeds: Sequence[int], name: str, runs_dir: str = "r
     """``python train.py --config CONFIG --seed S --no-compare`` per seed; the run directories."""
     paths = []
     for seed in seeds:
-        proc = subprocess.run([sys.executable, "train.py", "--config", config, "--seed", str(seed), "--no-compare",
+        proc = subprocess.run([sys.executable, str(TRAIN_SCRIPT), "--config", config, "--seed", str(seed), "--no-compare",
                                "--set", f"name={name}-s{seed}", f"runs_dir={runs_dir}"],
                               capture_output=True, text=True)
         sys.stderr.write(proc.stderr)
@@ -382,6 +417,45 @@ def train_seeds(config: str, seeds: Sequence[int], name: str, runs_dir: str = "r
             raise BenchmarkError(f"train.py for seed {seed} failed (exit {proc.returncode})")
         paths.append(found.group(1))
     return paths
+
+
+def _parse_seeds(text: str) -> list[int]:
+    """``--seeds 0,1,2``: distinct whole numbers >= 0, at least one."""
+    seeds: list[int] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            seed = int(part)
+        except ValueError:
+            raise BenchmarkError(f"--seeds: {part!r} is not a whole number") from None
+        if seed < 0:
+            raise BenchmarkError(f"--seeds: must be >= 0, got {seed}")
+        if seed in seeds:
+            raise BenchmarkError(f"--seeds: {seed} given twice")
+        seeds.append(seed)
+    if not seeds:
+        raise BenchmarkError("--seeds: none given")
+    return seeds
+
+
+def _check_training(config: str, seeds: Sequence[int], name: str) -> None:
+    """The config of every ``--train`` run resolved now (as train.py will), so a bad file, key,
+    value or ``--train-name`` fails before the first run starts."""
+    from agents.config import TrainConfigError, resolve_config, run_name_problem
+
+    if not Path(config).is_file():
+        raise BenchmarkError(f"--train: config {config!r} not found")
+    if not TRAIN_SCRIPT.is_file():
+        raise BenchmarkError(f"--train: {TRAIN_SCRIPT} not found (--train needs a source checkout)")
+    problem = run_name_problem(name) or ("must not contain '=' or ','" if set(name) & set("=,") else None)
+    if problem:
+        raise BenchmarkError(f"--train-name: {problem}")
+    for seed in seeds:
+        try:
+            resolve_config(config_path=config, seed=seed, overrides=[f"name={name}-s{seed}", "runs_dir=runs"])
+        except TrainConfigError as err:
+            raise BenchmarkError(f"--train {config}: {err}") from None
 
 
 # ---------------------------------------------------------------------- command line
@@ -400,34 +474,53 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--windows", type=int, default=None, help="evaluate only the first N windows of each scenario")
     parser.add_argument("--reps", type=int, default=10_000, help="bootstrap samples (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random policy and the bootstrap")
-    parser.add_argument("--out", default=None, help="CSV of per-window and aggregate rows (written atomically)")
+    parser.add_argument("--out", default=None,
+                        help="CSV of per-window and aggregate rows (written atomically; its folder is created)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     parser.add_argument("--train", default=None, metavar="CONFIG",
                         help="first train CONFIG once per --seeds with train.py (hours for the shipped configs)")
-    parser.add_argument("--seeds", default="0,1,2", help="training seeds for --train")
+    parser.add_argument("--seeds", default=None, help="training seeds for --train (default 0,1,2; only with --train)")
     parser.add_argument("--train-name", default="trained", help="agent name of the --train runs")
     parser.add_argument("--quiet", action="store_true", help="no per-window progress on stderr")
     args = parser.parse_args(argv)
+    # every option, name, model and output checked before anything is trained or simulated
     try:
         if args.windows is not None and args.windows < 1:
-            raise BenchmarkError(f"--windows must be >= 1, got {args.windows}")
+            raise BenchmarkError(f"--windows: must be >= 1, got {args.windows}")
         if args.reps < 1:
-            raise BenchmarkError(f"--reps must be >= 1, got {args.reps}")
-        if args.out is not None and not Path(args.out).resolve().parent.is_dir():
-            raise BenchmarkError(f"--out: directory {str(Path(args.out).parent)!r} not found")
+            raise BenchmarkError(f"--reps: must be >= 1, got {args.reps}")
+        if args.seed < 0:
+            raise BenchmarkError(f"--seed: must be >= 0, got {args.seed}")
+        if args.seeds is not None and not args.train:
+            raise BenchmarkError("--seeds: only used with --train CONFIG (the training seeds); to benchmark runs "
+                                 "of several seeds pass --agent NAME=RUN,RUN,...")
         scenarios = resolve_scenarios([s.strip() for s in args.scenarios.split(",") if s.strip()])
         if not scenarios:
             raise BenchmarkError("--scenarios: none given")
+        fewest = min(len(s.windows) for s in scenarios)
+        if args.windows is not None and args.windows > fewest:
+            raise BenchmarkError(f"--windows: {args.windows} asked, but scenario "
+                                 f"{next(s.name for s in scenarios if len(s.windows) == fewest)!r} has only "
+                                 f"{fewest} test windows")
         names = ([p.strip() for p in args.policies.split(",") if p.strip()] if args.policies is not None
                  else _default_policies() + [RANDOM])
         agents = list(args.agent)
+        seeds: list[int] = []
         if args.train:
-            if not Path(args.train).is_file():
-                raise BenchmarkError(f"--train: config {args.train!r} not found")
-            seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-            resolve_policies(names, agents, args.seed)  # fail on bad names before hours of training
+            seeds = _parse_seeds(args.seeds if args.seeds is not None else "0,1,2")
+            _check_training(args.train, seeds, args.train_name)
+        if args.out is not None:
+            inputs = model_paths(names, agents)
+            if args.train:
+                inputs["--train"] = args.train
+            check_out_file(args.out, args.overwrite, inputs=inputs, what="--out")
+        if args.train:
+            before = resolve_policies(names, agents, args.seed)  # bad names and models fail before hours of training
+            if args.train_name in {p.name for p in before}:
+                raise BenchmarkError(f"--train-name {args.train_name!r}: also the name of another policy")
             agents.append(f"{args.train_name}=" + ",".join(train_seeds(args.train, seeds, args.train_name)))
         policies = resolve_policies(names, agents, args.seed)
-    except BenchmarkError as err:
+    except (BenchmarkError, OutputError) as err:
         print(f"agents.benchmark: error: {err}", file=sys.stderr)
         return 2
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
+import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import gymnasium as gym
 import yaml
 
 from lyra_gym.envs import ALLOC_ENV_ID
@@ -33,6 +36,24 @@ VEC_ENVS = ("auto", "dummy", "subproc")
 EXTRACTORS = ("mlp", "deepsets")
 ACTIVATIONS = ("tanh", "relu")
 LR_SCHEDULES = ("constant", "linear")
+DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]+)?|mps")
+MAX_NAME_LENGTH = 100
+
+
+def run_name_problem(name: Any) -> str | None:
+    """Why ``name`` cannot be part of a run folder's name, or None. It must be one path component:
+    non-empty, at most :data:`MAX_NAME_LENGTH` characters, no ``/`` or ``\\``, no control
+    characters, not ``.`` or ``..``, no leading or trailing space (``name: x/../../escaped`` once
+    wrote outside ``runs_dir``)."""
+    if not isinstance(name, str) or not name:
+        return f"must be a non-empty text (one folder-name component), got {name!r}"
+    if "/" in name or "\\" in name or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return f"must be a single folder-name component without '/', '\\' or control characters, got {name!r}"
+    if name in (".", "..") or name != name.strip():
+        return f"must be a plain folder-name component (not '.', '..', no leading or trailing space), got {name!r}"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"must be at most {MAX_NAME_LENGTH} characters, got {len(name)}"
+    return None
 
 
 class TrainConfigError(ValueError):
@@ -118,7 +139,36 @@ class TrainConfig:
         self.validate()
 
     def validate(self) -> None:
-        """Raise :class:`TrainConfigError` naming the first invalid field."""
+        """Raise :class:`TrainConfigError` naming the first invalid field. Every number is checked
+        finite and in range here (``--set learning_rate=nan`` fails now, not inside torch later),
+        and ``name`` must be one safe path component (it becomes part of the run folder's name)."""
+        name_problem = run_name_problem(self.name)
+        if name_problem:
+            raise TrainConfigError(f"name: {name_problem}")
+        if not isinstance(self.runs_dir, str) or not self.runs_dir.strip() or "\0" in self.runs_dir:
+            raise TrainConfigError(f"runs_dir: must be a folder path, got {self.runs_dir!r}")
+        if not DEVICE_PATTERN.fullmatch(str(self.device)):
+            raise TrainConfigError(f"device: must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+        for key in _FLOAT_FIELDS:
+            value = getattr(self, key)
+            if value is not None and not math.isfinite(value):
+                raise TrainConfigError(f"{key}: must be a finite number, got {value}")
+        for key in ("seed", "trace_seed"):
+            if getattr(self, key) < 0:
+                raise TrainConfigError(f"{key}: must be >= 0, got {getattr(self, key)}")
+        if self.seed + max(self.n_envs, 1) > 2 ** 32:  # numpy seeds and the vector envs' seed .. seed + n_envs - 1
+            raise TrainConfigError(f"seed: must be at most 2**32 - n_envs = {2 ** 32 - max(self.n_envs, 1)}, "
+                                   f"got {self.seed}")
+        for key in ("window_s", "reward_scale_s", "clip_obs", "clip_range", "max_grad_norm"):
+            if getattr(self, key) <= 0:
+                raise TrainConfigError(f"{key}: must be > 0, got {getattr(self, key)}")
+        for key in ("warmup_s", "ent_coef", "vf_coef"):
+            if getattr(self, key) < 0:
+                raise TrainConfigError(f"{key}: must be >= 0, got {getattr(self, key)}")
+        if not 0 < self.test_fraction < 1:
+            raise TrainConfigError(f"test_fraction: must lie in (0, 1), got {self.test_fraction}")
+        if self.target_kl is not None and self.target_kl <= 0:
+            raise TrainConfigError(f"target_kl: must be > 0 or null, got {self.target_kl}")
         choices = {"algo": ALGOS, "vec_env": VEC_ENVS, "extractor": EXTRACTORS,
                    "activation": ACTIVATIONS, "lr_schedule": LR_SCHEDULES}
         for key, allowed in choices.items():
@@ -128,6 +178,9 @@ class TrainConfig:
             raise TrainConfigError(f"heuristic: must be a registered heuristic name, got {self.heuristic!r}")
         if not self.env_id.startswith("LyraGym/"):
             raise TrainConfigError(f"env_id: must be a LyraGym/ id, got {self.env_id!r}")
+        if self.env_id not in gym.registry:
+            known = ", ".join(k for k in gym.registry if k.startswith("LyraGym/"))
+            raise TrainConfigError(f"env_id: {self.env_id!r} is not a registered id (known: {known})")
         positive = ("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "num_job_slots",
                     "borrow_levels", "max_steps", "eval_windows", "final_windows", "deepsets_hidden",
                     "worker_levels", "bc_epochs", "bc_batch_size")
@@ -182,6 +235,7 @@ class TrainConfig:
 # ---------------------------------------------------------------------- helpers
 _FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
 _HINTS = typing.get_type_hints(TrainConfig)
+_FLOAT_FIELDS = tuple(k for k, h in _HINTS.items() if h is float or float in typing.get_args(h))
 
 
 def _check_keys(data: Mapping[str, Any], source: str) -> None:
@@ -236,12 +290,14 @@ def _coerce(key: str, value: Any, source: str) -> Any:
 
 
 def read_yaml(path: str | os.PathLike) -> dict[str, Any]:
-    """A YAML mapping (empty file -> {}); errors name the file."""
+    """A YAML mapping (empty file -> {}); errors name the file (a key given twice included)."""
+    from lyra_gym.config import unique_key_loader
+
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.load(path.read_text(), Loader=unique_key_loader()) or {}
     except yaml.YAMLError as err:
-        raise TrainConfigError(f"{path}: not valid YAML: {err}") from None
+        raise TrainConfigError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(data, Mapping):
         raise TrainConfigError(f"{path}: expected a mapping of config keys at the top level")
     return dict(data)

@@ -15,8 +15,12 @@ Two harnesses, one engine:
   compare`` measures; the two agree exactly (``tests/test_agents.py``).
 
 Command line: ``python -m agents.evaluate RUN_DIR_OR_MODEL [--windows N] [--baselines lyra,sjf]
-[--trust-model-files]``. The model is loaded without unpickling anything unless
-``--trust-model-files`` (or ``LYRA_GYM_TRUST_MODEL_FILES=1``) is given; see ``docs/trust.md``.
+[--json FILE [--overwrite]] [--trust-model-files]``. The model is loaded without unpickling anything
+unless ``--trust-model-files`` (or ``LYRA_GYM_TRUST_MODEL_FILES=1``) is given; see ``docs/trust.md``.
+Every option is checked before the first window is simulated (``--windows`` >= 1 and at most the
+run's test windows, ``--baselines`` against the scheduler registry, the model loaded, ``--json``
+by the output rule of :mod:`lyra_gym.outputs`: an existing file needs ``--overwrite``, the model's
+own files are refused); an error is one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -102,21 +106,73 @@ def mean(rows: Sequence[Row], key: str) -> float:
     return float(np.mean(values)) if values else math.nan
 
 
+def check_window_count(windows: int | None, what: str = "windows") -> None:
+    """Refuse a window count below 1 (``None``: the default). Never a silent default for 0."""
+    if windows is None:
+        return
+    if isinstance(windows, bool) or not isinstance(windows, (int, np.integer)) or windows < 1:
+        raise ValueError(f"{what}: must be a whole number >= 1, got {windows!r}")
+
+
+def chosen_windows(env: Any, windows: int | None, default: int, what: str = "windows") -> list[int]:
+    """The first ``windows`` test windows of ``env``; ``None``: the first ``default`` (at most all of
+    them). An explicit count above the env's test windows is refused, not silently cut."""
+    check_window_count(windows, what)
+    available = env.unwrapped.windows.num_test
+    if windows is not None and windows > available:
+        raise ValueError(f"{what}: {windows} asked, but the run's env has only {available} test windows")
+    return held_out_windows(env, default if windows is None else windows)
+
+
 def compare_saved(path: str | os.PathLike, windows: int | None = None,
-                  baselines: Sequence[str] = ("lyra",), trust_model_files: bool | None = None) -> dict[str, list[Row]]:
+                  baselines: Sequence[str | Scheduler] | Mapping[str, str | Scheduler] = ("lyra",),
+                  trust_model_files: bool | None = None) -> dict[str, list[Row]]:
     """A saved model (run directory, ``model.zip`` or checkpoint) and ``baselines`` on the first
     ``windows`` test windows of its training env (default: the run's ``final_windows``).
-    ``trust_model_files``: see :func:`agents.policy_scheduler.load_policy_scheduler`."""
+    ``trust_model_files``: see :func:`agents.policy_scheduler.load_policy_scheduler`.
+    ``baselines``: names, or ``{label: name or scheduler}``."""
     from agents.factory import make_eval_env
     from agents.policy_scheduler import load_policy_scheduler
 
+    check_window_count(windows)
     scheduler = load_policy_scheduler(path, name="policy", trust_model_files=trust_model_files)
     env = make_eval_env(scheduler.config)
-    chosen = held_out_windows(env, windows or scheduler.config.final_windows)
-    results = {"policy": evaluate_scheduler(scheduler, env, chosen, label="policy")}
-    for name in baselines:
-        results[name] = evaluate_scheduler(name, env, chosen, label=name)
+    return compare_on(scheduler, env, chosen_windows(env, windows, scheduler.config.final_windows), baselines)
+
+
+def compare_on(scheduler: Scheduler, env: Any, windows: Sequence[int],
+               baselines: Sequence[str | Scheduler] | Mapping[str, str | Scheduler] = ("lyra",)) -> dict[str, list[Row]]:
+    """``scheduler`` (labelled ``policy``) and ``baselines`` on test ``windows`` of ``env``."""
+    results = {"policy": evaluate_scheduler(scheduler, env, windows, label="policy")}
+    named = baselines if isinstance(baselines, Mapping) else {str(b): b for b in baselines}
+    for name, policy in named.items():
+        results[name] = evaluate_scheduler(policy, env, windows, label=name)
     return results
+
+
+def resolve_baselines(names: Sequence[str]) -> dict[str, str | Scheduler]:
+    """``--baselines`` checked against the scheduler registry before anything runs: a registered
+    name stays a name; a loader name (``model:PATH``) is loaded now. ``ValueError`` naming the
+    first unknown, repeated or unloadable one."""
+    from lyra_gym import scheduler as registry
+
+    known = registry.available()
+    out: dict[str, str | Scheduler] = {}
+    for name in names:
+        if name in out or name == "policy":
+            raise ValueError(f"--baselines: {name!r} given twice" if name in out else
+                             "--baselines: 'policy' is the evaluated model's label; not a baseline name")
+        if name in known:
+            out[name] = name
+        elif ":" in name:
+            try:
+                out[name] = registry.make(name)
+            except (KeyError, OSError, ValueError, RuntimeError) as err:
+                message = err.args[0] if isinstance(err, KeyError) and err.args else err
+                raise ValueError(f"--baselines: {name}: {message}") from None
+        else:
+            raise ValueError(f"--baselines: unknown scheduler {name!r} (known: {', '.join(known)}, model:PATH)")
+    return out
 
 
 def _cell(row: Row, key: str) -> str:
@@ -151,23 +207,43 @@ def comparison_table(results: Mapping[str, Sequence[Row]], reference: str = "lyr
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agents.evaluate", description=__doc__.split("\n\n")[0])
     parser.add_argument("path", help="run directory, its model.zip, or a checkpoint zip")
-    parser.add_argument("--windows", type=int, default=None, help="test windows (default: the run's final_windows)")
-    parser.add_argument("--baselines", default="lyra", help="comma-separated scheduler names")
-    parser.add_argument("--json", default=None, help="write the per-window rows here")
+    parser.add_argument("--windows", type=int, default=None,
+                        help="test windows, >= 1 (default: the run's final_windows, at most all of them)")
+    parser.add_argument("--baselines", default="lyra", help="comma-separated scheduler names ('' for none)")
+    parser.add_argument("--json", default=None, help="write the per-window rows here (atomically)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     parser.add_argument("--trust-model-files", action="store_true",
                         help="load through SB3's pickle path (model.zip fields, vecnormalize.pkl): "
                              "can run code from the files; only for files you trust")
     args = parser.parse_args(argv)
+    # every option, the model and the output checked before the first window is simulated
     try:
-        results = compare_saved(args.path, args.windows, [b for b in args.baselines.split(",") if b],
-                                trust_model_files=True if args.trust_model_files else None)
-    except (FileNotFoundError, ValueError) as err:
-        print(f"agents.evaluate: error: {err}", file=sys.stderr)
+        from agents.factory import find_artifacts, make_eval_env
+        from agents.policy_scheduler import load_policy_scheduler, split_trust_option
+        from lyra_gym.outputs import check_out_file
+
+        check_window_count(args.windows, "--windows")
+        baselines = resolve_baselines([b.strip() for b in args.baselines.split(",") if b.strip()])
+        base, _ = split_trust_option(args.path)
+        files = find_artifacts(base)
+        if args.json is not None:
+            inputs = {"PATH": base, "the model": files.model, "its statistics": files.vecnormalize,
+                      "its config": files.config}
+            check_out_file(args.json, args.overwrite, inputs=inputs, what="--json")
+        scheduler = load_policy_scheduler(args.path, name="policy",
+                                          trust_model_files=True if args.trust_model_files else None)
+        env = make_eval_env(scheduler.config)
+        chosen = chosen_windows(env, args.windows, scheduler.config.final_windows, "--windows")
+    except (OSError, ValueError, RuntimeError) as err:
+        lines = str(err).strip().splitlines() or [type(err).__name__]
+        print(f"agents.evaluate: error: {lines[0]}", file=sys.stderr)
         return 2
+    results = compare_on(scheduler, env, chosen, baselines)
     print(comparison_table(results))
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=2)
+        from lyra_gym.outputs import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(results, indent=2) + "\n")
     return 0
 
 

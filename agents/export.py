@@ -1,12 +1,21 @@
-"""Export a trained run for inference only: ``python -m agents.export RUN OUT_DIR``.
+"""Export a trained run for inference only: ``python -m agents.export RUN OUT_DIR [--overwrite]``.
 
 Writes ``OUT_DIR/model.zip`` (the run's model without the optimizer state,
 ``policy.optimizer.pth``, which only resuming needs: about two thirds of the file),
 ``vecnormalize.npz`` (observation statistics, plain arrays) and ``config.yaml``.
 The result loads the safe way as ``model:OUT_DIR`` (``lyra-gym compare``,
-``python -m agents.benchmark --agent``); nothing is unpickled. Each file is
-written to a temporary name and renamed, so an interrupted export leaves no
-half-written file.
+``python -m agents.benchmark --agent``); nothing is unpickled. It cannot be
+resumed with ``train.py --resume`` (no optimizer state): keep the run for that.
+
+``OUT_DIR`` follows the output rule (:mod:`lyra_gym.outputs`), checked before anything
+is read or written: a file, a folder under a file or not writable, and a folder that is
+or holds the run (symbolic links followed; refused even with ``--overwrite``, since the
+export would strip the run's optimizer state) are refused; an existing non-empty folder
+needs ``--overwrite``, and then may hold only an export's own files (``model.zip``,
+``vecnormalize.npz``, ``config.yaml``), which are replaced; anything else there is
+refused, so a stale file (e.g. a ``vecnormalize.pkl``) can never sit beside the new
+model. Each file is written to a hidden temporary name and renamed, so an interrupted
+export leaves no half-written file.
 """
 
 from __future__ import annotations
@@ -15,54 +24,61 @@ import argparse
 import os
 import shutil
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Sequence
 
 from agents.factory import CONFIG_FILE, MODEL_FILE, OPTIMIZER_MEMBER, VECNORM_STATS_FILE, find_artifacts
+from lyra_gym.outputs import OutputError, atomic_path, check_out_folder, is_temporary
+
+EXPORT_FILES = (MODEL_FILE, VECNORM_STATS_FILE, CONFIG_FILE)
 
 
-def _atomic(target: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+def _owned(entry: Path) -> bool:
+    """An export's own file (replaced by ``--overwrite``), or a leftover of an interrupted one."""
+    return (entry.name in EXPORT_FILES and not entry.is_dir()) or is_temporary(entry)
 
 
-def export(run: str | os.PathLike, out: str | os.PathLike) -> dict[str, int]:
-    """Export ``run`` (a run directory, its ``model.zip`` or a checkpoint) to ``out``; the bytes of each file."""
+def export(run: str | os.PathLike, out: str | os.PathLike, overwrite: bool = False) -> dict[str, int]:
+    """Export ``run`` (a run directory, its ``model.zip`` or a checkpoint) to ``out``; the bytes of each file.
+
+    Raises ``FileNotFoundError`` (no model, statistics or config), :class:`~lyra_gym.outputs.OutputError`
+    (``out`` refused, see the module docstring) or ``ValueError`` (not a model zip), before writing anything.
+    """
     files = find_artifacts(run)
     if files.vecnormalize is None:
         raise FileNotFoundError(f"{files.model}: no {VECNORM_STATS_FILE} beside it (runs before the safe format "
                                 f"cannot be exported)")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    inputs = {"RUN": run, "RUN model": files.model, "RUN statistics": files.vecnormalize, "RUN config": files.config}
+    out = check_out_folder(out, overwrite, inputs=inputs, owned=_owned, what="OUT")
+    try:
+        with zipfile.ZipFile(files.model) as src:
+            members = src.infolist()
+    except zipfile.BadZipFile:
+        raise ValueError(f"{files.model}: not a zip file (an SB3 model.zip was expected)") from None
 
-    def write_model(tmp: Path) -> None:
+    with atomic_path(out / MODEL_FILE) as tmp:
         with zipfile.ZipFile(files.model) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
-            for info in src.infolist():
+            for info in members:
                 if info.filename != OPTIMIZER_MEMBER:
                     dst.writestr(info, src.read(info.filename))
-
-    _atomic(out / MODEL_FILE, write_model)
-    _atomic(out / VECNORM_STATS_FILE, lambda tmp: shutil.copyfile(files.vecnormalize, tmp))
-    _atomic(out / CONFIG_FILE, lambda tmp: shutil.copyfile(files.config, tmp))
-    return {name: (out / name).stat().st_size for name in (MODEL_FILE, VECNORM_STATS_FILE, CONFIG_FILE)}
+    with atomic_path(out / VECNORM_STATS_FILE) as tmp:
+        shutil.copyfile(files.vecnormalize, tmp)
+    with atomic_path(out / CONFIG_FILE) as tmp:
+        shutil.copyfile(files.config, tmp)
+    return {name: (out / name).stat().st_size for name in EXPORT_FILES}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m agents.export", description=__doc__.split("\n\n")[0])
     parser.add_argument("run", help="a run directory, its model.zip, or a checkpoint zip")
-    parser.add_argument("out", help="the folder to write (created)")
+    parser.add_argument("out", help="the folder to write (created; an existing non-empty one needs --overwrite)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an earlier export's files in OUT (never the run itself, nor other files)")
     args = parser.parse_args(argv)
     try:
-        sizes = export(args.run, args.out)
-    except (FileNotFoundError, ValueError, zipfile.BadZipFile) as err:
+        sizes = export(args.run, args.out, args.overwrite)
+    except (OSError, ValueError, zipfile.BadZipFile) as err:
         print(f"agents.export: error: {err}", file=sys.stderr)
         return 2
     for name, size in sizes.items():

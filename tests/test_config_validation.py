@@ -250,14 +250,18 @@ def test_deeply_nested_yaml_is_an_error(tmp_path):
 
 
 def test_a_far_submit_time_is_a_clear_error_not_a_memory_error():
-    jobs = [JobSpec("far", 1e10, 1, 10.0, "ncf", False, 1, 1)]
+    # submit times are capped at 10 years by the trace (MAX_SUBMIT_TIME_S); a fine demand step
+    # still reaches the point cap within that
+    jobs = [JobSpec("far", 3e8, 1, 10.0, "ncf", False, 1, 1)]
+    config = SimConfig(demand=DiurnalDemandConfig(step_s=60.0))
     with pytest.raises(ConfigError) as info:
-        build_demand(SimConfig(), jobs, np.random.default_rng(0))
+        build_demand(config, jobs, np.random.default_rng(0))
     message = str(info.value)
-    assert "horizon_s=10000259200 s" in message and "demand.step_s=900 s" in message
+    assert "horizon_s=300259200 s" in message and "demand.step_s=60 s" in message
     assert f"MAX_DEMAND_POINTS={MAX_DEMAND_POINTS:,}" in message
     with pytest.raises(ConfigError, match="MAX_DEMAND_POINTS"):
-        build_demand(SimConfig(), [JobSpec("farther", 1e11, 1, 10.0, "ncf", False, 1, 1)], np.random.default_rng(0))
+        build_demand(SimConfig(demand=DiurnalDemandConfig(step_s=1.0)),
+                     [JobSpec("farther", 1e7, 1, 10.0, "ncf", False, 1, 1)], np.random.default_rng(0))
 
 
 def test_the_cap_is_the_documented_constant(monkeypatch):
