@@ -41,9 +41,10 @@ resized. This file keeps the three mechanisms that fit whole-GPU allocation:
    that, time slicing shares the GPUs. The engine charges
    ``overheads.rescale_s`` for both.
 
-Placement. A job starts at its requested size on **one GPU type**, always:
-this baseline's own rule, kept whatever ``allow_mixed_gpu_types`` says (a
-synchronous job on V100s and T4s would run at the T4s' pace). Server groups:
+Placement. A job starts at its requested size on **one GPU type** whenever
+one type's usable servers can hold it: this baseline's own rule, kept whatever
+``allow_mixed_gpu_types`` says (a synchronous job on V100s and T4s would run at
+the T4s' pace). Server groups:
 one per type, the training servers' type first, then loaned types; largest
 admitted job first. Within a group the run's ``placement`` rule decides
 (``baselines.placement.place``): ``spread`` = best fit, one server if one can
@@ -51,9 +52,13 @@ hold the job, else as few as possible; ``consolidated`` = one server for a job
 up to a server's GPUs, else wholly free servers only. Grown workers (3) are
 extra, like Lyra's flexible ones: they go on any idle GPU of the job's type.
 With ``allow_mixed_gpu_types: false`` (default) the trace loader refuses a job
-no one type can hold; with ``true`` it accepts one, and Gandiva never starts
-it: it is passed over at every decision (blocking no one) and reported
-unfinished at the end.
+no one type can hold. With ``true`` such a job spans types as ``lyra`` lets
+it (``placement.spanning_group``): all training servers if they can hold it,
+else training and loaned servers together; while neither can (servers on loan
+come and go) it is passed over (blocking no one). A job larger than the
+cluster could ever give it (every inference server on loan, with ``loan``)
+never starts: the first decision that sees it queued warns, naming it
+(``UnrunnableJobWarning``), and it is reported unfinished at the end.
 
 Matches the original: round-robin time slicing with suspend/resume at a
 mini-batch boundary (state kept in host memory, so resuming in place is cheap
@@ -103,7 +108,7 @@ from typing import Callable, Mapping, TypeVar
 import numpy as np
 
 from baselines.loaning import Loaning, free_after
-from baselines.placement import capacities, place_in_groups, take
+from baselines.placement import capacities, place_in_groups, spanning_group, take, warn_unrunnable
 from lyra_gym.plan import Plan
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.view import ClusterView, JobView
@@ -144,6 +149,8 @@ class GandivaScheduler(Scheduler):
         self._grown: set[str] = set()            # jobs this policy grew above their requested size
         self._next_quantum: float | None = None
         self._types: list[str] | None = None     # GPU type per server id (static; filled at first decide)
+        self._limit = 0                          # the most GPUs one job can ever get (filled at first decide)
+        self._warned: set[str] = set()           # jobs warned about as never runnable
 
     # ------------------------------------------------------------------ decision
     def decide(self, view: ClusterView) -> Plan:
@@ -155,6 +162,14 @@ class GandivaScheduler(Scheduler):
         at_quantum = now >= self._next_quantum - EPS
         if at_quantum:
             self._next_quantum = now + self.quantum_s
+        if self._types is None:  # the cluster's servers never change during a run
+            self._types = [s.gpu_type for s in view.servers]
+            self._size = capacities(view)
+            self._training = list(view.training_server_ids)
+            self._training_ids = frozenset(self._training)
+            self._limit = self._job_limit(view)
+        if view.num_queued:
+            warn_unrunnable(view, self.name, self._limit, _requested, self._warned)
         free = free_after(view, plan)
         if not at_quantum and (not view.num_queued or (not any(free) and not self._grown)):
             return plan  # between quanta only free or shrinkable GPUs can start a job
@@ -168,21 +183,41 @@ class GandivaScheduler(Scheduler):
 
     def _groups(self, view: ClusterView, plan: Plan) -> tuple[list[list[int]], int]:
         """Server-id lists to place on, one per GPU type (the training servers' types first),
-        and the GPUs of the largest. One type per job whatever ``allow_mixed_gpu_types`` says,
-        so no group of all types (unlike ``placement.groups_by_type``)."""
-        if self._types is None:
-            self._types = [s.gpu_type for s in view.servers]
-            self._size = capacities(view)
-            self._training = list(view.training_server_ids)
-            self._training_ids = frozenset(self._training)
+        and the GPUs of the largest. One type per job that one type can hold, whatever
+        ``allow_mixed_gpu_types`` says, so no group of all types (unlike
+        ``placement.groups_by_type``); see :meth:`_candidates` for a larger job."""
         back = set(plan.give_back)
         loaned = [s for s in view.loaned_servers() if s not in back] + list(plan.borrow)
         self._loaned = set(loaned)
+        self._loaned_ids = loaned
+        groups = self._by_type(loaned)
+        return groups, max(sum(self._size[s] for s in g) for g in groups)
+
+    def _by_type(self, loaned: list[int]) -> list[list[int]]:
+        """Training and ``loaned`` server ids, one list per GPU type (training types first)."""
         by_type: dict[str, list[int]] = {}
         for sid in self._training + loaned:
             by_type.setdefault(self._types[sid], []).append(sid)
-        groups = list(by_type.values())
-        return groups, max(sum(self._size[s] for s in g) for g in groups)
+        return list(by_type.values())
+
+    def _candidates(self, view: ClusterView, need: int, groups: list[list[int]],
+                    capacity: int) -> list[list[int]] | None:
+        """Groups a job of ``need`` GPUs may be placed on: ``groups`` if one type can hold it; else,
+        where ``allow_mixed_gpu_types`` lets it, all training servers or training and loaned ones
+        together (as ``lyra``; ``placement.spanning_group``); else None (it cannot run now)."""
+        if need <= capacity:
+            return groups
+        span = spanning_group(view, self._loaned_ids, need)
+        return [span] if span else None
+
+    def _job_limit(self, view: ClusterView) -> int:
+        """The most GPUs one job can ever get: the largest group with every inference server on
+        loan (if ``loan``), or all those servers together where types may mix."""
+        loaned = list(view.inference_server_ids) if self.loan else []
+        sizes = [sum(self._size[s] for s in g) for g in self._by_type(loaned)]
+        if view.allow_mixed_gpu_types:
+            sizes.append(sum(self._size[s] for s in (*self._training, *loaned)))
+        return max(sizes)
 
     def _rate(self, view: ClusterView, model: str, alloc: Mapping[int, int]) -> float:
         types = frozenset(self._types[s] for s in alloc)
@@ -201,14 +236,16 @@ class GandivaScheduler(Scheduler):
         victim_room = 0
         suspended: list[str] = []
         admitted: list[JobView] = []
+        spans: dict[str, list[list[int]]] = {}  # job id -> its spanning group (too large for one type)
         waiting = False
         for job in queued:  # pass 1: who runs, by counting GPUs; make room as needed
             need = job.spec.num_gpus
             own = self._own_servers(job.id)
             if own is not None:  # suspended: resumes where its state waits, or on idle GPUs
+                where = [g for g in groups if next(iter(own)) in g] if need <= capacity else \
+                    self._candidates(view, need, groups, capacity) or []
                 placement = None if self._resume_in_place(view, allocs, free, own, False, suspended) else \
-                    place_in_groups(view.placement, free, self._size, need,
-                                    [g for g in groups if next(iter(own)) in g])  # a migration
+                    place_in_groups(view.placement, free, self._size, need, where)  # a migration
                 if placement is None and self._resume_in_place(view, allocs, free, own, at_quantum, suspended):
                     placement = dict(own)  # swapped in with the jobs on its servers
                     victims, victim_room = None, 0  # recounted: the swap suspended some
@@ -222,7 +259,10 @@ class GandivaScheduler(Scheduler):
                 room = sum(free)
                 continue
             if need > capacity:
-                continue  # cannot run on the servers usable now: does not block the others
+                where = self._candidates(view, need, groups, capacity)
+                if where is None:
+                    continue  # cannot run on the servers usable now: does not block the others
+                spans[job.id] = where
             if room + grown_room < need and at_quantum and victims is None:
                 victims = self._victims(view, allocs, {j.id for j, _ in grown})
                 victim_room = sum(sum(allocs[v.id].values()) for v in victims)
@@ -255,11 +295,12 @@ class GandivaScheduler(Scheduler):
         # the rule, a job that finds none at a quantum displaces more jobs (_displace).
         consolidated = view.placement == "consolidated"
         for job in sorted(admitted, key=lambda j: -j.spec.num_gpus):
-            placement = place_in_groups(view.placement, free, self._size, job.spec.num_gpus, groups)
+            where = spans.get(job.id, groups)
+            placement = place_in_groups(view.placement, free, self._size, job.spec.num_gpus, where)
             if placement is None and consolidated and at_quantum:
                 if victims is None:
                     victims = [v for v in self._victims(view, allocs, self._grown) if allocs[v.id] is v.allocation]
-                placement = self._displace(view, allocs, free, job.spec.num_gpus, groups, victims, suspended)
+                placement = self._displace(view, allocs, free, job.spec.num_gpus, where, victims, suspended)
             if placement is None:
                 waiting = True
                 continue
@@ -435,6 +476,11 @@ class GandivaScheduler(Scheduler):
             allocs[job.id] = best
             if sum(best.values()) > job.spec.num_gpus:
                 self._grown.add(job.id)
+
+
+def _requested(job: JobView) -> int:
+    """GPUs a job starts on under Gandiva: its requested size."""
+    return job.spec.num_gpus
 
 
 @dataclass

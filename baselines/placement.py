@@ -6,7 +6,8 @@ dispatches on it, so every heuristic that honours it calls one function.
 
 from __future__ import annotations
 
-from typing import Sequence
+import warnings
+from typing import Any, Callable, Sequence
 
 
 def best_fit(free: list[int], need: int, candidates: Sequence[int]) -> dict[int, int] | None:
@@ -120,3 +121,36 @@ def groups_by_type(view, server_ids: Sequence[int]) -> list[list[int]]:
     if view.allow_mixed_gpu_types and len(out) > 1:
         out.append(list(server_ids))
     return out
+
+
+def spanning_group(view, loaned: Sequence[int], need: int) -> list[int] | None:
+    """Servers a job too large for every one-type group may span, as ``lyra`` lets it
+    (``baselines/lyra.py``, phase 1): only with ``allow_mixed_gpu_types``; all training servers
+    if they have ``need`` GPUs, else the training and ``loaned`` servers together if they have;
+    else None. The caller decides that no one-type group can hold the job."""
+    if not view.allow_mixed_gpu_types:
+        return None
+    servers = view.servers
+    training = list(view.training_server_ids)
+    held = sum(servers[s].num_gpus for s in training)
+    if need <= held:
+        return training
+    if need <= held + sum(servers[s].num_gpus for s in loaned):
+        return [*training, *loaned]
+    return None
+
+
+def warn_unrunnable(view, policy: str, limit: int, need: Callable[[Any], int], warned: set[str]) -> None:
+    """Warn once per queued job (naming it) that needs more than ``limit`` GPUs, the most
+    ``policy`` can ever give one job on this cluster (every inference server loaned, if it
+    borrows): such a job never starts and is reported unfinished. ``warned``: ids already named."""
+    for job in view.queued_jobs():
+        n = need(job)
+        if n > limit and job.id not in warned:
+            warned.add(job.id)
+            warnings.warn(f"{policy}: job {job.id!r} needs {n} GPUs, more than the {limit} this policy can ever "
+                          "give one job on this cluster: it will never start", UnrunnableJobWarning, stacklevel=2)
+
+
+class UnrunnableJobWarning(UserWarning):
+    """A job the policy can never start on the run's cluster (see :func:`warn_unrunnable`)."""

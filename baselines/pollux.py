@@ -29,6 +29,22 @@ What is modelled
   a running job stays in its pool. (Pollux assumes identical GPUs; left to
   it, a job spread over V100 and T4 servers would run at the T4 pace while
   the optimiser counted V100 speed.) Without loaning there is one pool.
+  Unless ``allow_mixed_gpu_types``, each of the two is split by GPU type
+  (training types first, in server order): a pool of several types counted
+  GPUs no one job could use together, so an elastic job sized to them was
+  never placed (issue 23: 2 V100 + 12 A100 GPUs, a job of 4-16 never ran).
+- **Spanning** (``allow_mixed_gpu_types`` only, as ``lyra`` does): a queued
+  job whose minimum no pool can ever hold runs on all training servers and
+  loaned ones together (``baselines.placement.spanning_group``), at its
+  minimum and the slowest worker's pace. It is admitted after the per-pool
+  admission (its minimum is the largest, so Pollux's most-jobs order would
+  take it last), before sizing (an unallocated job costs more than any
+  speed-up), if the pools' spare GPUs cover it: they are reserved, training
+  pools first, and placed once every pool is placed. A running spanning job is
+  left as it is (not preempted, resized or re-batched; a reclaim may stop it).
+- A job whose minimum exceeds what any pool, or the spanning set, could ever
+  hold (every inference server on loan, with ``loan``) never starts: the first
+  decision that sees it queued warns, naming it (``UnrunnableJobWarning``).
 - **Who gets GPUs** (admission). A job with no GPUs has speed-up 0; Pollux's
   simulator adds 1e-3 to every speed-up, so an unallocated job costs
   1/1e-3 = 1000 in the p = -1 sum while an allocated one costs about 1: its
@@ -60,7 +76,7 @@ What is modelled
   for its next 60 s round; the exact optimiser is cheap enough not to.)
 - **Placement**: a job whose count is unchanged keeps its GPUs. Changed and
   new jobs, largest first, are best-fit packed (fewest servers) in their
-  pool; one GPU type at a time if the config forbids mixing types.
+  pool (of one GPU type unless the config lets types mix).
 - **Loaning** is orthogonal (``baselines/loaning.py``): ``loan`` borrows every
   loanable inference server at every decision; reclaims are answered first,
   by ``reclaim_rule``, whether or not ``loan`` is set.
@@ -69,9 +85,9 @@ Left out: learning-rate scaling (AdaScale is not modelled), online fitting of th
 throughput and noise-scale models (both are known exactly), interference
 avoidance and the one-distributed-job-per-node rule, placement optimised
 jointly with sizes (the GA's node matrix), cluster autoscaling, the 16-node cap
-per job, moving jobs between pools, and heterogeneity beyond the two pools (a
-pool of several GPU types is valued at its first server's type; Sia's
-territory).
+per job, moving jobs between pools, and heterogeneity beyond one pool per type
+(with ``allow_mixed_gpu_types`` a pool of several GPU types is valued at its
+first server's type; Sia's territory).
 
 Parameters (dataclass fields, defaults and sources)
 ---------------------------------------------------
@@ -101,7 +117,7 @@ from typing import Iterator, Mapping, Sequence
 import numpy as np
 
 from baselines.loaning import Loaning, free_after
-from baselines.placement import best_fit, take
+from baselines.placement import best_fit, spanning_group, take, warn_unrunnable
 from baselines.pollux_optimizer import best_sizes, most_jobs, restart_factor, statistical_efficiency
 from lyra_gym.plan import Plan
 from lyra_gym.scaling import progress_bin
@@ -177,6 +193,8 @@ class PolluxScheduler(Scheduler):
         self._goodputs: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._reallocations: dict[str, int] = {}
         self._batches: dict[str, float] = {}  # job id -> batch chosen at its planned size (adaptive)
+        self._limit: int | None = None  # the most GPUs one job can ever get (set at the first decision)
+        self._warned: set[str] = set()  # jobs warned about as never runnable
 
     def reset(self, rng: np.random.Generator) -> None:
         self.rng = rng
@@ -184,6 +202,8 @@ class PolluxScheduler(Scheduler):
         self._goodputs = {}
         self._reallocations = {}
         self._batches = {}
+        self._limit = None
+        self._warned = set()
 
     @property
     def assumed_efficiency(self) -> bool:
@@ -264,30 +284,46 @@ class PolluxScheduler(Scheduler):
         pools = self._pools(view, plan, free)
         pool_of = {sid: pool for pool in pools for sid in pool.servers}
 
+        if view.num_queued:
+            if self._limit is None:
+                self._limit = self._job_limit(view)
+            warn_unrunnable(view, self.name, self._limit, self._minimum, self._warned)
+
         # (1) running jobs stay admitted, in the pool they run in; elastic ones may shrink to their minimum
         dropped: list[JobView] = []  # stopped by a reclaim: candidates again
         for job in view.running_jobs():
             alloc = allocations.get(job.id)
             if alloc is None:
                 dropped.append(job)
-            elif not job.spec.elastic:
-                pool_of[next(iter(alloc))].fixed.append(job)
+                continue
+            pool = pool_of[next(iter(alloc))]
+            if any(pool_of[sid] is not pool for sid in alloc):
+                continue  # spans pools (a spanning job, or not made by this policy): left as it is
+            if not job.spec.elastic:
+                pool.fixed.append(job)
             else:
-                pool = pool_of[next(iter(alloc))]
-                if any(pool_of[sid] is not pool for sid in alloc):
-                    continue  # spans both pools (not made by this policy): left as it is
                 untouched = alloc is job.allocation
                 count = job.workers if untouched else sum(alloc.values())
                 pool.spare += count - job.spec.min_gpus
                 pool.elastic.append((job, count, count if untouched else None))
 
         # (2) queued jobs in Pollux's order, each at its minimum, while minimums fit (training first);
-        #     with ``preempt``, running jobs are candidates too and the most jobs that fit are admitted
+        #     with ``preempt``, running jobs are candidates too and the most jobs that fit are admitted;
+        #     a job too large for every pool spans pools where the config lets it (``spans``)
+        spans = self._spanning_candidates(view, plan, pools, dropped)
+        spanning: list[tuple[JobView, list[tuple[_Pool, int]]]] = []  # admitted, with GPUs reserved per pool
         if self.preempt:
-            self._admit_most(view, pools, allocations, free, dropped)
+            self._admit_most(view, pools, allocations, free, dropped, spans)
+            for job in self._admission_order(view, dropped) if spans else ():
+                if job.id in spans:
+                    self._reserve(job, spans[job.id], pools, spanning)
         elif any(pool.spare for pool in pools):
             for job in self._admission_order(view, dropped):
                 need = self._minimum(job)
+                if job.id in spans:
+                    if not self._reserve(job, spans[job.id], pools, spanning) and not self.backfill:
+                        break
+                    continue
                 pool = next((pool for pool in pools if need <= pool.spare), None)
                 if pool is None:
                     if not self.backfill:
@@ -310,33 +346,103 @@ class PolluxScheduler(Scheduler):
                     for sid, gpus in allocations.get(job.id, {}).items():
                         free[sid] += gpus
             self._place(view, plan, free, pool, changed)
+        for job, reserved in spanning:  # after every pool: each has kept its reserved GPUs free
+            parts = [best_fit(free, gpus, pool.servers) for pool, gpus in reserved]
+            if any(part is None for part in parts):  # not expected: the job waits
+                continue
+            placement: dict[int, int] = {}
+            for part in parts:
+                take(free, part)
+                placement.update(part)
+            allocations[job.id] = placement
         return plan
 
+    def _spanning_candidates(self, view: ClusterView, plan: Plan, pools: list["_Pool"],
+                             dropped: Sequence[JobView]) -> dict[str, list[int]]:
+        """Queued jobs whose minimum no pool can ever hold but the servers a job may span can
+        (``allow_mixed_gpu_types`` only; :func:`baselines.placement.spanning_group`, as ``lyra``):
+        job id -> those servers."""
+        if not view.allow_mixed_gpu_types or len(pools) < 2:
+            return {}
+        gpus = [s.num_gpus for s in view.servers]
+        largest = max(sum(gpus[sid] for sid in pool.servers) for pool in pools)
+        returned = set(plan.give_back)
+        loaned = [sid for sid in view.loaned_servers() if sid not in returned] + list(plan.borrow)
+        spans = {}
+        for job in (*view.queued_jobs(), *dropped):
+            need = self._minimum(job)
+            if need > largest:
+                servers = spanning_group(view, loaned, need)
+                if servers is not None:
+                    spans[job.id] = servers
+        return spans
+
+    def _reserve(self, job: JobView, servers: Sequence[int], pools: list["_Pool"],
+                 spanning: list[tuple[JobView, list[tuple["_Pool", int]]]]) -> bool:
+        """Admit a spanning ``job`` at its minimum if the pools within ``servers`` have that many
+        spare GPUs: reserve them, pools in order (training first), and note it in ``spanning``."""
+        within = set(servers)
+        usable = [pool for pool in pools if within.issuperset(pool.servers) and pool.spare]
+        left = self._minimum(job)
+        if sum(pool.spare for pool in usable) < left:
+            return False
+        reserved = []
+        for pool in usable:
+            gpus = min(pool.spare, left)
+            pool.spare -= gpus
+            left -= gpus
+            reserved.append((pool, gpus))
+            if not left:
+                break
+        spanning.append((job, reserved))
+        return True
+
     def _pools(self, view: ClusterView, plan: Plan, free: list[int]) -> list["_Pool"]:
-        """Training servers, then the loaned ones (if any); each sized and placed separately."""
+        """Training servers, then the loaned ones (if any); each sized and placed separately, one
+        pool per GPU type unless the config lets a job mix types."""
         returned = set(plan.give_back)
         loaned = [sid for sid in view.loaned_servers() if sid not in returned] + list(plan.borrow)
         pools = []
-        for servers in (list(view.training_server_ids), loaned):
-            if servers:
-                first = view.servers[servers[0]]
-                groups = [servers]
-                if not view.allow_mixed_gpu_types:
-                    by_type: dict[str, list[int]] = {}
-                    for sid in servers:
-                        by_type.setdefault(view.servers[sid].gpu_type, []).append(sid)
-                    groups = list(by_type.values())
-                pools.append(_Pool(servers, groups, first.gpu_type, first.num_gpus, sum(free[s] for s in servers)))
+        for servers in self._server_sets(view, list(view.training_server_ids), loaned):
+            first = view.servers[servers[0]]
+            pools.append(_Pool(servers, [servers], first.gpu_type, first.num_gpus, sum(free[s] for s in servers)))
         return pools
 
+    @staticmethod
+    def _server_sets(view: ClusterView, training: list[int], loaned: list[int]) -> list[list[int]]:
+        """The pools' server ids: training, then loaned; each split by GPU type (first-seen order)
+        unless ``allow_mixed_gpu_types``. A pool of several types would count GPUs no one job could
+        use together: a job sized to them would never be placed."""
+        sets = []
+        for servers in (training, loaned):
+            if not servers:
+                continue
+            if view.allow_mixed_gpu_types:
+                sets.append(servers)
+                continue
+            by_type: dict[str, list[int]] = {}
+            for sid in servers:
+                by_type.setdefault(view.servers[sid].gpu_type, []).append(sid)
+            sets.extend(by_type.values())
+        return sets
+
+    def _job_limit(self, view: ClusterView) -> int:
+        """The most GPUs one job can ever get: the largest pool with every inference server on loan
+        (if ``loan``), or training and inference servers together where types may mix."""
+        loaned = list(view.inference_server_ids) if self.loan else []
+        sets = self._server_sets(view, list(view.training_server_ids), loaned)
+        if view.allow_mixed_gpu_types and loaned:
+            sets.append([*view.training_server_ids, *loaned])
+        return max((sum(view.servers[s].num_gpus for s in ids) for ids in sets), default=0)
+
     def _admit_most(self, view: ClusterView, pools: list["_Pool"], allocations: dict, free: list[int],
-                    dropped: Sequence[JobView]) -> None:
+                    dropped: Sequence[JobView], spans: Mapping[str, object]) -> None:
         """Pollux's admission when any job may get zero GPUs: per pool (training first), the largest
         number of jobs whose minimums fit in the pool (an unallocated job costs 1/1e-3 in Pollux's
         p = -1 objective, about 1,000 allocated ones); among those, the most of the jobs running
         there; then the smallest minimums, ties in Pollux's order. A running job left out is
         preempted (its GPUs are freed); queued jobs not admitted in one pool may join the next."""
-        queued = list(self._admission_order(view, dropped))
+        queued = [job for job in self._admission_order(view, dropped) if job.id not in spans]
         for pool in pools:
             running = [job for job, _, _ in pool.elastic] + pool.fixed
             need = {job.id: self._minimum(job) for job in running}
@@ -414,7 +520,7 @@ class PolluxScheduler(Scheduler):
                 placement = best_fit(free, x, candidates)
                 if placement is not None:
                     break
-            if placement is None:  # only when a pool's GPU types may not mix: the job waits
+            if placement is None:  # not expected (a pool is one group): the job waits
                 allocations.pop(job.id, None)
                 continue
             take(free, placement)

@@ -22,10 +22,15 @@ Both modes:
   ``dlas-gpu-N``), off by default: see ``starvation_factor``.
 - Requested GPU counts only: elastic jobs run at their requested size. A job
   stays on one GPU type unless ``allow_mixed_gpu_types`` (then it spans types
-  only when no one type has room for it), and never spans training and loaned
-  servers (synchronous data parallel runs at the slowest GPU's pace: on
-  ``bench-15d`` allowing it raised ``tiresias+loan``'s mean JCT from 8,094 s
-  to 8,260 s).
+  only when no one type has room for it), and spans training and loaned
+  servers only when it is too large for every one of those pools and
+  ``allow_mixed_gpu_types`` is set (realistic mode; as ``lyra`` does), since
+  synchronous data parallel runs at the slowest GPU's pace: on ``bench-15d``
+  letting any job span them raised ``tiresias+loan``'s mean JCT from 8,094 s
+  to 8,260 s.
+- A job larger than any pool could ever be (every inference server on loan,
+  if ``loan``) never starts: the first decision that sees it queued warns,
+  naming it (``UnrunnableJobWarning``).
 - Loaning is orthogonal (``baselines/loaning.py``; the artifact has none):
   borrow loanable inference servers when ``loan`` is set, answer reclaims by
   ``reclaim_rule``. A job a reclaim stops is placed again at once if it fits
@@ -104,7 +109,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from baselines.loaning import Loaning, free_after
-from baselines.placement import best_fit_in_groups, capacities, groups_by_type, place, place_in_groups, take
+from baselines.placement import (best_fit_in_groups, capacities, groups_by_type, place, place_in_groups, spanning_group,
+                                 take, warn_unrunnable)
 from lyra_gym.plan import Plan
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.view import ClusterView, JobView
@@ -150,6 +156,8 @@ class TiresiasScheduler(Scheduler):
         self._next_check = -math.inf         # earliest time a running job can cross a threshold
         self._seq = 0                        # artifact mode: next place at a queue's tail
         self._overheads_checked = not self.artifact
+        self._limit: int | None = None       # the most GPUs one job can ever get (set at the first decision)
+        self._warned: set[str] = set()       # jobs warned about as never runnable
 
     # --- priorities --------------------------------------------------------------------
     def _tail(self) -> int:
@@ -204,6 +212,10 @@ class TiresiasScheduler(Scheduler):
         self.loaning.prepare(view, plan, self.rng)
         if not self._overheads_checked:
             self._check_overheads(view)
+        if view.num_queued:
+            if self._limit is None:
+                self._limit = self._job_limit(view)
+            warn_unrunnable(view, self.name, self._limit, _requested, self._warned)
         allocations, now = plan.allocations, view.now
         if now >= self._next_check:
             self._demote(view, now)
@@ -222,10 +234,15 @@ class TiresiasScheduler(Scheduler):
         free_total = sum(free)  # 0 on servers training may not use
         rule, capacity = view.placement, capacities(view)
         pools = self._pools(view, plan)
+        largest = max(sum(capacity[sid] for sid in pool) for pool in pools)
         held = None  # GPUs held per queue by running jobs, computed when first needed
         for key, job in waiting:
             need = job.spec.num_gpus
-            placement = place_in_groups(rule, free, capacity, need, pools) if need <= free_total else None
+            groups = pools
+            if need > largest:  # too large for every pool: training and loaned servers together, if allowed
+                span = spanning_group(view, self._loaned(view, plan), need)
+                groups = [span] if span else pools
+            placement = place_in_groups(rule, free, capacity, need, groups) if need <= free_total else None
             if placement is None:
                 if held is None:
                     held = self._held(view, allocations, now)
@@ -234,7 +251,7 @@ class TiresiasScheduler(Scheduler):
                     if free_total == 0 and room == 0:
                         break  # the rest are in this queue or lower: nothing more can start
                     continue
-                placement = self._preempt(key[0], need, allocations, free, pools, held, rule, capacity)
+                placement = self._preempt(key[0], need, allocations, free, groups, held, rule, capacity)
                 if placement is None:
                     continue
                 free_total = sum(free)
@@ -311,11 +328,25 @@ class TiresiasScheduler(Scheduler):
 
     def _pools(self, view: ClusterView, plan: Plan) -> list[Sequence[int]]:
         """Server-id groups to place on, in order: training servers one GPU type at a time (then
-        all of them if ``allow_mixed_gpu_types``), then loaned ones. A job never spans training and
-        loaned servers (it would run at the slower pace)."""
+        all of them if ``allow_mixed_gpu_types``), then loaned ones. A job spans training and
+        loaned servers only when it is too large for every one of these and mixing is allowed
+        (:func:`~baselines.placement.spanning_group`; it runs at the slower pace)."""
         pools: list[Sequence[int]] = groups_by_type(view, view.training_server_ids)
         loaned = self._loaned(view, plan)
         return [*pools, loaned] if loaned else pools
+
+    def _job_limit(self, view: ClusterView) -> int:
+        """The most GPUs one job can ever get: the largest pool with every inference server on
+        loan (if ``loan``), or (realistic mode, mixing allowed) training and inference together."""
+        def size(ids: Sequence[int]) -> int:
+            return sum(view.servers[sid].num_gpus for sid in ids)
+
+        sizes = [size(group) for group in groups_by_type(view, view.training_server_ids)]
+        if self.loan and view.inference_server_ids:
+            sizes.append(size(view.inference_server_ids))
+            if view.allow_mixed_gpu_types and not self.artifact:
+                sizes.append(size(view.training_server_ids) + sizes[-1])
+        return max(sizes, default=0)
 
     # --- artifact mode -----------------------------------------------------------------
     def _artifact_pools(self, view: ClusterView, plan: Plan) -> list[tuple[list[int], list[list[int]]]]:
@@ -396,6 +427,11 @@ class TiresiasScheduler(Scheduler):
                 f"{self.name} mode='artifact' assumes free preemption as in the Tiresias artifact, but this run "
                 f"charges up to {restart_s:g} s per (re)start: set overheads.restart_s to 0 "
                 "(traces/tiresias-artifact.yaml)", stacklevel=3)
+
+
+def _requested(job: JobView) -> int:
+    """GPUs a job runs on under Tiresias: its requested size."""
+    return job.spec.num_gpus
 
 
 def _add(free: list[int], allocation: Mapping[int, int], sign: int) -> None:
