@@ -536,6 +536,16 @@ def _inference_model(cfg: TrainConfig, device: str) -> BaseAlgorithm:
     return model
 
 
+def _has_member(path: str | os.PathLike, member: str) -> bool:
+    """Whether the zip at ``path`` holds ``member`` (False for an unreadable file: the loader
+    that follows names the problem)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return member in archive.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
 def load_model(cfg: TrainConfig, path: str | os.PathLike, venv: VecEnv | None = None,
                device: str | None = None, trust: bool = False) -> BaseAlgorithm:
     """Load ``path`` with the run's algorithm. With ``venv`` (resuming) training continues on it;
@@ -544,11 +554,13 @@ def load_model(cfg: TrainConfig, path: str | os.PathLike, venv: VecEnv | None = 
     Default (safe): a fresh model built from ``cfg`` (policy class, network, spaces), then the weights
     of ``policy.pth`` (and, resuming, the optimizer state of ``policy.optimizer.pth``) loaded with
     ``torch.load(weights_only=True)`` and strict key/shape checks, and the step counters of ``data``
-    (:func:`read_model_zip`). ``trust=True``: SB3's ``Algorithm.load``, which unpickles ``data``'s fields.
+    (:func:`read_model_zip`). ``trust=True``: SB3's ``Algorithm.load``, which unpickles ``data``'s fields;
+    except for an exported model (no optimizer state, which SB3's loader insists on) loaded for
+    inference: its weights are all there is to trust, read the safe way.
     """
     cls = algo_class(cfg)
     device = resolve_device(device or cfg.device)
-    if trust:
+    if trust and (venv is not None or _has_member(path, OPTIMIZER_MEMBER)):
         read_model_zip(path, (), device)  # the limits (sizes, nesting) hold for trusted files too
         custom = {} if venv is not None else {
             "learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}  # inference only

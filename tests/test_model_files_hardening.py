@@ -311,3 +311,19 @@ def test_rllib_weights_errors_name_the_file(tmp_path):
     write_npz(weights, **{k: np.zeros(3) for k in state})
     with pytest.raises(CompareError, match=f"{weights}: .*size mismatch"):
         check_policies([f"rllib:{run}"], {})
+
+
+def test_trust_option_loads_an_exported_model_without_optimizer_state(good, trace, tmp_path, capsys):
+    """SB3's own loader insists on the optimizer state that agents.export strips (the shipped agent
+    has none): ``?trust=1`` on such a model reads its weights the safe way, with the same result."""
+    from agents.export import export
+
+    exported = tmp_path / "exported"
+    export(good, exported)
+    runs = {}
+    for suffix in ("", "?trust=1"):
+        out = tmp_path / f"out{len(runs)}"
+        code = cli.main(["simulate", "--policy", f"model:{exported}{suffix}", "--trace", str(trace), "--out", str(out)])
+        assert code == 0, capsys.readouterr().err
+        runs[suffix] = (out / "jobs.csv").read_text()
+    assert runs[""] == runs["?trust=1"]
