@@ -32,8 +32,12 @@ Protocol
 
 Output: a table on stdout and, with ``--out``, a CSV (one row per policy, run,
 scenario and window, then the aggregate rows) written atomically. Same
-arguments, same bytes. Every option is checked before anything is trained or
-simulated, and a problem is a one-line error and exit status 2: a bad policy or
+arguments, same bytes. On stderr (not with ``--quiet``): a line per scenario and
+window, and after 2 s a progress bar over the (policy, scenario, window)
+simulations with tqdm's estimate of the time left (:mod:`lyra_gym.progress`;
+``TQDM_DISABLE=1`` turns it off); always, a warning when a policy's interval
+rests on fewer than 2 (window, run) units per scenario (it has zero width).
+Every option is checked before anything is trained or simulated, and a problem is a one-line error and exit status 2: a bad policy or
 scenario name (names against the scheduler registry), a model that does not load
 (every ``model:PATH`` and ``--agent`` run is loaded up front), ``--windows`` below 1
 or above a scenario's windows, a negative ``--seed``, ``--seeds`` without
@@ -297,9 +301,17 @@ def resolve_scenarios(names: Sequence[str]) -> list[Scenario]:
 
 
 # ---------------------------------------------------------------------- running
+def evaluation_count(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows: int | None = None) -> int:
+    """How many simulations :func:`evaluate` runs: (policy runs) x (windows of every scenario)."""
+    runs = sum(len(p.runs) for p in policies)
+    return runs * sum(len(s.windows if windows is None else s.windows[:windows]) for s in scenarios)
+
+
 def evaluate(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows: int | None = None,
-             progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """One row per (policy, run, scenario, window): its mean JCT and both normalised scores."""
+             progress: Callable[[str], None] | None = None, bar: Any | None = None) -> list[dict[str, Any]]:
+    """One row per (policy, run, scenario, window): its mean JCT and both normalised scores.
+    ``bar`` (a :func:`lyra_gym.progress.progress` bar of :func:`evaluation_count` steps) is told the
+    policy and scenario of each simulation and advanced after it."""
     from agents.policy_scheduler import AgentScheduler
 
     profiles = builtin_profiles()
@@ -311,11 +323,16 @@ def evaluate(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows:
             jct: dict[tuple[str, str], float] = {}
             for policy in policies:
                 for run, make in policy.runs:
+                    if bar is not None:
+                        bar.set_description_str(f"{policy.name} on {scenario.name} window {window.index}",
+                                                refresh=False)
                     scheduler = make(window.seed)
                     if isinstance(scheduler, AgentScheduler):
                         scheduler.start_window(window)
                     result = simulate(jobs, scheduler, config, seed=window.seed, profiles=profiles)
                     jct[policy.name, run] = float(result.metrics["jct_mean_s"])
+                    if bar is not None:
+                        bar.update(1)
             lyra = next(v for (p, _r), v in jct.items() if p == REFERENCE)
             rand = next(v for (p, _r), v in jct.items() if p == RANDOM)
             for (name, run), value in jct.items():
@@ -353,6 +370,19 @@ def aggregate(rows: Sequence[dict[str, Any]], reps: int, seed: int) -> list[dict
             out.append({"kind": "aggregate", "policy": policy, "metric": metric, "iqm": point, "ci_low": low,
                         "ci_high": high, "reps": reps, "cells": scores.size})
     return out
+
+
+def thin_interval_warning(aggregates: Sequence[dict[str, Any]], scenarios: int) -> str | None:
+    """Why the CIs of some policies mean nothing, or None: the bootstrap redraws (window, run)
+    units within each scenario, so with fewer than 2 units per scenario every resample is the data
+    itself and the interval has zero width."""
+    units = {a["policy"]: a["cells"] // max(scenarios, 1) for a in aggregates}
+    thin = [p for p, n in units.items() if n < 2]
+    if not thin:
+        return None
+    fewest = min(units[p] for p in thin)
+    return (f"the 95 % CI of {', '.join(thin)} rests on {fewest} unit{'s' if fewest != 1 else ''} (window x run) "
+            f"per scenario: zero width, not an uncertainty; evaluate 2 or more windows (--windows) or runs")
 
 
 # ---------------------------------------------------------------------- output
@@ -481,7 +511,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="first train CONFIG once per --seeds with train.py (hours for the shipped configs)")
     parser.add_argument("--seeds", default=None, help="training seeds for --train (default 0,1,2; only with --train)")
     parser.add_argument("--train-name", default="trained", help="agent name of the --train runs")
-    parser.add_argument("--quiet", action="store_true", help="no per-window progress on stderr")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr (per-window lines, progress bar)")
     args = parser.parse_args(argv)
     # every option, name, model and output checked before anything is trained or simulated
     try:
@@ -523,16 +553,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BenchmarkError, OutputError) as err:
         print(f"agents.benchmark: error: {err}", file=sys.stderr)
         return 2
-    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    from lyra_gym.progress import progress as progress_bar, write as write_line
+
+    progress = None if args.quiet else write_line
     if progress:
         for s in scenarios:
             progress(f"scenario {s.name}: offered load {s.offered_load(count=args.windows):.3f} over its windows; "
                      f"{s.description}")
-    rows = evaluate(policies, scenarios, args.windows, progress)
+    count = evaluation_count(policies, scenarios, args.windows)
+    with progress_bar(count, unit="sim", enabled=not args.quiet) as bar:
+        rows = evaluate(policies, scenarios, args.windows, progress, bar)
     aggregates = aggregate(rows, args.reps, args.seed)
     print(table(rows, aggregates))
     print(f"(IQM over {len(scenarios)} scenarios x windows x runs; 95 % stratified bootstrap CI, "
           f"{args.reps} samples)")
+    warning = thin_interval_warning(aggregates, len(scenarios))
+    if warning:
+        print(f"agents.benchmark: warning: {warning}", file=sys.stderr, flush=True)
     if args.out:
         write_atomic(args.out, to_csv([*rows, *aggregates]))
     return 0

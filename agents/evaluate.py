@@ -20,7 +20,9 @@ unless ``--trust-model-files`` (or ``LYRA_GYM_TRUST_MODEL_FILES=1``) is given; s
 Every option is checked before the first window is simulated (``--windows`` >= 1 and at most the
 run's test windows, ``--baselines`` against the scheduler registry, the model loaded, ``--json``
 by the output rule of :mod:`lyra_gym.outputs`: an existing file needs ``--overwrite``, the model's
-own files are refused); an error is one line on stderr and exit status 2.
+own files are refused); an error is one line on stderr and exit status 2. After 2 s a progress bar
+over windows x policies (with tqdm's estimate of the time left) shows on stderr, never on stdout
+(:mod:`lyra_gym.progress`; ``TQDM_DISABLE=1`` turns it off).
 """
 
 from __future__ import annotations
@@ -84,20 +86,25 @@ def evaluate_expert(env: Any, windows: Sequence[int], label: str = "expert") -> 
 
 
 def evaluate_scheduler(policy: str | Scheduler, env: Any, windows: Sequence[int],
-                       label: str | None = None) -> list[Row]:
+                       label: str | None = None, bar: Any | None = None) -> list[Row]:
     """``simulate`` on each test window's jobs with its seed and the env's cluster config (an agent
-    hands over from its heuristic at a warm-started window's start, as in the env)."""
+    hands over from its heuristic at a warm-started window's start, as in the env). ``bar`` (a
+    :func:`lyra_gym.progress.progress` bar) is told the policy and window and advanced per window."""
     from agents.policy_scheduler import AgentScheduler
 
     env = env.unwrapped
     rows = []
     for w in windows:
         window = env.windows.test(w)
+        if bar is not None:
+            bar.set_description_str(f"{label or getattr(policy, 'name', policy)} window {w}", refresh=False)
         if isinstance(policy, AgentScheduler):
             policy.start_window(window)
         result = simulate(window.jobs(env.trace), policy, env.sim_config, seed=window.seed, profiles=env.profiles)
         rows.append({"policy": label or result.policy, "window": window.index, "seed": window.seed,
                      **result.metrics})
+        if bar is not None:
+            bar.update(1)
     return rows
 
 
@@ -141,12 +148,14 @@ def compare_saved(path: str | os.PathLike, windows: int | None = None,
 
 
 def compare_on(scheduler: Scheduler, env: Any, windows: Sequence[int],
-               baselines: Sequence[str | Scheduler] | Mapping[str, str | Scheduler] = ("lyra",)) -> dict[str, list[Row]]:
-    """``scheduler`` (labelled ``policy``) and ``baselines`` on test ``windows`` of ``env``."""
-    results = {"policy": evaluate_scheduler(scheduler, env, windows, label="policy")}
+               baselines: Sequence[str | Scheduler] | Mapping[str, str | Scheduler] = ("lyra",),
+               bar: Any | None = None) -> dict[str, list[Row]]:
+    """``scheduler`` (labelled ``policy``) and ``baselines`` on test ``windows`` of ``env``; ``bar``
+    (of ``len(windows) x (1 + len(baselines))`` steps) advanced per window."""
+    results = {"policy": evaluate_scheduler(scheduler, env, windows, label="policy", bar=bar)}
     named = baselines if isinstance(baselines, Mapping) else {str(b): b for b in baselines}
     for name, policy in named.items():
-        results[name] = evaluate_scheduler(policy, env, windows, label=name)
+        results[name] = evaluate_scheduler(policy, env, windows, label=name, bar=bar)
     return results
 
 
@@ -238,7 +247,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines = str(err).strip().splitlines() or [type(err).__name__]
         print(f"agents.evaluate: error: {lines[0]}", file=sys.stderr)
         return 2
-    results = compare_on(scheduler, env, chosen, baselines)
+    from lyra_gym.progress import progress
+
+    with progress(len(chosen) * (1 + len(baselines)), unit="sim") as bar:
+        results = compare_on(scheduler, env, chosen, baselines, bar=bar)
     print(comparison_table(results))
     if args.json:
         from lyra_gym.outputs import atomic_write_text

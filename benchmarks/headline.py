@@ -32,6 +32,8 @@ up to 25 % higher.
 
 Writes ``headline.csv`` and ``headline.md`` to ``--out`` (default ``runs/headline``); with
 ``--work DIR`` the traces and every run's folder (``metrics.json``, ``jobs.csv``) stay in DIR.
+While it runs: a line per finished run on stdout and, after 2 s, a progress bar with tqdm's
+estimate of the time left on stderr (``TQDM_DISABLE=1`` turns it off; :mod:`lyra_gym.progress`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from typing import Any, Sequence
 
 from lyra_gym.compare import RunSpec, check_policies, run_dirname, run_one
 from lyra_gym.config import load_config
+from lyra_gym.progress import progress, write
 from lyra_gym.report import mean_ci
 from lyra_gym.simulate import load_profile_set
 from lyra_gym.trace import load_trace, write_trace
@@ -154,33 +157,42 @@ def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
         writer.writerows(rows)
 
 
+def _label(key: tuple) -> str:
+    return f"{key[0]} seed {key[1]} {key[2]} backfill={key[3]}"
+
+
 def run_all(tasks: list[tuple[tuple, str, str, RunSpec]], n_jobs: int) -> dict[tuple, dict[str, Any]]:
-    """Run every (key, config, trace, spec) task, serially or in ``n_jobs`` spawned processes."""
+    """Run every (key, config, trace, spec) task, serially or in ``n_jobs`` spawned processes: a line
+    per finished run on stdout, and a progress bar with the time left on stderr
+    (:func:`lyra_gym.progress.progress`)."""
     done: dict[tuple, dict[str, Any]] = {}
     start = time.perf_counter()
 
     def report(key: tuple) -> None:
         m = done[key]
-        print(f"[{len(done)}/{len(tasks)} {time.perf_counter() - start:6.0f} s] {key[0]} seed {key[1]} {key[2]} "
-              f"backfill={key[3]}: queue mean {m['queue_mean_s']:.0f} s, JCT mean {m['jct_mean_s']:.0f} s",
-              flush=True)
+        write(f"[{len(done)}/{len(tasks)} {time.perf_counter() - start:6.0f} s] {_label(key)}: "
+              f"queue mean {m['queue_mean_s']:.0f} s, JCT mean {m['jct_mean_s']:.0f} s", file=sys.stdout)
+        bar.update(1)
 
-    if n_jobs <= 1:
-        for key, config_path, trace_path, spec in tasks:
-            done[key] = run_task(config_path, trace_path, spec)
-            report(key)
-        return done
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(n_jobs, len(tasks)), mp_context=context) as pool:
-        futures = {pool.submit(run_task, c, t, spec): key for key, c, t, spec in tasks}
-        try:
-            for future in as_completed(futures):
-                done[futures[future]] = future.result()
-                report(futures[future])
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
+    with progress(len(tasks)) as bar:
+        if n_jobs <= 1:
+            for key, config_path, trace_path, spec in tasks:
+                bar.set_description_str(_label(key), refresh=False)
+                done[key] = run_task(config_path, trace_path, spec)
+                report(key)
+            return done
+        context = multiprocessing.get_context("spawn")
+        bar.set_description_str(f"{min(n_jobs, len(tasks))} processes", refresh=False)
+        with ProcessPoolExecutor(min(n_jobs, len(tasks)), mp_context=context) as pool:
+            futures = {pool.submit(run_task, c, t, spec): key for key, c, t, spec in tasks}
+            try:
+                for future in as_completed(futures):
+                    done[futures[future]] = future.result()
+                    report(futures[future])
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
     return done
 
 

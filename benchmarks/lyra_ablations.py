@@ -9,7 +9,8 @@ Each variant is ``lyra`` with one parameter changed (``baselines/lyra.py`` docum
 with the engine's rescale and migration stalls set to 0 s, next to its ablations and the
 comparison points. Printed (and written to ``--out``) as one markdown table per scenario: mean
 over seeds of queuing, JCT, effective usage, events per job (rescales + migrations) and
-preemptions. Traces and runs as in ``benchmarks/headline.py``.
+preemptions. Traces and runs as in ``benchmarks/headline.py``. While it runs, after 2 s, a
+progress bar with tqdm's estimate of the time left on stderr (``TQDM_DISABLE=1`` turns it off).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import dataclasses
 import multiprocessing
 import sys
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from headline import SCENARIOS, make_trace  # noqa: E402
 
 from lyra_gym.config import load_config  # noqa: E402
+from lyra_gym.progress import progress  # noqa: E402
 from lyra_gym.simulate import load_profile_set, simulate  # noqa: E402
 from lyra_gym.trace import load_trace  # noqa: E402
 
@@ -58,6 +60,32 @@ def run_variant(config_path: str, trace_path: str, variant: str, seed: int) -> d
     m = simulate(jobs, policy, config, seed=seed, policy_params=params).metrics
     return {**{k: m[k] for k in COLUMNS if k in m},
             "events_per_job": (m["scale_events"] + m["migrations"]) / m["jobs_total"]}
+
+
+def run_calls(keys: Sequence[tuple[str, str, int]], calls: Sequence[tuple[str, str, str, int]],
+              n_jobs: int) -> list[dict[str, float]]:
+    """:func:`run_variant` of every call, in order, serially or in ``n_jobs`` spawned processes,
+    with a progress bar on stderr (:func:`lyra_gym.progress.progress`)."""
+    with progress(len(calls)) as bar:
+        if n_jobs <= 1:
+            outputs = []
+            for (scenario, variant, seed), call in zip(keys, calls):
+                bar.set_description_str(f"{scenario} {variant} seed {seed}", refresh=False)
+                outputs.append(run_variant(*call))
+                bar.update(1)
+            return outputs
+        bar.set_description_str(f"{n_jobs} processes", refresh=False)
+        with ProcessPoolExecutor(n_jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(run_variant, *call) for call in calls]
+            try:
+                for future in as_completed(futures):
+                    future.result()  # a failed run stops the command now, not after the rest
+                    bar.update(1)
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+            return [f.result() for f in futures]
 
 
 def table(results: dict[tuple[str, str], list[dict[str, float]]], scenario: str, variants: Sequence[str]) -> str:
@@ -91,11 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         traces = {seed: str(make_trace("lyra-15d", seed, args.days, Path(tmp))) for seed in seeds}
         keys = [(s, v, seed) for s in scenarios for v in variants for seed in seeds]
         calls = [(str(SCENARIOS[s]), traces[seed], v, seed) for s, v, seed in keys]
-        if args.jobs <= 1:
-            outputs = [run_variant(*call) for call in calls]
-        else:
-            with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-                outputs = list(pool.map(run_variant, *zip(*calls)))
+        outputs = run_calls(keys, calls, args.jobs)
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     for (scenario, variant, _), output in zip(keys, outputs):
         results.setdefault((scenario, variant), []).append(output)
