@@ -14,7 +14,7 @@ busy-but-stable load (0.8-0.95) leave each job 2,700-3,200 GPU-seconds on
 average (under one GPU-hour), and a multi-server job of 32-64 GPUs would take a quarter to a
 half of the whole cluster; no mix from 1 GPU to multi-server fits sensibly.
 So the preset is sized for 128 x 8 V100 = 1,024 training GPUs (the same as
-``benchmarks/bench_engine.py``'s ``BENCH_CLUSTER``) with 32 x 8 T4 inference
+the speed benchmarks' cluster, ``benchmarks/bench_cluster.yaml``) with 32 x 8 T4 inference
 servers, shipped as ``traces/lyra-15d.yaml`` and as :data:`LYRA_15D_CLUSTER` (the "loan-scarce"
 scenario); ``traces/lyra-15d-paper.yaml`` (:data:`LYRA_15D_PAPER_CLUSTER`, the "paper" scenario)
 has the same training pool and a larger inference pool, and the same calibration (see below).
@@ -98,6 +98,18 @@ so the trough needs about 23 % of the inference servers (measured: minimum
 7 of 32 servers busy; a third of the 15 days under 40 % busy; weekends stay
 near the trough all day): under the 40 % the paper reports for long stretches.
 The paper cluster, five times as many inference servers, has the same shape (see above).
+
+Production scale (``lyra-15d-x10``, a speed benchmark, not a calibration)
+-------------------------------------------------------------------------
+The paper's production setting has O(10k) training GPUs and more inference GPUs than
+training GPUs (the Lyra paper's description of its clusters; sizes not published).
+``lyra_15d_cluster(paper=True, scale=10)`` (:data:`LYRA_15D_X10_CLUSTER`) is the paper
+scenario ten times over: 1,280 x 8 V100 training (10,240 GPUs) and 1,600 x 8 T4 inference
+(12,800 GPUs); the trace preset ``lyra-15d-x10`` (:func:`lyra_gym.tracegen.scaled_preset`)
+is ``lyra-15d`` with ten times the jobs (500,000 over the same 15 days, same per-job
+distributions, same offered load per training GPU). ``benchmarks/production_scale.py`` runs
+a policy on it and reports wall time, peak memory and jobs/s. The queuing calibration above
+does not carry over (a cluster ten times as large at the same load queues far less).
 """
 
 from __future__ import annotations
@@ -111,11 +123,11 @@ import numpy as np
 from lyra_gym.config import ClusterConfig, ServerGroup, SimConfig
 from lyra_gym.tracegen import TracePreset
 
-__all__ = ["LYRA_15D", "LYRA_15D_CLUSTER", "LYRA_15D_PAPER_CLUSTER", "LYRA_15D_TARGETS", "lyra_15d_config",
-           "measure"]
+__all__ = ["LYRA_15D", "LYRA_15D_CLUSTER", "LYRA_15D_PAPER_CLUSTER", "LYRA_15D_TARGETS", "LYRA_15D_X10_CLUSTER",
+           "lyra_15d_cluster", "lyra_15d_config", "measure"]
 
 #: 128 x 8 V100 training servers (1,024 GPUs), 32 x 8 T4 inference servers (assumption; the paper
-#: publishes no sizes). Same as traces/lyra-15d.yaml and benchmarks/bench_engine.py's BENCH_CLUSTER.
+#: publishes no sizes). Same as traces/lyra-15d.yaml and benchmarks/bench_cluster.yaml.
 LYRA_15D_CLUSTER = ClusterConfig(training=(ServerGroup(128, "v100", 8),), inference=ServerGroup(32, "t4", 8))
 
 #: The "paper" scenario: the same 128 x 8 V100 training servers and 160 x 8 T4 inference servers
@@ -147,10 +159,28 @@ LYRA_15D = TracePreset(
 )
 
 
-def lyra_15d_config(paper: bool = False, **overrides) -> SimConfig:
+def lyra_15d_cluster(paper: bool = False, scale: int = 1) -> ClusterConfig:
+    """:data:`LYRA_15D_CLUSTER` (``paper=True``: :data:`LYRA_15D_PAPER_CLUSTER`) with ``scale`` times
+    the servers in both pools (same GPU types and servers), for ``scaled_preset(LYRA_15D, scale)``."""
+    base = LYRA_15D_PAPER_CLUSTER if paper else LYRA_15D_CLUSTER
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+        raise ValueError(f"scale: must be an integer >= 1, got {scale!r}")
+    if scale == 1:
+        return base
+    return ClusterConfig(training=tuple(replace(g, count=g.count * scale) for g in base.training),
+                         inference=replace(base.inference, count=base.inference.count * scale))
+
+
+#: The production-scale cluster: the paper scenario x10, 1,280 x 8 V100 training (10,240 GPUs) and
+#: 1,600 x 8 T4 inference servers (12,800 GPUs), for the ``lyra-15d-x10`` trace preset.
+LYRA_15D_X10_CLUSTER = lyra_15d_cluster(paper=True, scale=10)
+
+
+def lyra_15d_config(paper: bool = False, scale: int = 1, **overrides) -> SimConfig:
     """The simulation config the preset is calibrated on (:data:`LYRA_15D_CLUSTER`, default demand);
-    ``paper=True``: the paper scenario (:data:`LYRA_15D_PAPER_CLUSTER`), same training pool."""
-    return SimConfig(cluster=LYRA_15D_PAPER_CLUSTER if paper else LYRA_15D_CLUSTER, **overrides)
+    ``paper=True``: the paper scenario (:data:`LYRA_15D_PAPER_CLUSTER`), same training pool;
+    ``scale=N``: both pools N times as large (:func:`lyra_15d_cluster`; not calibrated)."""
+    return SimConfig(cluster=lyra_15d_cluster(paper, scale), **overrides)
 
 
 def measure(seed: int, policy: str = "baseline", preset: TracePreset = LYRA_15D,

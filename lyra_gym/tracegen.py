@@ -49,7 +49,29 @@ Presets (:data:`PRESETS`; ``traces/README.md`` has the full table):
     calibration, so the durations keep the fitted distribution and the load
     varies with the seed (sd ~0.07).
 
-To vary a preset, copy it with :func:`dataclasses.replace`, e.g.
+``lyra-15d`` (:mod:`lyra_gym.presets_calibrated`)
+    15 days, 50,000 jobs of 1-64 GPUs on 1,024 GPUs, its load calibrated so
+    that ``baseline`` queues as the Lyra paper's baseline does.
+``lyra-15d-x10``
+    ``lyra-15d`` at ten times the size (:func:`scaled_preset`): 500,000 jobs
+    over the same 15 days for 10,240 training GPUs; the production-scale speed
+    benchmark (``benchmarks/production_scale.py``). Not re-calibrated: the
+    queuing that ``lyra-15d`` is tuned for does not carry over to a cluster
+    ten times as large.
+
+**Scale** (:func:`scaled_preset`, or ``generate_trace(preset, seed, scale=N)``):
+the same preset N times as large -- N times the jobs and N times the reference
+cluster over the same horizon, so the arrival shape (diurnal and weekly), every
+per-job distribution and the offered load stay those of the preset; only the
+arrival rate is N times higher. ``days=D`` shortens the horizon to D days with
+``floor(num_jobs * N * D / days)`` jobs, the preset's mean jobs per day, laid out
+by the same rate shape from the same weekday (e.g. ``lyra-15d`` at N = 10 over
+2 days: 66,666 jobs). That is not the first D days of the whole trace: those,
+two weekdays, would hold more than the mean (about 74,600 here). A scaled trace is
+deterministic for its seed but is not a superset of the unscaled one (every job
+is a fresh draw). Scale 1 without a cut is the preset itself, byte for byte.
+
+To vary a preset otherwise, copy it with :func:`dataclasses.replace`, e.g.
 ``replace(PRESETS["bench-15d"], num_jobs=20_000, days=6)``.
 """
 
@@ -57,7 +79,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 
 import numpy as np
@@ -70,6 +92,7 @@ __all__ = [
     "TracePreset",
     "generate_trace",
     "offered_load",
+    "scaled_preset",
 ]
 
 #: Model keys the simulator's throughput profiles know.
@@ -396,23 +419,72 @@ def _load_scale(p: TracePreset, raw: np.ndarray, sizes: np.ndarray) -> float:
     return math.exp(0.5 * (log_lo + log_hi))
 
 
-def generate_trace(preset: str | TracePreset, seed: int) -> list[JobSpec]:
+def scaled_preset(preset: str | TracePreset, scale: int = 1, days: float | None = None) -> TracePreset:
+    """The preset ``scale`` times as large, optionally over ``days`` days (jobs prorated).
+
+    ``num_jobs`` and ``reference_gpus`` are multiplied by ``scale`` over the same
+    horizon: the arrival-rate shape, the size, duration, model and elasticity
+    distributions and the (target) offered load per reference GPU are the preset's.
+    With ``days``, the horizon becomes ``days`` and the job count
+    ``floor(num_jobs * scale * days / preset.days)``: the preset's mean jobs per day,
+    laid out by the same rate shape from the same ``start_weekday`` (so not the jobs of
+    the whole trace's first ``days`` days, which follow the weekly swing). The name
+    gains ``-x{scale}`` and ``-{days}d``.
+
+    Args:
+        preset: a preset name (a key of :data:`PRESETS`) or a :class:`TracePreset`.
+        scale: integer >= 1. Default 1.
+        days: horizon in days, > 0, or None (the preset's). Default None.
+
+    Returns:
+        the preset itself when ``scale == 1`` and ``days`` is None, else a copy.
+
+    Raises:
+        ValueError: unknown preset, ``scale`` not an integer >= 1, ``days`` not a
+            finite number > 0, or a cut that leaves no job.
+    """
+    p = _resolve(preset)
+    if isinstance(scale, bool) or not isinstance(scale, (int, np.integer)) or scale < 1:
+        raise ValueError(f"scale: must be an integer >= 1, got {scale!r}")
+    scale = int(scale)
+    if days is not None and (isinstance(days, bool) or not isinstance(days, (int, float))
+                             or not math.isfinite(days) or days <= 0):
+        raise ValueError(f"days: must be None or a finite number > 0, got {days!r}")
+    if scale == 1 and days is None:
+        return p
+    horizon = p.days if days is None else float(days)
+    num_jobs = p.num_jobs * scale if days is None else math.floor(p.num_jobs * scale * horizon / p.days)
+    if num_jobs < 1:
+        raise ValueError(f"preset {p.name!r} x{scale} cut to {days!r} days leaves no job")
+    name = p.name + (f"-x{scale}" if scale != 1 else "") + ("" if days is None else f"-{horizon:g}d")
+    what = f"{p.name} x{scale}" + ("" if days is None else f", first {horizon:g} days")
+    return replace(p, name=name, days=horizon, num_jobs=num_jobs, reference_gpus=p.reference_gpus * scale,
+                   description=f"{what}: {num_jobs:,} jobs for {p.reference_gpus * scale:,} GPUs "
+                               f"(same shape and load per GPU)")
+
+
+def generate_trace(preset: str | TracePreset, seed: int, scale: int = 1, days: float | None = None) -> list[JobSpec]:
     """Generate a synthetic trace.
 
     Args:
         preset: a preset name (a key of :data:`PRESETS`) or a :class:`TracePreset`.
         seed: seed for ``numpy.random.default_rng``; same preset and seed give
             the identical list.
+        scale: the preset ``scale`` times as large (:func:`scaled_preset`).
+            Default 1 (the preset as it is).
+        days: the preset over ``days`` days instead, jobs prorated
+            (:func:`scaled_preset`). Default None (the preset's horizon).
 
     Returns:
-        ``preset.num_jobs`` jobs sorted by submit time, with ids ``j00000``,
+        ``preset.num_jobs`` jobs (times ``scale``, prorated to ``days``) sorted by
+        submit time, with ids ``j00000``,
         ``j00001``, ... in that order (wider ids if there are more than
         100,000 jobs). Submit times and durations are rounded to 1 ms.
 
     Raises:
-        ValueError: unknown preset name.
+        ValueError: unknown preset name, or a bad ``scale`` or ``days``.
     """
-    p = _resolve(preset)
+    p = scaled_preset(preset, scale, days)
     rng = np.random.default_rng(seed)
     n = p.num_jobs
 
@@ -476,3 +548,8 @@ def offered_load(jobs: Iterable[JobSpec], num_gpus: int, horizon_s: float) -> fl
 from lyra_gym.presets_calibrated import LYRA_15D  # noqa: E402  (last: that module imports TracePreset from here)
 
 PRESETS[LYRA_15D.name] = LYRA_15D
+PRESETS["lyra-15d-x10"] = replace(
+    scaled_preset(LYRA_15D, 10),
+    description="production-scale speed benchmark: lyra-15d x10, 15 days, 500,000 jobs of 1-64 GPUs on "
+                "10,240 training GPUs (presets_calibrated.lyra_15d_config(paper=True, scale=10)); not re-calibrated",
+)

@@ -1,7 +1,8 @@
-"""Synthetic trace generator: determinism, validity, preset statistics, shipped trace."""
+"""Synthetic trace generator: determinism, validity, preset statistics, shipped trace, scale option."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from dataclasses import replace
@@ -12,10 +13,14 @@ import numpy as np
 import pytest
 
 from lyra_gym.trace import JobSpec, load_trace, write_trace
-from lyra_gym.tracegen import MODEL_KEYS, PRESETS, TracePreset, generate_trace, offered_load
+from lyra_gym.tracegen import MODEL_KEYS, PRESETS, TracePreset, generate_trace, offered_load, scaled_preset
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_TRACE = REPO / "traces" / "default.csv"
+
+#: Presets small enough to generate many times per run; the production-scale ones
+#: (500,000 jobs) have their own tests below, on a cut.
+ORDINARY = sorted(name for name, p in PRESETS.items() if p.num_jobs <= 50_000)
 
 
 @cache
@@ -26,7 +31,7 @@ def gen(name: str, seed: int) -> tuple[JobSpec, ...]:
 # --------------------------------------------------------------------------- determinism
 
 
-@pytest.mark.parametrize("name", sorted(PRESETS))
+@pytest.mark.parametrize("name", ORDINARY)
 def test_same_seed_identical_different_seed_differs(name):
     a = generate_trace(name, seed=7)
     b = generate_trace(name, seed=7)
@@ -44,7 +49,7 @@ def test_preset_object_and_name_give_same_trace():
 # --------------------------------------------------------------------------- validity
 
 
-@pytest.mark.parametrize("name", sorted(PRESETS))
+@pytest.mark.parametrize("name", ORDINARY)
 def test_counts_ids_order_and_ranges(name):
     p = PRESETS[name]
     jobs = gen(name, 0)
@@ -87,7 +92,7 @@ def _binomial_tol(p: float, n: int, sds: float = 4.0) -> float:
     return sds * math.sqrt(max(p * (1 - p), 1e-12) / n) + 1e-9
 
 
-@pytest.mark.parametrize("name", sorted(PRESETS))
+@pytest.mark.parametrize("name", ORDINARY)
 def test_elastic_share_and_size_mix_match_preset(name):
     p = PRESETS[name]
     jobs = gen(name, 0)
@@ -102,7 +107,7 @@ def test_elastic_share_and_size_mix_match_preset(name):
         assert abs(models.count(model) / n - prob) <= _binomial_tol(prob, n), model
 
 
-@pytest.mark.parametrize("name", sorted(PRESETS))
+@pytest.mark.parametrize("name", ORDINARY)
 def test_offered_load_within_documented_band(name):
     p = PRESETS[name]
     lo, hi = p.load_band
@@ -240,3 +245,111 @@ def test_readme_documents_regeneration_command():
     readme = (REPO / "traces" / "README.md").read_text(encoding="utf-8")
     assert "lyra-gym trace generate --preset small-1d --seed 0 --out traces/default.csv" in readme
     assert re.search(r"write_trace\(generate_trace\('small-1d', seed=0\), 'traces/default.csv'\)", readme)
+
+
+# --------------------------------------------------------------------------- existing presets never move
+
+#: SHA-256 of ``write_trace(generate_trace(name, 0))``, recorded before the scale option was
+#: added (issue 24): adding options must not change a single byte of an existing preset's trace.
+#: A deliberate change to the generator updates these and says so in the commit.
+PRESET_SHA256_SEED0 = {
+    "bench-15d": "19c53e3a0a935b8a46365dca1c8192c26ae8824544c683bc1f4def89421151db",
+    "env-14d": "773a21453e4c5a66bc9bbfa4fa06b003dc592a32b7d72a2af3f293c2cfd2f77c",
+    "lyra-15d": "f41adb3386cf4d70c63172195c9d2f77cbcd8054aa6dded4104e0bc259185018",
+    "philly-like": "d7c8c6d0f08dc4034398ae74691b5ab6f70ca4996dcb59d822af542f48679787",
+    "small-1d": "9db65f8bf225ab3a4e94b41e293eba0cbb17b003b8ca3ba81a6c77f15e539bcc",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PRESET_SHA256_SEED0))
+def test_existing_presets_write_the_same_bytes_as_before(name, tmp_path):
+    path = tmp_path / f"{name}.csv"
+    write_trace(list(gen(name, 0)), path)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == PRESET_SHA256_SEED0[name]
+
+
+# --------------------------------------------------------------------------- scale option
+
+
+def test_scale_one_is_the_preset_itself():
+    for name in ORDINARY:
+        assert scaled_preset(name, 1) is PRESETS[name]
+    assert generate_trace("lyra-15d", 0, scale=1) == list(gen("lyra-15d", 0))
+    assert generate_trace(PRESETS["small-1d"], 3, scale=1, days=None) == list(gen("small-1d", 3))
+
+
+@pytest.mark.parametrize("scale", [2, 5])
+def test_scale_multiplies_jobs_and_reference_cluster_keeping_the_load(scale):
+    base = PRESETS["small-1d"]
+    p = scaled_preset("small-1d", scale)
+    assert (p.name, p.num_jobs, p.reference_gpus, p.days) == (f"small-1d-x{scale}", 400 * scale, 128 * scale, 1.0)
+    jobs = generate_trace("small-1d", 0, scale=scale)
+    assert len(jobs) == 400 * scale
+    assert jobs == generate_trace(p, 0)
+    assert offered_load(jobs, 128 * scale, base.horizon_s) == pytest.approx(base.target_load, rel=1e-6)
+
+
+def test_scaled_trace_is_deterministic_for_its_seed():
+    a = generate_trace("env-14d", 4, scale=3)
+    assert a == generate_trace("env-14d", 4, scale=3)
+    assert a != generate_trace("env-14d", 5, scale=3)
+
+
+def test_scale_keeps_the_per_job_distributions_and_the_arrival_shape():
+    base, n = PRESETS["env-14d"], 8
+    one = list(gen("env-14d", 0)) + list(gen("env-14d", 1))  # 11,200 jobs
+    big = generate_trace("env-14d", 0, scale=n)  # 44,800 jobs
+    for jobs in (one, big):
+        m = len(jobs)
+        sizes = np.array([j.num_gpus for j in jobs])
+        for size, prob in base.size_probs.items():
+            assert abs(np.mean(sizes == size) - prob) <= _binomial_tol(prob, m), size
+        assert abs(np.mean([j.elastic for j in jobs]) - base.elastic_share) <= _binomial_tol(base.elastic_share, m)
+    # the same share of arrivals in each day of the horizon and each 4-hour block of the day
+    for key, bins in ((lambda t: t // 86_400, 14), (lambda t: (t % 86_400) // 14_400, 6)):
+        share_one = np.bincount(key(np.array([j.submit_time for j in one])).astype(int), minlength=bins) / len(one)
+        share_big = np.bincount(key(np.array([j.submit_time for j in big])).astype(int), minlength=bins) / len(big)
+        assert np.abs(share_one - share_big).max() < 0.01
+    # the same duration distribution: the load calibration's common factor is ~1 at any scale
+    # (its seed noise, a few per cent at x1, shrinks with the job count)
+    for jobs in (one, big):
+        d = np.log([j.duration for j in jobs])
+        assert np.median(d) == pytest.approx(math.log(base.duration_median_s), abs=0.1)
+        assert np.std(d) == pytest.approx(base.duration_sigma, rel=0.1)
+
+
+def test_days_cut_prorates_the_jobs_from_the_same_start():
+    p = scaled_preset("lyra-15d", 10, days=2)
+    assert (p.name, p.num_jobs, p.days, p.reference_gpus) == ("lyra-15d-x10-2d", 66_666, 2.0, 10_240)
+    assert scaled_preset("lyra-15d", 1, days=2).num_jobs == 6_666
+    jobs = generate_trace("lyra-15d", 0, scale=1, days=2)
+    assert len(jobs) == 6_666 and max(j.submit_time for j in jobs) <= 2 * 86_400
+    assert offered_load(jobs, 1024, 2 * 86_400) == pytest.approx(PRESETS["lyra-15d"].target_load, rel=1e-6)
+
+
+@pytest.mark.parametrize("kw", [dict(scale=0), dict(scale=1.5), dict(scale=True), dict(days=0),
+                                dict(days=float("nan")), dict(days=1e-9)])
+def test_bad_scale_or_days_is_refused(kw):
+    with pytest.raises(ValueError, match=next(iter(kw)) if "1e-09" not in repr(kw) else "no job"):
+        generate_trace("small-1d", 0, **kw)
+
+
+def test_production_scale_preset_is_lyra_15d_ten_times():
+    x10, base = PRESETS["lyra-15d-x10"], PRESETS["lyra-15d"]
+    assert (x10.num_jobs, x10.reference_gpus, x10.days) == (500_000, 10_240, 15.0)
+    same = {f: getattr(base, f) for f in ("diurnal_amplitude", "weekend_factor", "size_probs", "duration_median_s",
+                                          "duration_sigma", "duration_max_s", "duration_min_s", "elastic_share",
+                                          "model_mix", "peak_hour", "start_weekday", "load_band", "target_load")}
+    assert {f: getattr(x10, f) for f in same} == same
+    assert replace(x10, description="") == replace(scaled_preset(base, 10), description="")
+    # its first day: ids as wide as the job count needs, load calibrated on the scaled cluster
+    jobs = generate_trace("lyra-15d-x10", 0, days=1)
+    assert len(jobs) == 33_333 and jobs[0].job_id == "j00000"
+    assert offered_load(jobs, 10_240, 86_400) == pytest.approx(1.02, rel=1e-6)
+
+
+@pytest.mark.slow
+def test_production_scale_preset_generates_500k_jobs():
+    jobs = generate_trace("lyra-15d-x10", 0)
+    assert len(jobs) == 500_000 and jobs[-1].job_id == "j499999"
+    assert offered_load(jobs, 10_240, 15 * 86_400) == pytest.approx(1.02, rel=1e-6)
