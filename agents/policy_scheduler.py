@@ -18,6 +18,15 @@ heuristics, measured by the same engine.
 
 Steps 2 and 5 use the env's own :class:`~lyra_gym.envs.actions.ActionCodec`.
 
+Inference cost. A decision asks the network about one observation (batch of 1), where
+torch's intra-op threads only add synchronisation: on a loaded 2-core machine two threads
+made each ``Linear`` take milliseconds instead of microseconds (50x slower whole runs).
+So every decision runs under :func:`inference_threads` (one thread, and the run's own
+``torch_validate_args``; the caller's settings restored after), and an SB3 model is asked
+through :class:`_SB3Predictor`, which does what ``model.predict`` does (the same tensors, the
+same ``policy._predict``, so the same actions) without re-setting the training mode of every
+submodule on every call.
+
 Loading (:func:`load_policy_scheduler`) unpickles nothing unless trusted
 (``model:PATH?trust=1`` or ``LYRA_GYM_TRUST_MODEL_FILES=1``); see ``docs/trust.md``.
 Its ``check`` (:func:`check_policy_argument`) is what the comparison harness runs for every
@@ -26,12 +35,15 @@ Its ``check`` (:func:`check_policy_argument`) is what the comparison harness run
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import gymnasium as gym
 import numpy as np
+import torch
+from gymnasium import spaces
 from gymnasium.envs.registration import load_env_creator
 
 from lyra_gym import scheduler as registry
@@ -49,6 +61,98 @@ from agents.factory import (
     ModelFileError, find_artifacts, load_model, load_normalizer, load_run_config, supports_action_masks,
     trust_requested, warn_trusted,
 )
+
+
+#: torch intra-op threads while an agent decides (a batch of one observation).
+INFERENCE_THREADS = 1
+
+
+@contextlib.contextmanager
+def inference_threads(threads: int = INFERENCE_THREADS, validate_args: bool | None = None) -> Iterator[None]:
+    """Run the block with torch's intra-op threads set to ``threads`` and, unless None, torch
+    distributions' argument checks set to ``validate_args`` (a run's ``torch_validate_args``, as
+    :func:`agents.factory.configure_torch` sets them for training); the caller's settings are
+    restored afterwards. Neither changes a result: the checks only raise on invalid parameters."""
+    before = torch.get_num_threads()
+    checks = torch.distributions.Distribution._validate_args
+    if before != threads:
+        torch.set_num_threads(threads)
+    if validate_args is not None:
+        torch.distributions.Distribution.set_default_validate_args(validate_args)
+    try:
+        yield
+    finally:
+        if before != threads:
+            torch.set_num_threads(before)
+        torch.distributions.Distribution.set_default_validate_args(checks)
+
+
+def _own_predict(model: Any) -> bool:
+    """Whether ``model.predict`` is SB3's own (model and policy, neither patched on the instance)
+    for a ``Box`` observation and a discrete action, so :class:`_SB3Predictor` may stand in for
+    it; any other ``predict`` is called as it is."""
+    try:
+        from stable_baselines3.common.base_class import BaseAlgorithm
+        from stable_baselines3.common.policies import BasePolicy
+    except ImportError:  # pragma: no cover - SB3 is a dependency of the agents
+        return False
+    policy = getattr(model, "policy", None)
+    if not isinstance(model, BaseAlgorithm) or not isinstance(policy, BasePolicy):
+        return False
+    if any(name in vars(obj) for obj in (model, policy) for name in ("predict", "_predict")):
+        return False
+    if not isinstance(model.observation_space, spaces.Box) or isinstance(model.action_space, spaces.Box):
+        return False
+    owners = {_defining_class(type(obj), "predict").__module__.split(".")[0] for obj in (model, policy)}
+    return owners <= {"stable_baselines3", "sb3_contrib"}
+
+
+def _defining_class(cls: type, name: str) -> type:
+    return next(klass for klass in cls.__mro__ if name in vars(klass))
+
+
+class _SB3Predictor:
+    """``model.predict(obs, deterministic=..., action_masks=...)[0]`` for one observation of an SB3
+    model with a ``Box`` observation space and a discrete action space, as SB3 computes it
+    (``np.array`` of the observation reshaped to a batch of one, ``torch.as_tensor`` on the
+    policy's device, ``policy._predict`` under ``no_grad``), minus the per-call
+    ``set_training_mode(False)`` walk over every submodule (done here only when the policy is
+    in training mode) and the API-misuse checks."""
+
+    def __init__(self, model: Any) -> None:
+        self.model, self.policy = model, model.policy
+        self.obs_shape = tuple(model.observation_space.shape)
+        self.action_shape = tuple(model.action_space.shape)
+
+    def __call__(self, obs: np.ndarray, deterministic: bool, **kwargs: Any) -> np.ndarray:
+        policy = self.policy
+        if policy.training:
+            policy.set_training_mode(False)
+        tensor = torch.as_tensor(np.array(obs).reshape((-1, *self.obs_shape)), device=policy.device)
+        with torch.no_grad():
+            actions = policy._predict(tensor, deterministic=deterministic, **kwargs)
+        return actions.cpu().numpy().reshape((-1, *self.action_shape)).squeeze(axis=0)
+
+
+class _Predicting:
+    """The model's action for one observation (:meth:`_action`), through :class:`_SB3Predictor`
+    when ``model.predict`` is SB3's own, else through ``model.predict`` itself (re-checked when
+    ``model`` is replaced)."""
+
+    model: Any
+    deterministic: bool
+    use_masks: bool
+    _predictor: tuple[Any, _SB3Predictor | None] | None = None
+
+    def _action(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        model = self.model
+        kwargs = {"action_masks": masks} if self.use_masks else {}
+        cached = self._predictor
+        if cached is None or cached[0] is not model:
+            cached = self._predictor = (model, _SB3Predictor(model) if _own_predict(model) else None)
+        if cached[1] is None:
+            return model.predict(obs, deterministic=self.deterministic, **kwargs)[0]
+        return cached[1](obs, self.deterministic, **kwargs)
 
 
 def env_controls(env_id: str) -> tuple[bool, bool]:
@@ -140,10 +244,12 @@ class GuidedAgentScheduler(AgentScheduler):
     def decide(self, view: ClusterView) -> Plan:
         if self.warming_up(view):
             return self.heuristic.decide(view)
-        return self.heuristic.decide_guided(view, self.guidance(view))
+        with inference_threads(validate_args=self.config.torch_validate_args):
+            guidance = self.guidance(view)
+        return self.heuristic.decide_guided(view, guidance)
 
 
-class PolicyScheduler(GuidedAgentScheduler):
+class PolicyScheduler(_Predicting, GuidedAgentScheduler):
     """Run a trained SB3 model through the engine as a scheduler.
 
     :param model: a trained ``MaskablePPO`` or ``PPO`` (any SB3 algorithm with ``predict``).
@@ -170,12 +276,10 @@ class PolicyScheduler(GuidedAgentScheduler):
         """The model's action for one raw observation."""
         if self.normalizer is not None:
             obs = self.normalizer.normalize_obs(obs)
-        kwargs = {"action_masks": masks} if self.use_masks else {}
-        action, _ = self.model.predict(obs, deterministic=self.deterministic, **kwargs)
-        return np.asarray(action)
+        return np.asarray(self._action(obs, masks))
 
 
-class AllocPolicyScheduler(AgentScheduler):
+class AllocPolicyScheduler(_Predicting, AgentScheduler):
     """A model trained on ``LyraGym/Alloc-v0`` run as a scheduler: at each decision point the
     env's :class:`~lyra_gym.envs.alloc.AllocDecision` sub-actions are asked of the model until it
     commits, with the env's observation, masks and tick rule, so ``simulate`` reproduces the
@@ -211,19 +315,18 @@ class AllocPolicyScheduler(AgentScheduler):
         decision, skip = open_decision(view, self.heuristic, self.layout, self._last_borrow)
         if skip:
             return decision.proposal
-        while True:
-            obs, masks = self.observer.observe(view, decision), decision.masks()
-            if self.normalizer is not None:
-                obs = self.normalizer.normalize_obs(obs)
-            kwargs = {"action_masks": masks} if self.use_masks else {}
-            action, _ = self.model.predict(obs, deterministic=self.deterministic, **kwargs)
-            value = int(np.asarray(action).reshape(-1)[0])
-            if not 0 <= value < len(masks) or not masks[value]:
-                value = decision.neutral()
-                self.invalid_actions += 1
-            if decision.step(value):
-                self._last_borrow = decision.borrow_fraction
-                return decision.plan
+        with inference_threads(validate_args=self.config.torch_validate_args):
+            while True:
+                obs, masks = self.observer.observe(view, decision), decision.masks()
+                if self.normalizer is not None:
+                    obs = self.normalizer.normalize_obs(obs)
+                value = int(np.asarray(self._action(obs, masks)).reshape(-1)[0])
+                if not 0 <= value < len(masks) or not masks[value]:
+                    value = decision.neutral()
+                    self.invalid_actions += 1
+                if decision.step(value):
+                    self._last_borrow = decision.borrow_fraction
+                    return decision.plan
 
 
 def split_trust_option(path: str | os.PathLike) -> tuple[str, bool | None]:

@@ -32,6 +32,12 @@ class ActionCodec:
             nvec += [b + 1] + [RETURN_LEVELS] * m
         self.nvec = np.array(nvec, dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.nvec)[:-1]]).astype(np.int64)
+        # a job slot's valid levels: 0 any, 1 empty slot (hold only), 2 running inelastic job (neutral only)
+        self._job_rows = np.zeros((3, JOB_LEVELS), dtype=bool)
+        self._job_rows[0] = True
+        self._job_rows[1, 0] = True
+        self._job_rows[2, NEUTRAL_JOB_LEVEL] = True
+        self._loaning: dict[int, np.ndarray] = {}  # loaning part of the masks by number of loaned servers
 
     def masks(self, slots: Sequence[JobView], server_ids: Sequence[int]) -> np.ndarray:
         """Valid values per dimension, concatenated. Every value of a dimension is executable;
@@ -39,21 +45,20 @@ class ActionCodec:
         empty slot; a running inelastic job)."""
         parts = []
         if self.controls_jobs:
-            jobs = np.ones((self.k, JOB_LEVELS), dtype=bool)
-            jobs[len(slots):] = False
-            jobs[len(slots):, 0] = True
-            for i, job in enumerate(slots):
-                if job.state is JobState.RUNNING and not job.spec.elastic:
-                    jobs[i] = False
-                    jobs[i, NEUTRAL_JOB_LEVEL] = True
-            parts.append(jobs.ravel())
+            running = JobState.RUNNING
+            kinds = [2 if job.state is running and not job.spec.elastic else 0 for job in slots]
+            kinds += [1] * (self.k - len(slots))
+            parts.append(self._job_rows[kinds].ravel())
         if self.controls_loaning:
-            parts.append(np.ones(self.b + 1, dtype=bool))
-            servers = np.ones((self.m, RETURN_LEVELS), dtype=bool)
-            servers[len(server_ids):] = False
-            servers[len(server_ids):, NEUTRAL_RETURN_LEVEL] = True
-            parts.append(servers.ravel())
-        return np.concatenate(parts)
+            loaning = self._loaning.get(len(server_ids))
+            if loaning is None:
+                servers = np.ones((self.m, RETURN_LEVELS), dtype=bool)
+                servers[len(server_ids):] = False
+                servers[len(server_ids):, NEUTRAL_RETURN_LEVEL] = True
+                loaning = self._loaning[len(server_ids)] = np.concatenate([np.ones(self.b + 1, dtype=bool),
+                                                                           servers.ravel()])
+            parts.append(loaning)
+        return np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
 
     def neutral(self, slots: Sequence[JobView]) -> np.ndarray:
         """The heuristic's own choice: neutral levels, borrow everything loanable."""

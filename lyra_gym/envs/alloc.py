@@ -40,7 +40,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from baselines.placement import best_fit, capacities, groups_by_type, place_in_groups
-from lyra_gym.envs.observation import GPU_NORM, ObservationBuilder, job_slots, server_slots
+from lyra_gym.envs.observation import GPU_NORM, ObservationBuilder, _constants, job_slots, server_slots
 from lyra_gym.plan import Plan, TrackedAllocations
 from lyra_gym.scheduler import Guidance, Scheduler
 from lyra_gym.trace import JobSpec
@@ -129,34 +129,47 @@ class AllocDecision:
     :param ask_loaning: offer the borrow and return phases (False at a heuristic's own tick,
         where ``borrow_fraction`` applies as given).
     :param borrow_fraction: the loaning guidance when the borrow phase is not asked.
+    :param proposal: with ``ask_loaning`` False, the heuristic's proposal for ``borrow_fraction``
+        when the caller already asked for it (:func:`open_decision` at a tick); None asks here.
+
+    The engine's state must not change while a decision is open (sub-actions only build the
+    working plan), so the job slots found at the start serve every phase, and the observation
+    extras (:meth:`job_extras`) are kept between sub-actions, only the rows a sub-action touched
+    recomputed.
     """
 
     def __init__(self, view: ClusterView, heuristic: Scheduler, layout: AllocLayout, ask_loaning: bool = True,
-                 borrow_fraction: float | None = None) -> None:
+                 borrow_fraction: float | None = None, proposal: Plan | None = None) -> None:
         self.view, self.heuristic, self.layout = view, heuristic, layout
         self.server_ids = server_slots(view, layout.m)
         self.owed = view.reclaim_pending
         self.returns: list[int] = []
         self.borrow_fraction = borrow_fraction
         self.borrow_level: int | None = None
-        self.slots: list[JobView] = job_slots(view, layout.k)
+        self._initial_slots: list[JobView] = job_slots(view, layout.k)
+        self.slots: list[JobView] = self._initial_slots
         self.selected: int | None = None
         self.plan: Plan | None = None
         self.proposal: Plan | None = None
         self.options: list[Mapping[int, int] | None] = []
+        self._extras: np.ndarray | None = None  # job_extras() of self.slots, rows in _dirty stale
+        self._dirty: set[int] = set()
         if ask_loaning and view.num_loanable > 0:
             self.phase = BORROW
         elif ask_loaning and self.owed and self.server_ids:
             self.phase = RETURN
         else:
-            self._propose()
+            self._propose(proposal)
 
     # ------------------------------------------------------------------ proposal and working plan
-    def _propose(self) -> None:
+    def _guidance(self) -> Guidance:
+        """What the heuristic is asked for its proposal: the loaning chosen so far."""
+        return Guidance(borrow_fraction=self.borrow_fraction, return_levels={sid: 2 for sid in self.returns})
+
+    def _propose(self, proposal: Plan | None = None) -> None:
         view = self.view
-        levels = {sid: 2 for sid in self.returns}
-        proposal = self.heuristic.decide_guided(view, Guidance(borrow_fraction=self.borrow_fraction,
-                                                               return_levels=levels))
+        if proposal is None:
+            proposal = self.heuristic.decide_guided(view, self._guidance())
         self.proposal = proposal
         allocations = proposal.allocations
         current = view.current_plan().allocations
@@ -167,6 +180,8 @@ class AllocDecision:
         # in trace order: the heuristic's write order may follow a set's (hash-seeded) order
         changed = [j for j in candidates if not _same(allocations.get(j), current.get(j))]
         self.changed = sorted(changed, key=lambda j: view.job(j).index)
+        self._changed_set = frozenset(self.changed)
+        self._changed_left = len(self.changed)  # changed jobs not picked yet
         self.work: dict[str, Mapping[int, int]] = dict(current)
         self.current = current
         cap = capacities(view)
@@ -185,27 +200,33 @@ class AllocDecision:
         for sid in returned:
             free[sid] = 0
         self.free, self.usable = free, usable
+        self._free_sums: tuple[int, int] | None = None  # free GPUs per pool; None after a change
         pools = (list(view.training_server_ids), sorted(loaned + list(proposal.borrow)))
         self.pool_sets = tuple(frozenset(p) for p in pools)
         self.pool_groups = tuple(groups_by_type(view, p) for p in pools)
         self.returned = returned
-        must = [j for j, alloc in current.items() if any(sid in returned for sid in alloc)]
+        must = [j for j, alloc in current.items() if any(sid in returned for sid in alloc)] if returned else []
         self.must = set(must)
         if must:
             first = [view.job(j) for j in sorted(must, key=lambda j: view.job(j).index)]
-            rest = [j for j in job_slots(view, self.layout.k) if j.id not in self.must]
+            # the slots found at the start: the engine has not changed since (job_slots(view, k) again)
+            rest = [j for j in self._initial_slots if j.id not in self.must]
             self.slots = (first + rest)[: self.layout.k]
         else:
-            self.slots = job_slots(view, self.layout.k)
+            self.slots = self._initial_slots
+        self._slot_ids = [j.id for j in self.slots]
+        self._extras = None
         self.picked: set[str] = set()
         self.phase = JOB
 
     def _release(self, alloc: Mapping[int, int] | None) -> None:
+        self._free_sums = None
         for sid, gpus in (alloc or {}).items():
             if self.usable[sid]:
                 self.free[sid] += gpus
 
     def _take(self, alloc: Mapping[int, int] | None) -> None:
+        self._free_sums = None
         for sid, gpus in (alloc or {}).items():
             self.free[sid] -= gpus
 
@@ -290,13 +311,15 @@ class AllocDecision:
             for j, sid in enumerate(self.server_ids):
                 mask[1 + j] = sid not in self.returns
         elif self.phase == JOB:
-            for i, job in enumerate(self.slots):
-                mask[i] = job.id not in self.picked
-            mask[layout.stop] = not (self.must - self.picked)
+            picked = self.picked
+            if picked:
+                mask[:len(self._slot_ids)] = [jid not in picked for jid in self._slot_ids]
+            else:
+                mask[:len(self._slot_ids)] = True
+            mask[layout.stop] = not (self.must - picked)
             mask[layout.auto] = True
         else:
-            for value, option in enumerate(self.options):
-                mask[value] = option is not False
+            mask[:len(self.options)] = [option is not False for option in self.options]
         return mask
 
     def neutral(self) -> int:
@@ -344,9 +367,11 @@ class AllocDecision:
                 self._commit(auto=value == self.layout.auto)
                 return True
             self.selected = value
+            self._dirty.add(value)
             self.options = self._place_options(self.slots[value])
             self.phase = PLACE
         else:
+            self._dirty.add(self.selected)
             job = self.slots[self.selected]
             new = self.options[value]
             self._release(self.work.get(job.id))
@@ -355,12 +380,15 @@ class AllocDecision:
                 self._take(new)
             else:
                 self.work.pop(job.id, None)
+            if job.id in self._changed_set and job.id not in self.picked:
+                self._changed_left -= 1
             self.picked.add(job.id)
             self.selected, self.options = None, []
             self.phase = JOB
         return False
 
     def _commit(self, auto: bool) -> None:
+        self._extras = None
         proposal, work = self.proposal, self.work
         targets = proposal.allocations
         if auto:
@@ -392,39 +420,80 @@ class AllocDecision:
     # ------------------------------------------------------------------ observation extras
     def job_extras(self) -> np.ndarray:
         """``(len(slots), len(ALLOC_JOB_FEATURES))`` features of the slots (zeros before the proposal)."""
-        out = np.zeros((len(self.slots), len(ALLOC_JOB_FEATURES)), dtype=np.float32)
+        return self._job_extras().copy()
+
+    def _job_extras(self) -> np.ndarray:
+        """:meth:`job_extras`, kept: a sub-action changes the rows of the slot it selects or places
+        (picked, selected, working plan); only those are computed again."""
+        extras = self._extras
         if self.proposal is None:
-            return out
-        targets, loaned = self.proposal.allocations, self.pool_sets[1]
-        for i, job in enumerate(self.slots):
-            jid = job.id
-            plan, target = self.work.get(jid) or {}, targets.get(jid) or {}
-            pw, tw = sum(plan.values()), sum(target.values())
-            out[i] = (
-                float(jid in self.picked), float(i == self.selected), float(jid in self.must), pw / GPU_NORM,
-                sum(g for s, g in plan.items() if s in loaned) / pw if pw else 0.0, tw / GPU_NORM,
-                sum(g for s, g in target.items() if s in loaned) / tw if tw else 0.0,
-            )
-        return out
+            return np.zeros((len(self.slots), len(ALLOC_JOB_FEATURES)), dtype=np.float32)
+        if extras is None:
+            extras = np.zeros((len(self.slots), len(ALLOC_JOB_FEATURES)), dtype=np.float32)
+            for i in range(len(self.slots)):
+                extras[i] = self._extras_row(i)
+            self._extras = extras
+        else:
+            for i in self._dirty:
+                extras[i] = self._extras_row(i)
+        self._dirty.clear()
+        return extras
+
+    def _extras_row(self, i: int) -> tuple[float, ...]:
+        jid = self._slot_ids[i]
+        loaned = self.pool_sets[1]
+        plan, target = self.work.get(jid) or {}, self.proposal.allocations.get(jid) or {}
+        pw, tw = sum(plan.values()), sum(target.values())
+        return (
+            float(jid in self.picked), float(i == self.selected), float(jid in self.must), pw / GPU_NORM,
+            sum(g for s, g in plan.items() if s in loaned) / pw if pw else 0.0, tw / GPU_NORM,
+            sum(g for s, g in target.items() if s in loaned) / tw if tw else 0.0,
+        )
 
     def cluster_extras(self) -> np.ndarray:
         """``len(ALLOC_CLUSTER_FEATURES)`` features of the phase and the working plan."""
+        return np.clip(self._cluster_extras(), -1.0, 1.0)
+
+    def _cluster_extras(self) -> np.ndarray:
+        """:meth:`cluster_extras` before clipping."""
         view = self.view
         out = np.zeros(len(ALLOC_CLUSTER_FEATURES), dtype=np.float32)
         out[self.phase] = 1.0
-        servers = view.servers
-        n_inf = max(1, len(view.inference_server_ids))
+        constants = _constants(view)
+        n_inf = max(1, len(constants.inference_ids))
         if self.proposal is not None:
-            free = self.free
-            training = sum(servers[s].num_gpus for s in view.training_server_ids)
-            inference = sum(servers[s].num_gpus for s in view.inference_server_ids)
-            out[4] = sum(free[s] for s in self.pool_sets[0]) / max(1, training)
-            out[5] = sum(free[s] for s in self.pool_sets[1]) / max(1, inference)
+            sums = self._free_sums
+            if sums is None:
+                free = self.free
+                sums = self._free_sums = (sum(free[s] for s in self.pool_sets[0]),
+                                          sum(free[s] for s in self.pool_sets[1]))
+            out[4] = sums[0] / max(1, constants.training_gpus)
+            out[5] = sums[1] / constants.inference_gpus  # max(1, inference GPUs)
             out[6] = len(self.proposal.borrow) / n_inf
-            left = sum(1 for j in self.changed if j not in self.picked)
-            out[8] = np.log1p(left) / 6.0
+            out[8] = _log_left(self._changed_left)  # changed jobs not picked yet
         out[7] = max(0, self.owed - len(self.returns)) / n_inf if self.proposal is None else 0.0
-        return np.clip(out, -1.0, 1.0)
+        return out
+
+
+_LOG_LEFT: dict[int, np.float64] = {}
+
+
+def _log_left(left: int) -> np.float64:
+    """``np.log1p(left) / 6.0`` (memoised)."""
+    value = _LOG_LEFT.get(left)
+    if value is None:
+        value = _LOG_LEFT[left] = np.log1p(left) / 6.0
+    return value
+
+
+class SkippedTick:
+    """What :func:`open_decision` returns at a heuristic's own tick where its proposal changes
+    nothing: only that proposal (to submit), no decision to make."""
+
+    __slots__ = ("proposal",)
+
+    def __init__(self, proposal: Plan) -> None:
+        self.proposal = proposal
 
 
 class AllocObserver:
@@ -450,27 +519,32 @@ class AllocObserver:
             self._built_for = (decision, decision.slots)
         obs = self._base.copy()
         width, extra = self.builder.job_width, len(ALLOC_JOB_FEATURES)
-        rows = decision.job_extras()
-        for i in range(len(rows)):
-            start = i * width + width - extra
-            obs[start:start + extra] = rows[i]
+        rows = decision._job_extras()
+        n = len(rows)
+        if n:
+            obs[:n * width].reshape(n, width)[:, width - extra:] = rows
         end = self.k * width + self.builder.cluster_width
-        obs[end - len(ALLOC_CLUSTER_FEATURES):end] = decision.cluster_extras()
+        obs[end - len(ALLOC_CLUSTER_FEATURES):end] = decision._cluster_extras()  # clipped with the rest
         np.clip(obs, -1.0, 1.0, out=obs)
         return obs
 
 
 def open_decision(view: ClusterView, heuristic: Scheduler, layout: AllocLayout,
-                  last_borrow: float | None) -> tuple[AllocDecision, bool]:
+                  last_borrow: float | None) -> tuple[AllocDecision | SkippedTick, bool]:
     """``(decision, skip)`` at ``view``: ``skip`` at a heuristic's own tick where its proposal
-    changes nothing (submit ``decision.proposal``, a no-op, without asking the agent).
+    changes nothing (submit ``decision.proposal``, a no-op, without asking the agent; the
+    decision is then a :class:`SkippedTick`, nothing else of a decision being built).
 
     At ticks the loaning is not asked: ``last_borrow`` None (the agent's last borrow choice was
     the heuristic's own, all) borrows as the heuristic does, any other value borrows nothing."""
     if view.tick_only:
-        decision = AllocDecision(view, heuristic, layout, ask_loaning=False,
-                                 borrow_fraction=None if last_borrow is None else 0.0)
-        return decision, is_noop(decision.proposal, view)
+        borrow = None if last_borrow is None else 0.0
+        # the heuristic is asked exactly as AllocDecision(ask_loaning=False) would ask it
+        proposal = heuristic.decide_guided(view, Guidance(borrow_fraction=borrow, return_levels={}))
+        if is_noop(proposal, view):
+            return SkippedTick(proposal), True
+        return AllocDecision(view, heuristic, layout, ask_loaning=False, borrow_fraction=borrow,
+                             proposal=proposal), False
     return AllocDecision(view, heuristic, layout), False
 
 
@@ -488,4 +562,4 @@ def is_noop(plan: Plan, view: ClusterView) -> bool:
 
 
 __all__ = ["ALLOC_CLUSTER_FEATURES", "ALLOC_JOB_FEATURES", "AllocDecision", "AllocLayout", "PHASES", "POOLS",
-           "WORKER_LEVELS", "AllocObserver", "is_noop", "open_decision", "worker_options"]
+           "WORKER_LEVELS", "AllocObserver", "SkippedTick", "is_noop", "open_decision", "worker_options"]

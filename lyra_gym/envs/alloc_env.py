@@ -13,6 +13,7 @@ from lyra_gym.plan import Plan
 
 #: Default truncation in sub-actions (a 12 h window takes a few thousand).
 ALLOC_MAX_STEPS = 200_000
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
 class AllocEnv(LyraClusterEnv):
@@ -112,7 +113,7 @@ class AllocEnv(LyraClusterEnv):
         self._check_can_step()
         value = self._check(action)
         decision = self.decision
-        masks = decision.masks()
+        masks = self._masks  # decision.masks(), as the last observation left them (nothing changed since)
         invalid = 0
         if not 0 <= value < len(masks) or not masks[value]:
             value, invalid = decision.neutral(), 1
@@ -125,6 +126,8 @@ class AllocEnv(LyraClusterEnv):
 
     def _check(self, action: object) -> int:
         """``action`` as an int, or ``ValueError`` saying what was expected."""
+        if isinstance(action, np.signedinteger) or (type(action) is int and _INT64_MIN <= action <= _INT64_MAX):
+            return int(action)  # the common case: what the general path below gives it
         array = np.asarray(action)
         if array.dtype.kind not in "iu" or array.shape not in ((), (1,)):
             raise ValueError(f"action: must be one integer (Discrete({self.layout.n})), got {action!r}")

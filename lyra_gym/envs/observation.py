@@ -10,16 +10,25 @@ decision state, :mod:`lyra_gym.envs.alloc`). The builder leaves appended entries
 
 Every entry lies in [-1, 1] (clipped). Times enter as log1p(seconds / 60) / 10,
 so one minute is 0.07, one hour 0.41 and ten days 0.96.
+
+Cost: what cannot change during an engine's run is computed once per engine
+(:class:`_EngineConstants`: server totals, reference throughputs, each job's spec
+features, its rate on the loaned GPU type per progress part, and the row of a queued
+job, which only its wait changes until it runs again), with the same calls and the
+same arithmetic, so observations are identical bit for bit
+(``tests/test_env_equivalence.py``).
 """
 
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
 from lyra_gym.cluster import Pool
 from lyra_gym.jobs import JobState
+from lyra_gym.scaling import progress_bin
 from lyra_gym.view import ClusterView, JobView
 
 GPU_NORM = 64.0  # GPU counts are divided by this (the largest job size of the shipped presets)
@@ -93,15 +102,90 @@ def log_time(seconds: float) -> float:
     return math.log1p(max(seconds, 0.0) / 60.0) / 10.0
 
 
+class _EngineConstants:
+    """What stays fixed for one engine (one :class:`ClusterView`): the servers, the reference
+    throughputs, each job's spec-derived features, and each job's rate on the loaned GPU type
+    per (progress part, batch). Everything here is computed with the view's own calls, once, so
+    the observation is the same bit for bit as computing it at every step. It holds the view
+    weakly (:data:`_CONSTANTS` is keyed by it)."""
+
+    __slots__ = ("_view", "ref", "jobs", "goodput", "training_ids", "inference_ids", "inference_set",
+                 "training_gpus", "inference_gpus", "loaned_type", "adaptive", "queued_rows")
+
+    def __init__(self, view: ClusterView) -> None:
+        self._view = weakref.ref(view)
+        servers = view.servers
+        self.training_ids = view.training_server_ids
+        self.inference_ids = view.inference_server_ids
+        self.inference_set = frozenset(s for s in range(len(servers)) if servers[s].pool is Pool.INFERENCE)
+        self.training_gpus = sum(servers[s].num_gpus for s in self.training_ids)
+        self.inference_gpus = sum(servers[s].num_gpus for s in self.inference_ids) or 1
+        self.loaned_type: tuple[str, int] | None = None
+        if self.inference_ids:
+            first = servers[self.inference_ids[0]]
+            self.loaned_type = (first.gpu_type, first.num_gpus)
+        self.ref: dict[tuple[str, int], float] = {}
+        self.jobs: dict[int, tuple] = {}
+        self.goodput: dict[tuple[int, int, float | None], float] = {}
+        # goodput reads the job's chosen batch only under the adaptive rule (lyra_gym.scaling.global_batch)
+        self.adaptive = view.scaling == "adaptive"
+        # job index -> ((remaining work, workers, attained GPU-s, batch), row before and after the wait)
+        self.queued_rows: dict[int, tuple[tuple, tuple, tuple]] = {}
+
+    def reference(self, model: str, workers: int) -> float:
+        """``view.reference_throughput(model, workers)``, cached."""
+        key = (model, workers)
+        rate = self.ref.get(key)
+        if rate is None:
+            rate = self.ref[key] = self._view().reference_throughput(model, workers)
+        return rate
+
+    def loaned_rate(self, job: JobView, index: int, remaining: float) -> float:
+        """``view.goodput(job, num_gpus, *loaned_type)``: it depends on the job (fixed), its progress
+        part (from ``remaining``, the job's remaining work now) and, under the adaptive rule only,
+        its chosen batch; cached on those."""
+        total = job.total_work
+        key = (index, progress_bin(total - remaining, total), job.batch_size if self.adaptive else None)
+        rate = self.goodput.get(key)
+        if rate is None:
+            rate = self.goodput[key] = self._view().goodput(job, job.spec.num_gpus, *self.loaned_type)
+        return rate
+
+
+#: Per engine (its view, held weakly: the entry goes with the engine).
+_CONSTANTS: "weakref.WeakKeyDictionary[ClusterView, _EngineConstants]" = weakref.WeakKeyDictionary()
+
+
+def _constants(view: ClusterView) -> _EngineConstants:
+    """The :class:`_EngineConstants` of ``view``'s engine."""
+    constants = _CONSTANTS.get(view)
+    if constants is None:
+        constants = _CONSTANTS[view] = _EngineConstants(view)
+    return constants
+
+
 def job_slots(view: ClusterView, k: int) -> list[JobView]:
     """The K jobs an agent sees: queued ones in Lyra's admission order (shortest estimated
     remaining time first), then running elastic jobs, then running inelastic ones."""
-    queued = sorted(view.queued_jobs(), key=lambda j: (j.remaining_time_at(j.spec.num_gpus), j.index))
-    if len(queued) >= k:
-        return queued[:k]
-    running = list(view.running_jobs())
-    slots = queued + [j for j in running if j.spec.elastic] + [j for j in running if not j.spec.elastic]
+    reference = _constants(view).reference
+    keyed = []
+    for j in view.queued_jobs():
+        spec = j.spec
+        # j.remaining_time_at(spec.num_gpus), with the reference throughput looked up once per engine
+        keyed.append((j.remaining_work / reference(spec.model, spec.num_gpus), j.index, j))
+    keyed.sort(key=_first_two)
+    if len(keyed) >= k:
+        return [entry[2] for entry in keyed[:k]]
+    slots = [entry[2] for entry in keyed]
+    inelastic = []
+    for j in view.running_jobs():
+        (slots if j.spec.elastic else inelastic).append(j)
+    slots += inelastic
     return slots[:k]
+
+
+def _first_two(entry: tuple) -> tuple:
+    return entry[0], entry[1]
 
 
 def server_slots(view: ClusterView, m: int) -> list[int]:
@@ -137,60 +221,125 @@ class ObservationBuilder:
             self._efficiency[key] = eff
         return eff
 
-    def _job_row(self, view: ClusterView, job: JobView, loaned_type: tuple[str, int] | None) -> tuple[float, ...]:
-        spec = job.spec
+    def _static(self, view: ClusterView, job: JobView, constants: _EngineConstants) -> tuple:
+        """A job's spec-derived part (fixed for the engine): model, sizes, its features 2-5 and 10,
+        and the reference throughput at its requested size."""
+        index = job.index
+        static = constants.jobs.get(index)
+        if static is None:
+            spec = job.spec
+            static = constants.jobs[index] = (
+                spec.model, spec.num_gpus, spec.min_gpus, spec.elastic,
+                float(spec.elastic), spec.num_gpus / GPU_NORM, spec.min_gpus / GPU_NORM, spec.max_gpus / GPU_NORM,
+                self._scaling_efficiency(view, job), constants.reference(spec.model, spec.num_gpus),
+            )
+        return static
+
+    def _job_rows(self, view: ClusterView, jobs: list[JobView], constants: _EngineConstants,
+                  loaned_type: tuple[str, int] | None, any_loaned: bool = True) -> list[tuple[float, ...]]:
+        """The job slots' features (``JOB_FEATURES``), one tuple per job. ``any_loaned``: False
+        when no server is on loan (no job then has GPUs on one)."""
         now = view.now
-        queued = job.state is JobState.QUEUED
-        remaining_est = job.remaining_time_at(spec.num_gpus)
-        on_loaned = rate_ratio = flexible = 0.0
-        remaining_now = remaining_est
-        if not queued and job.workers:
-            servers = view.servers
-            on_loaned = sum(n for s, n in job.allocation.items() if servers[s].pool is Pool.INFERENCE) / job.workers
-            rate_ratio = job.rate / view.reference_throughput(spec.model, job.workers)
-            flexible = (job.workers - spec.min_gpus) / GPU_NORM if spec.elastic else 0.0
-            remaining_now = job.remaining_work / job.rate if job.rate > 0 else remaining_est
-        remaining_loaned = 0.0
-        if loaned_type is not None:
-            rate = view.goodput(job, spec.num_gpus, *loaned_type)
-            remaining_loaned = log_time(job.remaining_work / rate) if rate > 0 else 1.0
-        return (
-            1.0, float(queued), float(spec.elastic), spec.num_gpus / GPU_NORM, spec.min_gpus / GPU_NORM,
-            spec.max_gpus / GPU_NORM, job.workers / GPU_NORM, log_time(job.waiting_s),
-            math.log1p(job.attained_gpu_s / 3600.0) / 10.0, log_time(remaining_est),
-            self._scaling_efficiency(view, job), float(job.overhead_until > now and not queued),
-            on_loaned, rate_ratio, flexible, log_time(remaining_now), remaining_loaned,
-        )
+        log1p = math.log1p
+        queued_state = JobState.QUEUED
+        inference = constants.inference_set
+        ref_cache, reference = constants.ref, constants.reference
+        statics, goodputs, adaptive = constants.jobs, constants.goodput, constants.adaptive
+        queued_rows = constants.queued_rows
+        rows = []
+        append = rows.append
+        for job in jobs:
+            index = job.index
+            static = statics.get(index)
+            if static is None:
+                static = self._static(view, job, constants)
+            queued = job.state is queued_state
+            remaining = job.remaining_work
+            workers = job.workers
+            attained = job.attained_gpu_s
+            batch = job.batch_size if adaptive and loaned_type is not None else None
+            if queued:
+                # a queued job's row changes with its wait only, until it runs again: kept
+                key = (remaining, workers, attained, batch)
+                kept = queued_rows.get(index)
+                if kept is not None and kept[0] == key:
+                    append(kept[1] + (log1p(max(job.waiting_s, 0.0) / 60.0) / 10.0,) + kept[2])
+                    continue
+            model, num_gpus, min_gpus, elastic, f_elastic, f_req, f_min, f_max, eff, ref = static
+            remaining_est = remaining / ref  # job.remaining_time_at(spec.num_gpus)
+            if not queued and workers:
+                on_loaned = sum(n for s, n in job.allocation.items() if s in inference) / workers \
+                    if any_loaned else 0 / workers
+                rate = job.rate
+                base = ref_cache.get((model, workers))
+                rate_ratio = rate / (base if base is not None else reference(model, workers))
+                flexible = (workers - min_gpus) / GPU_NORM if elastic else 0.0
+                remaining_now = remaining / rate if rate > 0 else remaining_est
+            else:
+                on_loaned = rate_ratio = flexible = 0.0
+                remaining_now = remaining_est
+            if loaned_type is not None:
+                # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
+                total = job.total_work
+                rate = goodputs.get((index, progress_bin(total - remaining, total), batch))
+                if rate is None:
+                    rate = constants.loaned_rate(job, index, remaining)
+                remaining_loaned = log1p(max(remaining / rate, 0.0) / 60.0) / 10.0 if rate > 0 else 1.0
+            else:
+                remaining_loaned = 0.0
+            if queued:
+                head = (1.0, 1.0, f_elastic, f_req, f_min, f_max, workers / GPU_NORM)
+                tail = (
+                    log1p(attained / 3600.0) / 10.0, log1p(max(remaining_est, 0.0) / 60.0) / 10.0,
+                    eff, 0.0,  # in overhead: never while queued
+                    on_loaned, rate_ratio, flexible, log1p(max(remaining_now, 0.0) / 60.0) / 10.0, remaining_loaned,
+                )
+                queued_rows[index] = (key, head, tail)
+                append(head + (log1p(max(job.waiting_s, 0.0) / 60.0) / 10.0,) + tail)
+            else:
+                append((
+                    1.0, 0.0, f_elastic, f_req, f_min, f_max, workers / GPU_NORM,
+                    0.0,  # waiting: job.waiting_s is 0 while not queued
+                    log1p(attained / 3600.0) / 10.0, log1p(max(remaining_est, 0.0) / 60.0) / 10.0,
+                    eff, float(job.overhead_until > now),
+                    on_loaned, rate_ratio, flexible, log1p(max(remaining_now, 0.0) / 60.0) / 10.0, remaining_loaned,
+                ))
+        return rows
 
     def build(self, view: ClusterView, jobs: list[JobView], servers: list[int]) -> np.ndarray:
         obs = np.zeros(self.size, dtype=np.float32)
         width, nj = self.job_width, len(JOB_FEATURES)
+        constants = _constants(view)
         servers_all = view.servers
-        inference_ids = view.inference_server_ids
-        loaned_type = None
-        if inference_ids:
-            first = servers_all[inference_ids[0]]
-            loaned_type = (first.gpu_type, first.num_gpus)
-        for i, job in enumerate(jobs):
-            obs[i * width:i * width + nj] = self._job_row(view, job, loaned_type)
+        inference_ids = constants.inference_ids
+        loaned = view.loaned_servers()
+        if jobs:
+            rows = self._job_rows(view, jobs, constants, constants.loaned_type, bool(loaned))
+            obs[:len(jobs) * width].reshape(len(jobs), width)[:, :nj] = rows
         base = self.k * width
         now = view.now
         n_inf = max(1, len(inference_ids))
         free = view.free_gpus()
-        training_ids = view.training_server_ids
-        training_gpus = sum(servers_all[s].num_gpus for s in training_ids)
-        inference_gpus = sum(servers_all[s].num_gpus for s in inference_ids) or 1
-        loaned = view.loaned_servers()
+        training_ids = constants.training_ids
+        training_gpus = constants.training_gpus
+        inference_gpus = constants.inference_gpus
         histogram = [0.0] * 5
         usable = 0
         for s in training_ids:
             if servers_all[s].usable:
                 usable += 1
-                histogram[FREE_BINS[free[s]] if free[s] < 8 else 4] += 1.0
+                f = free[s]
+                histogram[FREE_BINS[f] if f < 8 else 4] += 1.0
         shown = {job.index for job in jobs}
-        queued = list(view.queued_jobs())
-        head_wait = max((j.waiting_s for j in queued), default=0.0)
-        tail_gpus = sum(j.spec.num_gpus for j in queued if j.index not in shown)
+        head_wait = 0.0
+        tail_gpus = 0
+        first = True
+        for j in view.queued_jobs():
+            wait = j.waiting_s
+            if first or wait > head_wait:  # max(..., default=0.0): the first one's wait, then larger ones
+                head_wait, first = wait, False
+            if j.index not in shown:
+                tail_gpus += j.spec.num_gpus
         running_unseen = sum(1 for j in view.running_jobs() if j.index not in shown)
         day = now / 86400.0
         cluster = (
