@@ -9,7 +9,8 @@ behind it; with ``backfill=True`` later jobs that fit may start first.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from itertools import chain
+from typing import Iterable, Sequence
 
 from baselines.placement import capacities, groups_by_type, place_in_groups, take
 from lyra_gym.plan import Plan
@@ -32,14 +33,38 @@ class FifoScheduler(Scheduler):
         plan = view.current_plan()
         if not view.num_queued:
             return plan
-        free, capacity = view.free_gpus(), capacities(view)
-        groups, rule = groups_by_type(view, view.training_server_ids), view.placement
-        for job in self.order(view):
+        version = view.topology.version  # changes with every change of free GPUs
+        jobs = iter(self.order(view))
+        head = next(jobs)
+        blocked = self.__dict__.get("_blocked")
+        if not self.backfill and blocked == (view, version, head.id):
+            return plan  # the same first job on the same free GPUs: still blocked
+        # the engine's free-capacity index: each placement costs O(GPUs per server), not O(servers)
+        free = view.free_map()
+        groups, capacity = self._groups(view)
+        rule = view.placement
+        for job in chain((head,), jobs):
             placement = place_in_groups(rule, free, capacity, job.spec.num_gpus, groups)
             if placement is None:
                 if self.backfill:
                     continue
+                if job is head:
+                    self.__dict__["_blocked"] = (view, version, head.id)
                 break
             take(free, placement)
-            plan.allocations[job.id] = placement
+            plan.assign(job.id, placement)
         return plan
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_cached", None)  # the last run's view: not part of the scheduler
+        state.pop("_blocked", None)
+        return state
+
+    def _groups(self, view: ClusterView) -> tuple[list[Sequence[int]], Sequence[int]]:
+        """Training server groups by GPU type and GPUs per server id (fixed during a run: cached per view)."""
+        cached = self.__dict__.get("_cached")
+        if cached is None or cached[0] is not view:
+            cached = self.__dict__["_cached"] = (view, groups_by_type(view, view.training_server_ids),
+                                                 capacities(view))
+        return cached[1], cached[2]

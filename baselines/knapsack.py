@@ -31,23 +31,29 @@ def solve_exact(values: Sequence[Sequence[float]], capacity: int) -> list[int]:
     """Optimal item index per group (ties: the smallest k in the earliest group that decides)."""
     capacity = max(0, int(capacity))
     dp = np.zeros(capacity + 1)  # best value using the groups so far with weight <= c
-    choices = []
-    for items in values:
+    rows = np.arange(capacity + 1)
+    choice = [0] * len(values)
+    choices = []  # (group, argmax per capacity)
+    for g, items in enumerate(values):
+        if len(items) == 1 and items[0] == 0:
+            continue  # one item worth 0: dp + 0 is dp (dp never holds -0.0), and its choice is 0
         v = np.asarray(items[: capacity + 1], dtype=np.float64)
         n = len(v)
-        # window[c, j] = dp[c - (n - 1 - j)]: row c holds dp[c - k] for k = n-1 .. 0
-        padded = np.concatenate([np.full(n - 1, -np.inf), dp])
+        # cand[c, k] = dp[c - k] + v[k] (-inf where k > c): a strided view of dp padded with n - 1
+        # -infs on the left, read backwards along k
+        padded = np.empty(n - 1 + capacity + 1)
+        padded[: n - 1] = -np.inf
+        padded[n - 1:] = dp
         step = padded.strides[0]
-        cand = np.lib.stride_tricks.as_strided(padded, shape=(capacity + 1, n), strides=(step, step)) + v[::-1]
-        # argmax picks the first maximum; reversed columns make that the smallest k
-        rev = cand[:, ::-1]
-        arg = rev.argmax(axis=1)
-        dp = rev[np.arange(capacity + 1), arg]
-        choices.append(arg)
-    choice = [0] * len(values)
+        window = np.ndarray((capacity + 1, n), np.float64, padded, (n - 1) * step, (step, -step))
+        cand = window + v
+        # argmax picks the first maximum: the smallest k
+        arg = cand.argmax(axis=1)
+        dp = cand[rows, arg]
+        choices.append((g, arg))
     c = capacity
-    for g in range(len(values) - 1, -1, -1):
-        k = int(choices[g][c])
+    for g, arg in reversed(choices):
+        k = int(arg[c])
         choice[g] = k
         c -= k
     return choice
@@ -72,6 +78,8 @@ def solve_greedy(values: Sequence[Sequence[float]], capacity: int) -> list[int]:
     """Convex-hull greedy: near-optimal, O(total items x log)."""
     increments = []
     for g, items in enumerate(values):
+        if len(items) < 2:
+            continue  # one item: no increment
         for step, (w, v) in enumerate(_hull_increments(items)):
             increments.append((-v / w, g, step, w, v))
     increments.sort()

@@ -24,12 +24,14 @@ Reclaim rules (``reclaim_rule``):
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import numpy as np
 
 from lyra_gym.plan import Plan, TrackedAllocations
+from lyra_gym.topology import FreeMap
 from lyra_gym.scheduler import NEUTRAL_RETURN_LEVEL
 from lyra_gym.view import ClusterView
 
@@ -121,16 +123,48 @@ def choose_returns(view: ClusterView, plan: Plan, k: int, loaning: Loaning, rng:
     for sid in plan.give_back:
         on.pop(sid, None)
     chosen: list[int] = []
-    for _ in range(min(k, len(on))):
-        if loaning.reclaim_rule == "random":
+    picks = min(k, len(on))
+    if loaning.reclaim_rule == "random":
+        for _ in range(picks):
             candidates = sorted(on)
             sid = candidates[int(rng.integers(len(candidates)))]
-        else:
-            sid = min(on, key=lambda s: (-levels.get(s, NEUTRAL_RETURN_LEVEL),
-                                         server_cost(on[s], allocations, view, loaning),
-                                         sum(on[s].values()), -s))
+            for job_id in on.pop(sid):
+                release_server(view, allocations, job_id, sid)
+            chosen.append(sid)
+        return chosen
+
+    def key(s: int) -> tuple:
+        return (-levels.get(s, NEUTRAL_RETURN_LEVEL), server_cost(on[s], allocations, view, loaning),
+                sum(on[s].values()), -s)
+
+    if picks == 1:
+        sid = min(on, key=key)
         for job_id in on.pop(sid):
             release_server(view, allocations, job_id, sid)
+        return [sid]
+    # the cheapest server, k times: a heap of every server's key, where a pick changes only the keys
+    # of the servers holding the picked server's jobs (the same picks as a scan each time: keys are
+    # unique by server id)
+    current = {s: key(s) for s in on}
+    heap = [(kk, s) for s, kk in current.items()]
+    heapq.heapify(heap)
+    holders: dict[str, list[int]] = {}
+    for s, jobs_here in on.items():
+        for job_id in jobs_here:
+            holders.setdefault(job_id, []).append(s)
+    for _ in range(picks):
+        while True:
+            kk, sid = heapq.heappop(heap)
+            if sid in on and current[sid] == kk:
+                break
+        jobs_here = on.pop(sid)
+        for job_id in jobs_here:
+            release_server(view, allocations, job_id, sid)
+        for s in {s for job_id in jobs_here for s in holders[job_id] if s in on}:
+            kk = key(s)
+            if kk != current[s]:
+                current[s] = kk
+                heapq.heappush(heap, (kk, s))
         chosen.append(sid)
     return chosen
 
@@ -147,6 +181,45 @@ def release_server(view: ClusterView, allocations: dict, job_id: str, sid: int) 
         allocations[job_id] = left
     else:
         del allocations[job_id]
+
+
+def free_map_after(view: ClusterView, plan: Plan) -> FreeMap:
+    """:func:`free_after` as a :class:`~lyra_gym.topology.FreeMap`: O(1) to make, then O(the
+    servers the plan changes); placements on it read the engine's index."""
+    free = view.free_map()
+    capacity = view.topology.capacity
+    delta: dict[int, int] = {}  # GPUs the plan frees (+) or takes (-) per server
+    pending = plan._unread()
+    if pending is not None:  # a current plan only added to (Plan.assign): its writes are the changes
+        changed: Iterable[tuple[str, Mapping[int, int] | None]] = (pending.writes or {}).items()
+    else:
+        allocations = plan.allocations
+        if isinstance(allocations, TrackedAllocations):  # only the touched jobs differ from now
+            changed = ((job_id, allocations.get(job_id)) for job_id in allocations.touched)
+        else:
+            changed = None
+    if changed is not None:
+        for job_id, alloc in changed:
+            for sid, gpus in view.job(job_id).allocation.items():
+                delta[sid] = delta.get(sid, 0) + gpus
+            for sid, gpus in (alloc or {}).items():
+                delta[sid] = delta.get(sid, 0) - gpus
+    else:
+        for job in view.running_jobs():
+            for sid, gpus in job.allocation.items():
+                delta[sid] = delta.get(sid, 0) + gpus
+        for alloc in allocations.values():
+            for sid, gpus in alloc.items():
+                delta[sid] = delta.get(sid, 0) - gpus
+    borrow = set(plan.borrow)
+    for sid in borrow:
+        free[sid] = capacity[sid] + delta.pop(sid, 0)
+    for sid, d in delta.items():
+        if d:
+            free[sid] += d
+    for sid in plan.give_back:
+        free[sid] = 0
+    return free
 
 
 def free_after(view: ClusterView, plan: Plan) -> list[int]:

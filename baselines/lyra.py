@@ -53,23 +53,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Mapping
 
 import numpy as np
 
 from baselines.knapsack import DEFAULT_EXACT_LIMIT, solve
-from baselines.loaning import Loaning, free_after
+from baselines.loaning import Loaning, free_map_after
 from baselines.lyra_estimates import ReleaseTimeline
-from baselines.placement import capacities, place_in_groups
+from baselines.placement import capacities, place, place_in_groups
 from lyra_gym.cluster import Pool
 from lyra_gym.plan import Plan
 from lyra_gym.scheduler import NEUTRAL_JOB_LEVEL, Guidance, Scheduler
+from lyra_gym.topology import FreeMap, ServerSet
 from lyra_gym.view import ClusterView, JobView
 
 LOANED_RULES = ("speed", "overflow")
 FLEX_HORIZONS = ("queue", "completion")
 FIXED_SIZES = ("requested", "min")
 HOLD_EWMA = 0.1  # weight of the newest observed hold of extra workers (assumption)
+_ZERO_ROW = np.zeros(1)  # the knapsack row of a job that may not change (read only)
+_ZERO_ROW.flags.writeable = False
 
 
 @dataclass
@@ -134,6 +138,7 @@ class LyraScheduler(Scheduler):
         self._next_round = -np.inf
         self._last_decision = -np.inf  # s, the last decision point that was not a skipped tick
         self._views: dict[str, JobView] = {}
+        self._elastic_views: dict[str, JobView | None] = {}  # job id -> its view if elastic, else None
         self._training_groups: list[list[int]] | None = None
         self._spanning: list[int] = []  # training servers of every type, when a job may span types
         self._training_types: dict[str, list[int]] = {}
@@ -142,6 +147,7 @@ class LyraScheduler(Scheduler):
         self._per_server: dict[str, int] = {}
         self._sjf_keys: dict[str, tuple[int, float]] = {}  # job id -> (preemptions, est. remaining s)
         self._rates: dict[tuple[str, str, int], np.ndarray] = {}
+        self._rows: dict[tuple[str, str, int, int], tuple[np.ndarray, np.ndarray]] = {}  # value-row rates, gains
         self._splits: dict[str, tuple[Mapping[int, int], dict[int, int], dict[int, int]]] = {}
         self._releases: dict[str, tuple[Mapping[int, int], float, str, int]] = {}
         self._granted: dict[str, tuple[float, str]] = {}  # job id -> (when extra workers were granted, GPU type)
@@ -210,29 +216,45 @@ class LyraScheduler(Scheduler):
             return spec.min_gpus
         return spec.num_gpus
 
-    def _server_groups(self, view: ClusterView, plan: Plan) -> tuple[list[list[int]], list[list[int]], list[int]]:
-        """Training candidate lists (by GPU type; all training servers last when types may mix),
-        loaned candidate lists by type, and the loaned ids usable under ``plan``."""
+    def _server_groups(self, view: ClusterView, plan: Plan, free: FreeMap) -> tuple[list[ServerSet], list[ServerSet],
+                                                                                  list[int]]:
+        """Training candidate sets (by GPU type; all training servers last when types may mix),
+        loaned candidate sets by type, and the loaned ids usable under ``plan``. Each set names
+        its cells in the engine's index, so placements on ``free`` (made by ``free_map_after``)
+        read the index."""
+        topology = view.topology
         if self._training_groups is None:  # the training pool never changes during a run
             for sid in view.training_server_ids:
                 self._training_types.setdefault(view.servers[sid].gpu_type, []).append(sid)
-            self._training_groups = list(self._training_types.values())
+            self._training_groups = topology.type_sets(Pool.TRAINING)
             if view.allow_mixed_gpu_types and len(self._training_groups) > 1:
-                self._spanning = list(view.training_server_ids)
+                self._spanning = topology.pool_set(Pool.TRAINING)
+            self._cell_of = topology.cell_of
+            self._training_cells = {}  # GPU type -> training cells
+            for cell in topology.cells:
+                if cell.pool is Pool.TRAINING:
+                    self._training_cells.setdefault(cell.gpu_type, []).append(cell.index)
             self._gpu_types = [s.gpu_type for s in view.servers]
             self._capacity = capacities(view)
             self._rule = view.placement
             self._training_ids = frozenset(view.training_server_ids)
             for s in view.servers:
                 self._per_server.setdefault(s.gpu_type, s.num_gpus)
-        if not view.loaned_servers() and not plan.borrow:
+            self._ids_by_type = {}  # GPU type -> server ids of that type, ascending
+            for s in view.servers:
+                self._ids_by_type.setdefault(s.gpu_type, []).append(s.id)
+            self._inference_types = {view.servers[s].gpu_type for s in view.inference_server_ids}
+        current = topology.loaned()  # ascending (the engine's index)
+        if not current and not plan.borrow:
             return self._training_groups, [], []
-        back = set(plan.give_back)
-        loaned = sorted({*(s for s in view.loaned_servers() if s not in back), *plan.borrow})
-        loaned_by_type: dict[str, list[int]] = {}
-        for sid in loaned:
-            loaned_by_type.setdefault(self._gpu_types[sid], []).append(sid)
-        return self._training_groups, list(loaned_by_type.values()), loaned
+        if plan.give_back or plan.borrow:
+            back = set(plan.give_back)
+            loaned = sorted({*(s for s in current if s not in back), *plan.borrow})
+        else:
+            loaned = list(current)
+        if len(self._inference_types) == 1:  # one type of inference server: one group
+            return self._training_groups, [topology.server_set(loaned, free)] if loaned else [], loaned
+        return self._training_groups, topology.sets_by_type(loaned, free), loaned
 
     def _split_alloc(self, view: ClusterView, job: JobView, alloc: Mapping[int, int]) -> tuple[dict[int, int], dict[int, int]]:
         """Base and flexible workers of an allocation: base on training servers first."""
@@ -254,22 +276,34 @@ class LyraScheduler(Scheduler):
         cached = self._splits.get(job.id)
         if cached is None or cached[0] is not alloc:
             cached = self._splits[job.id] = (alloc, *self._split_alloc(view, job, alloc))
-        return dict(cached[1]), dict(cached[2])
+        return cached[1], cached[2]  # shared with the cache: read only (never changed in place here)
 
-    def _fit(self, free: list[int], avail: list[int], need: int, groups: list[list[int]]) -> dict[int, int] | None:
-        """The run's placement rule on truly free GPUs of any group first; then counting flexible
-        workers as free."""
+    def _fit(self, phase1: "_Phase1", need: int, groups: list[ServerSet]) -> dict[int, int] | None:
+        """The run's placement rule on truly free GPUs of any group first (from the engine's
+        index); then counting flexible workers as free (a walk over the group, skipped under
+        ``spread`` when the group has fewer than ``need`` such GPUs: best fit finds room iff it has)."""
         rule, capacity = self._rule, self._capacity
-        return place_in_groups(rule, free, capacity, need, groups) or place_in_groups(rule, avail, capacity, need, groups)
+        placement = place_in_groups(rule, phase1.free, capacity, need, groups)
+        if placement is not None:
+            return placement
+        avail, totals = phase1.avail, phase1.avail_cells
+        spread = rule != "consolidated"
+        for group in groups:
+            cells = getattr(group, "cells", None)
+            if spread and cells is not None and sum(totals[c] for c in cells) < need:
+                continue
+            placement = place(rule, avail, capacity, need, group)
+            if placement is not None:
+                return placement
+        return None
 
-    def _fit_training(self, free: list[int], avail: list[int], need: int,
-                      groups: list[list[int]]) -> dict[int, int] | None:
+    def _fit_training(self, phase1: "_Phase1", need: int, groups: list[ServerSet]) -> dict[int, int] | None:
         """:meth:`_fit` on one training GPU type; across types only when none can hold the job
         and the config allows mixing."""
-        placement = self._fit(free, avail, need, groups)
+        placement = self._fit(phase1, need, groups)
         if placement is None and self._spanning and all(need > len(g) * self._per_server[self._gpu_types[g[0]]]
                                                         for g in groups):
-            placement = self._fit(free, avail, need, [self._spanning])
+            placement = self._fit(phase1, need, [self._spanning])
         return placement
 
     @staticmethod
@@ -306,8 +340,8 @@ class LyraScheduler(Scheduler):
         if not view.num_queued and not round_due and not plan.give_back and not plan.borrow and not hold:
             if not (self.move_back and self._on_loaned and self._training_gpus_free(view)):
                 return plan  # nothing to admit, return, move back or rebalance: keep everything
-        free = free_after(view, plan)
-        training_groups, loaned_groups, loaned = self._server_groups(view, plan)
+        free = free_map_after(view, plan)  # indexed: a placement on free GPUs reads the engine's index
+        training_groups, loaned_groups, loaned = self._server_groups(view, plan, free)
         allocations = plan.allocations
 
         # Running jobs: base workers stay; flexible ones are up for grabs.
@@ -315,20 +349,31 @@ class LyraScheduler(Scheduler):
         flex: dict[str, dict[int, int]] = {}
         elastic_jobs: list[JobView] = []
         if self.elastic:
+            views, splits, kinds = self._views, self._splits, self._elastic_views
             for job_id, alloc in allocations.items():
-                job = self._views.get(job_id)
-                if job is None:
-                    job = self._views[job_id] = view.job(job_id)
-                if job.spec.elastic:
-                    base[job_id], flex[job_id] = self._split(view, job, alloc)
+                job = kinds.get(job_id, 0)
+                if job == 0:  # first sight: its view, or None for an inelastic job
+                    job = views.get(job_id)
+                    if job is None:
+                        job = views[job_id] = view.job(job_id)
+                    job = kinds[job_id] = job if job.spec.elastic else None
+                if job is not None:
+                    cached = splits.get(job_id)
+                    if cached is None or cached[0] is not alloc:
+                        cached = splits[job_id] = (alloc, *self._split_alloc(view, job, alloc))
+                    base[job_id], flex[job_id] = cached[1], cached[2]  # shared with the cache: read only
                     elastic_jobs.append(job)
-        avail = list(free)
+        avail = free.tolist()
+        avail_cells = free.totals()  # free and flexible GPUs per cell of the index
+        cell_of = self._cell_of
         flex_on: dict[int, int] = {}  # flexible GPUs per server
         for f in flex.values():
             for sid, g in f.items():
                 avail[sid] += g
                 flex_on[sid] = flex_on.get(sid, 0) + g
-        phase1 = _Phase1(self, view, allocations, free, avail, loaned)
+        for sid, g in flex_on.items():
+            avail_cells[cell_of[sid]] += g
+        phase1 = _Phase1(self, view, allocations, free, avail, loaned, avail_cells)
         admitted_elastic = False
 
         # Phase 1: base demands of queued jobs, shortest remaining time first.
@@ -352,15 +397,16 @@ class LyraScheduler(Scheduler):
                     moved = self._move_back(view, phase1, job, training_groups, base, flex) or moved
                 continue
             need = self.base_demand(job)
-            placement = None if phase1.blocked else self._fit_training(free, avail, need, training_groups)
+            placement = None if phase1.blocked else self._fit_training(phase1, need, training_groups)
             if placement is None and loaned_groups and phase1.loaned_room >= need:
-                candidate = self._fit(free, avail, need, loaned_groups)
+                candidate = self._fit(phase1, need, loaned_groups)
                 if candidate is not None and phase1.loaned_pays(job, need, candidate):
                     placement = candidate
                     self._on_loaned[job.id] = None
             if placement is None and loaned and view.allow_mixed_gpu_types and need > phase1.largest_pool(loaned_groups):
                 # too large for any one pool: training and loaned servers together, as mixing is allowed
-                placement = self._fit(free, avail, need, [[*view.training_server_ids, *loaned]])
+                placement = self._fit(phase1, need, [view.topology.server_set([*view.training_server_ids, *loaned],
+                                                                              free)])
             if placement is None:
                 phase1.wait_for_training(job, need)
                 if phase1.blocked and not self.backfill and phase1.loaned_room <= 0:
@@ -401,9 +447,9 @@ class LyraScheduler(Scheduler):
         """Move ``job`` from loaned to training GPUs when its remaining time there plus the migration
         stall beats staying; when training GPUs cannot hold it now, it waits in line for them.
         Returns whether it moved."""
-        allocations, free, avail = phase1.allocations, phase1.free, phase1.avail
+        allocations, avail = phase1.allocations, phase1.avail
         workers = job.workers
-        placement = self._fit_training(free, avail, workers, training_groups)
+        placement = self._fit_training(phase1, workers, training_groups)
         if placement is None:
             phase1.wait_for_training(job, workers)
             return False
@@ -418,6 +464,7 @@ class LyraScheduler(Scheduler):
             base[job.id], flex[job.id] = self._split_alloc(view, job, placement)
             for sid, g in flex[job.id].items():
                 avail[sid] += g  # its flexible workers stay up for grabs in phase 2
+                phase1.avail_cells[self._cell_of[sid]] += g
         del self._on_loaned[job.id]
         return True
 
@@ -435,10 +482,11 @@ class LyraScheduler(Scheduler):
         for job in jobs:
             gpu_type = self._gpu_types[next(iter(base[job.id]))]
             by_type.setdefault(gpu_type, []).append(job)
+        positive = (0).__lt__
         for gpu_type, typed in by_type.items():
-            types = self._gpu_types
-            servers = [s for s, a in enumerate(avail) if a > 0 and types[s] == gpu_type]
-            capacity = sum(avail[s] for s in servers)
+            ids = self._ids_by_type[gpu_type]  # the servers of this type with GPUs to spare, ascending:
+            servers = list(compress(ids, map(positive, map(avail.__getitem__, ids))))
+            capacity = sum(map(avail.__getitem__, servers))
             waiting = phase1.horizon(gpu_type)
             horizon = self._horizon(waiting, gpu_type)
             grow = waiting is None  # spare GPUs of a type a job waits for are that job's
@@ -489,13 +537,18 @@ class LyraScheduler(Scheduler):
         h = min(horizon, T(k)) they save h * (r_k / r_0 - 1); extras taken back before the job
         finishes (h < T(k)) cost a rescale then. (A running job's rescale now is charged by the caller.)"""
         spec = job.spec
-        rates = self._packed_rates(view, spec.model, gpu_type, self._per_server[gpu_type], spec.min_gpus + top)
-        rates = rates[spec.min_gpus: spec.min_gpus + top + 1]
+        key = (spec.model, gpu_type, spec.min_gpus, top)
+        cached = self._rows.get(key)
+        if cached is None:
+            rates = self._packed_rates(view, spec.model, gpu_type, self._per_server[gpu_type], spec.min_gpus + top)
+            rates = rates[spec.min_gpus: spec.min_gpus + top + 1]
+            cached = self._rows[key] = (rates, rates / rates[0] - 1.0)
+        rates, gain = cached
         times = job.remaining_work / rates
         if math.isinf(horizon):
             return times[0] - times
         held = np.minimum(horizon, times)
-        row = held * (rates / rates[0] - 1.0)
+        row = held * gain
         row[1:] -= np.where(held[1:] < times[1:], view.overheads.rescale_s, 0.0)
         return row
 
@@ -548,6 +601,7 @@ class LyraScheduler(Scheduler):
         a running job pays ``rescale_s`` for any change; no job grows unless ``grow``."""
         rescale = view.overheads.rescale_s
         values = []
+        stay = None  # the one-item row of a job that may not change: 0, less a rescale to drop extras
         for job in typed:
             spec = job.spec
             current = sum(flex[job.id].values())
@@ -555,12 +609,24 @@ class LyraScheduler(Scheduler):
             top = min(spec.max_gpus - spec.min_gpus, capacity) if level else 0
             if not grow:
                 top = min(top, current)
+            if top == 0 and level == NEUTRAL_JOB_LEVEL and self._packed_rates(
+                    view, spec.model, gpu_type, self._per_server[gpu_type], spec.min_gpus)[spec.min_gpus] > 0:
+                # what _value_row and the penalty below give for top = 0, without the arrays
+                if job.workers > 0 and current > 0:
+                    if stay is None:
+                        stay = np.array([0.0 - rescale])
+                    values.append(stay)
+                else:
+                    values.append(_ZERO_ROW)
+                continue
             row = self._value_row(view, job, gpu_type, top, horizon)
-            if job.workers > 0:  # a running job pays a rescale for any change
-                penalty = np.full(len(row), rescale)
+            if job.workers > 0:  # a running job pays a rescale for any change (none to stay as it is)
                 if current <= top:
-                    penalty[current] = 0.0
-                row -= penalty
+                    same = row[current]
+                    row -= rescale
+                    row[current] = same  # (x - 0.0 is x)
+                else:
+                    row -= rescale
             if level != NEUTRAL_JOB_LEVEL:
                 row *= 2.0 ** (level - NEUTRAL_JOB_LEVEL)
             values.append(row)
@@ -577,30 +643,39 @@ class LyraScheduler(Scheduler):
         left = list(choice)
         for i, job in enumerate(typed):
             extra: dict[int, int] = {}
-            for sid, g in sorted(flex[job.id].items(), key=lambda kv: (kv[0] not in loaned, kv[0])):
-                keep = min(g, avail[sid], left[i])
-                if keep:
-                    extra[sid] = keep
-                    avail[sid] -= keep
-                    left[i] -= keep
+            current = flex[job.id]
+            if current and left[i]:
+                items = current.items() if len(current) == 1 else \
+                    sorted(current.items(), key=lambda kv: (kv[0] not in loaned, kv[0]))
+                for sid, g in items:
+                    keep = min(g, avail[sid], left[i])
+                    if keep:
+                        extra[sid] = keep
+                        avail[sid] -= keep
+                        left[i] -= keep
             extras.append(extra)
-        loaned_first = sorted(servers, key=lambda s: (s not in loaned, s))
-        for i in sorted(range(len(typed)), key=lambda i: (-left[i], typed[i].index)):
-            extra = extras[i]
-            for sid in loaned_first:
-                if left[i] <= 0:
-                    break
-                g = min(avail[sid], left[i])
-                if g:
-                    extra[sid] = extra.get(sid, 0) + g
-                    avail[sid] -= g
-                    left[i] -= g
+        growing = [i for i in range(len(typed)) if left[i] > 0]  # the others take nothing more
+        if growing:  # servers is ascending: loaned ones first, then the others, each ascending
+            loaned_first = [s for s in servers if s in loaned] + [s for s in servers if s not in loaned]
+            for i in sorted(growing, key=lambda i: (-left[i], typed[i].index)):
+                extra = extras[i]
+                for sid in loaned_first:
+                    if left[i] <= 0:
+                        break
+                    g = min(avail[sid], left[i])
+                    if g:
+                        extra[sid] = extra.get(sid, 0) + g
+                        avail[sid] -= g
+                        left[i] -= g
+        allocations = plan.allocations
         for job, extra in zip(typed, extras):
-            alloc = dict(base[job.id])
-            for sid, g in extra.items():
-                alloc[sid] = alloc.get(sid, 0) + g
-            if alloc != plan.allocations.get(job.id):
-                plan.allocations[job.id] = alloc
+            alloc = base[job.id]
+            if extra:
+                alloc = dict(alloc)
+                for sid, g in extra.items():
+                    alloc[sid] = alloc.get(sid, 0) + g
+            if alloc != allocations.get(job.id):
+                allocations[job.id] = alloc if extra else dict(alloc)
 
 
 class _Phase1:
@@ -608,11 +683,13 @@ class _Phase1:
     and the speed-aware loaned test (release timelines built lazily, once per decision)."""
 
     def __init__(self, lyra: LyraScheduler, view: ClusterView, allocations: Mapping[str, Mapping[int, int]],
-                 free: list[int], avail: list[int], loaned: list[int]) -> None:
+                 free: FreeMap, avail: list[int], loaned: list[int], avail_cells: list[int]) -> None:
         self.lyra, self.view, self.allocations = lyra, view, allocations
         self.free, self.avail = free, avail
+        self.avail_cells = avail_cells  # sum of avail per cell of the engine's index
         self.loaned = loaned
-        self.loaned_room = sum(avail[s] for s in loaned)
+        self.loaned_set = set(loaned)
+        self.loaned_room = sum(map(avail.__getitem__, loaned))
         self.blocked = False  # a job waits for training GPUs and backfill is off
         self.waiting: dict[str, int] = {}      # training GPU type -> base GPUs of the jobs waiting for it
         self.first_need: dict[str, int] = {}   # training GPU type -> base GPUs of the first job waiting
@@ -626,8 +703,8 @@ class _Phase1:
         """Free or flexible GPUs on training servers of ``gpu_type`` (cached until a placement)."""
         n = self._available_by_type.get(gpu_type)
         if n is None:
-            avail = self.avail
-            n = self._available_by_type[gpu_type] = sum(avail[s] for s in self.lyra._training_types[gpu_type])
+            totals = self.avail_cells
+            n = self._available_by_type[gpu_type] = sum(totals[c] for c in self.lyra._training_cells[gpu_type])
         return n
 
     def timeline(self, gpu_type: str) -> ReleaseTimeline:
@@ -717,21 +794,26 @@ class _Phase1:
         """Free a running job's base GPUs (its flexible ones are already counted as available, and
         may have been taken by a job placed earlier in this decision)."""
         held = base if base is not None else alloc
+        cell_of, totals = self.lyra._cell_of, self.avail_cells
         for sid, g in held.items():
             self.free[sid] += g
             self.avail[sid] += g
-        loaned = set(self.loaned)
+            totals[cell_of[sid]] += g
+        loaned = self.loaned_set
         self.loaned_room += sum(g for s, g in held.items() if s in loaned)
         self._available_by_type.clear()
         self._spare = None
 
     def place(self, job: JobView, placement: Mapping[int, int]) -> None:
-        loaned = set(self.loaned)
+        loaned = self.loaned_set
         on_loaned = sum(g for s, g in placement.items() if s in loaned)
         self.loaned_room -= on_loaned
         if on_loaned:
             self._spare = None
         self.lyra._take(self.free, self.avail, placement)
+        cell_of, totals = self.lyra._cell_of, self.avail_cells
+        for sid, g in placement.items():
+            totals[cell_of[sid]] -= g
         self._available_by_type.clear()
         if not on_loaned:
             gpu_type = self.lyra._gpu_types[next(iter(placement))]

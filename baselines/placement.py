@@ -2,6 +2,13 @@
 
 The rule is the run's ``placement`` config key (``lyra_gym/config.py``); :func:`place`
 dispatches on it, so every heuristic that honours it calls one function.
+
+Cost: given a :class:`~lyra_gym.topology.FreeMap` (``view.free_map()``,
+``baselines.loaning.free_map_after``) and a :class:`~lyra_gym.topology.ServerSet`
+(``groups_by_type``, ``view.topology``), a placement is answered from the engine's
+free-capacity index in O(GPUs per server + servers placed on), whatever the size of
+the cluster; given plain lists, by walking the candidates (O(candidates)). Both give
+the same placement (``tests/test_topology.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ def best_fit(free: list[int], need: int, candidates: Sequence[int]) -> dict[int,
     {server id: GPUs}, or None if the candidates cannot hold ``need``. Does not
     modify ``free``.
     """
+    if type(candidates) is ServerSet and type(free) is FreeMap and candidates.cells is not None and need > 0:
+        return _best_fit_indexed(free, need, candidates.cells)
     best, best_free = -1, None
     total = 0
     for sid in candidates:
@@ -44,6 +53,27 @@ def best_fit(free: list[int], need: int, candidates: Sequence[int]) -> dict[int,
     return None  # unreachable: total >= need
 
 
+def _best_fit_indexed(free: FreeMap, need: int, cells: Sequence[int]) -> dict[int, int] | None:
+    """:func:`best_fit` from the index (the same choices: ``tests/test_topology.py``)."""
+    if free.total(cells) < need:
+        return None  # (then no one server holds them either)
+    best = free.smallest_fit(need, cells)
+    if best is not None:
+        return {best: need}
+    placement: dict[int, int] = {}
+    left = need
+    for sid, f in free.descending(cells):
+        if f >= left:
+            # best-fit the remainder among the servers not yet used: those with fewer free GPUs than
+            # this one (all unused), else this one (the lowest id left with as many)
+            last = free.smallest_fit(left, cells, below=f)
+            placement[sid if last is None else last] = left
+            return placement
+        placement[sid] = f
+        left -= f
+    return None  # unreachable: total >= need
+
+
 def best_fit_in_groups(free: list[int], need: int, groups: Sequence[Sequence[int]]) -> dict[int, int] | None:
     """:func:`best_fit` in the first server group (a list of ids) that can hold ``need`` GPUs."""
     for candidates in groups:
@@ -55,6 +85,9 @@ def best_fit_in_groups(free: list[int], need: int, groups: Sequence[Sequence[int
 
 def take(free: list[int], placement: dict[int, int]) -> None:
     """Subtract a placement from ``free`` in place."""
+    if type(free) is FreeMap:
+        free.take(placement)
+        return
     for sid, gpus in placement.items():
         free[sid] -= gpus
 
@@ -69,6 +102,8 @@ def consolidated_fit(free: list[int], capacity: Sequence[int], need: int,
     all GPUs of each but the last, which gets the remainder (its other GPUs stay
     free for other jobs). Returns {server id: GPUs} or None; ``free`` is not modified.
     """
+    if type(candidates) is ServerSet and type(free) is FreeMap and candidates.cells is not None and need > 0:
+        return _consolidated_indexed(free, need, candidates.cells)
     if any(capacity[sid] >= need for sid in candidates):
         best, best_free = -1, None
         for sid in candidates:
@@ -87,6 +122,25 @@ def consolidated_fit(free: list[int], capacity: Sequence[int], need: int,
     return None
 
 
+def _consolidated_indexed(free: FreeMap, need: int, cells: Sequence[int]) -> dict[int, int] | None:
+    """:func:`consolidated_fit` from the index (the same choices: ``tests/test_topology.py``)."""
+    topo_cells = free.topology.cells
+    if any(topo_cells[c].gpus >= need for c in cells):
+        best = free.smallest_fit(need, cells)
+        return None if best is None else {best: need}
+    if free.wholly_free_gpus(cells) < need:
+        return None
+    placement: dict[int, int] = {}
+    left = need
+    capacity = free.topology.capacity
+    for sid in free.wholly_free(cells):
+        placement[sid] = min(left, capacity[sid])
+        left -= placement[sid]
+        if not left:
+            return placement
+    return None  # unreachable: enough wholly free GPUs
+
+
 def place(rule: str, free: list[int], capacity: Sequence[int], need: int,
           candidates: Sequence[int]) -> dict[int, int] | None:
     """``need`` GPUs on ``candidates`` by ``rule`` (``"spread"``: :func:`best_fit`;
@@ -99,28 +153,49 @@ def place(rule: str, free: list[int], capacity: Sequence[int], need: int,
 def place_in_groups(rule: str, free: list[int], capacity: Sequence[int], need: int,
                     groups: Sequence[Sequence[int]]) -> dict[int, int] | None:
     """:func:`place` in the first server group (a list of ids) that can hold ``need`` GPUs."""
+    indexed = type(free) is FreeMap and need > 0
+    consolidated = rule == "consolidated"
     for candidates in groups:
-        placement = place(rule, free, capacity, need, candidates)
+        if indexed and type(candidates) is ServerSet and candidates.cells is not None:
+            cells = candidates.cells
+            placement = (_consolidated_indexed(free, need, cells) if consolidated
+                         else _best_fit_indexed(free, need, cells))
+        else:
+            placement = place(rule, free, capacity, need, candidates)
         if placement is not None:
             return placement
     return None
 
 
-def capacities(view) -> list[int]:
-    """GPUs per server id of a :class:`~lyra_gym.view.ClusterView`."""
-    return [s.num_gpus for s in view.servers]
+def capacities(view) -> Sequence[int]:
+    """GPUs per server id of a :class:`~lyra_gym.view.ClusterView` (a tuple, from the topology)."""
+    return view.topology.capacity
 
 
-def groups_by_type(view, server_ids: Sequence[int]) -> list[list[int]]:
-    """``server_ids`` grouped by GPU type (first-seen order); with ``allow_mixed_gpu_types`` a
-    last group of all of them, for a job no one type can hold."""
-    groups: dict[str, list[int]] = {}
-    for sid in server_ids:
-        groups.setdefault(view.servers[sid].gpu_type, []).append(sid)
-    out = list(groups.values())
+def groups_by_type(view, server_ids: Sequence[int]) -> list[Sequence[int]]:
+    """``server_ids`` (ascending) grouped by GPU type (first-seen order); with
+    ``allow_mixed_gpu_types`` a last group of all of them, for a job no one type can hold.
+
+    Each group is a :class:`~lyra_gym.topology.ServerSet` (a tuple of ids that names its cells,
+    so placements on a ``FreeMap`` use the index). The training pool's groups are precomputed
+    (O(1)); other id lists cost O(len(server_ids)).
+    """
+    topo = view.topology
+    if server_ids is view.training_server_ids or (
+            len(server_ids) == len(topo.training_ids) and tuple(server_ids) == topo.training_ids):
+        out = list(topo.type_sets(Pool.TRAINING))
+        if view.allow_mixed_gpu_types and len(out) > 1:
+            out.append(topo.pool_set(Pool.TRAINING))
+        return out
+    out = topo.sets_by_type(server_ids)
     if view.allow_mixed_gpu_types and len(out) > 1:
-        out.append(list(server_ids))
+        ids = list(server_ids)
+        out.append(topo.server_set(ids) if _ascending(ids) else ServerSet(ids, None))
     return out
+
+
+def _ascending(ids: Sequence[int]) -> bool:
+    return all(a < b for a, b in zip(ids, ids[1:]))
 
 
 def spanning_group(view, loaned: Sequence[int], need: int) -> list[int] | None:
@@ -154,3 +229,9 @@ def warn_unrunnable(view, policy: str, limit: int, need: Callable[[Any], int], w
 
 class UnrunnableJobWarning(UserWarning):
     """A job the policy can never start on the run's cluster (see :func:`warn_unrunnable`)."""
+
+
+# Imported last: importing lyra_gym runs its package __init__, whose environments import this
+# module; they find every name above already defined.
+from lyra_gym.cluster import Pool  # noqa: E402
+from lyra_gym.topology import FreeMap, ServerSet  # noqa: E402

@@ -108,10 +108,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from baselines.loaning import Loaning, free_after
+from baselines.loaning import Loaning, free_after, free_map_after
 from baselines.placement import (best_fit_in_groups, capacities, groups_by_type, place, place_in_groups, spanning_group,
                                  take, warn_unrunnable)
 from lyra_gym.plan import Plan
+from lyra_gym.topology import FreeMap, ServerSet
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.view import ClusterView, JobView
 
@@ -230,11 +231,12 @@ class TiresiasScheduler(Scheduler):
         if self.artifact:
             return self._artifact_round(view, plan, waiting, now)
         waiting.sort(key=itemgetter(0))
-        free = free_after(view, plan)
-        free_total = sum(free)  # 0 on servers training may not use
+        free = free_map_after(view, plan)  # indexed: placements read the engine's index
+        all_cells = range(len(view.topology.cells))
+        free_total = free.total(all_cells)  # 0 on servers training may not use
         rule, capacity = view.placement, capacities(view)
-        pools = self._pools(view, plan)
-        largest = max(sum(capacity[sid] for sid in pool) for pool in pools)
+        pools = self._pools(view, plan, free)
+        largest = max(sum(map(capacity.__getitem__, pool)) for pool in pools)
         held = None  # GPUs held per queue by running jobs, computed when first needed
         for key, job in waiting:
             need = job.spec.num_gpus
@@ -254,7 +256,7 @@ class TiresiasScheduler(Scheduler):
                 placement = self._preempt(key[0], need, allocations, free, groups, held, rule, capacity)
                 if placement is None:
                     continue
-                free_total = sum(free)
+                free_total = free.total(all_cells)
             take(free, placement)
             free_total -= need
             allocations[job.id] = placement
@@ -287,7 +289,10 @@ class TiresiasScheduler(Scheduler):
         lowest_first = sorted(allocations, key=keys.__getitem__, reverse=True)
         for pool in pools:
             members = set(pool)
-            have = sum(free[sid] for sid in pool)
+            if type(free) is FreeMap and type(pool) is ServerSet and pool.cells is not None:
+                have = free.total(pool.cells)
+            else:
+                have = sum(free[sid] for sid in pool)
             trial = None if spread else list(free)  # consolidated: free GPUs with the victims stopped
             chosen = []  # (job id, its GPUs in this pool)
             ok = False
@@ -326,13 +331,15 @@ class TiresiasScheduler(Scheduler):
         gone = set(plan.give_back)
         return [s for s in (*view.loaned_servers(), *plan.borrow) if s not in gone]
 
-    def _pools(self, view: ClusterView, plan: Plan) -> list[Sequence[int]]:
+    def _pools(self, view: ClusterView, plan: Plan, free: FreeMap | None = None) -> list[Sequence[int]]:
         """Server-id groups to place on, in order: training servers one GPU type at a time (then
         all of them if ``allow_mixed_gpu_types``), then loaned ones. A job spans training and
         loaned servers only when it is too large for every one of these and mixing is allowed
         (:func:`~baselines.placement.spanning_group`; it runs at the slower pace)."""
         pools: list[Sequence[int]] = groups_by_type(view, view.training_server_ids)
         loaned = self._loaned(view, plan)
+        if loaned and free is not None and all(a < b for a, b in zip(loaned, loaned[1:])):
+            loaned = view.topology.server_set(loaned, free)  # ascending: placements on it read the index
         return [*pools, loaned] if loaned else pools
 
     def _job_limit(self, view: ClusterView) -> int:

@@ -45,6 +45,7 @@ import bisect
 import dataclasses
 import heapq
 import time
+import weakref
 from collections import deque
 from typing import Mapping, Sequence
 
@@ -55,10 +56,11 @@ from lyra_gym.config import SimConfig
 from lyra_gym.demand import DemandCurve
 from lyra_gym.efficiency import builtin_efficiency, load_efficiency
 from lyra_gym.jobs import EMPTY_ALLOCATION, Job, JobState
-from lyra_gym.plan import FrozenAllocation, Plan, PlanError, TrackedAllocations
+from lyra_gym.plan import FrozenAllocation, PendingAllocations, Plan, PlanError, TrackedAllocations
 from lyra_gym.profiles import ProfileError, ProfileSet
-from lyra_gym.scaling import ScalingModel, bin_end_work, progress_bin
+from lyra_gym.scaling import PROGRESS_BINS, ScalingModel, bin_end_work, progress_bin
 from lyra_gym.scheduler import Scheduler
+from lyra_gym.topology import Topology
 from lyra_gym.trace import JobSpec
 from lyra_gym.view import ClusterView, JobView
 
@@ -67,6 +69,12 @@ _COMPLETION, _DEADLINE, _TICK = 0, 1, 2
 
 #: Most GPUs an inelastic job made elastic by ``all_jobs_elastic`` may grow to (adaptdl simulator).
 ELASTIC_CAP_GPUS = 64
+
+
+def _unread(plan: Plan) -> PendingAllocations | None:
+    """The pending allocations of a current plan never read (``Plan.assign`` only), else None."""
+    unread = getattr(plan, "_unread", None)
+    return unread() if unread is not None else None
 
 
 def as_elastic(spec: JobSpec) -> JobSpec:
@@ -108,7 +116,10 @@ class Engine:
         self.progress = progress
         self.servers: list[Server] = build_servers(config.cluster)
         self.inference_servers = [s for s in self.servers if s.pool is Pool.INFERENCE]
-        self.free = [s.free for s in self.servers]  # free GPUs per server id (0 where training may not go)
+        # free GPUs by pool, GPU type and count (DESIGN.md "Cost"), updated on every change
+        self.topology = Topology(self.servers)
+        self._server_types = [frozenset((s.gpu_type,)) for s in self.servers]  # a job on one server
+        self.free = self.topology.free  # free GPUs per server id (0 where training may not go)
         self.reference_gpu = config.reference_gpu or profiles.reference_gpu
         ref_groups = [g for g in config.cluster.training if g.gpu_type == self.reference_gpu]
         self.reference_gpus_per_server = (ref_groups or list(config.cluster.training))[0].gpus_per_server
@@ -140,6 +151,12 @@ class Engine:
         self.running: dict[int, None] = {}  # running job indices in start order
         self.running_allocations: dict[str, Mapping[int, int]] = {}  # job id -> allocation, start order
         self.state_version = 0  # bumped by every applied change; dates TrackedAllocations
+        self._starts = 0  # start sequence: running_allocations is in ascending Job.start_seq
+        self._pending: list[weakref.ref] = []  # current plans handed out (live ones: not read yet)
+        # (job id, allocation before, start sequence) of every change of running_allocations since
+        # the oldest live pending plan, which _snapshot reads; entry i is change _journal_start + i
+        self._journal: list[tuple[str, Mapping[int, int] | None, int]] = []
+        self._journal_start = 0
         self.identity = object()  # names this engine in TrackedAllocations (an id() is reused once freed)
         self.finished = 0
         self._next_arrival = 0
@@ -147,6 +164,12 @@ class Engine:
         self._seq = 0
         self.demand_now = demand.at(self.now)
         self._demand_ptr = int(np.searchsorted(demand.times_s, self.now, side="right"))
+        # the hot loop reads plain Python numbers (the same values as the arrays')
+        self._demand_times: list[float] = [float(t) for t in demand.times_s]
+        self._demand_values: list[int] = [int(v) for v in demand.servers]
+        self._arrival_times: list[float] = [job.spec.submit_time for job in self.jobs]
+        self._gpus_inf = config.cluster.inference.gpus_per_server
+        self._inference_n = len(self.inference_servers)
         self._requests: deque[list[float]] = deque()  # [servers owed, deadline], oldest first
         self.loaned_count = 0
         self._suspended_on: dict[int, frozenset[int]] = {}  # suspended job index -> the server ids it left
@@ -166,6 +189,8 @@ class Engine:
             events=0, decisions=0,
         )
         self._speeds: dict[tuple[str, frozenset[str]], float] = {}  # (model, GPU types) -> speed
+        self._reference_rates: dict[tuple[str, int], float] = {}  # (model, workers) -> reference_throughput
+        self._restart_s: dict[str, float] = {}  # model -> its profile's restart overhead
         self.sim_wall_s = 0.0
         self._redecide = False  # a forced reclaim asks for a second decision at the same instant
         self._progress_only = False  # were the last events only jobs' rate changes with progress?
@@ -179,7 +204,12 @@ class Engine:
     # ------------------------------------------------------------------ helpers
     def reference_throughput(self, model: str, workers: int) -> float:
         """Samples/s of ``workers`` reference GPUs packed onto reference servers."""
-        return self.profiles.packed_throughput(model, workers, self.reference_gpu, self.reference_gpus_per_server)
+        key = (model, workers)
+        rate = self._reference_rates.get(key)
+        if rate is None:
+            rate = self._reference_rates[key] = self.profiles.packed_throughput(
+                model, workers, self.reference_gpu, self.reference_gpus_per_server)
+        return rate
 
     def speed(self, model: str, gpu_types: frozenset[str]) -> float:
         """Reference-GPU-s of useful work per GPU-s of ``model`` on workers of ``gpu_types``:
@@ -210,6 +240,65 @@ class Engine:
     def reclaim_deadline(self) -> float | None:
         return self._requests[0][1] if self._requests else None
 
+    def __getstate__(self) -> dict:  # pickling (an env mid-episode): the live pending plans by value
+        state = dict(self.__dict__)
+        state["_pending"] = [p for p in (ref() for ref in self._pending) if p is not None]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state["_pending"] = [weakref.ref(p) for p in state["_pending"]]
+        self.__dict__.update(state)
+
+    # ------------------------------------------------------------------ current plans
+    def pending_allocations(self) -> PendingAllocations:
+        """The running allocations now, to be copied only if read (``ClusterView.current_plan``).
+
+        Every later change of ``running_allocations`` is journalled (job id, its allocation before,
+        its start sequence), so a pending plan read after the engine moved on still gets the
+        allocations of its own instant (``_snapshot``)."""
+        if len(self._journal) > 64 or len(self._pending) > 32:
+            self._trim_journal()
+        pending = PendingAllocations(self._snapshot, (self.identity, self.state_version),
+                                     self._journal_start + len(self._journal))
+        self._pending.append(weakref.ref(pending))
+        return pending
+
+    def _snapshot(self, pending: PendingAllocations) -> Mapping[str, Mapping[int, int]]:
+        """The running allocations as they were at ``pending.token``, in start order."""
+        current = self.running_allocations
+        journal = self._journal
+        start = pending.mark - self._journal_start
+        if start >= len(journal):
+            return current
+        before: dict[str, tuple[Mapping[int, int] | None, int]] = {}
+        for i in range(start, len(journal)):
+            key, old, seq = journal[i]
+            if key not in before:
+                before[key] = (old, seq)
+        by_id = self._by_id
+        kept = [(by_id[k].start_seq, k, a) for k, a in current.items() if k not in before]
+        gone = sorted((seq, k, a) for k, (a, seq) in before.items() if a is not None)
+        return {k: a for _, k, a in heapq.merge(kept, gone)}
+
+    def _trim_journal(self) -> None:
+        """Drop the journal entries no live pending plan needs; a pending plan kept alive for
+        long gets a copy of its allocations instead (so the journal stays short)."""
+        end = self._journal_start + len(self._journal)
+        alive = []
+        for ref in self._pending:
+            pending = ref()
+            if pending is not None and pending.base is None:
+                alive.append(pending)
+        # at most 16 live ones, none older than 4096 changes: the others get their copy now
+        for i, pending in enumerate(alive):
+            if end - pending.mark > 4096 or i < len(alive) - 16:
+                pending.base = dict(self._snapshot(pending))
+        self._pending = [weakref.ref(p) for p in alive if p.base is None]
+        keep = min((p.mark for p in alive if p.base is None), default=end)
+        if keep > self._journal_start:
+            del self._journal[:keep - self._journal_start]
+            self._journal_start = keep
+
     def _push(self, t: float, kind: int, index: int = -1, version: int = 0) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (t, self._seq, kind, index, version))
@@ -228,8 +317,9 @@ class Engine:
     def run(self) -> "Engine":
         """Simulate until every job finished, nothing can change, or the horizon."""
         self.begin()
-        while self.next_decision():
-            self.submit(self.scheduler.decide(self.view))
+        next_decision, submit, decide, view = self.next_decision, self.submit, self.scheduler.decide, self.view
+        while next_decision():
+            submit(decide(view))
         self.finish()
         return self
 
@@ -257,12 +347,13 @@ class Engine:
             return True
         jobs_n = len(self.jobs)
         times, values = self.demand.times_s, self.demand.servers
-        tick = self.scheduler.tick_interval
+        demand_times = self._demand_times
+        demand_n = len(demand_times)
         if (
             self.counts["decisions"]
             and not self.running
             and self._next_arrival >= jobs_n
-            and self._demand_ptr >= len(times)
+            and self._demand_ptr >= demand_n
         ):
             if self._changed and self.queue and self._last_retry != self.now:
                 # the last decision changed the cluster (e.g. returned servers): let the scheduler
@@ -270,26 +361,51 @@ class Engine:
                 self._last_retry, self._changed = self.now, False
                 self.tick_only = False
                 return True
-            if tick is None or not self._changed:
+            if self.scheduler.tick_interval is None or not self._changed:
                 self._over = True  # nothing can change any more: the queued jobs stay unfinished
                 return False
+        arrivals, heap, jobs = self._arrival_times, self._heap, self.jobs
+        horizon = self.config.horizon_s
+        running = JobState.RUNNING
+        plain_clock = type(self)._advance_clock is Engine._advance_clock  # (a subclass may hook it)
         while self.finished < jobs_n:
-            candidates = []
+            # the next event: the earliest of the next arrival, demand change and heap entry
+            # (stale completions, of jobs changed since, are dropped from the heap on the way)
+            t = None
             if self._next_arrival < jobs_n:
-                candidates.append(self.jobs[self._next_arrival].spec.submit_time)
-            if self._demand_ptr < len(times):
-                candidates.append(float(times[self._demand_ptr]))
-            heap_t = self._peek_heap()
-            if heap_t is not None:
-                candidates.append(heap_t)
-            if not candidates:
+                t = arrivals[self._next_arrival]
+            if self._demand_ptr < demand_n:
+                d = demand_times[self._demand_ptr]
+                if t is None or d < t:
+                    t = d
+            while heap:
+                top = heap[0]
+                if top[2] == _COMPLETION:
+                    job = jobs[top[3]]
+                    if job.version != top[4] or job.state is not running:
+                        heapq.heappop(heap)
+                        continue
+                if t is None or top[0] < t:
+                    t = top[0]
                 break
-            t = min(candidates)
-            horizon = self.config.horizon_s
+            if t is None:
+                break
             if horizon is not None and t > horizon:
                 self._advance_clock(horizon)
                 break
-            self._advance_clock(t)
+            if plain_clock:  # _advance_clock(t), inline
+                dt = t - self.now
+                if dt > 0:
+                    gpus_inf = self._gpus_inf
+                    loaned = self.loaned_count
+                    self.gpu_s_training += self.used_training * dt
+                    self.gpu_s_loaned += self.used_loaned * dt
+                    self.gpu_s_loaned_capacity += loaned * gpus_inf * dt
+                    serving = min(self.demand_now, self._inference_n - loaned)
+                    self.gpu_s_inference_busy += serving * gpus_inf * dt
+                    self.now = t
+            else:
+                self._advance_clock(t)
             done_before = self.finished
             self.tick_only = self._process_events(t, times, values)
             if self._bar is not None:
@@ -327,46 +443,67 @@ class Engine:
     def _advance_clock(self, t: float) -> None:
         dt = t - self.now
         if dt > 0:
-            gpus_inf = self.config.cluster.inference.gpus_per_server
+            gpus_inf = self._gpus_inf
+            loaned = self.loaned_count
             self.gpu_s_training += self.used_training * dt
             self.gpu_s_loaned += self.used_loaned * dt
-            self.gpu_s_loaned_capacity += self.loaned_count * gpus_inf * dt
-            serving = min(self.demand_now, len(self.inference_servers) - self.loaned_count)
+            self.gpu_s_loaned_capacity += loaned * gpus_inf * dt
+            serving = min(self.demand_now, self._inference_n - loaned)
             self.gpu_s_inference_busy += serving * gpus_inf * dt
             self.now = t
 
     def _process_events(self, t: float, times: np.ndarray, values: np.ndarray) -> bool:
         """Apply every event at ``t``; True when the only ones were the scheduler's ticks."""
         jobs = self.jobs
-        events0, ticks, progress = self.counts["events"], 0, 0
-        while self._next_arrival < len(jobs) and jobs[self._next_arrival].spec.submit_time <= t:
-            job = jobs[self._next_arrival]
-            job.state = JobState.QUEUED
-            job.queued_since = job.last_update = job.spec.submit_time
-            self.queue.append(job.index)  # arrivals come in index order, after any re-queued job
-            self._next_arrival += 1
-            self.counts["events"] += 1
+        jobs_n = len(jobs)
+        events, ticks, progress = 0, 0, 0
+        arrivals, queue = self._arrival_times, self.queue
+        i = self._next_arrival
+        if i < jobs_n and arrivals[i] <= t:
+            queued = JobState.QUEUED
+            while i < jobs_n and arrivals[i] <= t:
+                job = jobs[i]
+                job.state = queued
+                job.queued_since = job.last_update = arrivals[i]
+                queue.append(i)  # arrivals come in index order, after any re-queued job
+                i += 1
+                events += 1
+            self._next_arrival = i
         heap = self._heap
-        while self._peek_heap() is not None and heap[0][0] <= t:
-            _, _, kind, index, _ = heapq.heappop(heap)
-            if kind == _COMPLETION and not self._progress_event(jobs[index]):
-                progress += 1  # a change of rate inside a job: not an event
-                continue
-            self.counts["events"] += 1
+        running = JobState.RUNNING
+        while heap:
+            top = heap[0]
+            kind = top[2]
+            if kind == _COMPLETION:
+                job = jobs[top[3]]
+                if job.version != top[4] or job.state is not running:
+                    heapq.heappop(heap)  # stale: the job changed since
+                    continue
+            if top[0] > t:
+                break
+            heapq.heappop(heap)
+            if kind == _COMPLETION:
+                if job.milestone_work >= job.total_work:
+                    self._finish(job)
+                else:
+                    self._progress_event(job)  # a change of rate inside a job: not an event
+                    progress += 1
+                    continue
+            events += 1
             if kind == _TICK:
                 ticks += 1
-                if self.finished < len(jobs):
+                if self.finished < jobs_n:
                     self._push(t + self.scheduler.tick_interval, _TICK)
-        demand_changed = False
-        while self._demand_ptr < len(times) and times[self._demand_ptr] <= t:
-            self.demand_now = int(values[self._demand_ptr])
-            self._demand_ptr += 1
-            demand_changed = True
-            self.counts["events"] += 1
-        if demand_changed:
+        demand_times = self._demand_times
+        if self._demand_ptr < len(demand_times) and demand_times[self._demand_ptr] <= t:
+            while self._demand_ptr < len(demand_times) and demand_times[self._demand_ptr] <= t:
+                self.demand_now = self._demand_values[self._demand_ptr]
+                self._demand_ptr += 1
+                events += 1
             self._sync_requests()
-        self._progress_only = progress > 0 and self.counts["events"] == events0
-        return ticks > 0 and self.counts["events"] - events0 == ticks
+        self.counts["events"] += events
+        self._progress_only = progress > 0 and events == 0
+        return ticks > 0 and events == ticks
 
     def _finish(self, job: Job) -> None:
         job.advance(self.now)
@@ -376,6 +513,7 @@ class Engine:
         job.state = JobState.FINISHED
         job.finish_time = self.now
         job.version += 1
+        self._journal.append((job.spec.job_id, self.running_allocations[job.spec.job_id], job.start_seq))
         del self.running[job.index]
         del self.running_allocations[job.spec.job_id]
         self.state_version += 1
@@ -401,6 +539,8 @@ class Engine:
 
     def _enforce_reclaims(self) -> bool:
         """Return servers of overdue requests by the default rule; True if any."""
+        if not self._requests:
+            return False
         due = sum(int(n) for n, deadline in self._requests if deadline <= self.now)
         if due <= 0:
             return False
@@ -426,6 +566,10 @@ class Engine:
     # ------------------------------------------------------------------ decisions
     def apply(self, plan: Plan) -> bool:
         """Validate ``plan`` completely, then apply it; raises PlanError and changes nothing if invalid."""
+        pending = plan.__dict__.get("_pending") if type(plan) is Plan else _unread(plan)
+        if (pending is not None and not pending.writes and pending.token == (self.identity, self.state_version)
+                and not plan.borrow and not plan.give_back and not plan.suspend and not plan.batch_sizes):
+            return False  # the current plan, unchanged: nothing to check or do
         changes = self._validate(plan)
         batches = self._validate_batches(plan)
         if not changes and not plan.borrow and not plan.give_back and not batches:
@@ -437,29 +581,37 @@ class Engine:
             for index in disrupted:
                 self.jobs[index].reclaim_disruptions += 1
             self.counts["reclaim_disruptions"] += len(disrupted)
+        topology = self.topology
         for sid in plan.borrow:
             self.servers[sid].loaned = True
-            self.free[sid] = self.servers[sid].num_gpus
+            topology._loan(sid)
             self.loaned_count += 1
             self.counts["servers_borrowed"] += 1
         for job, _ in changes:  # release everything first so moves between jobs are consistent
             job.advance(now)
-            self._release(job)
+            if job.allocation:
+                self._release(job)
         for job, batch in batches:
             job.batch = batch
-        suspend = set(plan.suspend)
-        for job, new in changes:
-            self._assign(job, new, job.spec.job_id in suspend)
-        reassigned = {job.index for job, _ in changes}
-        for job, _ in batches:  # a running job with only a new batch: new rate, no overhead
-            if job.state is JobState.RUNNING and job.index not in reassigned:
-                job.advance(now)
-                job.version += 1
-                job.progress_bin = progress_bin(job.work_done, job.total_work)
-                self._set_rate(job)
+        suspend = plan.suspend
+        if suspend:
+            suspend = set(suspend)
+            for job, new in changes:
+                self._assign(job, new, job.spec.job_id in suspend)
+        else:
+            for job, new in changes:
+                self._assign(job, new)
+        if batches:
+            reassigned = {job.index for job, _ in changes}
+            for job, _ in batches:  # a running job with only a new batch: new rate, no overhead
+                if job.state is JobState.RUNNING and job.index not in reassigned:
+                    job.advance(now)
+                    job.version += 1
+                    job.progress_bin = progress_bin(job.work_done, job.total_work)
+                    self._set_rate(job)
         for sid in plan.give_back:
             self.servers[sid].loaned = False
-            self.free[sid] = 0
+            topology._unloan(sid)
             self.loaned_count -= 1
             self.counts["servers_returned"] += 1
         if plan.borrow or plan.give_back:
@@ -475,37 +627,45 @@ class Engine:
                 raise PlanError("unknown-server", f"{where}: no server with id {sid!r}")
             return servers[int(sid)]
 
-        borrow = set()
-        for sid in plan.borrow:
-            s = server_of(sid, "borrow")
-            if s.pool is not Pool.INFERENCE or s.loaned or sid in borrow:
-                raise PlanError("not-loanable", f"borrow: server {sid} is not an idle inference server off loan")
-            borrow.add(int(sid))
-        if len(borrow) > self.num_loanable():
-            raise PlanError("not-loanable", f"borrow: {len(borrow)} servers asked, {self.num_loanable()} loanable")
-        give_back = set()
-        for sid in plan.give_back:
-            s = server_of(sid, "give_back")
-            if not s.loaned or sid in give_back:
-                raise PlanError("not-on-loan", f"give_back: server {sid} is not on loan")
-            give_back.add(int(sid))
+        borrow: set[int] = set()
+        give_back: set[int] = set()
+        if plan.borrow:
+            for sid in plan.borrow:
+                s = server_of(sid, "borrow")
+                if s.pool is not Pool.INFERENCE or s.loaned or sid in borrow:
+                    raise PlanError("not-loanable", f"borrow: server {sid} is not an idle inference server off loan")
+                borrow.add(int(sid))
+            if len(borrow) > self.num_loanable():
+                raise PlanError("not-loanable", f"borrow: {len(borrow)} servers asked, {self.num_loanable()} loanable")
+        if plan.give_back:
+            for sid in plan.give_back:
+                s = server_of(sid, "give_back")
+                if not s.loaned or sid in give_back:
+                    raise PlanError("not-on-loan", f"give_back: server {sid} is not on loan")
+                give_back.add(int(sid))
 
-        allocations = plan.allocations
         changes: list[tuple[Job, Mapping[int, int] | None]] = []
-        jobs = self.jobs
-        if type(allocations) is TrackedAllocations and allocations.token == (self.identity, self.state_version):
-            candidates = list(allocations.touched)  # every other entry is the current allocation
-        else:  # plan order, then running jobs the plan leaves out (ordered: runs are reproducible)
-            candidates = [*allocations, *(k for k in self.running_allocations if k not in allocations)]
+        token = (self.identity, self.state_version)
+        pending = plan.__dict__.get("_pending") if type(plan) is Plan else _unread(plan)
+        if pending is not None and pending.token == token:
+            allocations = pending.writes or {}  # a current plan changed by Plan.assign only
+            candidates = list(allocations)
+        else:
+            allocations = plan.allocations
+            if type(allocations) is TrackedAllocations and allocations.token == token:
+                candidates = list(allocations.touched)  # every other entry is the current allocation
+            else:  # plan order, then running jobs the plan leaves out (ordered: runs are reproducible)
+                candidates = [*allocations, *(k for k in self.running_allocations if k not in allocations)]
         by_id = self._by_id
+        running, queued = JobState.RUNNING, JobState.QUEUED
         for job_id in candidates:
             job = by_id.get(job_id)
-            if job is None or job.state in (JobState.PENDING, JobState.FINISHED):
+            if job is None or (job.state is not running and job.state is not queued):
                 if job_id in allocations:
                     raise PlanError("unknown-job", f"allocations: no job {job_id!r} in the system")
                 continue
             new = allocations.get(job_id)
-            if job.state is JobState.RUNNING:
+            if job.state is running:
                 if new is job.allocation:
                     continue
                 if not new:
@@ -514,33 +674,47 @@ class Engine:
                     changes.append((job, new))
             elif new:
                 changes.append((job, new))
+        if not changes and not give_back and not plan.suspend:
+            return changes
 
         delta: dict[int, int] = {}
         mixed_ok = self.config.allow_mixed_gpu_types
+        training = Pool.TRAINING
         for job, new in changes:
             for sid, gpus in job.allocation.items():
                 delta[sid] = delta.get(sid, 0) - gpus
             if new is None:
                 continue
-            where = f"allocations[{job.spec.job_id!r}]"
             total = 0
-            gpu_types = set()
+            gpu_type = None
+            mixed = False
             for sid, gpus in new.items():
-                s = server_of(sid, where)
-                if not isinstance(gpus, (int, np.integer)) or isinstance(gpus, bool) or gpus < 1:
-                    raise PlanError("bad-gpu-count", f"{where}: server {sid} given {gpus!r} GPUs (need an int >= 1)")
-                if not (s.pool is Pool.TRAINING or (s.loaned and s.id not in give_back) or s.id in borrow):
-                    raise PlanError("server-unavailable", f"{where}: server {sid} is an inference server not on loan")
+                if type(sid) is int and 0 <= sid < n_servers:
+                    s = servers[sid]
+                else:
+                    s = server_of(sid, f"allocations[{job.spec.job_id!r}]")
+                if type(gpus) is not int or gpus < 1:
+                    if not isinstance(gpus, (int, np.integer)) or isinstance(gpus, bool) or gpus < 1:
+                        raise PlanError("bad-gpu-count", f"allocations[{job.spec.job_id!r}]: server {sid} given "
+                                                         f"{gpus!r} GPUs (need an int >= 1)")
+                if not (s.pool is training or (s.loaned and s.id not in give_back) or s.id in borrow):
+                    raise PlanError("server-unavailable", f"allocations[{job.spec.job_id!r}]: server {sid} is an "
+                                                          "inference server not on loan")
                 total += gpus
-                gpu_types.add(s.gpu_type)
+                if gpu_type is None:
+                    gpu_type = s.gpu_type
+                elif s.gpu_type != gpu_type:
+                    mixed = True
                 delta[s.id] = delta.get(s.id, 0) + int(gpus)
             spec = job.spec
             if not spec.min_gpus <= total <= spec.max_gpus:
                 raise PlanError(
-                    "worker-range", f"{where}: {total} GPUs outside [{spec.min_gpus}, {spec.max_gpus}]"
+                    "worker-range", f"allocations[{job.spec.job_id!r}]: {total} GPUs outside [{spec.min_gpus}, "
+                                    f"{spec.max_gpus}]"
                 )
-            if not mixed_ok and len(gpu_types) > 1:
-                raise PlanError("mixed-gpu-types", f"{where}: spans GPU types {sorted(gpu_types)}")
+            if not mixed_ok and mixed:
+                gpu_types = sorted({servers[int(sid)].gpu_type for sid in new})
+                raise PlanError("mixed-gpu-types", f"allocations[{job.spec.job_id!r}]: spans GPU types {gpu_types}")
         for sid, d in delta.items():
             s = servers[sid]
             if s.used + d > s.num_gpus:
@@ -548,10 +722,11 @@ class Engine:
         for sid in give_back:
             if servers[sid].used + delta.get(sid, 0) > 0:
                 raise PlanError("server-unavailable", f"give_back: server {sid} still holds jobs in the plan")
-        stopped = {job.spec.job_id for job, new in changes if new is None}
-        for job_id in plan.suspend:
-            if job_id not in stopped:
-                raise PlanError("bad-suspend", f"suspend: job {job_id!r} is not stopped by this plan")
+        if plan.suspend:
+            stopped = {job.spec.job_id for job, new in changes if new is None}
+            for job_id in plan.suspend:
+                if job_id not in stopped:
+                    raise PlanError("bad-suspend", f"suspend: job {job_id!r} is not stopped by this plan")
         return changes
 
     def _validate_batches(self, plan: Plan) -> list[tuple[Job, float]]:
@@ -574,15 +749,18 @@ class Engine:
         return out
 
     def _release(self, job: Job) -> None:
-        for sid, gpus in job.allocation.items():
-            s = self.servers[sid]
+        servers, index = self.servers, job.index
+        training = Pool.TRAINING
+        allocation = job.allocation
+        for sid, gpus in allocation.items():
+            s = servers[sid]
             s.used -= gpus
-            self.free[sid] += gpus
-            del s.jobs[job.index]
-            if s.pool is Pool.TRAINING:
+            del s.jobs[index]
+            if s.pool is training:
                 self.used_training -= gpus
             else:
                 self.used_loaned -= gpus
+        self.topology._add(allocation, 1)
 
     def _assign(self, job: Job, new: Mapping[int, int] | None, suspend: bool = False) -> None:
         """Give ``job`` allocation ``new`` (None = preempt, or suspend); its old allocation is already released."""
@@ -601,21 +779,25 @@ class Engine:
             else:
                 job.preemptions += 1
                 counts["preemptions"] += 1
+            self._journal.append((job.spec.job_id, old_allocation, job.start_seq))
             del self.running[job.index]
             del self.running_allocations[job.spec.job_id]
             bisect.insort(self.queue, job.index)
             return
         allocation = FrozenAllocation({int(sid): int(g) for sid, g in new.items()})
-        workers = sum(allocation.values())
+        servers, index = self.servers, job.index
+        training = Pool.TRAINING
+        workers = 0
         for sid, gpus in allocation.items():
-            s = self.servers[sid]
+            workers += gpus
+            s = servers[sid]
             s.used += gpus
-            self.free[sid] -= gpus
-            s.jobs[job.index] = gpus
-            if s.pool is Pool.TRAINING:
+            s.jobs[index] = gpus
+            if s.pool is training:
                 self.used_training += gpus
             else:
                 self.used_loaned += gpus
+        self.topology._add(allocation, -1)
         overheads = self.config.overheads
         if was_running:
             overhead = overheads.rescale_s
@@ -631,7 +813,7 @@ class Engine:
                 counts["migrations"] += 1
         else:
             if job.suspended:  # resumed from host memory: cheap only where the state is
-                if self._suspended_on.pop(job.index) == frozenset(allocation):
+                if self._suspended_on.pop(index) == frozenset(allocation):
                     overhead = overheads.resume_s
                 else:
                     overhead = overheads.migrate_s
@@ -641,24 +823,37 @@ class Engine:
             elif overheads.restart_s is not None:
                 overhead = overheads.restart_s
             else:
-                overhead = self.profiles.model(job.spec.model).restart_overhead_s
-            del self.queue[bisect.bisect_left(self.queue, job.index)]
-            self.running[job.index] = None
+                overhead = self._restart_s.get(job.spec.model)
+                if overhead is None:
+                    overhead = self._restart_s[job.spec.model] = self.profiles.model(job.spec.model).restart_overhead_s
+            queue = self.queue
+            del queue[bisect.bisect_left(queue, index)]
+            self.running[index] = None
+            self._starts += 1
+            job.start_seq = self._starts
             job.state = JobState.RUNNING
             job.queued_total += now - job.queued_since
             if job.first_start is None:
                 job.first_start = now
             counts["starts"] += 1
         job.allocation = allocation
+        self._journal.append((job.spec.job_id, old_allocation if was_running else None, job.start_seq))
         self.running_allocations[job.spec.job_id] = allocation
         job.workers = workers
         job.servers_used = len(allocation)
-        gpu_types = frozenset(self.servers[sid].gpu_type for sid in allocation)
-        job.speed = self.speed(job.spec.model, gpu_types)
+        if len(allocation) == 1:
+            gpu_types = self._server_types[next(iter(allocation))]
+        else:
+            gpu_types = frozenset(servers[sid].gpu_type for sid in allocation)
+        key = (job.spec.model, gpu_types)
+        speed = self._speeds.get(key)
+        job.speed = speed if speed is not None else self.speed(job.spec.model, gpu_types)
         job.last_update = now
         # a running job changed inside an overhead stays stalled at least until the old end
         job.overhead_until = max(job.overhead_until, now + overhead) if was_running else now + overhead
-        job.progress_bin = progress_bin(job.work_done, job.total_work)
+        total = job.total_work  # progress_bin(job.work_done, total), inline
+        job.progress_bin = PROGRESS_BINS - 1 if total <= 0 else min(PROGRESS_BINS - 1,
+                                                                     int(job.work_done / total * PROGRESS_BINS))
         self._set_rate(job, gpu_types)
 
     def _set_rate(self, job: Job, gpu_types: frozenset[str] | None = None) -> None:
@@ -667,15 +862,14 @@ class Engine:
         allocation = job.allocation
         if gpu_types is None:
             gpu_types = frozenset(self.servers[sid].gpu_type for sid in allocation)
-        scaling, spec = self.scaling, job.spec
-        batch = scaling.global_batch(spec, job.init_batch, job.workers, job.batch)
-        job.rate = scaling.rate(spec, job.init_batch, job.workers, len(allocation), gpu_types, batch,
-                                job.progress_bin)
-        if scaling.needs_bins(spec, job.init_batch, batch):
+        job.rate, needs_bins = self.scaling.rate_for(job.spec, job.init_batch, job.workers, len(allocation), gpu_types,
+                                                     job.batch, job.progress_bin)
+        if needs_bins:
             job.milestone_work = bin_end_work(job.progress_bin, job.total_work)
         else:
             job.milestone_work = job.total_work
-        self._push(job.next_event_time(), _COMPLETION, job.index, job.version)
+        self._seq += 1
+        heapq.heappush(self._heap, (job.next_event_time(), self._seq, _COMPLETION, job.index, job.version))
 
     def _progress_event(self, job: Job) -> bool:
         """A job's completion-or-progress event: finish it, or move it into the next part of its

@@ -34,7 +34,7 @@ class Job:
         "first_start", "finish_time", "queued_since", "queued_total", "preemptions",
         "scale_ins", "scale_outs", "migrations", "suspended", "version", "view",
         "busy_gpu_s", "effective_gpu_s", "speed", "reclaim_disruptions",
-        "init_batch", "batch", "progress_bin", "milestone_work",
+        "init_batch", "batch", "progress_bin", "milestone_work", "start_seq",
     )
 
     def __init__(self, index: int, spec: JobSpec, total_work: float) -> None:
@@ -69,6 +69,7 @@ class Job:
         self.batch = 0.0              # the global batch the scheduler chose (adaptive rule), samples
         self.progress_bin = 0         # the part of training progress the rate was computed for
         self.milestone_work = total_work  # work at which the rate changes next (progress part ends)
+        self.start_seq = 0            # the engine's count of starts when this job last started
 
     def advance(self, now: float) -> None:
         """Integrate progress and attained service up to ``now``."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 
 @dataclass
@@ -25,6 +25,11 @@ class Plan:
       for jobs in the system, under ``scaling: adaptive`` only
       (:mod:`lyra_gym.scaling`; Pollux's batch-size adaptation). A job keeps
       its batch until a Plan changes it; changing it costs no overhead.
+
+    Cost: the ``allocations`` of ``ClusterView.current_plan()`` are copied from the
+    engine the first time they are read (O(running jobs)); a scheduler that only
+    adds jobs to such a plan calls :meth:`assign`, which does not copy them, and a
+    plan returned unread or changed only by :meth:`assign` is applied in O(its changes).
     """
 
     allocations: dict[str, Mapping[int, int]] = field(default_factory=dict)
@@ -32,6 +37,78 @@ class Plan:
     give_back: tuple[int, ...] = ()
     suspend: tuple[str, ...] = ()
     batch_sizes: dict[str, float] = field(default_factory=dict)
+
+    def assign(self, job_id: str, allocation: Mapping[int, int]) -> None:
+        """``self.allocations[job_id] = allocation``, without copying the allocations of a
+        current plan that were not read yet."""
+        pending = self.__dict__.get("_pending")
+        if pending is None:
+            self.allocations[job_id] = allocation
+        elif pending.writes is None:
+            pending.writes = {job_id: allocation}
+        else:
+            pending.writes[job_id] = allocation
+
+    def _unread(self) -> "PendingAllocations | None":
+        """The pending allocations of a current plan whose ``allocations`` were never read."""
+        return self.__dict__.get("_pending")
+
+    def __getstate__(self) -> dict:  # pickle and copy: the allocations themselves
+        self.allocations  # noqa: B018 (reads them: a pending plan becomes an ordinary one)
+        return dict(self.__dict__)
+
+
+def _get_allocations(self: Plan) -> dict[str, Mapping[int, int]]:
+    state = self.__dict__
+    pending = state.get("_pending")
+    if pending is not None:
+        del state["_pending"]
+        state["_allocations"] = pending.materialize()
+    return state["_allocations"]
+
+
+def _set_allocations(self: Plan, value: dict[str, Mapping[int, int]]) -> None:
+    self.__dict__.pop("_pending", None)
+    self.__dict__["_allocations"] = value
+
+
+# the dataclass field ``allocations`` is stored as ``_allocations``; a current plan's are copied on first read
+Plan.allocations = property(  # type: ignore[assignment]
+    _get_allocations, _set_allocations, doc="job id -> {server id: GPUs} (see Plan)")
+
+
+class PendingAllocations:
+    """The allocations of a ``current_plan()`` not read yet: the engine's running allocations as
+    they were at ``token`` and the ``writes`` made by :meth:`Plan.assign` since.
+
+    ``snapshot(self)`` gives those allocations (job id -> allocation, start order) whatever the
+    engine changed since (it keeps a journal of its changes from ``mark`` on, or sets ``base``
+    to a copy). :meth:`materialize` makes the TrackedAllocations the plan then holds.
+    """
+
+    __slots__ = ("snapshot", "token", "writes", "mark", "base", "__weakref__")
+
+    def __init__(self, snapshot: Callable[["PendingAllocations"], Mapping[str, Mapping[int, int]]],
+                 token: object, mark: int = 0) -> None:
+        self.snapshot = snapshot
+        self.token = token
+        self.writes: dict[str, Mapping[int, int]] | None = None  # made by the first Plan.assign
+        self.mark = mark
+        self.base: Mapping[str, Mapping[int, int]] | None = None
+
+    def materialize(self) -> "TrackedAllocations":
+        allocations = TrackedAllocations(self.snapshot(self) if self.base is None else self.base, self.token)
+        if self.writes:
+            for job_id, allocation in self.writes.items():
+                allocations[job_id] = allocation
+        return allocations
+
+
+def current_plan(pending: PendingAllocations) -> Plan:
+    """A Plan whose allocations are ``pending`` (``ClusterView.current_plan()``)."""
+    plan = Plan.__new__(Plan)
+    plan.__dict__.update(_allocations=None, _pending=pending, borrow=(), give_back=(), suspend=(), batch_sizes={})
+    return plan
 
 
 class FrozenAllocation(dict):

@@ -99,6 +99,11 @@ class ScalingModel:
         self.noise_scale_rule = noise_scale
         self.charges_efficiency = rule != "throughput" and efficiency is not None
         self._terms: dict[tuple[str, float, int], tuple[float, float] | None] = {}
+        # rate() and needs_bins() are pure functions of these keys: memoised (the engine calls them
+        # at every start, rescale and progress part)
+        self._rates: dict[tuple, float] = {}
+        self._bins: dict[tuple[str, float, float], bool] = {}
+        self._rate_for: dict[tuple, tuple[float, bool]] = {}
 
     # ------------------------------------------------------------------ batches
     def initial_batch(self, spec: JobSpec) -> float:
@@ -166,6 +171,14 @@ class ScalingModel:
         :meth:`global_batch`), in progress part ``progress_bin``."""
         if workers < 1:
             return 0.0
+        key = (spec.model, b0, workers, servers, gpu_types, batch, progress_bin)
+        rate = self._rates.get(key)
+        if rate is None:
+            rate = self._rates[key] = self._rate(spec, b0, workers, servers, gpu_types, batch, progress_bin)
+        return rate
+
+    def _rate(self, spec: JobSpec, b0: float, workers: int, servers: int, gpu_types: frozenset[str],
+              batch: float, progress_bin: int) -> float:
         batch = self.capped_batch(spec, workers, batch)
         samples = self.samples_per_s(spec, workers, servers, gpu_types, batch)
         terms = self.noise_terms(spec.model, b0, progress_bin) if self.charges_efficiency else None
@@ -181,9 +194,26 @@ class ScalingModel:
         return self.samples_per_s(spec, spec.num_gpus, servers, frozenset((gpu_type,)),
                                   self.capped_batch(spec, spec.num_gpus, b0))
 
+    def rate_for(self, spec: JobSpec, b0: float, workers: int, servers: int, gpu_types: frozenset[str],
+                 chosen: float, progress_bin: int) -> tuple[float, bool]:
+        """``(rate, needs_bins)`` at the rule's global batch (:meth:`global_batch` with ``chosen``):
+        what the engine needs at each start, rescale and progress part, memoised in one look-up."""
+        key = (spec.model, spec.num_gpus, b0, workers, servers, gpu_types,
+               chosen if self.rule == "adaptive" else None, progress_bin)
+        hit = self._rate_for.get(key)
+        if hit is None:
+            batch = self.global_batch(spec, b0, workers, chosen)
+            hit = self._rate_for[key] = (self.rate(spec, b0, workers, servers, gpu_types, batch, progress_bin),
+                                         self.needs_bins(spec, b0, batch))
+        return hit
+
     def needs_bins(self, spec: JobSpec, b0: float, batch: float) -> bool:
         """Does the rate depend on progress (a measured curve and a batch other than the reference)?"""
-        return self.has_curve(spec.model) and batch != self.reference_batch(spec.model, b0)
+        key = (spec.model, b0, batch)
+        needs = self._bins.get(key)
+        if needs is None:
+            needs = self._bins[key] = self.has_curve(spec.model) and batch != self.reference_batch(spec.model, b0)
+        return needs
 
 
 def progress_bin(work_done: float, total_work: float) -> int:

@@ -13,8 +13,9 @@ import numpy as np
 
 from lyra_gym.cluster import Pool, Server
 from lyra_gym.jobs import Job, JobState
-from lyra_gym.plan import Plan, TrackedAllocations
+from lyra_gym.plan import Plan, current_plan
 from lyra_gym.scaling import progress_bin
+from lyra_gym.topology import FreeMap, Topology
 from lyra_gym.trace import JobSpec
 
 if TYPE_CHECKING:
@@ -26,15 +27,30 @@ if TYPE_CHECKING:
 class JobView:
     """Read-only view of one job. Times in seconds, work in samples."""
 
-    __slots__ = ("_job", "_engine")
+    # spec, id and index never change: plain slots (read at C speed), set once; the view refuses writes
+    __slots__ = ("_job", "_engine", "spec", "id", "index")
+    spec: JobSpec
+    id: str
+    index: int
 
     def __init__(self, job: Job, engine: "Engine") -> None:
-        self._job = job
-        self._engine = engine
+        for name, value in (("_job", job), ("_engine", engine), ("spec", job.spec), ("id", job.spec.job_id),
+                            ("index", job.index)):
+            object.__setattr__(self, name, value)
 
-    spec: JobSpec = property(lambda self: self._job.spec)  # type: ignore[assignment]
-    id: str = property(lambda self: self._job.spec.job_id)  # type: ignore[assignment]
-    index: int = property(lambda self: self._job.index)  # type: ignore[assignment]
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"JobView is read-only (can't set {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"JobView is read-only (can't delete {name!r})")
+
+    def __reduce__(self):  # state set after creation: a job and its view refer to each other
+        return (_bare_job_view, (), (self._job, self._engine, self.spec, self.id, self.index))
+
+    def __setstate__(self, state: tuple) -> None:
+        for name, value in zip(JobView.__slots__, state):
+            object.__setattr__(self, name, value)
+
     state: JobState = property(lambda self: self._job.state)  # type: ignore[assignment]
     allocation: Mapping[int, int] = property(lambda self: self._job.allocation)  # type: ignore[assignment]
     workers: int = property(lambda self: self._job.workers)  # type: ignore[assignment]
@@ -91,6 +107,10 @@ class JobView:
         return f"JobView({job.spec.job_id!r}, {job.state.value}, workers={job.workers})"
 
 
+def _bare_job_view() -> JobView:
+    return object.__new__(JobView)
+
+
 class ServerView:
     """Read-only view of one server."""
 
@@ -124,8 +144,12 @@ class ClusterView:
     def __init__(self, engine: "Engine") -> None:
         self._engine = engine
         self.servers: Sequence[ServerView] = tuple(ServerView(s) for s in engine.servers)
-        self.training_server_ids: tuple[int, ...] = tuple(s.id for s in engine.servers if s.pool is Pool.TRAINING)
-        self.inference_server_ids: tuple[int, ...] = tuple(s.id for s in engine.servers if s.pool is Pool.INFERENCE)
+        topology = engine.topology
+        self.training_server_ids: tuple[int, ...] = topology.training_ids
+        self.inference_server_ids: tuple[int, ...] = topology.inference_ids
+        #: The engine's index of its servers: static facts and free GPUs by pool, GPU type and
+        #: count (:class:`~lyra_gym.topology.Topology`; read it, never call its ``_`` methods).
+        self.topology: Topology = topology
 
     @property
     def now(self) -> float:
@@ -178,12 +202,18 @@ class ClusterView:
         return len(self._engine.running)
 
     def free_gpus(self) -> list[int]:
-        """Free GPUs per server id (0 on servers training may not use now)."""
+        """Free GPUs per server id (0 on servers training may not use now). A copy: O(servers)."""
         return list(self._engine.free)
+
+    def free_map(self) -> FreeMap:
+        """Free GPUs per server id as an indexed working copy (O(1) to make; valid during this
+        decision): placements on it by ``baselines/placement.py`` read the index."""
+        return FreeMap(self._engine.topology)
 
     def usable_server_ids(self) -> list[int]:
         """Training servers plus loaned inference servers."""
-        return [s.id for s in self._engine.servers if s.usable]
+        topology = self._engine.topology
+        return [*topology.training_ids, *topology.loaned()]
 
     # --- loaning -------------------------------------------------------------------
     @property
@@ -214,11 +244,11 @@ class ClusterView:
     def loanable_servers(self) -> tuple[int, ...]:
         """Ids that may be borrowed now: the first ``num_loanable`` non-loaned inference servers."""
         engine = self._engine
-        ids = [s.id for s in engine.inference_servers if not s.loaned]
-        return tuple(ids[: engine.num_loanable()])
+        return tuple(engine.topology.not_loaned()[: engine.num_loanable()])
 
     def loaned_servers(self) -> tuple[int, ...]:
-        return tuple(s.id for s in self._engine.inference_servers if s.loaned)
+        """Loaned inference server ids, ascending."""
+        return tuple(self._engine.topology.loaned())
 
     @property
     def reclaim_pending(self) -> int:
@@ -232,10 +262,9 @@ class ClusterView:
 
     # --- helpers for building plans -------------------------------------------------
     def current_plan(self) -> Plan:
-        """A Plan that keeps every running job where it is and changes nothing else."""
-        engine = self._engine
-        token = (engine.identity, engine.state_version)
-        return Plan(allocations=TrackedAllocations(engine.running_allocations, token))
+        """A Plan that keeps every running job where it is and changes nothing else. O(1): its
+        ``allocations`` are copied when first read (``Plan.assign`` adds a job without that)."""
+        return current_plan(self._engine.pending_allocations())
 
     def job(self, job_id: str) -> JobView:
         return self._engine.job_by_id(job_id).view
