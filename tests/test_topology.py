@@ -305,10 +305,11 @@ class _FreeAfterChecking(RandomScheduler):
         plan = super().decide(view)
         assert free_map_after(view, plan).tolist() == free_after(view, plan)
         current = view.current_plan()
-        for job in list(view.queued_jobs())[:1]:
-            placement = best_fit(view.free_map(), job.spec.num_gpus, groups_by_type(view, view.training_server_ids)[0])
+        for queued in list(view.queued_jobs())[:1]:
+            group = groups_by_type(view, view.training_server_ids)[0]
+            placement = best_fit(view.free_map(), queued.spec.num_gpus, group)
             if placement is not None:
-                current.assign(job.id, placement)
+                current.assign(queued.id, placement)
         assert free_map_after(view, current).tolist() == free_after(view, current)
         return plan
 
