@@ -30,7 +30,7 @@ POLICIES = ["fifo", "lyra"]
 def _figures(jobs, policy: str, config: SimConfig) -> dict[str, float]:
     m = simulate(list(jobs), policy, config, seed=0).metrics
     wall = m["sim_wall_s"]
-    return {"jobs": len(jobs), "wall_s": round(wall, 2), "jobs_per_s": round(len(jobs) / wall, 1),
+    return {"jobs": len(jobs), "wall_s": round(wall, 6), "jobs_per_s": round(len(jobs) / wall, 1),
             "us_per_job": round(1e6 * wall / len(jobs), 1), "events_per_s": round(m["events"] / wall, 1),
             "finished": m["jobs_finished"]}
 
