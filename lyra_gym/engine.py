@@ -114,7 +114,8 @@ class Engine:
         self.reference_gpus_per_server = (ref_groups or list(config.cluster.training))[0].gpus_per_server
 
         efficiency = load_efficiency(config.efficiency) if config.efficiency else builtin_efficiency()
-        self.scaling = scaling = ScalingModel(profiles, efficiency, config.scaling, config.noise_scale)
+        self.scaling = scaling = ScalingModel(profiles, efficiency, config.scaling, config.noise_scale,
+                                              config.batch_limit)
         specs = sorted(jobs, key=lambda j: j.submit_time)  # stable: ties keep trace order
         if config.all_jobs_elastic:
             specs = [as_elastic(spec) for spec in specs]
@@ -671,7 +672,7 @@ class Engine:
         batch = scaling.global_batch(spec, job.init_batch, job.workers, job.batch)
         job.rate = scaling.rate(spec, job.init_batch, job.workers, len(allocation), gpu_types, batch,
                                 job.progress_bin)
-        if scaling.needs_bins(spec, job.init_batch, batch):
+        if scaling.needs_bins(spec, job.init_batch, batch, job.workers):
             job.milestone_work = bin_end_work(job.progress_bin, job.total_work)
         else:
             job.milestone_work = job.total_work
