@@ -137,7 +137,7 @@ class NoiseScaleCurve:
         the epoch's row, linear in the batch between measured runs, held at the end runs."""
         e = self.epoch_at(_progress(progress))
         xs = self.batches
-        m = _batch(batch)
+        m = _finite(batch, "batch")  # any batch: below the smallest run the smallest run's values hold
         if m <= xs[0]:
             return self.grad_sqr[0][e], self.grad_var[0][e]
         if m >= xs[-1]:
