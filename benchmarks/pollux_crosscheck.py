@@ -15,7 +15,8 @@ Two parts, each printed as a table of ours / artifact:
 2. **Workload 6** (``tests/fixtures/pollux/workload-6.csv``, seed 0): ``tiresias`` with the
    artifact's settings (``mode=artifact``, ``thresholds=57600``) mean JCT overall and per
    application beside the artifact's Tiresias (60 s rounds), and ``pollux`` beside the
-   artifact's README figure (2,446 s).
+   artifact's README figure (2,446 s), with its mean per application (ours only: the
+   artifact publishes only the overall mean); ``--ablate`` adds pollux's switches.
 
 The reference numbers are outputs of the artifact's simulator (petuum/adaptdl, branch
 ``osdi21-artifact``, Apache-2.0), copied with their source into
@@ -89,22 +90,32 @@ def _app(job_id: str) -> str:
     return job_id.rsplit("-", 1)[0]
 
 
-def workload(reference: dict, config) -> dict:
+#: ``--ablate``: pollux variants run besides the default (label -> policy parameters).
+POLLUX_ABLATIONS = {
+    "pollux batch_range=workload (the old rule: from the workload's batch up)": {"batch_range": "workload"},
+    "pollux fixed_batch_models=() (ncf adapts too)": {"fixed_batch_models": ()},
+}
+
+
+def workload(reference: dict, config, ablate: bool = False) -> dict:
     """Workload 6: tiresias (artifact settings) per application and pollux, ours beside the artifact's."""
     from lyra_gym.simulate import simulate
 
     rows = list(csv.DictReader(open(WORKLOAD, encoding="utf-8")))
     jobs = _convert(rows)
     out = {}
-    for policy, params in (("tiresias", TIRESIAS), ("pollux", {})):
+    runs = [("tiresias", "tiresias", TIRESIAS), ("pollux", "pollux", {})]
+    if ablate:
+        runs += [(label, "pollux", params) for label, params in POLLUX_ABLATIONS.items()]
+    for label, policy, params in runs:
         result = simulate(jobs, policy, config, seed=0, policy_params=params)
         by_app = defaultdict(list)
         for r in result.jobs:
             if r["jct_s"] is not None:
                 by_app[_app(r["job_id"])].append(r["jct_s"])
-        out[policy] = {"mean_jct_s": result.metrics["jct_mean_s"],
+        out[label] = {"mean_jct_s": result.metrics["jct_mean_s"],
                        "by_application": {a: sum(v) / len(v) for a, v in sorted(by_app.items())},
-                       "goodput_usage": result.metrics.get("goodput_usage")}
+                       "gpu_usage_goodput": result.metrics.get("gpu_usage_goodput")}
     ref60 = next(r for r in reference["workload6_tiresias"] if r["interval_s"] == 60)
     out["artifact"] = {"tiresias": ref60, "pollux_mean_jct_s": reference["workload6_pollux_mean_jct_s"]}
     return out
@@ -117,6 +128,7 @@ def _fmt(x) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-workload", action="store_true", help="only the one-job-alone table")
+    parser.add_argument("--ablate", action="store_true", help="also run pollux's ablations (POLLUX_ABLATIONS)")
     parser.add_argument("--json", help="also write the numbers to this JSON file")
     args = parser.parse_args(argv)
     # The artifact charges 30 s per (re)allocation to every policy, Tiresias included, so the
@@ -134,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{_fmt(r['artifact_s'])} | {ratio} |")
     result = {"isolated": iso}
     if not args.no_workload:
-        w6 = workload(reference, config)
+        w6 = workload(reference, config, args.ablate)
         result["workload6"] = w6
         ref = w6["artifact"]["tiresias"]
         print("\nWorkload 6, seed 0, mean JCT s")
@@ -147,12 +159,19 @@ def main(argv: list[str] | None = None) -> int:
             mine = t["by_application"].get(app)
             ratio = "-" if mine is None else f"{mine / theirs:.2f}"
             print(f"| tiresias, {app} | {_fmt(mine)} | {_fmt(theirs)} | {ratio} |")
-        p = w6["pollux"]
         pref = w6["artifact"]["pollux_mean_jct_s"]
-        print(f"| pollux, all | {_fmt(p['mean_jct_s'])} | {_fmt(pref)} | {p['mean_jct_s'] / pref:.2f} |")
-        for policy in ("tiresias", "pollux"):
-            if w6[policy]["goodput_usage"] is not None:
-                print(f"goodput usage, {policy}: {w6[policy]['goodput_usage']:.3f}")
+        labels = [k for k in w6 if k.startswith("pollux")]
+        for label in labels:
+            p = w6[label]
+            print(f"| {label}, all | {_fmt(p['mean_jct_s'])} | {_fmt(pref)} | {p['mean_jct_s'] / pref:.2f} |")
+        print("\nPollux per application, mean JCT s (the artifact publishes only the overall mean)")
+        print("| application | " + " | ".join(labels) + " |")
+        print("|---|" + "---|" * len(labels))
+        for app in w6["pollux"]["by_application"]:
+            print(f"| {app} | " + " | ".join(_fmt(w6[k]["by_application"].get(app)) for k in labels) + " |")
+        for label in ("tiresias", *labels):
+            if w6[label]["gpu_usage_goodput"] is not None:
+                print(f"gpu_usage_goodput, {label}: {w6[label]['gpu_usage_goodput']:.3f}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     return 0

@@ -170,6 +170,21 @@ class ScalingModel:
             return self.efficiency.model(model).init_batch  # type: ignore[union-attr]
         return b0
 
+    def batch_range(self, spec: JobSpec, b0: float) -> tuple[float, float] | None:
+        """The application's batch range ``(reference, largest measured)`` in the job's units: the
+        artifact's ``(init_batch_size, max_batch_size)`` under the absolute rule, ``(B0, B0 x
+        max / M0)`` under the relative one; None without a measured per-batch curve or with no
+        efficiency charged (a batch-adaptive scheduler then has no range to search)."""
+        if not self.has_curve(spec.model):
+            return None
+        curve = self.efficiency.model(spec.model)  # type: ignore[union-attr]
+        top = curve.max_batch
+        if top is None:
+            return None
+        if self.noise_scale_rule == "absolute":
+            return curve.init_batch, top
+        return b0, b0 * top / curve.init_batch
+
     def efficiency_factor(self, model: str, b0: float, batch: float, progress_bin: int) -> float:
         """``E`` of global batch ``batch`` in progress part ``progress_bin`` (module docstring): a
         format-2 curve's work-weighted harmonic mean over the part's epochs with ``phi`` at the

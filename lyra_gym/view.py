@@ -253,6 +253,11 @@ class ClusterView:
         """The run's scaling rule (``SimConfig.scaling``; :mod:`lyra_gym.scaling`)."""
         return self._engine.scaling.rule
 
+    def batch_range(self, job: JobView) -> tuple[float, float] | None:
+        """The range of global batches the job's application was measured over, in its units
+        (:meth:`lyra_gym.scaling.ScalingModel.batch_range`); None when there is none."""
+        return self._engine.scaling.batch_range(job.spec, job.init_batch)
+
     def goodput(self, job: JobView, workers: int, gpu_type: str, gpus_per_server: int,
                 batch: float | None = None) -> float:
         """The engine's rate (``B0``-samples/s: what the job's work is counted in) if ``job`` ran on
