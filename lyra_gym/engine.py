@@ -672,6 +672,8 @@ class Engine:
         batch = scaling.global_batch(spec, job.init_batch, job.workers, job.batch)
         job.rate = scaling.rate(spec, job.init_batch, job.workers, len(allocation), gpu_types, batch,
                                 job.progress_bin)
+        job.efficiency = scaling.statistical_efficiency(spec, job.init_batch, job.workers, batch,
+                                                        job.progress_bin)
         if scaling.needs_bins(spec, job.init_batch, batch, job.workers):
             job.milestone_work = bin_end_work(job.progress_bin, job.total_work)
         else:

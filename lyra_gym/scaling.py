@@ -272,6 +272,17 @@ class ScalingModel:
             return samples
         return samples * self.efficiency_factor(spec.model, b0, effective, progress_bin)
 
+    def statistical_efficiency(self, spec: JobSpec, b0: float, workers: int, batch: float,
+                               progress_bin: int = 0) -> float:
+        """The statistical efficiency :meth:`rate` charges (1 where it charges none): what each
+        sample of the batch really run is worth in samples at the reference batch."""
+        if workers < 1 or self.rule == "throughput" or not self.has_curve(spec.model):
+            return 1.0
+        effective = self.split(spec, b0, workers, batch)[2]
+        if effective == self.reference_batch(spec.model, b0):
+            return 1.0
+        return self.efficiency_factor(spec.model, b0, effective, progress_bin)
+
     def reference_rate(self, spec: JobSpec, b0: float, gpu_type: str, gpus_per_server: int) -> float:
         """Samples/s at the requested size packed on ``gpu_type`` servers at ``B0``, efficiency not
         applied: ``work = duration x`` this (under the relative rule ``E(B0) = 1`` anyway)."""
