@@ -82,9 +82,19 @@ class JobView:
         return job.completion_time() if job.rate > 0 else None
 
     def remaining_time_at(self, workers: int) -> float:
-        """Estimated seconds to finish if run on ``workers`` reference GPUs packed (no overhead)."""
-        rate = self._engine.reference_throughput(self._job.spec.model, workers)
-        return self.remaining_work / rate
+        """Estimated seconds to finish if run on ``workers`` reference GPUs packed (no overhead), at
+        the rate the engine charges (goodput: the run's ``scaling`` rule and batch, the statistical
+        efficiency at the job's current progress; samples/s under ``scaling: throughput``)."""
+        engine, job = self._engine, self._job
+        scaling, spec = engine.scaling, job.spec
+        remaining = self.remaining_work
+        if workers < 1:
+            return float("inf")
+        batch = scaling.global_batch(spec, job.init_batch, workers, job.batch)
+        servers = -(-workers // engine.reference_gpus_per_server)
+        part = progress_bin(job.total_work - remaining, job.total_work)
+        rate = scaling.rate(spec, job.init_batch, workers, servers, frozenset((engine.reference_gpu,)), batch, part)
+        return remaining / rate
 
     def __repr__(self) -> str:
         job = self._job
