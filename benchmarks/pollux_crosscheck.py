@@ -13,10 +13,12 @@ Two parts, each printed as a table of ours / artifact:
    job (``Job(..., target_num_replicas=n, target_batch_size=b)`` alone, 60 s steps) is in
    ``benchmarks/pollux_reference.json``. Both charge 30 s at the start.
 2. **Workload 6** (``tests/fixtures/pollux/workload-6.csv``, seed 0): ``tiresias`` with the
-   artifact's settings (``mode=artifact``, ``thresholds=57600``) mean JCT overall and per
+   artifact's settings (``TIRESIAS``: ``mode=artifact``, ``thresholds=57600``, ``queue_order=arrival``,
+   ``artifact_placement=most-free``, ``rounds_only``) mean JCT overall and per
    application beside the artifact's Tiresias (60 s rounds), and ``pollux`` beside the
    artifact's README figure (2,446 s), with its mean per application (ours only: the
-   artifact publishes only the overall mean); ``--ablate`` adds pollux's switches.
+   artifact publishes only the overall mean); ``--ablate`` adds pollux's switches and tiresias
+   with each of its switches turned back.
 
 The reference numbers are outputs of the artifact's simulator (petuum/adaptdl, branch
 ``osdi21-artifact``, Apache-2.0), copied with their source into
@@ -41,7 +43,10 @@ REFERENCE = ROOT / "benchmarks" / "pollux_reference.json"
 WORKLOAD = ROOT / "tests" / "fixtures" / "pollux" / "workload-6.csv"
 CONFIG = ROOT / "traces" / "pollux-testbed-t4.yaml"
 PROFILE = ROOT / "traces" / "pollux-t4-profile.json"
-TIRESIAS = {"mode": "artifact", "thresholds": 57600}
+#: The Pollux artifact's Tiresias (``simulator/tiresias.py``): two queues at 16 GPU-hours, a queue
+#: kept in arrival order, placement on the servers with the most free GPUs, decisions in 60 s rounds.
+TIRESIAS = {"mode": "artifact", "thresholds": 57600, "queue_order": "arrival",
+            "artifact_placement": "most-free", "rounds_only": True}
 
 
 def _config():
@@ -97,6 +102,15 @@ POLLUX_ABLATIONS = {
 }
 
 
+#: ``--ablate``: tiresias variants, each one switch of ``TIRESIAS`` turned back (label -> parameters).
+TIRESIAS_ABLATIONS = {
+    "tiresias queue_order=running-first (the Tiresias artifact's)": {**TIRESIAS, "queue_order": "running-first"},
+    "tiresias artifact_placement=best-fit": {**TIRESIAS, "artifact_placement": "best-fit"},
+    "tiresias rounds_only=False (events and 60 s ticks)": {**TIRESIAS, "rounds_only": False},
+    "tiresias before issue 25 item A (mode=artifact, thresholds=57600 only)": {"mode": "artifact", "thresholds": 57600},
+}
+
+
 def workload(reference: dict, config, ablate: bool = False) -> dict:
     """Workload 6: tiresias (artifact settings) per application and pollux, ours beside the artifact's."""
     from lyra_gym.simulate import simulate
@@ -107,6 +121,7 @@ def workload(reference: dict, config, ablate: bool = False) -> dict:
     runs = [("tiresias", "tiresias", TIRESIAS), ("pollux", "pollux", {})]
     if ablate:
         runs += [(label, "pollux", params) for label, params in POLLUX_ABLATIONS.items()]
+        runs += [(label, "tiresias", params) for label, params in TIRESIAS_ABLATIONS.items()]
     for label, policy, params in runs:
         result = simulate(jobs, policy, config, seed=0, policy_params=params)
         by_app = defaultdict(list)
@@ -159,6 +174,13 @@ def main(argv: list[str] | None = None) -> int:
             mine = t["by_application"].get(app)
             ratio = "-" if mine is None else f"{mine / theirs:.2f}"
             print(f"| tiresias, {app} | {_fmt(mine)} | {_fmt(theirs)} | {ratio} |")
+        for label in (k for k in w6 if k.startswith("tiresias ")):
+            v = w6[label]
+            print(f"| {label}, all | {_fmt(v['mean_jct_s'])} | {_fmt(ref['mean_jct_s'])} | "
+                  f"{v['mean_jct_s'] / ref['mean_jct_s']:.2f} |")
+            print("|   per application |" + ", ".join(
+                f" {app} {v['by_application'][app] / theirs:.2f}" for app, theirs in ref["by_application"].items())
+                  + " | | |")
         pref = w6["artifact"]["pollux_mean_jct_s"]
         labels = [k for k in w6 if k.startswith("pollux")]
         for label in labels:
@@ -169,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|" + "---|" * len(labels))
         for app in w6["pollux"]["by_application"]:
             print(f"| {app} | " + " | ".join(_fmt(w6[k]["by_application"].get(app)) for k in labels) + " |")
-        for label in ("tiresias", *labels):
+        for label in ("tiresias", *labels):  # ablated tiresias runs left out
             if w6[label]["gpu_usage_goodput"] is not None:
                 print(f"gpu_usage_goodput, {label}: {w6[label]['gpu_usage_goodput']:.3f}")
     if args.json:

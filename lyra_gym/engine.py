@@ -44,6 +44,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import heapq
+import math
 import time
 from collections import deque
 from typing import Mapping, Sequence
@@ -172,6 +173,7 @@ class Engine:
         self._progress_only = False  # were the last events only jobs' rate changes with progress?
         self.tick_only = False  # this decision point has no event but the scheduler's own tick
         self._changed = True    # did the decisions since the last events change anything?
+        self._had_tick = False  # did the last events include a tick?
         self._over = False
         self._last_retry = -1.0  # time of the last extra decision granted at the end of a run
         self._bar = None
@@ -246,7 +248,11 @@ class Engine:
         if tick is not None:
             if tick <= 0:
                 raise ValueError(f"{type(self.scheduler).__name__}.tick_interval: must be > 0, got {tick}")
-            self._push(self.now + tick, _TICK)
+            origin = getattr(self.scheduler, "tick_origin", None)
+            if origin is None:
+                self._push(self.now + tick, _TICK)
+            else:  # the first grid point after now: origin + k * tick
+                self._push(origin + (math.floor((self.now - origin) / tick) + 1) * tick, _TICK)
         self._bar = tqdm(total=len(self.jobs), delay=2.0, unit="job", leave=False) if self.progress else None
 
     def next_decision(self) -> bool:
@@ -271,7 +277,10 @@ class Engine:
                 self._last_retry, self._changed = self.now, False
                 self.tick_only = False
                 return True
-            if tick is None or not self._changed:
+            rounds = getattr(self.scheduler, "tick_origin", None) is not None
+            if tick is None or (not self._changed and (not rounds or self._had_tick)):
+                # a scheduler on a round grid (tick_origin) may wait for its next round: stop
+                # only after a decision at a round changed nothing
                 self._over = True  # nothing can change any more: the queued jobs stay unfinished
                 return False
         while self.finished < jobs_n:
@@ -367,6 +376,7 @@ class Engine:
         if demand_changed:
             self._sync_requests()
         self._progress_only = progress > 0 and self.counts["events"] == events0
+        self._had_tick = ticks > 0
         return ticks > 0 and self.counts["events"] - events0 == ticks
 
     def _finish(self, job: Job) -> None:

@@ -640,7 +640,15 @@ def _pollux_jobs(path: str, profiles: Any, gpus_per_server: int, skips: _Skips) 
     jobs: list[JobSpec] = []
     records = 0
     reference = profiles.reference_gpu
-    scaling = ScalingModel(profiles, None, "fixed-local")  # samples/s at a batch, as the engine counts work
+    # samples/s at a batch, as the engine counts work under the artifact's ground truth
+    # (noise_scale: absolute, traces/pollux-testbed-t4.yaml): a 1-GPU job above its application's
+    # initial batch M0 (ncf at 32,768) runs at least one accumulation step there, as in the artifact
+    # (Job.update_local_bsz), so its duration must be converted at that rate for the engine to
+    # recover P* x b0 (with no noise scale the engine took ncf's work 25 % short: 35 s alone
+    # against the artifact's 46 s).
+    from lyra_gym.efficiency import builtin_efficiency
+
+    scaling = ScalingModel(profiles, builtin_efficiency(), "fixed-local", "absolute")
     for line, row in _csv_rows(path, POLLUX_COLUMNS, POLLUX_COLUMNS, header_optional=False):
         records += 1
         name = skips.first_seen(_job_id(row["name"], path, line, "name"), path, line, "name")
