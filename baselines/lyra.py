@@ -45,6 +45,13 @@ Ablations (same code, fewer ideas): ``lyra-noloan`` (no borrowing),
 (neither; the paper's comparison point) and ``baseline-min`` (neither, with
 elastic jobs run at their minimum, the size Lyra admits them at).
 
+**Rate model** (``value_rate``): remaining times (shortest-first order, loaned-or-wait, move-back)
+and the value of extra workers use the rate the engine charges, goodput (``"goodput"``, default:
+``ClusterView.goodput``, throughput x the statistical efficiency of the run's ``scaling`` rule at
+the job's progress), so a knapsack value, a move-back's "stay" and "move" are in the same units as
+the job's work. ``"throughput"`` is the paper-literal reading: the profile's samples/s, nothing
+charged for a larger batch, in every one of those estimates (the stay included).
+
 Left out: the paper's exact preemption-cost formula and job-size predictor
 (remaining time is taken from the trace's duration, an oracle, as in our SJF).
 """
@@ -64,6 +71,7 @@ from baselines.lyra_estimates import ReleaseTimeline
 from baselines.placement import capacities, place, place_in_groups
 from lyra_gym.cluster import Pool
 from lyra_gym.plan import Plan
+from lyra_gym.scaling import progress_bin
 from lyra_gym.scheduler import NEUTRAL_JOB_LEVEL, Guidance, Scheduler
 from lyra_gym.topology import FreeMap, ServerSet
 from lyra_gym.view import ClusterView, JobView
@@ -71,6 +79,7 @@ from lyra_gym.view import ClusterView, JobView
 LOANED_RULES = ("speed", "overflow")
 FLEX_HORIZONS = ("queue", "completion")
 FIXED_SIZES = ("requested", "min")
+VALUE_RATES = ("goodput", "throughput")
 HOLD_EWMA = 0.1  # weight of the newest observed hold of extra workers (assumption)
 _ZERO_ROW = np.zeros(1)  # the knapsack row of a job that may not change (read only)
 _ZERO_ROW.flags.writeable = False
@@ -94,6 +103,8 @@ class LyraScheduler(Scheduler):
         (default): until the first job waiting for that GPU type would get its GPUs (from the
         release timeline); when none waits, the smoothed observed holding time (at least
         ``round_s``; to completion before any was observed); ``"completion"``: always to completion.
+    :param value_rate: ``"goodput"`` (default: the engine's rate, module docstring) or
+        ``"throughput"`` (the profile's samples/s, the paper-literal reading).
     :param knapsack_exact_limit: DP cells above which the greedy solver is used (default 400,000).
     :param round_s: seconds between knapsack rounds (default 60 s, assumption: the paper does not
         give its round length; Pollux re-optimises every 60 s); with ``elastic`` it is also the
@@ -111,6 +122,7 @@ class LyraScheduler(Scheduler):
     loaned_rule: str = "speed"
     move_back: bool = True
     flex_horizon: str = "queue"
+    value_rate: str = "goodput"
     knapsack_exact_limit: int = DEFAULT_EXACT_LIMIT
     round_s: float = 60.0
     loaning: Loaning = field(init=False)
@@ -119,7 +131,8 @@ class LyraScheduler(Scheduler):
     def __post_init__(self) -> None:
         for key, value, allowed in (("loaned_rule", self.loaned_rule, LOANED_RULES),
                                     ("flex_horizon", self.flex_horizon, FLEX_HORIZONS),
-                                    ("fixed_size", self.fixed_size, FIXED_SIZES)):
+                                    ("fixed_size", self.fixed_size, FIXED_SIZES),
+                                    ("value_rate", self.value_rate, VALUE_RATES)):
             if value not in allowed:
                 raise ValueError(f"{key}: must be one of {allowed}, got {value!r}")
         if not (math.isfinite(self.round_s) and self.round_s > 0):
@@ -147,7 +160,9 @@ class LyraScheduler(Scheduler):
         self._per_server: dict[str, int] = {}
         self._sjf_keys: dict[str, tuple[int, float]] = {}  # job id -> (preemptions, est. remaining s)
         self._rates: dict[tuple[str, str, int], np.ndarray] = {}
-        self._rows: dict[tuple[str, str, int, int], tuple[np.ndarray, np.ndarray]] = {}  # value-row rates, gains
+        self._goodputs: dict[tuple, np.ndarray] = {}  # value_rate="goodput": see _job_rates
+        self._rows: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # value-row rates, gains (_value_row)
+        self._view: ClusterView | None = None  # the view of the decision under way
         self._splits: dict[str, tuple[Mapping[int, int], dict[int, int], dict[int, int]]] = {}
         self._releases: dict[str, tuple[Mapping[int, int], float, str, int]] = {}
         self._granted: dict[str, tuple[float, str]] = {}  # job id -> (when extra workers were granted, GPU type)
@@ -161,9 +176,15 @@ class LyraScheduler(Scheduler):
         cached = self._sjf_keys.get(job.id)
         if cached is not None and cached[0] == job.preemptions:
             return cached[1]
-        estimate = job.remaining_time_at(job.spec.num_gpus)
+        estimate = self._remaining_at(job, job.spec.num_gpus)
         self._sjf_keys[job.id] = (job.preemptions, estimate)
         return estimate
+
+    def _remaining_at(self, job: JobView, workers: int) -> float:
+        """Seconds left on ``workers`` reference GPUs packed, by ``value_rate``."""
+        if self.value_rate == "goodput":
+            return job.remaining_time_at(workers)
+        return job.remaining_work / self._view.reference_throughput(job.spec.model, workers)
 
     def _packed_rates(self, view: ClusterView, model: str, gpu_type: str, per_server: int, top: int) -> np.ndarray:
         """Samples/s of 0..top workers packed on ``gpu_type`` servers (index = workers; cached)."""
@@ -176,9 +197,25 @@ class LyraScheduler(Scheduler):
             self._rates[key] = rates
         return rates
 
+    def _job_rates(self, view: ClusterView, job: JobView, gpu_type: str, top: int) -> np.ndarray:
+        """The job's rate on 0..top workers packed on ``gpu_type`` servers by ``value_rate``: goodput
+        (cached per model, initial batch, requested size and progress part) or samples/s."""
+        per_server = self._per_server[gpu_type]
+        if self.value_rate == "throughput":
+            return self._packed_rates(view, job.spec.model, gpu_type, per_server, top)
+        spec = job.spec
+        part = progress_bin(job.total_work - job.remaining_work, job.total_work)
+        key = (spec.model, job.init_batch, spec.num_gpus, part, gpu_type, per_server)
+        rates = self._goodputs.get(key)
+        if rates is None or len(rates) <= top:
+            size = max(top + 1, 2 * len(rates) if rates is not None else 9)
+            rates = np.array([0.0] + [view.goodput(job, w, gpu_type, per_server) for w in range(1, size)])
+            self._goodputs[key] = rates
+        return rates
+
     def _time_on(self, view: ClusterView, job: JobView, workers: int, gpu_type: str) -> float:
         """Seconds ``job`` needs on ``workers`` packed GPUs of ``gpu_type`` (no overhead)."""
-        rate = self._packed_rates(view, job.spec.model, gpu_type, self._per_server[gpu_type], workers)[workers]
+        rate = self._job_rates(view, job, gpu_type, workers)[workers]
         return job.remaining_work / rate if rate > 0 else math.inf
 
     def _timeline(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]], gpu_type: str,
@@ -330,6 +367,7 @@ class LyraScheduler(Scheduler):
             # round); on a busy one the round comes with the next event
             return view.current_plan()
         self._last_decision = view.now
+        self._view = view
         levels = guidance.job_levels
         plan = view.current_plan()
         self.loaning.prepare(view, plan, self.rng, guidance.borrow_fraction, guidance.return_levels)
@@ -384,7 +422,7 @@ class LyraScheduler(Scheduler):
             running += [j for j in view.running_jobs() if j.id not in allocations]
         moving = self._move_back_candidates(view, allocations) if self.move_back and self._on_loaned else {}
         running += moving.values()
-        line += [(j.remaining_time_at(j.spec.num_gpus), j.index, j) for j in running]
+        line += [(self._remaining_at(j, j.spec.num_gpus), j.index, j) for j in running]
         if levels:  # an agent's levels come first (higher first)
             line = [(-levels.get(j.id, NEUTRAL_JOB_LEVEL), t, i, j) for t, i, j in line]
         line.sort(key=lambda entry: entry[:-1])
@@ -454,7 +492,13 @@ class LyraScheduler(Scheduler):
             phase1.wait_for_training(job, workers)
             return False
         gpu_type = self._gpu_types[next(iter(placement))]
-        stay = job.remaining_work / job.rate + max(0.0, job.overhead_until - view.now)
+        # like with like: staying and moving both by value_rate (goodput: the engine's rate where it
+        # runs; throughput: the profile's samples/s on its loaned type)
+        if self.value_rate == "goodput":
+            stay = job.remaining_work / job.rate
+        else:
+            stay = self._time_on(view, job, workers, self._gpu_types[next(iter(job.allocation))])
+        stay += max(0.0, job.overhead_until - view.now)
         if view.overheads.migrate_s + self._time_on(view, job, workers, gpu_type) >= stay:
             return False
         phase1.release(allocations[job.id], base.get(job.id))
@@ -537,10 +581,16 @@ class LyraScheduler(Scheduler):
         h = min(horizon, T(k)) they save h * (r_k / r_0 - 1); extras taken back before the job
         finishes (h < T(k)) cost a rescale then. (A running job's rescale now is charged by the caller.)"""
         spec = job.spec
-        key = (spec.model, gpu_type, spec.min_gpus, top)
+        # cached by everything _job_rates depends on: the model alone under value_rate="throughput";
+        # under "goodput" also the job's initial batch, requested size and progress part (its key)
+        if self.value_rate == "throughput":
+            key = (spec.model, gpu_type, spec.min_gpus, top)
+        else:
+            part = progress_bin(job.total_work - job.remaining_work, job.total_work)
+            key = (spec.model, job.init_batch, spec.num_gpus, part, gpu_type, spec.min_gpus, top)
         cached = self._rows.get(key)
         if cached is None:
-            rates = self._packed_rates(view, spec.model, gpu_type, self._per_server[gpu_type], spec.min_gpus + top)
+            rates = self._job_rates(view, job, gpu_type, spec.min_gpus + top)
             rates = rates[spec.min_gpus: spec.min_gpus + top + 1]
             cached = self._rows[key] = (rates, rates / rates[0] - 1.0)
         rates, gain = cached
@@ -609,8 +659,8 @@ class LyraScheduler(Scheduler):
             top = min(spec.max_gpus - spec.min_gpus, capacity) if level else 0
             if not grow:
                 top = min(top, current)
-            if top == 0 and level == NEUTRAL_JOB_LEVEL and self._packed_rates(
-                    view, spec.model, gpu_type, self._per_server[gpu_type], spec.min_gpus)[spec.min_gpus] > 0:
+            if top == 0 and level == NEUTRAL_JOB_LEVEL and self._job_rates(
+                    view, job, gpu_type, spec.min_gpus)[spec.min_gpus] > 0:
                 # what _value_row and the penalty below give for top = 0, without the arrays
                 if job.workers > 0 and current > 0:
                     if stay is None:

@@ -10,8 +10,22 @@ What is modelled
   (``view.goodput``: the profile's throughput packed onto the pool's servers, the
   measured noise scale of the run's ``scaling`` rule), as if Pollux's online fit
   were exact. Under ``scaling: adaptive`` each GPU count is valued at its best
-  batch (:func:`batch_candidates`) and the plan sends that batch (Pollux's
-  batch-size adaptation). ``noise_scale_ratio`` / ``model_noise_scale_ratio``
+  batch and the plan sends that batch (Pollux's batch-size adaptation). With
+  ``batch_range="application"`` (default, as the Pollux artifact:
+  ``simulator/simulator.py`` creates Pollux's jobs without the workload's
+  batch, ``update_local_bsz`` / ``goodput.py`` ``optimize``) the batch is
+  searched over the application's range, not the workload's: 50 batches
+  spaced geometrically from ``max(M0, n x min_local_batch)`` to the largest
+  measured batch (:func:`application_batches`; ``M0`` the application's
+  initial batch, the efficiency data's smallest), with gradient accumulation
+  above GPU memory, a micro-batch below the profile's ``min_local_batch``
+  rejected; so a job starts near ``M0`` whatever the workload's
+  ``batch_size``, which only non-adaptive policies (tiresias, fifo, lyra) run
+  at. Models in ``fixed_batch_models`` (default ``ncf``, which the artifact
+  pins to its workload batch 32,768 under Pollux) keep the workload's batch.
+  ``batch_range="workload"`` is the old rule (:func:`batch_candidates`: from
+  the workload's batch ``B0`` up, never below it, to 64 ``B0`` and GPU
+  memory); models without a per-batch efficiency curve always use it. ``noise_scale_ratio`` / ``model_noise_scale_ratio``
   switch to Pollux's assumed model instead: ``E(M) = (phi + M0) / (phi + M)``
   with ``M = x * local_batch``, ``M0 = num_gpus * local_batch`` and
   ``phi = ratio * M0`` (an assumption; the traces carry no noise scale).
@@ -99,6 +113,9 @@ Parameters (dataclass fields, defaults and sources)
 ``model_noise_scale_ratio`` {}        per-model ratio (the rest use 2.0)
 ``speedup_base``           fair-share ``fair-share`` (Pollux) or ``request``
 ``preempt``                True       any job may get zero GPUs (Pollux)
+``batch_range``            application ``application`` (M0 .. largest measured batch, the
+                                      artifact) or ``workload`` (B0 .. 64 B0, old)
+``fixed_batch_models``     ("ncf",)   models whose jobs keep the workload's batch
 ``restart_penalty_s``      30.0       Pollux's restart delay (adaptdl simulator;
                                       equals the engine's default rescale_s)
 ``tick_interval``          60.0       s between re-optimisations (Pollux)
@@ -111,6 +128,7 @@ Parameters (dataclass fields, defaults and sources)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
@@ -129,12 +147,16 @@ from lyra_gym.view import ClusterView, JobView
 SPEEDUP_BASES = ("fair-share", "request")
 #: Batch-size search of the adaptive rule: ``B0 x 2^(k/4)``, k = 0, 1, ..., up to this multiple of ``B0``.
 MAX_BATCH_GROWTH = 64.0
+#: Batches the application range is sampled at (``np.geomspace``'s default in the artifact).
+BATCH_POINTS = 50
+#: Where the adaptive batch is searched (``batch_range``).
+BATCH_RANGES = ("application", "workload")
 
 
 def batch_candidates(b0: float, workers: int, max_local_batch: float | None) -> list[float]:
-    """Global batches Pollux considers on ``workers`` GPUs: ``B0 x 2^(k/4)`` (whole samples) from
-    ``B0`` up to ``MAX_BATCH_GROWTH x B0`` and to ``workers x max_local_batch`` (GPU memory).
-    Never below ``B0``, as in Pollux (its batch starts at the initial one and only grows)."""
+    """Global batches of ``batch_range="workload"`` (the old rule) on ``workers`` GPUs: ``B0 x
+    2^(k/4)`` (whole samples) from ``B0`` up to ``MAX_BATCH_GROWTH x B0`` and to ``workers x
+    max_local_batch`` (GPU memory). Never below ``B0``."""
     top = b0 * MAX_BATCH_GROWTH
     if max_local_batch is not None:
         top = min(top, workers * max_local_batch)
@@ -149,6 +171,32 @@ def batch_candidates(b0: float, workers: int, max_local_batch: float | None) -> 
     return out
 
 
+def application_batches(lo: float, hi: float, workers: int, min_local: float | None,
+                        max_local: float | None) -> list[float]:
+    """Global batches of ``batch_range="application"`` on ``workers`` GPUs, as the Pollux artifact's
+    ``GoodputFunction.optimize`` (``accumulation=True``): :data:`BATCH_POINTS` batches spaced
+    geometrically from ``max(lo, workers x min_local)`` to ``hi`` (the application's initial and
+    largest measured batch), less those whose micro-batch (the artifact's split with gradient
+    accumulation: ``local = ceil(M / n)``, ``accum = ceil(local / max_local) - 1``, at least 1
+    on one GPU above ``lo``, ``atomic = ceil(local / (accum + 1))``) falls below ``min_local``.
+    The engine splits the chosen batch the same way (:meth:`lyra_gym.scaling.ScalingModel.split`)."""
+    start = max(lo, workers * (min_local or 1.0))
+    if start >= hi:
+        return [float(start)]
+    ratio = (hi / start) ** (1.0 / (BATCH_POINTS - 1))
+    out = []
+    for k in range(BATCH_POINTS):
+        m = hi if k == BATCH_POINTS - 1 else start * ratio ** k
+        local = math.ceil(m / workers - 1e-8)
+        accum = 0 if max_local is None else math.ceil(local / max_local - 1e-8) - 1
+        if workers == 1 and m > lo + 1e-8:
+            accum = max(1, accum)
+        atomic = math.ceil(local / (accum + 1) - 1e-8)
+        if min_local is None or atomic >= min_local:
+            out.append(float(m))
+    return out or [float(start)]
+
+
 @dataclass
 class PolluxScheduler(Scheduler):
     """Goodput-driven elastic allocation (see the module docstring for the model).
@@ -159,6 +207,9 @@ class PolluxScheduler(Scheduler):
         engine's goodput).
     :param model_noise_scale_ratio: per-model-key ratios (the assumed model for those keys).
     :param speedup_base: ``"fair-share"`` (default) or ``"request"``.
+    :param batch_range: ``"application"`` (default: the artifact's M0 .. largest measured batch)
+        or ``"workload"`` (the old rule: from the workload's batch up).
+    :param fixed_batch_models: model keys whose jobs keep the workload's batch (default ncf).
     :param restart_penalty_s: delay in Pollux's restart factor, seconds (default 30; 0 = off).
     :param tick_interval: seconds between re-optimisations besides events (default 60).
     :param backfill: without ``preempt``, skip queued jobs whose minimum does not fit (default True).
@@ -171,6 +222,8 @@ class PolluxScheduler(Scheduler):
     noise_scale_ratio: float | None = None
     model_noise_scale_ratio: Mapping[str, float] = field(default_factory=dict)
     speedup_base: str = "fair-share"
+    batch_range: str = "application"
+    fixed_batch_models: Sequence[str] = ("ncf",)
     restart_penalty_s: float = 30.0
     tick_interval: float | None = 60.0
     backfill: bool = True
@@ -185,6 +238,8 @@ class PolluxScheduler(Scheduler):
             raise ValueError("noise_scale_ratio: must be >= 0")
         if self.speedup_base not in SPEEDUP_BASES:
             raise ValueError(f"speedup_base: must be one of {', '.join(SPEEDUP_BASES)}, got {self.speedup_base!r}")
+        if self.batch_range not in BATCH_RANGES:
+            raise ValueError(f"batch_range: must be one of {', '.join(BATCH_RANGES)}, got {self.batch_range!r}")
         if self.restart_penalty_s < 0:
             raise ValueError(f"restart_penalty_s: must be >= 0, got {self.restart_penalty_s}")
         self.loaning = Loaning(enabled=self.loan, reclaim_rule=self.reclaim_rule)
@@ -240,7 +295,8 @@ class PolluxScheduler(Scheduler):
                  gpus_per_server: int) -> tuple[np.ndarray, np.ndarray]:
         """The engine's goodput of ``job`` at 1..``hi`` GPUs packed on ``gpu_type`` servers, at its
         current progress, and the batch giving it: under ``scaling: adaptive`` the best batch of
-        :func:`batch_candidates` for each count (Pollux's batch-size adaptation), else the rule's
+        :func:`application_batches` (or :func:`batch_candidates`, ``batch_range="workload"``) for
+        each count (Pollux's batch-size adaptation), else the rule's
         own batch. Read-only arrays, cached per (model, initial batch, progress part, servers)."""
         adaptive = view.scaling == "adaptive"
         part = progress_bin(job.total_work - job.remaining_work, job.total_work)
@@ -250,11 +306,20 @@ class PolluxScheduler(Scheduler):
             return cached
         size = max(hi, 2 * job.spec.num_gpus)
         goodput, batches = np.empty(size), np.empty(size)
-        cap = view.profiles.model(job.spec.model).max_local_batch
+        model = view.profiles.model(job.spec.model)
+        cap = model.max_local_batch
+        limits = None
+        if adaptive and self.batch_range == "application" and job.spec.model not in self.fixed_batch_models:
+            limits = view.batch_range(job)
         for x in range(1, size + 1):
             if adaptive:
-                options = [(view.goodput(job, x, gpu_type, gpus_per_server, m), m)
-                           for m in batch_candidates(job.init_batch, x, cap)]
+                if job.spec.model in self.fixed_batch_models:
+                    candidates = [job.init_batch]
+                elif limits is None:
+                    candidates = batch_candidates(job.init_batch, x, cap)
+                else:
+                    candidates = application_batches(*limits, x, model.min_local_batch, cap)
+                options = [(view.goodput(job, x, gpu_type, gpus_per_server, m), m) for m in candidates]
                 goodput[x - 1], batches[x - 1] = max(options, key=lambda gm: (gm[0], -gm[1]))
             else:
                 goodput[x - 1], batches[x - 1] = view.goodput(job, x, gpu_type, gpus_per_server), np.nan

@@ -68,6 +68,24 @@ Artifact mode (``mode="artifact"``), as ``dlas_sim_jobs`` does it:
   cannot change that, so run this mode with the overheads zeroed, as
   ``traces/tiresias-artifact.yaml`` does; otherwise the first decision warns.
 
+The Pollux artifact's Tiresias (petuum/adaptdl, branch ``osdi21-artifact``,
+``simulator/tiresias.py`` run by ``simulator/simulator.py``) is artifact mode with
+three switches (``benchmarks/pollux_crosscheck.py`` sets them; measured sizes on
+workload 6 in the README):
+
+- ``queue_order="arrival"``: a queue keeps its order (arrival, or the demotion
+  that appended a job to it); running jobs do not move ahead of waiting ones, so
+  a queue-mate that arrived earlier preempts a later one whenever its GPUs come
+  free in the count. ``"running-first"`` (default) is the Tiresias artifact's.
+- ``artifact_placement="most-free"``: a started job takes the server with the
+  most free GPUs, as many as it has, and repeats (``free_gpus.most_common(1)``);
+  ``"best-fit"`` (default) packs. With a profile whose step time depends only on
+  one server or several (``lyra_gym/profiles.py``) the two give the same run
+  times; the artifact's step time depends on the exact placement.
+- ``rounds_only=True``: decisions only at multiples of ``tick_interval`` from time
+  0 (the artifact's 60 s rounds: an arrival or a freed GPU waits for the next
+  round, even on an idle cluster); reclaims are answered at once.
+
 Left out in both modes: the profile-based placement of the paper (Tiresias
 consolidates only jobs with skewed tensor sizes), the Gittins-index variant
 (needs a duration distribution), and the artifact's rounding of times to
@@ -94,6 +112,9 @@ Parameters (dataclass fields):
   events only).
 - ``loan`` = ``False``; ``reclaim_rule`` = ``"cost"`` (see ``Loaning``).
 - ``mode`` = ``"realistic"``; ``"artifact"`` as above.
+- ``rounds_only`` = ``False``, ``queue_order`` = ``"running-first"``,
+  ``artifact_placement`` = ``"best-fit"``: the Pollux artifact's switches above
+  (``queue_order`` and ``artifact_placement`` act in artifact mode only).
 """
 
 from __future__ import annotations
@@ -119,6 +140,8 @@ from lyra_gym.view import ClusterView, JobView
 # (queue, when the job entered it (artifact mode: its place in it), trace index): smaller runs first
 Key = tuple[int, float, int]
 MODES = ("realistic", "artifact")
+QUEUE_ORDERS = ("running-first", "arrival")
+ARTIFACT_PLACEMENTS = ("best-fit", "most-free")
 
 
 @dataclass
@@ -131,6 +154,9 @@ class TiresiasScheduler(Scheduler):
     loan: bool = False
     reclaim_rule: str = "cost"
     mode: str = "realistic"
+    rounds_only: bool = False
+    queue_order: str = "running-first"
+    artifact_placement: str = "best-fit"
     name = "tiresias"
 
     def __post_init__(self) -> None:
@@ -146,6 +172,15 @@ class TiresiasScheduler(Scheduler):
             raise ValueError(f"starvation_factor: must be >= 0 (0 = off), got {self.starvation_factor}")
         if self.tick_interval is not None and not self.tick_interval > 0:
             raise ValueError(f"tick_interval: must be > 0 s or None, got {self.tick_interval}")
+        if self.rounds_only and self.tick_interval is None:
+            raise ValueError("rounds_only: needs a tick_interval (the round length)")
+        if self.queue_order not in QUEUE_ORDERS:
+            raise ValueError(f"queue_order: must be one of {', '.join(map(repr, QUEUE_ORDERS))}, "
+                             f"got {self.queue_order!r}")
+        if self.artifact_placement not in ARTIFACT_PLACEMENTS:
+            raise ValueError(f"artifact_placement: must be one of {', '.join(map(repr, ARTIFACT_PLACEMENTS))}, "
+                             f"got {self.artifact_placement!r}")
+        self.tick_origin = 0.0 if self.rounds_only else None  # rounds at multiples of tick_interval
         self.artifact = self.mode == "artifact"
         self.loaning = Loaning(enabled=self.loan, reclaim_rule=self.reclaim_rule)
         self.reset(np.random.default_rng(0))
@@ -208,7 +243,14 @@ class TiresiasScheduler(Scheduler):
         return key
 
     # --- the policy --------------------------------------------------------------------
+    def _off_round(self, view: ClusterView) -> bool:
+        """``rounds_only``: True between two rounds (multiples of ``tick_interval`` from 0)."""
+        k = view.now / self.tick_interval
+        return abs(k - round(k)) > 1e-9
+
     def decide(self, view: ClusterView) -> Plan:
+        if self.rounds_only and self._off_round(view) and not view.reclaim_pending:
+            return view.current_plan()  # as the Pollux artifact: arrivals and freed GPUs wait for the round
         plan = view.current_plan()
         self.loaning.prepare(view, plan, self.rng)
         if not self._overheads_checked:
@@ -411,13 +453,16 @@ class TiresiasScheduler(Scheduler):
         for job_id in victims:
             for sid, gpus in allocations.pop(job_id).items():
                 free[sid] += gpus
+        fit = most_free_in_groups if self.artifact_placement == "most-free" else best_fit_in_groups
         for key, job, p in starts:  # the counts leave room: any free GPUs of the pool will do
-            placement = best_fit_in_groups(free, job.spec.num_gpus, pools[p][1])
+            placement = fit(free, job.spec.num_gpus, pools[p][1])
             if placement is None:  # only if a job started elsewhere spans pools
                 continue
             take(free, placement)
             allocations[job.id] = placement
             self._started(job, key[0], now)
+        if self.queue_order == "arrival":  # the Pollux artifact: places kept (arrival, or demotion)
+            return plan
         for queue, group in groupby(entries, key=lambda e: e[0][0]):  # running jobs first
             for key, job_id, _, _ in sorted(group, key=lambda e: e[1] not in allocations):
                 keys[job_id] = (queue, self._tail(), key[2])
@@ -434,6 +479,26 @@ class TiresiasScheduler(Scheduler):
                 f"{self.name} mode='artifact' assumes free preemption as in the Tiresias artifact, but this run "
                 f"charges up to {restart_s:g} s per (re)start: set overheads.restart_s to 0 "
                 "(traces/tiresias-artifact.yaml)", stacklevel=3)
+
+
+def most_free_in_groups(free: list[int], need: int, groups: Sequence[Sequence[int]]) -> dict[int, int] | None:
+    """The Pollux artifact's Tiresias placement (``simulator/tiresias.py``): in the first group that
+    can hold ``need`` GPUs, take the server with the most free GPUs (ties: the first listed), as many
+    as it has or as are still needed, and repeat. Does not modify ``free``."""
+    for candidates in groups:
+        left = dict((sid, free[sid]) for sid in candidates if free[sid] > 0)
+        if sum(left.values()) < need:
+            continue
+        placement: dict[int, int] = {}
+        todo = need
+        while todo:
+            sid = max(left, key=left.__getitem__)  # first of the largest: dicts keep the order
+            n = min(left[sid], todo)
+            placement[sid] = placement.get(sid, 0) + n
+            left[sid] -= n
+            todo -= n
+        return placement
+    return None
 
 
 def _requested(job: JobView) -> int:

@@ -211,6 +211,11 @@ class SimConfig:
     - ``noise_scale``: ``"relative"`` (default: a model's measured noise scale
       scaled to the job's initial batch) or ``"absolute"`` (as measured, for
       profiles in the efficiency data's own units).
+    - ``batch_limit``: a global batch above ``workers x max_local_batch``:
+      ``"accumulate"`` (default: kept through gradient accumulation steps,
+      one all-reduce per optimizer step, as the Pollux artifact) or ``"cut"``
+      (the old rule: cut to ``workers x max_local_batch``); see
+      :mod:`lyra_gym.scaling`.
     - ``all_jobs_elastic``: treat every job of the trace as elastic (Pollux's
       setting: every job is adaptive), so the same trace runs both ways. An
       elastic job keeps its range; an inelastic one may run on 1 up to
@@ -238,6 +243,7 @@ class SimConfig:
     overheads: OverheadConfig = field(default_factory=OverheadConfig)
     scaling: str = "fixed-local"
     noise_scale: str = "relative"
+    batch_limit: str = "accumulate"
     efficiency: str | None = None
     all_jobs_elastic: bool = False
     profiles: str | None = None
@@ -265,12 +271,14 @@ class SimConfig:
         if servers > MAX_CLUSTER_SERVERS:
             raise ConfigError(f"cluster: {servers} servers in all, more than MAX_CLUSTER_SERVERS="
                               f"{MAX_CLUSTER_SERVERS:,}")
-        from lyra_gym.scaling import NOISE_SCALE_RULES, SCALING_RULES
+        from lyra_gym.scaling import BATCH_LIMITS, NOISE_SCALE_RULES, SCALING_RULES
 
         if self.scaling not in SCALING_RULES:
             raise ConfigError(f"scaling: must be one of {', '.join(SCALING_RULES)}, got {self.scaling!r}")
         if self.noise_scale not in NOISE_SCALE_RULES:
             raise ConfigError(f"noise_scale: must be one of {', '.join(NOISE_SCALE_RULES)}, got {self.noise_scale!r}")
+        if self.batch_limit not in BATCH_LIMITS:
+            raise ConfigError(f"batch_limit: must be one of {', '.join(BATCH_LIMITS)}, got {self.batch_limit!r}")
         if self.placement not in PLACEMENT_RULES:
             raise ConfigError(f"placement: must be one of {', '.join(PLACEMENT_RULES)}, got {self.placement!r}")
         if self.demand_preset is not None:

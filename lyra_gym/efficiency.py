@@ -24,23 +24,43 @@ Data file format (JSON, ``"format": "lyra-gym-efficiency/1"``)::
          "noise_scale": [205.3, ..., 73360], # phi at those points, samples
          "source": {...}}}}                  # citation; other fields are informational
 
-The shipped ``data/efficiency.json`` is written by
-``tools/derive_efficiency.py`` from the Pollux artifact's validation traces
-(petuum/adaptdl, ``simulator/traces/<model>/validation-<batch>.csv``,
-Apache-2.0): ``phi = M0 * grad_var / grad_sqr`` per epoch, the formula of its
-``simulator/goodput.py`` (``GoodputFunction.efficiency``). Models: ``bert``,
-``deepspeech2``, ``ncf``, ``yolov3``, ``resnet18`` (the artifact's
-``cifar10``) and ``resnet50`` (its ``imagenet``); see the tool for the
-assumptions. Batch sizes are in the artifact's samples (images, sequences,
-utterances, user-item pairs).
+Data files come in two formats. ``"lyra-gym-efficiency/1"``: one curve of ``phi``
+over progress per model (``progress``, ``noise_scale``), taken from one run; ``phi`` is
+then the same at every batch. ``"lyra-gym-efficiency/2"`` (the shipped file) keeps the
+measured gradient statistics of every run, at every batch that was measured::
 
-Between points ``phi`` is interpolated linearly in progress; before the
-first point and after the last it is held constant (the points sit at epoch
-midpoints, so ``progress = 0`` and ``1`` fall just outside them).
+    {"format": "lyra-gym-efficiency/2", "metadata": {...},
+     "models": {"resnet18": {
+         "init_batch": 128,                 # M0 = the smallest measured batch
+         "batches": [128, 256, ..., 4096],  # global batch of each measured run, increasing
+         "epoch_end": [0.01, ..., 1.0],     # fraction of the run at which each epoch ends
+         "grad_sqr": [[...], ...],          # per batch, per epoch: squared gradient norm
+         "grad_var": [[...], ...],          # per batch, per epoch: gradient variance
+         "source": {...}}}}
 
-The artifact's simulator also interpolates the gradient statistics between
-runs made at different batch sizes; here ``phi`` depends on progress only,
-taken from the run at ``M0``.
+**Interpolation** (the Pollux artifact's ``Application.get_grad_stats(batch_size,
+epoch)``, ``simulator/applications.py``): at progress ``p`` the epoch is the first whose
+``epoch_end`` exceeds ``p`` (the last epoch at ``p = 1``); at global batch ``M``,
+``grad_sqr`` and ``grad_var`` are each interpolated linearly in ``M`` between the two
+measured runs around it (``numpy.interp``); outside the measured batches the nearest run's
+values are used (**fallback**: held at the end runs). ``phi(p, M) = M0 * grad_var /
+grad_sqr``; where the interpolated ``grad_sqr`` is 0 (deepspeech2 rows measured as 0)
+``phi`` is infinite and ``E = 1``, as the artifact's gain ``(var + sqr) / (var / scale +
+sqr)`` gives. Large-batch runs measure a larger ``phi`` at the same progress (imagenet
+mid-run: about 11,400 at 200 against 36,300 at 6,400), so ``E`` at a large batch is read
+from the large-batch runs, not extrapolated from the ``M0`` run. A model in a format-1 file
+has no batch dependence (``phi`` of its one run at every batch).
+
+The shipped ``data/efficiency.json`` is written by ``tools/derive_efficiency.py`` from
+every ``validation-<batch>.csv`` of the Pollux artifact (petuum/adaptdl,
+``simulator/traces/<model>/``, Apache-2.0; all copied in ``tests/fixtures/adaptdl_validation``).
+Models: ``bert``, ``deepspeech2``, ``ncf``, ``yolov3``, ``resnet18`` (the artifact's
+``cifar10``) and ``resnet50`` (its ``imagenet``). ``M0`` is each application's initial batch
+as the artifact's (cifar10 128, deepspeech2 20, bert 12, imagenet 200, ncf 256, yolov3 8).
+Batch sizes are in the artifact's samples (images, sequences, utterances, user-item pairs).
+
+For a format-1 curve, ``phi`` is interpolated linearly in progress between points; before
+the first point and after the last it is held constant.
 """
 
 from __future__ import annotations
@@ -58,6 +78,8 @@ from typing import Mapping, Sequence
 from lyra_gym.profiles import read_json
 
 EFFICIENCY_FORMAT = "lyra-gym-efficiency/1"
+#: The format with every measured batch (gradient statistics per batch and epoch).
+EFFICIENCY_FORMAT_2 = "lyra-gym-efficiency/2"
 
 
 class EfficiencyError(ValueError):
@@ -89,16 +111,50 @@ def _batch(value: object, name: str = "batch") -> float:
 
 @dataclass(frozen=True)
 class NoiseScaleCurve:
-    """One model's initial batch ``M0`` and its noise scale at points of training progress."""
+    """One model's initial batch ``M0`` and its noise scale over training progress (and, from a
+    format-2 file, over the batch: ``batches`` / ``epoch_end`` / ``grad_sqr`` / ``grad_var``)."""
 
     name: str
     init_batch: float
     progress: tuple[float, ...]
     noise_scale: tuple[float, ...]
+    batches: tuple[float, ...] = ()
+    epoch_end: tuple[float, ...] = ()
+    grad_sqr: tuple[tuple[float, ...], ...] = ()
+    grad_var: tuple[tuple[float, ...], ...] = ()
 
-    def noise_scale_at(self, progress: float) -> float:
-        """``phi`` (samples) at ``progress`` in [0, 1]: linear between points, constant beyond the ends."""
+    @property
+    def max_batch(self) -> float | None:
+        """The largest measured batch (the artifact's ``max_batch_size``); None for a format-1 curve."""
+        return self.batches[-1] if self.batches else None
+
+    def epoch_at(self, progress: float) -> int:
+        """The epoch (row) ``progress`` falls in: the first whose end exceeds it (the last at 1)."""
+        return min(bisect.bisect_right(self.epoch_end, progress), len(self.epoch_end) - 1)
+
+    def grad_stats(self, batch: float, progress: float) -> tuple[float, float]:
+        """``(grad_sqr, grad_var)`` at global batch ``batch`` and ``progress`` (format 2 only):
+        the epoch's row, linear in the batch between measured runs, held at the end runs."""
+        e = self.epoch_at(_progress(progress))
+        xs = self.batches
+        m = _finite(batch, "batch")  # any batch: below the smallest run the smallest run's values hold
+        if m <= xs[0]:
+            return self.grad_sqr[0][e], self.grad_var[0][e]
+        if m >= xs[-1]:
+            return self.grad_sqr[-1][e], self.grad_var[-1][e]
+        i = bisect.bisect_right(xs, m)  # xs[i-1] <= m < xs[i]
+        w = (m - xs[i - 1]) / (xs[i] - xs[i - 1])
+        sqr = self.grad_sqr[i - 1][e] + w * (self.grad_sqr[i][e] - self.grad_sqr[i - 1][e])
+        var = self.grad_var[i - 1][e] + w * (self.grad_var[i][e] - self.grad_var[i - 1][e])
+        return sqr, var
+
+    def noise_scale_at(self, progress: float, batch: float | None = None) -> float:
+        """``phi`` (samples) at ``progress`` in [0, 1] and global batch ``batch`` (default ``M0``;
+        ignored by a format-1 curve); ``math.inf`` where the gradient's squared norm is 0."""
         p = _progress(progress)
+        if self.batches:
+            sqr, var = self.grad_stats(self.init_batch if batch is None else batch, p)
+            return math.inf if sqr <= 0 else self.init_batch * var / sqr
         xs, ys = self.progress, self.noise_scale
         if p <= xs[0]:
             return ys[0]
@@ -109,11 +165,19 @@ class NoiseScaleCurve:
         return ys[i - 1] + w * (ys[i] - ys[i - 1])
 
     def efficiency(self, batch: float, progress: float, reference_batch: float | None = None) -> float:
-        """``(phi + M0) / (phi + batch)`` at ``progress``; ``reference_batch`` replaces ``M0`` if given."""
+        """``(phi + M0) / (phi + batch)`` at ``progress`` with ``phi`` at ``batch``;
+        ``reference_batch`` replaces ``M0`` if given; 1 where ``phi`` is infinite."""
         m = _batch(batch)
         m0 = self.init_batch if reference_batch is None else _batch(reference_batch, "reference_batch")
-        phi = self.noise_scale_at(progress)
-        return (phi + m0) / (phi + m)
+        phi = self.noise_scale_at(progress, m)
+        return ratio(phi, m0, m)
+
+
+def ratio(phi: float, reference: float, batch: float) -> float:
+    """``(phi + reference) / (phi + batch)``, 1 when ``phi`` is infinite (gradient norm 0)."""
+    if math.isinf(phi):
+        return 1.0
+    return (phi + reference) / (phi + batch)
 
 
 class EfficiencyTable:
@@ -162,9 +226,12 @@ def _points(value: object, where: str) -> Sequence:
 
 def parse_efficiency(data: Mapping, source: str = "efficiency") -> EfficiencyTable:
     """Build an EfficiencyTable from the decoded JSON document; errors name ``source`` and the field."""
-    if not isinstance(data, Mapping) or data.get("format") != EFFICIENCY_FORMAT:
+    if not isinstance(data, Mapping) or data.get("format") not in (EFFICIENCY_FORMAT, EFFICIENCY_FORMAT_2):
         got = data.get("format") if isinstance(data, Mapping) else data
-        raise EfficiencyError(f"{source}: field 'format' must be {EFFICIENCY_FORMAT!r}, got {got!r}")
+        raise EfficiencyError(f"{source}: field 'format' must be {EFFICIENCY_FORMAT!r} or "
+                              f"{EFFICIENCY_FORMAT_2!r}, got {got!r}")
+    if data["format"] == EFFICIENCY_FORMAT_2:
+        return _parse_v2(data, source)
     entries = data.get("models")
     if not isinstance(entries, Mapping):
         raise EfficiencyError(f"{source}: field 'models' must be an object")
@@ -187,6 +254,50 @@ def parse_efficiency(data: Mapping, source: str = "efficiency") -> EfficiencyTab
         if any(y < 0 for y in ys):
             raise EfficiencyError(f"{where}.noise_scale: must be >= 0, got {ys}")
         models[name] = NoiseScaleCurve(name, init_batch, tuple(xs), tuple(ys))
+    return EfficiencyTable(models, source)
+
+
+def _parse_v2(data: Mapping, source: str) -> EfficiencyTable:
+    entries = data.get("models")
+    if not isinstance(entries, Mapping):
+        raise EfficiencyError(f"{source}: field 'models' must be an object")
+    models = {}
+    for name, entry in entries.items():
+        where = f"{source}: models.{name}"
+        if not isinstance(entry, Mapping):
+            raise EfficiencyError(f"{where}: expected an object")
+        batches = [_finite(b, f"{where}.batches[{i}]")
+                   for i, b in enumerate(_points(entry.get("batches"), f"{where}.batches"))]
+        if batches[0] < 1 or any(b <= a for a, b in zip(batches, batches[1:])):
+            raise EfficiencyError(f"{where}.batches: must be >= 1 and increase strictly, got {batches}")
+        init_batch = _finite(entry.get("init_batch"), f"{where}.init_batch")
+        if init_batch != batches[0]:
+            raise EfficiencyError(f"{where}.init_batch: must be the smallest batch {batches[0]!r}, got {init_batch!r}")
+        ends = [_finite(x, f"{where}.epoch_end[{i}]")
+                for i, x in enumerate(_points(entry.get("epoch_end"), f"{where}.epoch_end"))]
+        if any(not 0.0 < x <= 1.0 for x in ends) or any(b <= a for a, b in zip(ends, ends[1:])) or ends[-1] != 1.0:
+            raise EfficiencyError(f"{where}.epoch_end: must increase strictly within (0, 1] and end at 1, got {ends}")
+        stats = {}
+        for col, low in (("grad_sqr", 0.0), ("grad_var", 0.0)):
+            rows = _points(entry.get(col), f"{where}.{col}")
+            if len(rows) != len(batches):
+                raise EfficiencyError(f"{where}.{col}: {len(rows)} rows, batches has {len(batches)}")
+            table = []
+            for i, row in enumerate(rows):
+                values = [_finite(v, f"{where}.{col}[{i}][{e}]") for e, v in enumerate(_points(row, f"{where}.{col}[{i}]"))]
+                if len(values) != len(ends):
+                    raise EfficiencyError(f"{where}.{col}[{i}]: {len(values)} epochs, epoch_end has {len(ends)}")
+                if any(v < low for v in values):
+                    raise EfficiencyError(f"{where}.{col}[{i}]: must be >= 0")
+                table.append(tuple(values))
+            stats[col] = tuple(table)
+        # the M0 run's phi at each epoch's midpoint, for readers of the format-1 fields
+        mids = tuple((a + b) / 2 for a, b in zip((0.0, *ends[:-1]), ends))
+        phis = tuple(math.inf if q <= 0 else init_batch * v / q for q, v in zip(stats["grad_sqr"][0], stats["grad_var"][0]))
+        models[name] = NoiseScaleCurve(name, init_batch, mids, phis, tuple(batches), tuple(ends),
+                                       stats["grad_sqr"], stats["grad_var"])
+    if not models:
+        raise EfficiencyError(f"{source}: no models")
     return EfficiencyTable(models, source)
 
 

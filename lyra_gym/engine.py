@@ -44,6 +44,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import heapq
+import math
 import time
 import weakref
 from collections import deque
@@ -125,7 +126,8 @@ class Engine:
         self.reference_gpus_per_server = (ref_groups or list(config.cluster.training))[0].gpus_per_server
 
         efficiency = load_efficiency(config.efficiency) if config.efficiency else builtin_efficiency()
-        self.scaling = scaling = ScalingModel(profiles, efficiency, config.scaling, config.noise_scale)
+        self.scaling = scaling = ScalingModel(profiles, efficiency, config.scaling, config.noise_scale,
+                                              config.batch_limit)
         specs = sorted(jobs, key=lambda j: j.submit_time)  # stable: ties keep trace order
         if config.all_jobs_elastic:
             specs = [as_elastic(spec) for spec in specs]
@@ -196,6 +198,7 @@ class Engine:
         self._progress_only = False  # were the last events only jobs' rate changes with progress?
         self.tick_only = False  # this decision point has no event but the scheduler's own tick
         self._changed = True    # did the decisions since the last events change anything?
+        self._had_tick = False  # did the last events include a tick?
         self._over = False
         self._last_retry = -1.0  # time of the last extra decision granted at the end of a run
         self._bar = None
@@ -335,7 +338,11 @@ class Engine:
         if tick is not None:
             if tick <= 0:
                 raise ValueError(f"{type(self.scheduler).__name__}.tick_interval: must be > 0, got {tick}")
-            self._push(self.now + tick, _TICK)
+            origin = getattr(self.scheduler, "tick_origin", None)
+            if origin is None:
+                self._push(self.now + tick, _TICK)
+            else:  # the first grid point after now: origin + k * tick
+                self._push(origin + (math.floor((self.now - origin) / tick) + 1) * tick, _TICK)
         self._bar = tqdm(total=len(self.jobs), delay=2.0, unit="job", leave=False) if self.progress else None
 
     def next_decision(self) -> bool:
@@ -361,7 +368,10 @@ class Engine:
                 self._last_retry, self._changed = self.now, False
                 self.tick_only = False
                 return True
-            if self.scheduler.tick_interval is None or not self._changed:
+            rounds = getattr(self.scheduler, "tick_origin", None) is not None
+            if self.scheduler.tick_interval is None or (not self._changed and (not rounds or self._had_tick)):
+                # a scheduler on a round grid (tick_origin) may wait for its next round: stop
+                # only after a decision at a round changed nothing
                 self._over = True  # nothing can change any more: the queued jobs stay unfinished
                 return False
         arrivals, heap, jobs = self._arrival_times, self._heap, self.jobs
@@ -503,6 +513,7 @@ class Engine:
             self._sync_requests()
         self.counts["events"] += events
         self._progress_only = progress > 0 and events == 0
+        self._had_tick = ticks > 0
         return ticks > 0 and events == ticks
 
     def _finish(self, job: Job) -> None:
@@ -862,8 +873,8 @@ class Engine:
         allocation = job.allocation
         if gpu_types is None:
             gpu_types = frozenset(self.servers[sid].gpu_type for sid in allocation)
-        job.rate, needs_bins = self.scaling.rate_for(job.spec, job.init_batch, job.workers, len(allocation), gpu_types,
-                                                     job.batch, job.progress_bin)
+        job.rate, job.efficiency, needs_bins = self.scaling.rate_for(
+            job.spec, job.init_batch, job.workers, len(allocation), gpu_types, job.batch, job.progress_bin)
         if needs_bins:
             job.milestone_work = bin_end_work(job.progress_bin, job.total_work)
         else:

@@ -25,7 +25,9 @@ class Job:
     between updates the job advances at ``rate`` samples/s once ``overhead_until``
     has passed. Usage is integrated the same way: ``attained_gpu_s`` (GPU-s held),
     ``busy_gpu_s`` (GPU-s held outside overheads) and ``effective_gpu_s`` (busy
-    GPU-s weighted by ``speed``, reference-GPU-s; see :mod:`lyra_gym.metrics`).
+    GPU-s weighted by ``speed``, reference-GPU-s; see :mod:`lyra_gym.metrics`) and
+    ``goodput_gpu_s`` (effective GPU-s also weighted by the statistical ``efficiency`` of the
+    batch run, :meth:`lyra_gym.scaling.ScalingModel.statistical_efficiency`).
     """
 
     __slots__ = (
@@ -34,7 +36,8 @@ class Job:
         "first_start", "finish_time", "queued_since", "queued_total", "preemptions",
         "scale_ins", "scale_outs", "migrations", "suspended", "version", "view",
         "busy_gpu_s", "effective_gpu_s", "speed", "reclaim_disruptions",
-        "init_batch", "batch", "progress_bin", "milestone_work", "start_seq",
+        "init_batch", "batch", "progress_bin", "milestone_work", "start_seq", "efficiency",
+        "goodput_gpu_s",
     )
 
     def __init__(self, index: int, spec: JobSpec, total_work: float) -> None:
@@ -70,6 +73,8 @@ class Job:
         self.progress_bin = 0         # the part of training progress the rate was computed for
         self.milestone_work = total_work  # work at which the rate changes next (progress part ends)
         self.start_seq = 0            # the engine's count of starts when this job last started
+        self.efficiency = 1.0         # statistical efficiency of the batch run now (lyra_gym.scaling)
+        self.goodput_gpu_s = 0.0      # effective GPU-s x efficiency (reference-GPU-s of useful work)
 
     def advance(self, now: float) -> None:
         """Integrate progress and attained service up to ``now``."""
@@ -84,6 +89,7 @@ class Job:
                 busy_gpu_s = self.workers * busy
                 self.busy_gpu_s += busy_gpu_s
                 self.effective_gpu_s += self.speed * busy_gpu_s
+                self.goodput_gpu_s += self.speed * self.efficiency * busy_gpu_s
         self.last_update = now
 
     def usage_until(self, now: float) -> tuple[float, float, float]:
@@ -100,6 +106,15 @@ class Job:
                 busy_gpu_s += busy_gpu_s_tail
                 effective += self.speed * busy_gpu_s_tail
         return held, busy_gpu_s, effective
+
+    def goodput_until(self, now: float) -> float:
+        """``goodput_gpu_s`` integrated up to ``now`` (>= ``last_update``), without mutating."""
+        goodput = self.goodput_gpu_s
+        if self.workers and now > self.last_update:
+            busy = now - max(self.last_update, self.overhead_until)
+            if busy > 0:
+                goodput += self.speed * self.efficiency * self.workers * busy
+        return goodput
 
     def remaining_work(self, now: float) -> float:
         """Samples left at ``now`` (without mutating the record)."""

@@ -16,9 +16,10 @@ one. The honest counterparts:
 
 - speed(m, T) = single-GPU throughput of model m on GPU type T / on the
   reference GPU type (the profile's ``step_compute_s`` ratio, reference = 1.0;
-  in the shipped ``builtin_profiles.json`` a T4 is 0.3 of a V100 for every
-  model, an A100 1.6-2.6: see ``tools/derive_builtin_profiles.py`` for the
-  sources). A job whose workers span several types runs at the slowest one's
+  in the shipped ``builtin_profiles.json`` a T4 is 0.54 (resnet18) and 0.65
+  (resnet50) of a V100 as measured, 0.3 for the other models (assumption), an
+  A100 1.6-2.6: see ``tools/derive_builtin_profiles.py`` and ``docs/profiles.md``
+  for the sources). A job whose workers span several types runs at the slowest one's
   pace, so each of its GPUs counts the slowest type's speed. Per GPU: the
   loss of sub-linear scaling (all-reduce time) is not deducted.
 - speed(T), the capacity of one GPU-second of type T, = mean of speed(m, T)
@@ -32,6 +33,15 @@ one. The honest counterparts:
 - ``gpu_usage_effective``: sum over jobs of GPU-s held outside overheads x
   speed(m, types held) / (training capacity + loaned capacity, each GPU-s x
   speed(T)); both in reference-GPU-seconds, over the same span.
+- ``gpu_usage_goodput``: the numerator of ``gpu_usage_effective`` with each
+  GPU-s also weighted by the statistical efficiency E of the batch its job
+  runs (:meth:`lyra_gym.scaling.ScalingModel.statistical_efficiency`; 1 under ``scaling:
+  throughput`` or ``fixed-global`` and for models without a measured noise
+  scale), same denominator: the share of capacity that did useful work in
+  samples worth the reference batch's (the job's ``B0``, or the application's
+  ``M0`` under ``noise_scale: absolute``). A job running below its reference
+  batch (fewer workers than requested under ``fixed-local``) has E > 1, so the
+  share is not capped at ``gpu_usage_effective``; overheads count nothing.
 - ``gpu_usage_effective_overall``: numerator plus inference-busy GPU-s x
   speed(inference type); denominator all GPUs of both clusters x speed(T) x span.
 - ``overhead_gpu_share``: GPU-s held by jobs inside overheads (start/restart,
@@ -113,12 +123,13 @@ def summarize(engine: "Engine") -> dict[str, Any]:
     def ratio(num: float, den: float) -> float | None:
         return num / den if den > 0 else None
 
-    held = busy = effective = 0.0
+    held = busy = effective = goodput = 0.0
     for j in jobs:
         h, b, e = j.usage_until(end)
         held += h
         busy += b
         effective += e
+        goodput += j.goodput_until(end)
     speeds = capacity_speeds(engine)
     inference_speed = speeds[cluster.inference.gpu_type]
     training_capacity = sum(g.count * g.gpus_per_server * speeds[g.gpu_type] for g in cluster.training) * span
@@ -136,6 +147,7 @@ def summarize(engine: "Engine") -> dict[str, Any]:
         "gpu_usage_with_loaned": ratio(allocated, training_gpus * span + engine.gpu_s_loaned_capacity),
         "gpu_usage_overall": ratio(allocated + engine.gpu_s_inference_busy, (training_gpus + inference_gpus) * span),
         "gpu_usage_effective": ratio(effective, training_capacity + loaned_capacity),
+        "gpu_usage_goodput": ratio(goodput, training_capacity + loaned_capacity),
         "gpu_usage_effective_overall": ratio(
             effective + engine.gpu_s_inference_busy * inference_speed,
             training_capacity + inference_gpus * inference_speed * span),

@@ -8,6 +8,7 @@ Profile file format (JSON, ``"format": "lyra-gym-profiles/1"``)::
          "local_batch": 256,                 # samples per worker per step
          "restart_overhead_s": 250,          # checkpoint + restore, seconds
          "max_local_batch": 256,             # optional: most samples per worker per step (memory)
+         "min_local_batch": 32,              # optional: fewest samples per worker per step measured
          "gpus": {"v100": {"step_compute_s": 0.213,     # forward+backward+optimizer at local_batch, s
                            "step_fixed_s": 0.011,       # optional: part of it not shrinking with the batch, s
                            "allreduce_intra_s": 0.019,  # all-reduce unit inside one server, s
@@ -36,7 +37,10 @@ per-GPU ``step_fixed_s`` (s, ``0 <= step_fixed_s <= step_compute_s``; absent =
 shrink with the batch. The optional per-model ``max_local_batch`` (samples,
 ``>= 1``; absent = None, no cap) is the most that fits in GPU memory; the
 profile only records it, :mod:`lyra_gym.scaling` cuts ``m`` to it
-(:meth:`ModelProfile.step_time` takes any ``m > 0``).
+(:meth:`ModelProfile.step_time` takes any ``m > 0``). The optional
+``min_local_batch`` (samples, ``>= 1``, at most ``max_local_batch``) is the
+smallest local batch measured: a batch-adaptive scheduler (``pollux``) does not
+search below it, as the Pollux artifact does not (``min_local_bsz``).
 
 ``2(n-1)/n`` is the ring all-reduce's data volume factor; the slowest GPU type
 sets the pace of every worker. The shipped ``builtin_profiles.json`` is derived
@@ -86,6 +90,7 @@ class ModelProfile:
     gpus: Mapping[str, GpuProfile]
     restart_overhead_s: float
     max_local_batch: float | None = None  # most samples per worker per step (GPU memory); None: no cap
+    min_local_batch: float | None = None  # fewest samples per worker per step measured; None: 1
 
     def gpu(self, gpu_type: str) -> GpuProfile:
         try:
@@ -221,7 +226,13 @@ def parse_profiles(data: Mapping, source: str = "profiles") -> ProfileSet:
             cap = _positive(cap, f"{where}.max_local_batch")
             if cap < 1:
                 raise ProfileError(f"{where}.max_local_batch: must be >= 1 sample, got {cap!r}")
-        models[name] = ModelProfile(name, batch, gpus, restart, cap)
+        low = entry.get("min_local_batch")
+        if low is not None:
+            low = _positive(low, f"{where}.min_local_batch")
+            if low < 1 or (cap is not None and low > cap):
+                raise ProfileError(f"{where}.min_local_batch: must be >= 1 sample and <= max_local_batch, "
+                                   f"got {low!r}")
+        models[name] = ModelProfile(name, batch, gpus, restart, cap, low)
     return ProfileSet(models, reference, source)
 
 

@@ -133,26 +133,26 @@ bert         bert         2           12   14,774.0     ``traces/bert/validation
                                                         (``-384``: 14,789.7); 2 x 88,644 SQuAD
                                                         features
 cifar10      resnet18     100         128  39,062.908   ``traces/cifar10/validation-256.csv``
-                                                        (``-2048``: 39,070.6); b0 = 128 inferred:
-                                                        progress grows 390.6 an epoch = 50,000 /
-                                                        128
-deepspeech2  deepspeech2  80          20   28,538.623   ``traces/deepspeech2/validation-160.csv``
-                                                        (``-640``: 28,553.4); b0 = 20 inferred:
-                                                        progress grows 357 an epoch, late epochs
-                                                        take 45 steps x 160 = 7,200 samples
-imagenet     resnet50     90          200  576,526.0    ``traces/imagenet/validation-200.csv``:
-                                                        90 x 1,281,169 images
+                                                        (``-2048``: 39,070.6); b0 = 128, the
+                                                        smallest file (``validation-128.csv``)
+deepspeech2  deepspeech2  80          20   28,536.0     ``traces/deepspeech2/validation-20.csv``
+                                                        (``-640``: 28,553.4); b0 = 20, the
+                                                        smallest file
+imagenet     resnet50     90          200  576,525.59   ``traces/imagenet/validation-400.csv``
+                                                        (``-200``: 576,526.0): 90 x 1,281,169
+                                                        images
 ncf          ncf          10          256  194,174.0    ``traces/ncf/validation-256.csv``:
                                                         10 x 4,970,854 samples
-yolov3       yolov3       50          8    103,444.0    ``traces/yolov3/validation-8.csv``:
-                                                        50 x 16,551 VOC images
+yolov3       yolov3       50          8    103,443.98   ``traces/yolov3/validation-16.csv``
+                                                        (``-8``: 103,444.0): 50 x 16,551 VOC
+                                                        images
 ===========  ===========  ==========  ===  ===========  ========================================
 
 ``max_epochs``: ``APPLICATIONS`` in ``applications.py``. ``b0``: where a file's ``progress``
-equals its ``iteration`` it ran at ``init_batch_size`` (bert 12, imagenet 200, ncf 256,
-yolov3 8); the cifar10 and deepspeech2 ``b0`` files are not in the copy of the artifact this
-was read from, so their ``b0`` is inferred as stated. P* is the smallest of the files read;
-files not read may be marginally lower (the spread seen is under 0.1 %). Caps
+equals its ``iteration`` it ran at ``init_batch_size`` = the smallest validated batch
+(bert 12, cifar10 128, deepspeech2 20, imagenet 200, ncf 256, yolov3 8). P* is the smallest
+over every validation file of the application (all of them in shared/data/pollux_t4 and
+``tests/fixtures/adaptdl_validation``), as the artifact's ``get_progress`` takes it. Caps
 (``max_gpus``): ``min_local_bsz`` from ``traces/<app>/placements.csv`` (bert 4, cifar10 32,
 deepspeech2 10, imagenet 20, yolov3 4) and ``max_batch_size`` = the largest validated batch
 (bert 384, deepspeech2 640, yolov3 128, cifar10 >= 4,096 and imagenet >= 6,400 as the
@@ -620,10 +620,10 @@ class PolluxApplication:
 POLLUX_APPLICATIONS: dict[str, PolluxApplication] = {
     "bert": PolluxApplication("bert", 2, 12, 14774.0, 64),
     "cifar10": PolluxApplication("resnet18", 100, 128, 39062.90816659533, 64),
-    "deepspeech2": PolluxApplication("deepspeech2", 80, 20, 28538.622542890822, 64),
-    "imagenet": PolluxApplication("resnet50", 90, 200, 576526.0, 64),
+    "deepspeech2": PolluxApplication("deepspeech2", 80, 20, 28536.0, 64),
+    "imagenet": PolluxApplication("resnet50", 90, 200, 576525.594895604, 64),
     "ncf": PolluxApplication("ncf", 10, 256, 194174.0, 1, elastic=False),
-    "yolov3": PolluxApplication("yolov3", 50, 8, 103444.0, 32),
+    "yolov3": PolluxApplication("yolov3", 50, 8, 103443.97796253164, 32),
 }
 
 
@@ -640,7 +640,15 @@ def _pollux_jobs(path: str, profiles: Any, gpus_per_server: int, skips: _Skips) 
     jobs: list[JobSpec] = []
     records = 0
     reference = profiles.reference_gpu
-    scaling = ScalingModel(profiles, None, "fixed-local")  # samples/s at a batch, as the engine counts work
+    # samples/s at a batch, as the engine counts work under the artifact's ground truth
+    # (noise_scale: absolute, traces/pollux-testbed-t4.yaml): a 1-GPU job above its application's
+    # initial batch M0 (ncf at 32,768) runs at least one accumulation step there, as in the artifact
+    # (Job.update_local_bsz), so its duration must be converted at that rate for the engine to
+    # recover P* x b0 (with no noise scale the engine took ncf's work 25 % short: 35 s alone
+    # against the artifact's 46 s).
+    from lyra_gym.efficiency import builtin_efficiency
+
+    scaling = ScalingModel(profiles, builtin_efficiency(), "fixed-local", "absolute")
     for line, row in _csv_rows(path, POLLUX_COLUMNS, POLLUX_COLUMNS, header_optional=False):
         records += 1
         name = skips.first_seen(_job_id(row["name"], path, line, "name"), path, line, "name")

@@ -59,8 +59,29 @@ Progress is cut into :data:`PROGRESS_BINS` equal parts; within one part
 constant between events and completion times stay exact. A job whose batch
 equals ``B0`` has ``E = 1`` whatever ``phi``, so it needs no such events.
 
-A local batch above the profile's ``max_local_batch`` (GPU memory) is cut to
-it: the global batch is then ``n x max_local_batch``.
+Within one part the rate uses the part's **effective efficiency**: for a format-2
+efficiency file (``phi`` measured per epoch and per batch, :mod:`lyra_gym.efficiency`),
+the work-weighted harmonic mean of ``E`` over the epochs the part overlaps, so the time
+to cross the part is the sum of the epochs' times at their own ``E`` (exact while the
+allocation is unchanged), as the artifact's per-epoch ``get_grad_stats`` gives. ``phi``
+is read at the batch the job actually runs (interpolated between measured runs).
+
+**Batches above GPU memory** (``SimConfig.batch_limit``). ``"accumulate"`` (default)
+is the Pollux artifact's rule (``simulator/simulator.py``, ``Job.update_local_bsz``):
+``local = ceil(M / n)``, ``accum = ceil(local / max_local_batch) - 1`` gradient
+accumulation steps (at least 1 for a 1-GPU job above its reference batch, as there),
+micro-batch ``atomic = ceil(local / (accum + 1))`` (under ``noise_scale: absolute``
+also at most ``max_batch / (n (accum + 1))``, ``max_batch`` the largest measured batch),
+so the batch really run is ``n x atomic x (accum + 1)``. One optimizer step takes::
+
+    step(n, atomic) + accum x compute(atomic)
+
+the all-reduce once per optimizer step, each accumulation step a micro-batch's compute
+(the artifact's ``step_time + (step_time - sync_time) x accum_steps``). Hand check, bert
+at 384 on 6 T4s: local 64, accum 5, atomic 10, batch 360. ``"cut"`` is the old rule: a
+local batch above ``max_local_batch`` is cut to it (global batch ``n x max_local_batch``,
+an all-reduce per micro-batch, no accumulation). A profile without ``max_local_batch``
+never accumulates.
 """
 
 from __future__ import annotations
@@ -74,6 +95,8 @@ from lyra_gym.trace import JobSpec
 SCALING_RULES = ("fixed-local", "fixed-global", "adaptive", "throughput")
 #: How a model's measured noise scale maps onto a job (``SimConfig.noise_scale``).
 NOISE_SCALE_RULES = ("relative", "absolute")
+#: What happens to a batch above workers x max_local_batch (``SimConfig.batch_limit``).
+BATCH_LIMITS = ("accumulate", "cut")
 #: Equal parts of training progress within which ``phi`` is held constant.
 PROGRESS_BINS = 20
 
@@ -85,10 +108,14 @@ class ScalingModel:
     :param efficiency: noise-scale curves by model key (None: no efficiency loss anywhere).
     :param rule: one of :data:`SCALING_RULES`.
     :param noise_scale: one of :data:`NOISE_SCALE_RULES`.
+    :param batch_limit: one of :data:`BATCH_LIMITS`.
     """
 
     def __init__(self, profiles: ProfileSet, efficiency: EfficiencyTable | None, rule: str = "fixed-local",
-                 noise_scale: str = "relative") -> None:
+                 noise_scale: str = "relative", batch_limit: str = "accumulate") -> None:
+        if batch_limit not in BATCH_LIMITS:
+            raise ValueError(f"batch_limit: must be one of {', '.join(BATCH_LIMITS)}, got {batch_limit!r}")
+        self.batch_limit = batch_limit
         if rule not in SCALING_RULES:
             raise ValueError(f"scaling: must be one of {', '.join(SCALING_RULES)}, got {rule!r}")
         if noise_scale not in NOISE_SCALE_RULES:
@@ -99,11 +126,13 @@ class ScalingModel:
         self.noise_scale_rule = noise_scale
         self.charges_efficiency = rule != "throughput" and efficiency is not None
         self._terms: dict[tuple[str, float, int], tuple[float, float] | None] = {}
-        # rate() and needs_bins() are pure functions of these keys: memoised (the engine calls them
-        # at every start, rescale and progress part)
+        self._factors: dict[tuple[str, float, float, int], float] = {}
+        # rate(), needs_bins() and rate_for() are pure functions of these keys (with the rule,
+        # noise-scale rule, batch limit and profiles fixed per instance): memoised (the engine
+        # calls them at every start, rescale and progress part)
         self._rates: dict[tuple, float] = {}
-        self._bins: dict[tuple[str, float, float], bool] = {}
-        self._rate_for: dict[tuple, tuple[float, bool]] = {}
+        self._bins: dict[tuple, bool] = {}
+        self._rate_for: dict[tuple, tuple[float, float, bool]] = {}
 
     # ------------------------------------------------------------------ batches
     def initial_batch(self, spec: JobSpec) -> float:
@@ -147,22 +176,92 @@ class ScalingModel:
             return self.efficiency.model(model).init_batch  # type: ignore[union-attr]
         return b0
 
+    def batch_range(self, spec: JobSpec, b0: float) -> tuple[float, float] | None:
+        """The application's batch range ``(reference, largest measured)`` in the job's units: the
+        artifact's ``(init_batch_size, max_batch_size)`` under the absolute rule, ``(B0, B0 x
+        max / M0)`` under the relative one; None without a measured per-batch curve or with no
+        efficiency charged (a batch-adaptive scheduler then has no range to search)."""
+        if not self.has_curve(spec.model):
+            return None
+        curve = self.efficiency.model(spec.model)  # type: ignore[union-attr]
+        top = curve.max_batch
+        if top is None:
+            return None
+        if self.noise_scale_rule == "absolute":
+            return curve.init_batch, top
+        return b0, b0 * top / curve.init_batch
+
+    def efficiency_factor(self, model: str, b0: float, batch: float, progress_bin: int) -> float:
+        """``E`` of global batch ``batch`` in progress part ``progress_bin`` (module docstring): a
+        format-2 curve's work-weighted harmonic mean over the part's epochs with ``phi`` at the
+        batch; a format-1 curve's ``(phi + R) / (phi + M)`` at the part's middle."""
+        key = (model, b0, batch, progress_bin)
+        factor = self._factors.get(key)
+        if factor is None:
+            curve = self.efficiency.model(model)  # type: ignore[union-attr]
+            if not curve.batches:
+                phi, ref = self.noise_terms(model, b0, progress_bin)  # type: ignore[misc]
+                factor = (phi + ref) / (phi + batch)
+            else:
+                # in the curve's own units: the artifact batch is batch x M0 / B0 under the relative rule
+                m = batch * curve.init_batch / b0 if self.noise_scale_rule == "relative" else batch
+                lo, hi = progress_bin / PROGRESS_BINS, (progress_bin + 1) / PROGRESS_BINS
+                e = curve.epoch_at(lo)
+                start = curve.epoch_end[e - 1] if e > 0 else 0.0
+                time = 0.0
+                while start < hi and e < len(curve.epoch_end):
+                    end = curve.epoch_end[e]
+                    width = min(end, hi) - max(start, lo)
+                    if width > 0:
+                        sqr, var = curve.grad_stats(m, (start + end) / 2)
+                        eff = 1.0 if sqr <= 0 else (curve.init_batch * var / sqr + curve.init_batch) / (
+                            curve.init_batch * var / sqr + m)
+                        time += width / eff
+                    start, e = end, e + 1
+                factor = (hi - lo) / time
+            self._factors[key] = factor
+        return factor
+
     # ------------------------------------------------------------------ rates
-    def capped_batch(self, spec: JobSpec, workers: int, batch: float) -> float:
-        """``batch`` cut to ``workers x`` the profile's ``max_local_batch`` (GPU memory), if any."""
+    def split(self, spec: JobSpec, b0: float, workers: int, batch: float) -> tuple[float, int, float]:
+        """``(atomic, accum_steps, effective)``: the micro-batch per worker, the gradient accumulation
+        steps and the global batch really run, for global batch ``batch`` on ``workers`` workers
+        (``batch_limit`` rule, module docstring)."""
         cap = self.profiles.model(spec.model).max_local_batch
-        return batch if cap is None or batch <= cap * workers else cap * workers
+        if self.batch_limit == "cut" or cap is None:
+            effective = batch if cap is None or batch <= cap * workers else cap * workers
+            return effective / workers, 0, effective
+        local = math.ceil(batch / workers - 1e-8)
+        accum = math.ceil(local / cap - 1e-8) - 1
+        if workers == 1 and batch > self.reference_batch(spec.model, b0):
+            accum = max(1, accum)
+        atomic = math.ceil(local / (accum + 1) - 1e-8)
+        if self.noise_scale_rule == "absolute" and self.has_curve(spec.model):
+            top = self.efficiency.model(spec.model).max_batch  # type: ignore[union-attr]
+            if top is not None:
+                atomic = max(1, min(atomic, int(top / (workers * (accum + 1)))))
+        return float(atomic), accum, float(workers * atomic * (accum + 1))
+
+    def capped_batch(self, spec: JobSpec, workers: int, batch: float, b0: float | None = None) -> float:
+        """The global batch really run (:meth:`split`; ``b0`` defaults to :meth:`initial_batch`)."""
+        return self.split(spec, self.initial_batch(spec) if b0 is None else b0, workers, batch)[2]
 
     def samples_per_s(self, spec: JobSpec, workers: int, servers: int, gpu_types: frozenset[str],
-                      batch: float) -> float:
-        """Samples/s of ``workers`` workers at global batch ``batch`` (:meth:`capped_batch` first),
-        no efficiency; the profile's own local batch under ``throughput``."""
+                      batch: float, b0: float | None = None) -> float:
+        """Samples/s of ``workers`` workers at global batch ``batch`` (:meth:`split` first: with
+        accumulation, ``effective / (step(n, atomic) + accum x compute(atomic))``), no efficiency;
+        the profile's own local batch under ``throughput``."""
         profiles = self.profiles
         if self.rule == "throughput":
             return profiles.throughput(spec.model, workers, servers, gpu_types)
-        local = batch / workers
-        return profiles.throughput(spec.model, workers, servers, gpu_types,
-                                   None if local == profiles.model(spec.model).local_batch else local)
+        atomic, accum, effective = self.split(spec, self.initial_batch(spec) if b0 is None else b0, workers, batch)
+        model = profiles.model(spec.model)
+        local = None if atomic == model.local_batch else atomic
+        samples = profiles.throughput(spec.model, workers, servers, gpu_types, local)
+        if accum == 0:
+            return samples
+        step = workers * atomic / samples
+        return effective / (step + accum * model.step_time(1, 1, gpu_types, local))
 
     def rate(self, spec: JobSpec, b0: float, workers: int, servers: int, gpu_types: frozenset[str],
              batch: float, progress_bin: int = 0) -> float:
@@ -179,41 +278,63 @@ class ScalingModel:
 
     def _rate(self, spec: JobSpec, b0: float, workers: int, servers: int, gpu_types: frozenset[str],
               batch: float, progress_bin: int) -> float:
-        batch = self.capped_batch(spec, workers, batch)
-        samples = self.samples_per_s(spec, workers, servers, gpu_types, batch)
-        terms = self.noise_terms(spec.model, b0, progress_bin) if self.charges_efficiency else None
-        if terms is None:
+        samples = self.samples_per_s(spec, workers, servers, gpu_types, batch, b0)
+        if self.rule == "throughput" or not self.has_curve(spec.model):
             return samples
-        phi, ref = terms
-        return samples if batch == ref else samples * (phi + ref) / (phi + batch)
+        effective = self.split(spec, b0, workers, batch)[2]
+        if effective == self.reference_batch(spec.model, b0):
+            return samples
+        return samples * self.efficiency_factor(spec.model, b0, effective, progress_bin)
+
+    def statistical_efficiency(self, spec: JobSpec, b0: float, workers: int, batch: float,
+                               progress_bin: int = 0) -> float:
+        """The statistical efficiency :meth:`rate` charges (1 where it charges none): what each
+        sample of the batch really run is worth in samples at the reference batch."""
+        if workers < 1 or self.rule == "throughput" or not self.has_curve(spec.model):
+            return 1.0
+        effective = self.split(spec, b0, workers, batch)[2]
+        if effective == self.reference_batch(spec.model, b0):
+            return 1.0
+        return self.efficiency_factor(spec.model, b0, effective, progress_bin)
 
     def reference_rate(self, spec: JobSpec, b0: float, gpu_type: str, gpus_per_server: int) -> float:
         """Samples/s at the requested size packed on ``gpu_type`` servers at ``B0``, efficiency not
         applied: ``work = duration x`` this (under the relative rule ``E(B0) = 1`` anyway)."""
         servers = math.ceil(spec.num_gpus / gpus_per_server)
-        return self.samples_per_s(spec, spec.num_gpus, servers, frozenset((gpu_type,)),
-                                  self.capped_batch(spec, spec.num_gpus, b0))
+        return self.samples_per_s(spec, spec.num_gpus, servers, frozenset((gpu_type,)), b0, b0)
 
     def rate_for(self, spec: JobSpec, b0: float, workers: int, servers: int, gpu_types: frozenset[str],
-                 chosen: float, progress_bin: int) -> tuple[float, bool]:
-        """``(rate, needs_bins)`` at the rule's global batch (:meth:`global_batch` with ``chosen``):
-        what the engine needs at each start, rescale and progress part, memoised in one look-up."""
+                 chosen: float, progress_bin: int) -> tuple[float, float, bool]:
+        """``(rate, efficiency, needs_bins)`` at the rule's global batch (:meth:`global_batch` with
+        ``chosen``): :meth:`rate`, :meth:`statistical_efficiency` and :meth:`needs_bins` (on
+        ``workers`` workers), what the engine needs at each start, rescale and progress part,
+        memoised in one look-up."""
         key = (spec.model, spec.num_gpus, b0, workers, servers, gpu_types,
                chosen if self.rule == "adaptive" else None, progress_bin)
         hit = self._rate_for.get(key)
         if hit is None:
             batch = self.global_batch(spec, b0, workers, chosen)
-            hit = self._rate_for[key] = (self.rate(spec, b0, workers, servers, gpu_types, batch, progress_bin),
-                                         self.needs_bins(spec, b0, batch))
+            hit = self._rate_for[key] = (
+                self.rate(spec, b0, workers, servers, gpu_types, batch, progress_bin),
+                self.statistical_efficiency(spec, b0, workers, batch, progress_bin),
+                self.needs_bins(spec, b0, batch, workers))
         return hit
 
-    def needs_bins(self, spec: JobSpec, b0: float, batch: float) -> bool:
-        """Does the rate depend on progress (a measured curve and a batch other than the reference)?"""
-        key = (spec.model, b0, batch)
+    def needs_bins(self, spec: JobSpec, b0: float, batch: float, workers: int | None = None) -> bool:
+        """Does the rate depend on progress (a measured curve and a batch really run, on ``workers``
+        workers if given, other than the reference)?"""
+        key = (spec.model, b0, batch, workers)
         needs = self._bins.get(key)
         if needs is None:
-            needs = self._bins[key] = self.has_curve(spec.model) and batch != self.reference_batch(spec.model, b0)
+            needs = self._bins[key] = self._needs_bins(spec, b0, batch, workers)
         return needs
+
+    def _needs_bins(self, spec: JobSpec, b0: float, batch: float, workers: int | None) -> bool:
+        if not self.has_curve(spec.model):
+            return False
+        if workers is not None and workers >= 1:
+            batch = self.split(spec, b0, workers, batch)[2]
+        return batch != self.reference_batch(spec.model, b0)
 
 
 def progress_bin(work_done: float, total_work: float) -> int:

@@ -59,12 +59,16 @@ class Scheduler:
 
     - ``tick_interval``: seconds between extra decision points the scheduler
       asks for (``None`` = only on events).
+    - ``tick_origin``: where the ticks' grid starts (``None``: the first arrival, the
+      engine's start; ``0.0``: multiples of ``tick_interval``, as simulators that run in
+      fixed rounds from time 0 do).
     - ``reset(rng)`` is called once before a simulation with the run's
       generator; keep any randomness on it.
     """
 
     name: str = "scheduler"
     tick_interval: float | None = None
+    tick_origin: float | None = None
 
     def reset(self, rng: np.random.Generator) -> None:  # noqa: B027 - optional hook
         """Start of a simulation; ``rng`` is the run's only source of randomness."""

@@ -98,9 +98,19 @@ class JobView:
         return job.completion_time() if job.rate > 0 else None
 
     def remaining_time_at(self, workers: int) -> float:
-        """Estimated seconds to finish if run on ``workers`` reference GPUs packed (no overhead)."""
-        rate = self._engine.reference_throughput(self._job.spec.model, workers)
-        return self.remaining_work / rate
+        """Estimated seconds to finish if run on ``workers`` reference GPUs packed (no overhead), at
+        the rate the engine charges (goodput: the run's ``scaling`` rule and batch, the statistical
+        efficiency at the job's current progress; samples/s under ``scaling: throughput``)."""
+        engine, job = self._engine, self._job
+        scaling, spec = engine.scaling, job.spec
+        remaining = self.remaining_work
+        if workers < 1:
+            return float("inf")
+        batch = scaling.global_batch(spec, job.init_batch, workers, job.batch)
+        servers = -(-workers // engine.reference_gpus_per_server)
+        part = progress_bin(job.total_work - remaining, job.total_work)
+        rate = scaling.rate(spec, job.init_batch, workers, servers, frozenset((engine.reference_gpu,)), batch, part)
+        return remaining / rate
 
     def __repr__(self) -> str:
         job = self._job
@@ -281,6 +291,11 @@ class ClusterView:
     def scaling(self) -> str:
         """The run's scaling rule (``SimConfig.scaling``; :mod:`lyra_gym.scaling`)."""
         return self._engine.scaling.rule
+
+    def batch_range(self, job: JobView) -> tuple[float, float] | None:
+        """The range of global batches the job's application was measured over, in its units
+        (:meth:`lyra_gym.scaling.ScalingModel.batch_range`); None when there is none."""
+        return self._engine.scaling.batch_range(job.spec, job.init_batch)
 
     def goodput(self, job: JobView, workers: int, gpu_type: str, gpus_per_server: int,
                 batch: float | None = None) -> float:

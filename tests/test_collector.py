@@ -189,3 +189,49 @@ def test_a_model_that_never_fits_is_left_out_and_listed():
     assert list(doc["models"]) == ["ncf"] and "bert" in doc["metadata"]["skipped_models"]
     with pytest.raises(ProfileError, match="no model ran"):
         build_profile([oom], "g1", {"bert": assumed_allreduce(40)}, {})
+
+
+def _sweep(batches):
+    from lyra_gym.collector.benchmark import BatchMeasurement, ModelMeasurement
+
+    rows = [BatchMeasurement(b, float(b), "oom") if t is None else BatchMeasurement(b, float(b), "ok", t, t, t, b / t)
+            for b, t in batches]
+    return ModelMeasurement("ncf", "", "samples", 1, 10, 40, "adamw", rows)
+
+
+def test_batch_sweep_keeps_fixed_step_part_and_memory_cap():
+    """Hand check: step = 0.05 + 0.00625 x batch at 8 / 16 / 32, 64 out of memory: step_fixed_s =
+    0.25 - 0.00625 x 32 = 0.05, max_local_batch 32 (the largest that ran), min_local_batch 8."""
+    from lyra_gym.collector.profile_writer import assumed_allreduce, build_profile
+    from lyra_gym.profiles import parse_profiles
+
+    m = _sweep([(8, 0.1), (16, 0.15), (32, 0.25), (64, None)])
+    doc = build_profile([m], "g1", {"ncf": assumed_allreduce(40)}, {})
+    entry = doc["models"]["ncf"]
+    assert entry["local_batch"] == 32 and entry["max_local_batch"] == 32 and entry["min_local_batch"] == 8
+    assert entry["gpus"]["g1"]["step_fixed_s"] == pytest.approx(0.05)
+    assert "64 ran out of memory" in entry["batch_source"]
+    model = parse_profiles(doc).model("ncf")
+    assert model.max_local_batch == 32 and model.min_local_batch == 8
+    assert model.step_time(1, 1, ["g1"], 8) == pytest.approx(0.1)  # the measured step at 8, from the fit
+
+
+def test_batch_sweep_without_oom_writes_no_cap_and_one_batch_no_fixed_part():
+    from lyra_gym.collector.profile_writer import assumed_allreduce, build_profile
+
+    doc = build_profile([_sweep([(8, 0.1), (16, 0.15)])], "g1", {"ncf": assumed_allreduce(40)}, {})
+    entry = doc["models"]["ncf"]
+    assert "max_local_batch" not in entry and "memory limit was not reached" in entry["batch_source"]
+    assert entry["gpus"]["g1"]["step_fixed_s"] == pytest.approx(0.05)
+    one = build_profile([_sweep([(8, 0.1)])], "g1", {"ncf": assumed_allreduce(40)}, {})["models"]["ncf"]
+    assert "step_fixed_s" not in one["gpus"]["g1"] and "left out" in one["batch_source"]
+
+
+def test_cpu_tiny_run_keeps_the_sweep(measured):
+    doc = json.loads(measured.read_text())
+    for key in ("ncf", "resnet18"):
+        entry = doc["models"][key]
+        assert "min_local_batch" in entry and "batch_source" in entry
+        timing = entry["gpus"]["cpu-tiny"]
+        if "step_fixed_s" in timing:
+            assert 0 <= timing["step_fixed_s"] <= timing["step_compute_s"]

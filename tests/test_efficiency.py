@@ -67,12 +67,55 @@ def test_efficiency_is_one_at_the_initial_batch():
             assert table.efficiency(key, curve.init_batch, p) == pytest.approx(1.0)
 
 
-def test_efficiency_decreases_with_batch():
+def test_efficiency_is_at_most_one_above_the_initial_batch():
+    # phi is measured per batch, so E need not fall monotonically between measured batches
+    # (bert mid-run measures a larger phi at 192 than at 96), but a batch above M0 never gains
     table = builtin_efficiency()
     for key, curve in table.models.items():
         for p in (0.0, 0.5, 1.0):
             values = [table.efficiency(key, curve.init_batch * k, p) for k in (1, 2, 4, 16, 256)]
-            assert all(b < a for a, b in zip(values, values[1:])), (key, p, values)
+            assert values[0] == pytest.approx(1.0) and all(v <= 1.0 + 1e-12 for v in values), (key, p, values)
+
+
+def test_efficiency_between_two_measured_files_is_the_interpolation_by_hand():
+    # imagenet (resnet50) in epoch 45, batch 1,200 = halfway between the 800 and 1,600 runs:
+    # grad_sqr and grad_var each interpolated linearly in the batch (get_grad_stats)
+    data = json.loads(SHIPPED.read_text())["models"]["resnet50"]
+    i800, i1600 = data["batches"].index(800), data["batches"].index(1600)
+    sqr = (data["grad_sqr"][i800][45] + data["grad_sqr"][i1600][45]) / 2
+    var = (data["grad_var"][i800][45] + data["grad_var"][i1600][45]) / 2
+    phi = 200 * var / sqr
+    p = (data["epoch_end"][44] + data["epoch_end"][45]) / 2
+    assert eff.noise_scale("resnet50", p) == pytest.approx(200 * data["grad_var"][0][45] / data["grad_sqr"][0][45])
+    assert builtin_efficiency().model("resnet50").noise_scale_at(p, 1200) == pytest.approx(phi)
+    assert eff.efficiency("resnet50", 1200, p) == pytest.approx((phi + 200) / (phi + 1200))
+    # at a measured batch it is that file's own row: imagenet mid-run, 11,397 at 200 vs 36,255 at 6,400
+    curve = builtin_efficiency().model("resnet50")
+    assert curve.noise_scale_at(p, 200) == pytest.approx(11396.84, rel=1e-5)
+    assert curve.noise_scale_at(p, 6400) == pytest.approx(36255.33, rel=1e-5)
+    assert curve.efficiency(6400, p) == pytest.approx(0.8546, abs=1e-4)
+    # beyond the measured batches: held at the end run
+    assert curve.noise_scale_at(p, 20000) == curve.noise_scale_at(p, 12800)
+
+
+def test_zero_gradient_norm_means_efficiency_one():
+    curve = builtin_efficiency().model("deepspeech2")  # validation-20.csv row 56 has grad_sqr = 0
+    p = (curve.epoch_end[55] + curve.epoch_end[56]) / 2
+    assert curve.grad_sqr[0][56] == 0
+    assert math.isinf(curve.noise_scale_at(p, 20))
+    assert curve.efficiency(20, p) == 1.0
+
+
+def test_m0_per_model_is_the_artifacts_initial_batch():
+    # simulator/applications.py init_batch_size = min(validation); isolated_jobs.csv's init_batch_size
+    expected = {"bert": 12, "resnet18": 128, "deepspeech2": 20, "resnet50": 200, "ncf": 256, "yolov3": 8}
+    table = builtin_efficiency()
+    assert {k: table.model(k).init_batch for k in expected} == expected
+    reference = json.loads((ROOT / "benchmarks" / "pollux_reference.json").read_text())
+    apps = {"bert": "bert", "cifar10": "resnet18", "deepspeech2": "deepspeech2", "imagenet": "resnet50",
+            "ncf": "ncf", "yolov3": "yolov3"}
+    for row in reference["isolated"]:
+        assert table.model(apps[row["application"]]).init_batch == row["init_batch_size"]
 
 
 def test_efficiency_increases_with_noise_scale():
@@ -99,15 +142,6 @@ def test_noise_scale_interpolates_linearly_and_holds_beyond_the_ends():
     assert table.efficiency("m", 400, 0.3) == pytest.approx(0.5)
 
 
-def test_shipped_interpolation_between_two_points_by_hand():
-    data = json.loads(SHIPPED.read_text())
-    bert = data["models"]["bert"]
-    (p0, p1), (y0, y1) = bert["progress"], bert["noise_scale"]
-    mid = (p0 + p1) / 2
-    assert eff.noise_scale("bert", mid) == pytest.approx((y0 + y1) / 2)
-    assert eff.efficiency("bert", 96, mid) == pytest.approx(((y0 + y1) / 2 + 12) / ((y0 + y1) / 2 + 96))
-
-
 # --- the shipped table ---------------------------------------------------------------------------
 
 def test_every_shipped_model_loads_with_finite_positive_numbers():
@@ -115,13 +149,13 @@ def test_every_shipped_model_loads_with_finite_positive_numbers():
     assert set(table.models) == SHIPPED_MODELS
     for key, curve in table.models.items():
         assert math.isfinite(curve.init_batch) and curve.init_batch >= 1
-        assert len(curve.progress) >= 2 and len(curve.progress) == len(curve.noise_scale)
-        assert all(math.isfinite(x) and x > 0 for x in curve.noise_scale), key
-        assert all(0 <= x <= 1 for x in curve.progress), key
+        assert len(curve.epoch_end) >= 2 and curve.epoch_end[-1] == 1.0
+        assert len(curve.grad_sqr) == len(curve.batches) == len(curve.grad_var)
+        assert all(x >= 0 for row in curve.grad_sqr + curve.grad_var for x in row), key
         for p in (0.0, 0.25, 0.5, 0.75, 1.0):
             phi = table.noise_scale(key, p)
-            assert math.isfinite(phi) and phi > 0
-            assert 0 < table.efficiency(key, 4 * curve.init_batch, p) < 1
+            assert phi > 0
+            assert 0 < table.efficiency(key, 4 * curve.init_batch, p) <= 1
 
 
 def test_shipped_models_are_profile_keys():
@@ -135,18 +169,17 @@ def test_shipped_entries_cite_their_source():
     for key, entry in data["models"].items():
         src = entry["source"]
         assert src["repo"] == "petuum/adaptdl" and src["license"] == "Apache-2.0"
-        assert src["file"] == f"simulator/traces/{entry['artifact_model']}/validation-{entry['init_batch']}.csv"
+        assert src["files"] == [f"simulator/traces/{entry['artifact_model']}/validation-{b}.csv"
+                                for b in entry["batches"]]
         assert len(src["commit"]) == 40
 
 
 def test_shipped_noise_scale_is_the_artifact_formula_on_its_rows():
-    # resnet18 = the artifact's cifar10 at M0 = 256; first kept epoch is row 0:
-    # grad_sqr 17.379458169870425, grad_var 13.937760473946334 -> phi = 256 * var / sqr
+    # resnet18 = the artifact's cifar10 at M0 = 128; row 0 of validation-128.csv, phi = 128 * var / sqr
     curve = builtin_efficiency().model("resnet18")
-    assert curve.init_batch == 256
-    assert curve.noise_scale[0] == pytest.approx(256 * 13.937760473946334 / 17.379458169870425, rel=1e-5)
-    # its midpoint: (0 + 390.71438596642224) / 2 over the run's end 39062.90816659533
-    assert curve.progress[0] == pytest.approx(390.71438596642224 / 2 / 39062.90816659533, abs=1e-6)
+    assert curve.init_batch == 128 and curve.batches[0] == 128
+    row = next(iter(__import__("csv").DictReader(open(ARTIFACT / "cifar10" / "validation-128.csv"))))
+    assert curve.noise_scale_at(0.0) == pytest.approx(128 * float(row["grad_var"]) / float(row["grad_sqr"]))
 
 
 # --- the derivation tool -------------------------------------------------------------------------
@@ -163,27 +196,20 @@ def test_tool_command_line_writes_the_same_json(tmp_path):
 
 
 def test_tool_on_a_toy_trace_matches_hand_computation():
-    # validation-4.csv (M0 = 4, the smallest file): rows (progress, grad_sqr, grad_var) =
-    # (10, 2, 1), (30, 1, 2), (40, 0.5, 4) and a 4th row beyond the 3-epoch run.
+    # validation-4.csv (M0 = 4): rows (progress, grad_sqr, grad_var) = (10, 2, 1), (30, 1, 2), (40, 0.5, 4);
+    # validation-16.csv: (10.5, 1, 100), (31, 1, 100), (41, 1, 100). Epoch ends = the smaller progress.
     doc = _tool().derive(TOY_TRACES, epochs={"toy": 3})
     entry = doc["models"]["toy"]
-    assert entry["init_batch"] == 4
-    assert entry["epoch"] == [0, 1, 2]
-    assert entry["noise_scale"] == [4 * 1 / 2, 4 * 2 / 1, 4 * 4 / 0.5]   # 2, 8, 32
-    assert entry["progress"] == [5 / 40, 20 / 40, 35 / 40]              # epoch midpoints over the end (40)
-    assert entry["source"]["file"] == "simulator/traces/toy/validation-4.csv"
-    # thinned to 2 points: first and last epoch
-    thin = _tool().derive(TOY_TRACES, max_points=2, epochs={"toy": 3})["models"]["toy"]
-    assert thin["epoch"] == [0, 2] and thin["noise_scale"] == [2.0, 32.0]
-    # and the result loads: E at batch 8, progress 0.5 (phi = 8) = (8 + 4) / (8 + 8)
-    assert parse_efficiency(doc).efficiency("toy", 8, 0.5) == pytest.approx(0.75)
-
-
-def test_tool_thins_long_runs_evenly_keeping_first_and_last_epoch():
-    tool = _tool()
-    assert tool.kept_epochs(5, 11) == [0, 1, 2, 3, 4]
-    kept = tool.kept_epochs(100, 11)
-    assert len(kept) == 11 and kept[0] == 0 and kept[-1] == 99
+    assert entry["init_batch"] == 4 and entry["batches"] == [4, 16]
+    assert entry["epoch_end"] == [10 / 40, 30 / 40, 1.0]
+    assert entry["grad_sqr"] == [[2.0, 1.0, 0.5], [1.0, 1.0, 1.0]]
+    assert entry["grad_var"] == [[1.0, 2.0, 4.0], [100.0, 100.0, 100.0]]
+    table = parse_efficiency(doc)
+    # at M0 in epoch 1: phi = 4 * 2 / 1 = 8; batch 8 -> (8 + 4) / (8 + 8)
+    assert table.efficiency("toy", 8, 0.5) != pytest.approx(0.75)  # batch 8 reads between the runs
+    assert table.noise_scale("toy", 0.5) == pytest.approx(8.0)
+    # batch 10 = halfway between 4 and 16 in epoch 1: sqr 1, var 51 -> phi 204
+    assert table.efficiency("toy", 10, 0.5) == pytest.approx((204 + 4) / (204 + 10))
 
 
 @pytest.mark.parametrize(
@@ -192,7 +218,7 @@ def test_tool_thins_long_runs_evenly_keeping_first_and_last_epoch():
         ("progress,grad_sqr\n1,1\n2,1\n3,1\n", "missing column"),
         ("progress,grad_sqr,grad_var\n1,1,1\n2,1,1\n", "2 rows"),
         ("progress,grad_sqr,grad_var\n1,1,1\n1,1,1\n2,1,1\n", "progress: must increase"),
-        ("progress,grad_sqr,grad_var\n1,0,1\n2,1,1\n3,1,1\n", "grad_sqr: must be > 0"),
+        ("progress,grad_sqr,grad_var\n1,-1,1\n2,1,1\n3,1,1\n", "grad_sqr: must be >= 0"),
         ("progress,grad_sqr,grad_var\n1,1,x\n2,1,1\n3,1,1\n", "grad_var: expected a number"),
     ],
 )

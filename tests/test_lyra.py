@@ -194,3 +194,15 @@ def test_every_variant_finishes_the_default_trace_deterministically(policy):
     first, second = simulate(jobs, policy, seed=3), simulate(jobs, policy, seed=3)
     assert first.metrics["jobs_finished"] == len(jobs)
     assert first.jobs == second.jobs
+
+
+def test_value_rate_is_validated_and_agrees_with_throughput_when_nothing_is_charged():
+    """Issue 25 item 5: value_rate=goodput (default) and throughput (paper-literal) value extra
+    workers alike when the engine charges no efficiency (scaling: throughput)."""
+    with pytest.raises(ValueError, match="value_rate"):
+        LyraScheduler(value_rate="speed")
+    cfg = replace(SimConfig(), scaling="throughput")
+    jobs = load_trace("traces/default.csv")[:120]
+    a = simulate(jobs, LyraScheduler(value_rate="goodput"), cfg, seed=0).metrics
+    b = simulate(jobs, LyraScheduler(value_rate="throughput"), cfg, seed=0).metrics
+    assert a["jct_mean_s"] == b["jct_mean_s"] and a["scale_events"] == b["scale_events"]

@@ -157,3 +157,22 @@ def test_default_rule_reclaim_counts_disruptions_too():
     assert (m["scale_ins"], m["preemptions"], m["inference_violations"]) == (1, 2, 2)
     assert m["reclaim_disruptions"] == 3
     assert _disruptions(result) == {"S": 1, "M": 1, "P": 1, "Q": 0}
+
+
+def test_goodput_usage_equals_effective_without_efficiency():
+    m = _simulate().metrics  # neither model has a measured noise scale: E = 1 throughout
+    assert m["gpu_usage_goodput"] == pytest.approx(m["gpu_usage_effective"])
+
+
+@pytest.mark.parametrize("scaling, factor", [("fixed-local", 2 / 3), ("fixed-global", 1.0), ("throughput", 1.0)])
+def test_goodput_usage_charges_statistical_efficiency(tmp_path, scaling, factor):
+    """Toy ``lin`` (tests/test_scaling.py), phi = 2, B0 = 2: on 4 GPUs under fixed-local the batch
+    is 4, so each GPU-second is worth E = (2 + 2) / (2 + 4) = 2/3 of one at B0."""
+    from test_scaling import LIN, Fixed, efficiency_file
+
+    cfg = dataclasses.replace(config(training=1, gpus=4, rescale=0.0), scaling=scaling,
+                              efficiency=efficiency_file(tmp_path))
+    jobs = [job("J", 0, 2, 100, model="lin", elastic=True, lo=1, hi=4)]
+    m = simulate(jobs, Fixed(4), cfg, seed=0, profiles=LIN, demand=DemandCurve.constant(0)).metrics
+    assert m["gpu_usage_effective"] > 0
+    assert m["gpu_usage_goodput"] == pytest.approx(factor * m["gpu_usage_effective"])

@@ -102,13 +102,16 @@ def test_converter_durations_are_t4_run_times_at_the_profiles_rates():
     profiles = load_profiles(SHIPPED)
     jobs = {j.job_id: j for j in load_pollux(TINY, profiles=profiles)}
     # bert-2: 4 replicas -> one node of 4 T4; work = P* x b0 = 14,774 x 12 sequences
+    # at batch 384: local 96 > max_local_batch 12, so 7 accumulation steps of micro-batch 12 and one
+    # all-reduce per optimizer step (batch_limit: accumulate): 384 sequences per step + 7 x compute
     bert = profiles.model("bert").gpu("t4")
-    step = bert.step_compute_s + 1.5 * bert.allreduce_intra_s
-    assert jobs["bert-2"].duration == pytest.approx(14774.0 * 12 / (4 * 12 / step), rel=1e-12)
+    step = bert.step_compute_s + 1.5 * bert.allreduce_intra_s + 7 * bert.step_compute_s
+    assert jobs["bert-2"].duration == pytest.approx(14774.0 * 12 / (384 / step), rel=1e-12)
     # imagenet-4: 8 replicas -> 2 nodes of 4 T4, the across-node unit
     r50 = profiles.model("resnet50").gpu("t4")
-    step = r50.step_compute_s + 1.75 * r50.allreduce_inter_s
-    assert jobs["imagenet-4"].duration == pytest.approx(576526.0 * 200 / (8 * 200 / step), rel=1e-12)
+    # at batch 3200: local 400 > 200, so one accumulation step (micro-batch 200, batch 3200)
+    step = r50.step_compute_s + 1.75 * r50.allreduce_inter_s + r50.step_compute_s
+    assert jobs["imagenet-4"].duration == pytest.approx(576525.594895604 * 200 / (3200 / step), rel=1e-12)
 
 
 def test_converted_trace_runs_on_the_testbed_with_the_profile(tmp_path, capsys):

@@ -180,3 +180,22 @@ def test_builtin_numbers_at_the_profiles_local_batch_do_not_move():
                 assert model.step_time(n, k, [gpu], model.local_batch) == model.step_time(n, k, [gpu])
                 assert (profiles.throughput(key, n, k, frozenset({gpu}), model.local_batch)
                         == profiles.throughput(key, n, k, frozenset({gpu})))
+
+
+def test_builtin_t4_speed_is_measured_where_a_pair_exists():
+    """Issue 25 item 7: T4/V100 from Gavel's V100 steps/s against the Pollux artifact's T4 step time
+    at the same local batch (resnet18: 1,241.3 / 2,303.3 img/s at 128; resnet50: 208.1 / 319.6),
+    0.3 (assumption) for the others."""
+    from lyra_gym.profiles import builtin_profiles
+
+    models = builtin_profiles().models
+    ratio = {name: m.gpu("v100").step_compute_s / m.gpu("t4").step_compute_s for name, m in models.items()}
+    t4_18 = 128 / (0.07591350078582763 + (128 - 91) / (129 - 91) * (0.10385050773620605 - 0.07591350078582763))
+    assert ratio["resnet18"] == pytest.approx(t4_18 / (17.994906225052176 * 128))
+    assert ratio["resnet18"] == pytest.approx(0.539, abs=5e-4)
+    assert ratio["resnet50"] == pytest.approx(0.651, abs=5e-4)
+    shipped = json.loads((ROOT / "lyra_gym" / "data" / "builtin_profiles.json").read_text())["models"]
+    for name in ("bert", "deepspeech2", "ncf", "transformer", "yolov3"):
+        assert ratio[name] == pytest.approx(0.3)
+        assert "assumption: speed x0.3" in shipped[name]["gpus"]["t4"]["source"]
+    assert "measured speed x0.539" in shipped["resnet18"]["gpus"]["t4"]["source"]

@@ -319,3 +319,48 @@ def test_one_threshold_from_the_command_line_means_two_queues():
     from baselines.tiresias import TiresiasScheduler
 
     assert TiresiasScheduler(thresholds=57600).thresholds == (57600.0,)
+
+
+# --- the Pollux artifact's switches (issue 25) -----------------------------------------------
+def test_most_free_placement_takes_the_emptiest_server_first():
+    from baselines.tiresias import most_free_in_groups
+
+    # free 1, 3, 2, 4: 5 GPUs = 4 of server 3, then 1 of server 1 (3 free, the most left)
+    assert most_free_in_groups([1, 3, 2, 4], 5, [[0, 1, 2, 3]]) == {3: 4, 1: 1}
+    # 2 GPUs go to the emptiest server, not the tightest (best fit would take server 2)
+    assert most_free_in_groups([1, 3, 2, 4], 2, [[0, 1, 2, 3]]) == {3: 2}
+    assert most_free_in_groups([1, 0], 2, [[0, 1]]) is None
+
+
+def test_rounds_only_waits_for_the_round_from_time_zero():
+    # A (4 GPUs, 100 s) arrives at 53 on an idle cluster and starts at the first round, 60:
+    # ends at 160, JCT 107. B (4 GPUs, 10 s) arrives at 70 and waits: A's GPUs come free at 160,
+    # B starts at the next round, 180 (not 160; the rounds are at multiples of 60 from 0, not
+    # from 53): JCT B = 190 - 70 = 120.
+    sched = TiresiasScheduler(mode="artifact", rounds_only=True)
+    result = run([job("A", 53, 4, 100), job("B", 70, 4, 10)], sched, config())
+    assert jcts(result) == {"A": 107, "B": 120}
+    free = run([job("A", 53, 4, 100), job("B", 70, 4, 10)], TiresiasScheduler(mode="artifact"), config())
+    assert jcts(free) == {"A": 100, "B": 93}  # events: B starts at 153
+
+
+def test_arrival_order_lets_an_earlier_queue_mate_preempt():
+    # One 4-GPU server. A (2 GPUs, 100 s) at 0, B (4 GPUs, 50 s) at 1 waits, C (2 GPUs, 200 s) at 2
+    # skips ahead of B. A ends at 100: in arrival order B (ahead of C) now fits in the count and
+    # preempts C: B 100-150, C resumes 150 with 102 s left -> 252. Running-first (the Tiresias
+    # artifact's) keeps C ahead of B: C ends at 202, B runs 202-252.
+    jobs = [job("A", 0, 2, 100), job("B", 1, 4, 50), job("C", 2, 2, 200)]
+    arrival = run(jobs, TiresiasScheduler(mode="artifact", queue_order="arrival", tick_interval=None), config())
+    assert jcts(arrival) == {"A": 100, "B": 149, "C": 250}
+    assert arrival.metrics["preemptions"] == 1
+    first = run(jobs, TiresiasScheduler(mode="artifact", tick_interval=None), config())
+    assert jcts(first) == {"A": 100, "B": 251, "C": 200}
+
+
+def test_switch_values_are_checked():
+    with pytest.raises(ValueError, match="queue_order"):
+        TiresiasScheduler(queue_order="lifo")
+    with pytest.raises(ValueError, match="artifact_placement"):
+        TiresiasScheduler(artifact_placement="worst")
+    with pytest.raises(ValueError, match="rounds_only"):
+        TiresiasScheduler(rounds_only=True, tick_interval=None)

@@ -10,7 +10,11 @@ Sources (numbers, not text):
 - NVIDIA DeepLearningExamples READMEs, mixed precision, samples/s on 1 and 8
   GPUs of one server (V100, A100), as collected in shared/data/PROVENANCE.md.
 - Gavel (stanford-futuredata/gavel, scheduler/simulation_throughputs.json,
-  commit c4fa4009, MIT): ResNet-18 batch 128 on one V100 = 17.99 steps/s.
+  commit c4fa4009, MIT): ResNet-18 batch 128 on one V100 = 17.99 steps/s;
+  ResNet-50 batch 128 = 2.50 steps/s (T4/V100 ratio only).
+- Pollux artifact (petuum/adaptdl de25dcc9, Apache-2.0), simulator/traces/
+  {cifar10,imagenet}/placements.csv: single-T4 step times, for the measured
+  T4/V100 speed of resnet18 and resnet50 (MEASURED_T4_VS_V100).
 This is the small built-in profile; the measured profiles of the CUDA
 collector replace it.
 """
@@ -38,8 +42,42 @@ PUBLISHED = {
 # are assumed equal to ResNet-50's (Gavel's multi-GPU ResNet-18 entries are super-linear).
 RESNET18_V100 = 17.994906225052176 * 128
 
-# Assumptions (no published figure in shared/data):
-T4_SPEED_VS_V100 = 0.3     # T4 vs V100 per-GPU training speed; NVIDIA datasheets: 65 vs 125 FP16 tensor TFLOPS, 320 vs 900 GB/s memory
+# T4 vs V100 per-GPU training speed (samples/s on one T4 / on one V100 at the same local batch),
+# measured where both exist in shared/data (issue 25 item 7): Gavel's single-V100 steps/s
+# (simulation_throughputs.json, key "v100", scale 1, "null" = alone; stanford-futuredata/gavel
+# c4fa4009, MIT) against the Pollux artifact's single-T4 step time (simulator/traces/<app>/
+# placements.csv, rows placement=1, linear between the two measured local batches around B, as the
+# artifact's get_throughput interpolates; petuum/adaptdl de25dcc9, Apache-2.0), at the largest
+# batch both measured up to the profile's local batch. Assumptions: Gavel's ResNet-18 (CIFAR-10)
+# and ResNet-50 (ImageNet) are the artifact's cifar10 and imagenet; both sets were timed in FP32 on
+# different machines, and the ratio is carried over to the profile's mixed-precision V100 figure
+# (and, for resnet50, from batch 128 to the profile's 256).
+# model -> (B, Gavel V100 steps/s at B, Pollux T4 (batch, step_time s) below and above B, source)
+MEASURED_T4_VS_V100 = {
+    "resnet18": (128, 17.994906225052176, (91, 0.07591350078582763), (129, 0.10385050773620605),
+                 "Gavel v100 ResNet-18 bs128 (17.99 steps/s) vs Pollux artifact cifar10 placements.csv, "
+                 "1 T4 at local_bsz 128 (between 91 and 129)"),
+    "resnet50": (128, 2.4967655780898292, (115, 0.5602007150650025), (163, 0.7624222040176392),
+                 "Gavel v100 ResNet-50 bs128 (2.50 steps/s; its largest batch) vs Pollux artifact imagenet "
+                 "placements.csv, 1 T4 at local_bsz 128 (between 115 and 163)"),
+}
+# Assumption where no pair exists (bert, deepspeech2, ncf, transformer, yolov3: no V100 figure for the
+# artifact's models in shared/data, and no T4 one for transformer; Gavel's "Recommendation" is an
+# autoencoder whose samples/s is 6-31x below the artifact's NCF on a slower GPU: not a counterpart).
+T4_SPEED_VS_V100 = 0.3     # NVIDIA datasheets: 65 vs 125 FP16 tensor TFLOPS, 320 vs 900 GB/s memory
+
+
+def t4_speed(name: str) -> tuple[float, str]:
+    """(T4 / V100 per-GPU speed, its source) for a model: measured pair, else the 0.3 assumption."""
+    pair = MEASURED_T4_VS_V100.get(name)
+    if pair is None:
+        return T4_SPEED_VS_V100, "assumption: speed x0.3 (no measured T4/V100 pair in shared/data)"
+    b, v100_steps, (b_lo, t_lo), (b_hi, t_hi), source = pair
+    t4_step = t_lo + (b - b_lo) / (b_hi - b_lo) * (t_hi - t_lo)
+    ratio = (b / t4_step) / (v100_steps * b)
+    return ratio, f"measured speed x{ratio:.3f}: {source}"
+
+
 T4_INTRA_VS_V100 = 2.0     # T4 servers use PCIe, not NVLink: in-server all-reduce twice V100's
 T4_INTER_VS_V100 = 4.0     # T4 inference servers on 25-50 Gbps Ethernet (Pollux artifact's g4dn cluster)
 INTER_VS_INTRA = 2.0       # V100/A100 training servers on an InfiniBand-class fabric: across-server all-reduce twice in-server
@@ -105,11 +143,13 @@ def derive() -> dict:
     }}
     for name, m in models.items():
         v = m["gpus"]["v100"]
+        speed, speed_source = t4_speed(name)
         m["gpus"]["t4"] = {
-            "step_compute_s": v["step_compute_s"] / T4_SPEED_VS_V100,
+            "step_compute_s": v["step_compute_s"] / speed,
             "allreduce_intra_s": v["allreduce_intra_s"] * T4_INTRA_VS_V100,
             "allreduce_inter_s": v["allreduce_intra_s"] * T4_INTER_VS_V100,
-            "source": "assumption: V100 figures scaled (speed x0.3, in-server all-reduce x2, across x4); see tools/derive_builtin_profiles.py",
+            "source": f"V100 figures scaled: {speed_source}; assumption: in-server all-reduce x2, across x4; "
+                      "see tools/derive_builtin_profiles.py",
         }
         m["restart_overhead_s"] = RESTART_S[name]
         m["restart_source"] = RESTART_SRC

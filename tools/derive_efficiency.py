@@ -2,7 +2,7 @@
 
 Run::
 
-    python tools/derive_efficiency.py TRACES_DIR [--out PATH | --out -] [--max-points N]
+    python tools/derive_efficiency.py TRACES_DIR [--out PATH | --out -]
 
 ``TRACES_DIR`` is a local copy of ``simulator/traces/`` of the Pollux artifact
 (github.com/petuum/adaptdl, branch ``osdi21-artifact``, commit de25dcc9,
@@ -12,7 +12,7 @@ Apache-2.0): one folder per artifact model (``bert``, ``cifar10``,
 ``progress,iteration,metric,grad_sqr,grad_var`` (one row per epoch). The files
 are not part of this package; fetch them from the public repository, e.g.
 ``git clone --depth 1 --branch osdi21-artifact https://github.com/petuum/adaptdl``
-and pass ``adaptdl/simulator/traces``. The six files the shipped JSON is
+and pass ``adaptdl/simulator/traces``. All the files the shipped JSON is
 derived from are kept, with the artifact's license, in
 ``tests/fixtures/adaptdl_validation/`` so that the tests can re-derive it
 offline. The default output is ``lyra_gym/data/efficiency.json``.
@@ -21,25 +21,20 @@ What is derived, and why (the artifact's definitions, our code):
 
 - **Initial batch M0** of a model = the smallest batch size that has a
   validation file, as the artifact's ``Application`` does
-  (``simulator/applications.py``: ``init_batch_size = min(validation)``).
-- **Noise scale** in epoch ``e`` = ``M0 * grad_var[e] / grad_sqr[e]`` from the
-  M0 file. ``simulator/goodput.py`` (``GoodputFunction.efficiency``) states
-  that the gradient noise scale is ``grad_var / grad_sqr * init_batch_size``
-  and that its efficiency equals ``(phi + M0) / (phi + M)``; the simulator
-  (``simulator/simulator.py``, ``Job.step``) uses row ``e`` of the
-  ``grad_sqr``/``grad_var`` columns during the job's epoch ``e``.
-- **Length of the run** = the artifact's ``max_epochs`` per model
-  (``simulator/applications.py``, ``APPLICATIONS``); rows beyond it are unused.
-- **Training progress** in [0, 1]: the artifact's ``progress`` column is the
-  cumulative statistical progress at the end of each epoch; epoch ``e`` covers
-  ``[progress[e-1], progress[e])`` (0 before the first row) and the run ends
-  at ``progress[max_epochs - 1]``. A point is placed at each epoch's midpoint,
-  as a fraction of that end. (The artifact takes epoch boundaries as the minimum
-  over all batch sizes' files; its progress units agree across files to within
-  about 1 %, so the M0 file alone is used.)
-- **Thinning**: a model with more than ``--max-points`` epochs (default 11)
-  keeps that many epochs, evenly spaced by index, first and last included.
-  Each kept point is one epoch's measured value, not an average.
+  (``simulator/applications.py``: ``init_batch_size = min(validation)``):
+  bert 12, cifar10 128, deepspeech2 20, imagenet 200, ncf 256, yolov3 8.
+- **Every measured run is kept**: for each batch file, the ``grad_sqr`` and
+  ``grad_var`` of each epoch's row (rows beyond the artifact's ``max_epochs``
+  per model, ``APPLICATIONS`` in ``simulator/applications.py``, are unused).
+  The engine interpolates them in the batch at the batch a job uses, as the
+  artifact's ``get_grad_stats(batch_size, epoch)`` does
+  (:mod:`lyra_gym.efficiency`). ``grad_sqr = 0`` is kept (the artifact's gain
+  is then the full scale: efficiency 1); deepspeech2's ``validation-20.csv``
+  has such rows.
+- **Epoch boundaries** in [0, 1]: epoch ``e`` ends where the smallest
+  ``progress`` of row ``e`` over all the model's files lies (the artifact's
+  ``get_progress``), over the run's end (row ``max_epochs - 1``), which is the
+  completion target ``P*`` (stored as ``target_progress``).
 
 Model mapping (assumption): the artifact's ``bert``, ``deepspeech2``, ``ncf``
 and ``yolov3`` are this project's keys of the same name; ``cifar10``
@@ -60,12 +55,11 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-FORMAT = "lyra-gym-efficiency/1"
+FORMAT = "lyra-gym-efficiency/2"
 REPO = "petuum/adaptdl"
 BRANCH = "osdi21-artifact"
 COMMIT = "de25dcc90c350b8ade3a710e437a651a8d2efae6"
 LICENSE = "Apache-2.0"
-DEFAULT_MAX_POINTS = 11
 
 # artifact model -> (our model key, what the artifact trained, mapping note)
 MODEL_MAP: dict[str, tuple[str, str, str]] = {
@@ -127,8 +121,8 @@ def read_rows(path: Path, epochs: int) -> list[dict[str, float]]:
                 break
             rows.append({c: _number(raw.get(c), f"{path}:{line} column {c}") for c in REQUIRED_COLUMNS})
             row = rows[-1]
-            if row["grad_sqr"] <= 0:
-                raise DeriveError(f"{path}:{line} column grad_sqr: must be > 0, got {row['grad_sqr']!r}")
+            if row["grad_sqr"] < 0:
+                raise DeriveError(f"{path}:{line} column grad_sqr: must be >= 0, got {row['grad_sqr']!r}")
             if row["grad_var"] < 0:
                 raise DeriveError(f"{path}:{line} column grad_var: must be >= 0, got {row['grad_var']!r}")
             previous = rows[-2]["progress"] if len(rows) > 1 else 0.0
@@ -140,65 +134,56 @@ def read_rows(path: Path, epochs: int) -> list[dict[str, float]]:
     return rows
 
 
-def kept_epochs(epochs: int, max_points: int) -> list[int]:
-    """Epoch indices to keep: all of them, or ``max_points`` evenly spaced ones (first and last included)."""
-    if max_points < 2:
-        raise DeriveError(f"max_points: must be >= 2, got {max_points}")
-    if epochs <= max_points:
-        return list(range(epochs))
-    return sorted({round(i * (epochs - 1) / (max_points - 1)) for i in range(max_points)})
-
-
-def derive_model(model_dir: Path, artifact_model: str, epochs: int, max_points: int) -> tuple[str, dict]:
-    """``(our model key, entry)``: M0, and the noise scale at the midpoints of the kept epochs."""
+def derive_model(model_dir: Path, artifact_model: str, epochs: int) -> tuple[str, dict]:
+    """``(our model key, entry)``: M0, the epoch boundaries and every run's gradient statistics."""
     files = validation_files(model_dir)
     init_batch = min(files)
-    path = files[init_batch]
-    rows = read_rows(path, epochs)
-    end = rows[-1]["progress"]
-    progress, noise_scale, kept = [], [], kept_epochs(epochs, max_points)
-    for e in kept:
-        start = rows[e - 1]["progress"] if e > 0 else 0.0
-        progress.append(round((start + rows[e]["progress"]) / 2 / end, 6))
-        noise_scale.append(float(f"{init_batch * rows[e]['grad_var'] / rows[e]['grad_sqr']:.6g}"))
+    runs = {b: read_rows(path, epochs) for b, path in files.items()}
+    bounds = [min(rows[e]["progress"] for rows in runs.values()) for e in range(epochs)]
+    end = bounds[-1]
+    epoch_end = [b / end for b in bounds]
+    if any(b <= a for a, b in zip(epoch_end, epoch_end[1:])):
+        raise DeriveError(f"{model_dir}: epoch ends (smallest progress per row) must increase, got {bounds}")
     key, trained, note = MODEL_MAP.get(artifact_model, (artifact_model, "", ""))
-    file = f"simulator/traces/{artifact_model}/{path.name}"
     return key, {
         "init_batch": init_batch,
-        "progress": progress,
-        "noise_scale": noise_scale,
-        "epoch": kept,
+        "batches": sorted(files),
+        "epoch_end": epoch_end,
+        "grad_sqr": [[r["grad_sqr"] for r in runs[b]] for b in sorted(files)],
+        "grad_var": [[r["grad_var"] for r in runs[b]] for b in sorted(files)],
+        "target_progress": end,
         "epochs": epochs,
         "artifact_model": artifact_model,
         "trained": trained,
         "note": note,
         "source": {
-            "repo": REPO, "branch": BRANCH, "commit": COMMIT, "license": LICENSE, "file": file,
+            "repo": REPO, "branch": BRANCH, "commit": COMMIT, "license": LICENSE,
+            "files": [f"simulator/traces/{artifact_model}/{files[b].name}" for b in sorted(files)],
             "init_batch": "smallest validated batch size (simulator/applications.py, Application.init_batch_size)",
-            "noise_scale": "init_batch * grad_var / grad_sqr of the epoch's row "
-                           "(simulator/goodput.py, GoodputFunction.efficiency)",
-            "progress": "midpoint of the epoch's span of column 'progress', over the run's end "
-                        "(run length: simulator/applications.py, APPLICATIONS max_epochs)",
+            "grad_stats": "columns grad_sqr, grad_var of rows 0 .. max_epochs - 1 of each file, interpolated in "
+                          "the batch as simulator/applications.py get_grad_stats does",
+            "epoch_end": "smallest column 'progress' of the row over all files (get_progress), over that of "
+                         "row max_epochs - 1 (run length: simulator/applications.py, APPLICATIONS max_epochs)",
         },
     }
 
 
-def derive(traces_dir: str | Path, max_points: int = DEFAULT_MAX_POINTS,
-           epochs: Mapping[str, int] = ARTIFACT_EPOCHS) -> dict:
+def derive(traces_dir: str | Path, epochs: Mapping[str, int] = ARTIFACT_EPOCHS) -> dict:
     """The efficiency document for every artifact model in ``epochs`` found under ``traces_dir``."""
     root = Path(traces_dir)
     models = {}
     for artifact_model in sorted(epochs):
-        key, entry = derive_model(root / artifact_model, artifact_model, epochs[artifact_model], max_points)
+        key, entry = derive_model(root / artifact_model, artifact_model, epochs[artifact_model])
         models[key] = entry
     return {
         "format": FORMAT,
         "metadata": {
             "derived_by": "tools/derive_efficiency.py",
             "source": f"{REPO} ({BRANCH}, commit {COMMIT[:8]}), simulator/traces/*/validation-<batch>.csv, {LICENSE}",
-            "efficiency": "E(M) = (phi + M0) / (phi + M): samples at batch M are worth E of a sample at M0",
+            "efficiency": "E(M) = (phi + M0) / (phi + M), phi = M0 * grad_var / grad_sqr at batch M "
+                          "(interpolated between measured batches) in the current epoch",
             "progress": "fraction of the artifact's run (statistical progress), 0 = start, 1 = end",
-            "units": "batch sizes and noise scales in the artifact's samples per step",
+            "units": "batch sizes in the artifact's samples per step",
         },
         "models": dict(sorted(models.items())),
     }
@@ -210,11 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     default_out = Path(__file__).resolve().parents[1] / "lyra_gym" / "data" / "efficiency.json"
     parser.add_argument("--out", default=str(default_out),
                         help="output JSON path, or - for stdout (default: lyra_gym/data/efficiency.json)")
-    parser.add_argument("--max-points", type=int, default=DEFAULT_MAX_POINTS,
-                        help=f"most progress points per model (default {DEFAULT_MAX_POINTS})")
     args = parser.parse_args(argv)
     try:
-        text = json.dumps(derive(args.traces_dir, args.max_points), indent=1) + "\n"
+        text = json.dumps(derive(args.traces_dir), indent=1) + "\n"
     except DeriveError as err:
         print(f"derive_efficiency: {err}", file=sys.stderr)
         return 2

@@ -50,8 +50,15 @@ yolov3 -> yolov3):
   (assumption: the artifact's grid stops where GPU memory does). The
   artifact's simulator (``simulator/applications.py``, ``Application``) takes
   ``max_local_bsz = placements.local_bsz.max()`` the same way, except yolov3,
-  which it sets to 8 (its grid goes to 16); the simulator accumulates
-  gradients above it, which lyra-gym does not model.
+  which it sets to 8 (its grid goes to 16): ``MAX_LOCAL_OVERRIDE`` carries
+  that 8 over (the artifact's own run reports ``max_local_bsz`` 8 for yolov3,
+  shared/data/pollux_reference/isolated_jobs.csv). Above it both the artifact
+  and lyra-gym (``batch_limit: accumulate``, :mod:`lyra_gym.scaling`)
+  accumulate gradients.
+- ``min_local_batch`` = the smallest ``local_bsz`` of any row, as the
+  artifact's ``min_local_bsz = placements.local_bsz.min()``: its Pollux
+  searches global batches from ``max(init_batch, n x min_local_bsz)`` and
+  rejects a micro-batch below it (``baselines/pollux.py``, ``batch_range``).
 - ``restart_overhead_s`` = 30: the artifact's simulator charges 30 s of no
   progress after every (re)allocation (``Job.reallocate``: ``rescale_time =
   30``; shared/data/PROVENANCE.md). ``traces/pollux-testbed.yaml`` sets the
@@ -79,6 +86,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "pollux_t4"
 DEFAULT_OUT = ROOT / "traces" / "pollux-t4-profile.json"
 ARTIFACT = "petuum/adaptdl@de25dcc9 (branch osdi21-artifact, Apache-2.0)"
+#: The artifact's max_local_bsz where it is not the largest measured one-GPU batch
+#: (simulator/applications.py sets yolov3's to 8; its one-GPU grid goes to 16).
+MAX_LOCAL_OVERRIDE = {"yolov3": 8}
 RESTART_S = 30.0
 RESTART_SOURCE = ("Pollux artifact simulator/simulator.py Job.reallocate: rescale_time = 30 s of no progress "
                   "after every (re)allocation (shared/data/PROVENANCE.md)")
@@ -194,7 +204,8 @@ def derive_model(data: Path, app: str, b0: int) -> tuple[dict, dict]:
     # one batch only: no slope to fit, compute taken as proportional to the batch (assumption)
     fixed = 0.0 if line is None else min(max(compute - line[1] * batch, 0.0), compute)
     fit["one_gpu_by_batch"] = batch_errors(one_gpu_rows, compute, fixed, batch)
-    max_local = max(r.b for r in one_gpu_rows)
+    max_local = MAX_LOCAL_OVERRIDE.get(app, max(r.b for r in one_gpu_rows))
+    min_local = min(r.b for r in rows)
     scal = data / app / "scalability.csv"
     held = [r for r in read_scalability(scal) if r.b == batch] if scal.exists() else []
     fit["held_out_6_16_nodes"] = errors(held, compute, intra, inter)
@@ -208,12 +219,17 @@ def derive_model(data: Path, app: str, b0: int) -> tuple[dict, dict]:
         "local_batch": batch,
         "restart_overhead_s": RESTART_S,
         "max_local_batch": max_local,
+        "min_local_batch": min_local,
         "gpus": {"t4": {"step_compute_s": compute, "allreduce_intra_s": intra, "allreduce_inter_s": inter,
                         "step_fixed_s": fixed, "source": source}},
         "batch_source": (f"{rel}: step_fixed_s = step_compute_s - b * local_bsz, b the slope of a least-squares "
                          f"line (weights 1/step_time^2) step_time = a + b * local_bsz through the "
                          f"{len(one_gpu_rows)} rows placement=1; max_local_batch = the largest local_bsz "
-                         f"measured on one GPU (assumption: the grid stops at the memory limit)"),
+                         f"measured on one GPU (assumption: the grid stops at the memory limit)"
+                         + (f"; max_local_batch = {MAX_LOCAL_OVERRIDE[app]}: the artifact's own cap for {app} "
+                            f"(simulator/applications.py)" if app in MAX_LOCAL_OVERRIDE else "")
+                         + "; min_local_batch = the smallest local_bsz of any row (the artifact's min_local_bsz, "
+                           "simulator/applications.py: Pollux searches no batch below n x it)"),
         "pollux_application": app,
         "pollux_init_batch_size": b0,
         "measured_row": {"file": rel, "placement": single[0].label, "local_bsz": batch, "step_time": compute},

@@ -11,6 +11,16 @@ measured, which is also its ``reference_gpu``. Per model:
   (seconds per unit of the ring factor ``2(n-1)/n``), measured with NCCL when
   several GPUs were visible, else gradient bytes / an assumed bus bandwidth;
   ``source`` and the file's ``metadata.allreduce`` say which;
+* ``step_fixed_s`` = the part of that step that does not shrink with the batch:
+  ``step_compute_s - b x local_batch``, ``b`` the slope of a least-squares line
+  ``step = a + b x samples`` (weights ``1 / step^2``, relative error) through every
+  batch that ran, clamped to ``[0, step_compute_s]``; left out (compute taken as
+  proportional to the batch) with fewer than two batches or a slope that is not
+  positive (:func:`fixed_step_part`);
+* ``max_local_batch`` = the largest batch that ran, written only when a larger
+  one ran out of memory (the sweep reached the memory limit, which lies between
+  the two); if every batch ran, the limit is unknown and no cap is written
+  (``batch_source`` says which); ``min_local_batch`` = the smallest batch that ran;
 * ``restart_overhead_s`` = the Sia simulator's per-model checkpoint + restore
   seconds (:data:`RESTART_OVERHEAD_S`; not measured: a real restart also pays
   process start and framework init);
@@ -19,8 +29,10 @@ measured, which is also its ``reference_gpu``. Per model:
 
 **Merging** (:func:`merge_profile`) adds the measured GPU type to an existing
 profile (e.g. the shipped built-in one), keeping every other GPU type and the
-file's own ``local_batch``, ``restart_overhead_s`` and ``reference_gpu``. The
-measured step time is re-expressed at the file's ``local_batch``:
+file's own ``local_batch``, ``restart_overhead_s``, ``max_local_batch`` and
+``reference_gpu`` (a model has one memory cap, the file's own GPU's). The
+measured ``step_fixed_s`` is kept (it does not depend on the batch), at most the
+re-expressed step. The measured step time is re-expressed at the file's ``local_batch``:
 
 * exactly, if that batch was measured;
 * by linear interpolation between the two measured batches around it
@@ -61,6 +73,7 @@ __all__ = [
     "AllreduceEstimate",
     "assumed_allreduce",
     "build_profile",
+    "fixed_step_part",
     "gpu_key_from_name",
     "load_profile_document",
     "merge_profile",
@@ -124,6 +137,24 @@ def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
 
+def fixed_step_part(points: Sequence[tuple[float, float]], batch: float, step: float) -> float | None:
+    """``step_fixed_s`` from measured ``(samples, step_s)`` points (module docstring): ``step - b x
+    batch`` clamped to ``[0, step]``, ``b`` the weighted least-squares slope; None with fewer than
+    two distinct batches or a slope that is not positive."""
+    pts = [(float(x), float(y)) for x, y in points if y and y > 0]
+    if len({x for x, _ in pts}) < 2:
+        return None
+    w = [1.0 / (y * y) for _, y in pts]
+    sw = sum(w)
+    mx = sum(wi * x for wi, (x, _) in zip(w, pts)) / sw
+    my = sum(wi * y for wi, (_, y) in zip(w, pts)) / sw
+    sxx = sum(wi * (x - mx) ** 2 for wi, (x, _) in zip(w, pts))
+    slope = sum(wi * (x - mx) * (y - my) for wi, (x, y) in zip(w, pts)) / sxx
+    if not slope > 0:
+        return None
+    return min(max(step - slope * batch, 0.0), step)
+
+
 def build_profile(measurements: Sequence[ModelMeasurement], gpu_key: str, allreduce: Mapping[str, AllreduceEstimate],
                   metadata: Mapping[str, Any]) -> dict:
     """The profile document of one measured GPU type (module docstring).
@@ -149,13 +180,28 @@ def build_profile(measurements: Sequence[ModelMeasurement], gpu_key: str, allred
             continue
         chosen = ok[-1]
         ar = allreduce[m.key]
+        fixed = fixed_step_part([(b.samples, b.step_s) for b in ok], chosen.samples, chosen.step_s)
+        oom = sorted(b.samples for b in m.batches if b.status != "ok" and b.samples > chosen.samples)
+        batch_source = (
+            "measured by lyra_gym.collector: step_fixed_s "
+            + (f"from a least-squares line (weights 1/step^2) through the {len(ok)} batches that ran"
+               if fixed is not None else "left out (fewer than two batches ran, or the step did not grow with "
+                                         "the batch): compute taken as proportional to the batch")
+            + "; max_local_batch "
+            + (f"= the largest batch that ran ({chosen.samples:g}); {oom[0]:g} ran out of memory" if oom else
+               "not written: every batch ran, so the memory limit was not reached")
+            + f"; min_local_batch = the smallest batch that ran ({ok[0].samples:g})")
         models[m.key] = {
             "local_batch": chosen.samples,
+            **({"max_local_batch": chosen.samples} if oom else {}),
+            "min_local_batch": ok[0].samples,
+            "batch_source": batch_source,
             "sample_unit": m.sample_unit,
             "restart_overhead_s": RESTART_OVERHEAD_S.get(m.key, 60.0),
             "restart_source": RESTART_SOURCE if m.key in RESTART_OVERHEAD_S else "assumption: 60 s",
             "gpus": {gpu_key: {
                 "step_compute_s": chosen.step_s,
+                **({"step_fixed_s": fixed} if fixed is not None else {}),
                 "allreduce_intra_s": ar.intra_s,
                 "allreduce_inter_s": ar.inter_s,
                 "source": (f"measured by lyra_gym.collector on {metadata.get('gpu_name', gpu_key)} "
@@ -260,6 +306,8 @@ def merge_profile(target: Mapping[str, Any], measured: Mapping[str, Any], target
         unit_note = "" if dest_unit is not None else f"; assumes {target_source}'s local_batch counts {unit}"
         new = {k: v for k, v in timing.items()}
         new["step_compute_s"] = step
+        if "step_fixed_s" in new:
+            new["step_fixed_s"] = min(new["step_fixed_s"], step)
         new["source"] = (f"{timing.get('source', 'measured')}; step re-expressed at {target_source}'s local_batch "
                          f"{batch:g}: {how}{unit_note}")
         dest.setdefault("gpus", {})[gpu] = new
