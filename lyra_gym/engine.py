@@ -377,7 +377,6 @@ class Engine:
         arrivals, heap, jobs = self._arrival_times, self._heap, self.jobs
         horizon = self.config.horizon_s
         running = JobState.RUNNING
-        plain_clock = type(self)._advance_clock is Engine._advance_clock  # (a subclass may hook it)
         while self.finished < jobs_n:
             # the next event: the earliest of the next arrival, demand change and heap entry
             # (stale completions, of jobs changed since, are dropped from the heap on the way)
@@ -403,19 +402,7 @@ class Engine:
             if horizon is not None and t > horizon:
                 self._advance_clock(horizon)
                 break
-            if plain_clock:  # _advance_clock(t), inline
-                dt = t - self.now
-                if dt > 0:
-                    gpus_inf = self._gpus_inf
-                    loaned = self.loaned_count
-                    self.gpu_s_training += self.used_training * dt
-                    self.gpu_s_loaned += self.used_loaned * dt
-                    self.gpu_s_loaned_capacity += loaned * gpus_inf * dt
-                    serving = min(self.demand_now, self._inference_n - loaned)
-                    self.gpu_s_inference_busy += serving * gpus_inf * dt
-                    self.now = t
-            else:
-                self._advance_clock(t)
+            self._advance_clock(t)
             done_before = self.finished
             self.tick_only = self._process_events(t, times, values)
             if self._bar is not None:

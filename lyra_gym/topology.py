@@ -327,10 +327,34 @@ class FreeMap:
             return
         if value < 0:
             raise ValueError(f"server {sid}: {value} free GPUs")
-        if self._owned is None:  # the first write: our own lists of cells and totals
+        self._own_lists()
+        self._move(sid, old, value)
+
+    def take(self, placement: dict[int, int]) -> None:
+        """Subtract a placement ({server id: GPUs}) from the free GPUs."""
+        self._fresh()
+        self._own_lists()
+        over, base = self._over, self._base
+        for sid, gpus in placement.items():
+            old = over.get(sid)
+            if old is None:
+                old = base[sid]
+            value = old - gpus
+            if value < 0:
+                raise ValueError(f"server {sid}: {value} free GPUs")
+            if gpus:
+                self._move(sid, old, value)
+
+    def _own_lists(self) -> None:
+        """At the first write: our own lists of cells and totals (the cells' buckets stay shared)."""
+        if self._owned is None:
             self._buckets = list(self._buckets)
             self._totals = list(self._totals)
             self._owned = [0] * len(self._totals)
+
+    def _move(self, sid: int, old: int, value: int) -> None:
+        """Move server ``sid`` from bucket ``old`` to bucket ``value`` (free GPUs), copying a
+        cell's bucket list and each bucket on its first write (copy on write)."""
         c = self._topo.cell_of[sid]
         buckets = self._buckets[c]
         owned = self._owned[c]
@@ -351,43 +375,7 @@ class FreeMap:
             bisect.insort(buckets[value], sid)
         self._owned[c] = owned | 1  # bit 0: the per-cell bucket list itself is ours
         self._totals[c] += value - old
-        over[sid] = value
-
-    def take(self, placement: dict[int, int]) -> None:
-        """Subtract a placement ({server id: GPUs}) from the free GPUs."""
-        self._fresh()
-        if self._owned is None:  # the first write: our own lists of cells and totals
-            self._buckets = list(self._buckets)
-            self._totals = list(self._totals)
-            self._owned = [0] * len(self._totals)
-        over, base, cell_of = self._over, self._base, self._topo.cell_of
-        all_buckets, all_owned, totals = self._buckets, self._owned, self._totals
-        for sid, gpus in placement.items():
-            old = over.get(sid)
-            if old is None:
-                old = base[sid]
-            value = old - gpus
-            if value < 0:
-                raise ValueError(f"server {sid}: {value} free GPUs")
-            if not gpus:
-                continue
-            c = cell_of[sid]
-            buckets, owned = all_buckets[c], all_owned[c]
-            if not owned:
-                buckets = all_buckets[c] = list(buckets)
-            if not owned >> old & 1:
-                buckets[old] = list(buckets[old])
-                owned |= 1 << old
-            b = buckets[old]
-            del b[bisect.bisect_left(b, sid)]
-            if value:
-                if not owned >> value & 1:
-                    buckets[value] = list(buckets[value])
-                    owned |= 1 << value
-                bisect.insort(buckets[value], sid)
-            all_owned[c] = owned | 1
-            totals[c] -= gpus
-            over[sid] = value
+        self._over[sid] = value
 
     def __len__(self) -> int:
         return len(self._base)
