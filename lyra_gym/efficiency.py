@@ -232,14 +232,8 @@ def parse_efficiency(data: Mapping, source: str = "efficiency") -> EfficiencyTab
                               f"{EFFICIENCY_FORMAT_2!r}, got {got!r}")
     if data["format"] == EFFICIENCY_FORMAT_2:
         return _parse_v2(data, source)
-    entries = data.get("models")
-    if not isinstance(entries, Mapping):
-        raise EfficiencyError(f"{source}: field 'models' must be an object")
     models = {}
-    for name, entry in entries.items():
-        where = f"{source}: models.{name}"
-        if not isinstance(entry, Mapping):
-            raise EfficiencyError(f"{where}: expected an object")
+    for name, where, entry in _model_entries(data, source):
         init_batch = _finite(entry.get("init_batch"), f"{where}.init_batch")
         if init_batch < 1:
             raise EfficiencyError(f"{where}.init_batch: must be >= 1, got {init_batch!r}")
@@ -257,15 +251,21 @@ def parse_efficiency(data: Mapping, source: str = "efficiency") -> EfficiencyTab
     return EfficiencyTable(models, source)
 
 
-def _parse_v2(data: Mapping, source: str) -> EfficiencyTable:
+def _model_entries(data: Mapping, source: str):
+    """(name, where for errors, entry) of each model of a document's ``models`` object."""
     entries = data.get("models")
     if not isinstance(entries, Mapping):
         raise EfficiencyError(f"{source}: field 'models' must be an object")
-    models = {}
     for name, entry in entries.items():
         where = f"{source}: models.{name}"
         if not isinstance(entry, Mapping):
             raise EfficiencyError(f"{where}: expected an object")
+        yield name, where, entry
+
+
+def _parse_v2(data: Mapping, source: str) -> EfficiencyTable:
+    models = {}
+    for name, where, entry in _model_entries(data, source):
         batches = [_finite(b, f"{where}.batches[{i}]")
                    for i, b in enumerate(_points(entry.get("batches"), f"{where}.batches"))]
         if batches[0] < 1 or any(b <= a for a, b in zip(batches, batches[1:])):
