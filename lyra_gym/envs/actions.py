@@ -32,33 +32,32 @@ class ActionCodec:
             nvec += [b + 1] + [RETURN_LEVELS] * m
         self.nvec = np.array(nvec, dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.nvec)[:-1]]).astype(np.int64)
-        # a job slot's valid levels: 0 any, 1 empty slot (hold only), 2 running inelastic job (neutral only)
-        self._job_rows = np.zeros((3, JOB_LEVELS), dtype=bool)
-        self._job_rows[0] = True
-        self._job_rows[1, 0] = True
-        self._job_rows[2, NEUTRAL_JOB_LEVEL] = True
-        self._loaning: dict[int, np.ndarray] = {}  # loaning part of the masks by number of loaned servers
+        # a job slot's valid levels as bytes (bool): any, empty slot (hold only), running inelastic job (neutral only)
+        self._any = bytes([1] * JOB_LEVELS)
+        self._inelastic = bytes(1 if level == NEUTRAL_JOB_LEVEL else 0 for level in range(JOB_LEVELS))
+        self._empty = bytes(1 if level == 0 else 0 for level in range(JOB_LEVELS))
+        self._loaning: dict[int, bytes] = {}  # loaning part of the masks by number of loaned servers
+        self._nvec = self.nvec.tolist()
+        self._offsets = self.offsets.tolist()
 
     def masks(self, slots: Sequence[JobView], server_ids: Sequence[int]) -> np.ndarray:
-        """Valid values per dimension, concatenated. Every value of a dimension is executable;
-        a dimension is narrowed to one value only where the others would mean nothing (an
-        empty slot; a running inelastic job)."""
-        parts = []
+        """Valid values per dimension, concatenated (a new array). Every value of a dimension is
+        executable; a dimension is narrowed to one value only where the others would mean nothing
+        (an empty slot; a running inelastic job)."""
+        parts = b""
         if self.controls_jobs:
-            running = JobState.RUNNING
-            kinds = [2 if job.state is running and not job.spec.elastic else 0 for job in slots]
-            kinds += [1] * (self.k - len(slots))
-            parts.append(self._job_rows[kinds].ravel())
+            running, any_level, inelastic = JobState.RUNNING, self._any, self._inelastic
+            parts = b"".join([inelastic if job.state is running and not job.spec.elastic else any_level
+                              for job in slots]) + self._empty * (self.k - len(slots))
         if self.controls_loaning:
             loaning = self._loaning.get(len(server_ids))
             if loaning is None:
-                servers = np.ones((self.m, RETURN_LEVELS), dtype=bool)
-                servers[len(server_ids):] = False
-                servers[len(server_ids):, NEUTRAL_RETURN_LEVEL] = True
-                loaning = self._loaning[len(server_ids)] = np.concatenate([np.ones(self.b + 1, dtype=bool),
-                                                                           servers.ravel()])
-            parts.append(loaning)
-        return np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+                shown = len(server_ids)
+                servers = bytes([1] * RETURN_LEVELS) * shown + bytes(
+                    1 if level == NEUTRAL_RETURN_LEVEL else 0 for level in range(RETURN_LEVELS)) * (self.m - shown)
+                loaning = self._loaning[shown] = bytes([1] * (self.b + 1)) + servers
+            parts += loaning
+        return np.frombuffer(bytearray(parts), dtype=bool)
 
     def neutral(self, slots: Sequence[JobView]) -> np.ndarray:
         """The heuristic's own choice: neutral levels, borrow everything loanable."""
@@ -97,12 +96,16 @@ class ActionCodec:
         values = np.asarray(action, dtype=np.int64).reshape(-1)
         if values.shape != self.nvec.shape:
             raise ValueError(f"action: expected shape {self.nvec.shape}, got {values.shape}")
-        in_range = (values >= 0) & (values < self.nvec)
-        bad = ~(in_range & masks[self.offsets + np.where(in_range, values, 0)])
-        invalid = int(bad.sum())
-        if invalid:
-            values = np.where(bad, self.neutral(slots), values)
         vals = values.tolist()
+        allowed = np.asarray(masks, dtype=bool).tobytes()
+        invalid = 0
+        neutral = None
+        for i, (value, size, offset) in enumerate(zip(vals, self._nvec, self._offsets)):
+            if not (0 <= value < size and allowed[offset + value]):
+                if neutral is None:
+                    neutral = self.neutral(slots).tolist()
+                vals[i] = neutral[i]
+                invalid += 1
         guidance = Guidance()
         pos = 0
         if self.controls_jobs:

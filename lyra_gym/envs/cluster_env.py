@@ -28,7 +28,7 @@ from lyra_gym.demand import number_problem
 from lyra_gym.envs.actions import ActionCodec
 from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
 from lyra_gym.envs.render import blank_frame, cluster_frame
-from lyra_gym.envs.rewards import StepOutcome, parse_reward, reward
+from lyra_gym.envs.rewards import SpanReward, StepOutcome, parse_reward, reward
 from lyra_gym.envs.windows import Window, WindowSampler
 from lyra_gym.metrics import summarize
 from lyra_gym.plan import Plan
@@ -232,6 +232,7 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         self.windows = WindowSampler(self.trace, window_s, test_fraction, warmup_s=float(warmup_s))
         self.reward_weights = parse_reward(reward)
         self.reward_scale_s = float(reward_scale_s)
+        self._span_reward = SpanReward(self.reward_weights, self.reward_scale_s)
         self.k, self.m, self.b = num_job_slots, num_server_slots, borrow_levels
         self.heuristic_name = heuristic
         self.max_steps = max_steps
@@ -255,6 +256,7 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         jobs = self.window.jobs(self.trace)
         self.heuristic = registry.make(self.heuristic_name)
         self.engine = build_engine(jobs, self.heuristic, self.sim_config, self.window.seed, self.profiles)
+        self._training_gpus = max(1, self.sim_config.cluster.training_gpus)  # the reward's usage term
         self.engine.begin()
         self.steps = 0
         self.invalid_actions_total = 0
@@ -346,11 +348,12 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
         engine = self.engine
         t0, preempt0 = engine.now, engine.counts["preemptions"]
         engine.submit(plan)
-        in_system, queued = len(engine.queue) + len(engine.running), len(engine.queue)
-        usage = engine.used_training / max(1, self.sim_config.cluster.training_gpus)
+        queued = len(engine.queue)
+        in_system = queued + len(engine.running)
+        usage = engine.used_training / self._training_gpus
         self.done = not engine.next_decision()
-        outcome = StepOutcome(engine.now - t0, in_system, queued, usage, engine.counts["preemptions"] - preempt0)
-        return reward(self.reward_weights, outcome, self.reward_scale_s)
+        # reward(self.reward_weights, StepOutcome(...), self.reward_scale_s)
+        return self._span_reward(engine.now - t0, in_system, queued, usage, engine.counts["preemptions"] - preempt0)
 
     # ------------------------------------------------------------------ actions
     def _observe(self) -> None:

@@ -21,14 +21,16 @@ same arithmetic, so observations are identical bit for bit
 
 from __future__ import annotations
 
+import bisect
 import math
+import struct
 import weakref
 
 import numpy as np
 
 from lyra_gym.cluster import Pool
 from lyra_gym.jobs import JobState
-from lyra_gym.scaling import progress_bin
+from lyra_gym.scaling import PROGRESS_BINS, progress_bin
 from lyra_gym.view import ClusterView, JobView
 
 GPU_NORM = 64.0  # GPU counts are divided by this (the largest job size of the shipped presets)
@@ -102,15 +104,45 @@ def log_time(seconds: float) -> float:
     return math.log1p(max(seconds, 0.0) / 60.0) / 10.0
 
 
+class _DemandAhead:
+    """``curve.at(t)`` for a time ``t`` that only grows (a fixed horizon ahead of the clock):
+    the step of the curve found last is kept while ``t`` stays inside it, so most calls do
+    two comparisons instead of a search. Same values as ``DemandCurve.at``."""
+
+    __slots__ = ("_curve", "_times", "_lo", "_hi", "_value")
+
+    def __init__(self, curve) -> None:
+        self._curve = curve
+        self._times = curve.times_s.tolist()
+        self._lo = self._hi = 0.0  # empty interval: the first call searches
+        self._value = 0
+
+    def at(self, t: float) -> int:
+        if self._lo <= t < self._hi:
+            return self._value
+        value = self._curve.at(t)  # raises on NaN as the curve does
+        times = self._times
+        index = bisect.bisect_right(times, t) - 1  # the curve's own search: searchsorted(side="right") - 1
+        self._lo = times[index] if index >= 0 else -math.inf
+        self._hi = times[index + 1] if index + 1 < len(times) else math.inf
+        self._value = value
+        return value
+
+
 class _EngineConstants:
     """What stays fixed for one engine (one :class:`ClusterView`): the servers, the reference
     throughputs, each job's spec-derived features, and each job's rate on the loaned GPU type
     per (progress part, batch). Everything here is computed with the view's own calls, once, so
     the observation is the same bit for bit as computing it at every step. It holds the view
-    weakly (:data:`_CONSTANTS` is keyed by it)."""
+    weakly (:data:`_CONSTANTS` is keyed by it).
+
+    Kept between steps too: the row of a queued job (only its wait changes until it runs
+    again), the allocation-derived part of a running job's row (until its allocation or rate
+    changes) and the inference demand ahead (until the clock leaves its step)."""
 
     __slots__ = ("_view", "ref", "jobs", "goodput", "training_ids", "inference_ids", "inference_set",
-                 "training_gpus", "inference_gpus", "loaned_type", "adaptive", "queued_rows")
+                 "training_gpus", "inference_gpus", "loaned_type", "adaptive", "queued_rows", "running_rows",
+                 "demand_ahead", "shared_goodput", "__weakref__")
 
     def __init__(self, view: ClusterView) -> None:
         self._view = weakref.ref(view)
@@ -131,6 +163,14 @@ class _EngineConstants:
         self.adaptive = view.scaling == "adaptive"
         # job index -> ((remaining work, workers, attained GPU-s, batch), row before and after the wait)
         self.queued_rows: dict[int, tuple[tuple, tuple, tuple]] = {}
+        # job index -> ((allocation, rate, workers, any server loaned), (workers, on loaned, rate ratio, flexible))
+        self.running_rows: dict[int, tuple[tuple, tuple]] = {}
+        # inference demand 1 h, 3 h and 6 h ahead of the clock
+        demand = view._engine.demand  # noqa: SLF001 -- the curve view.inference_demand_at reads
+        self.demand_ahead = tuple(_DemandAhead(demand) for _ in range(3))
+        # (model, GPUs, B0, progress part, batch) -> loaned-type rate, shared by the engines of one builder
+        # and run context (ObservationBuilder._shared_goodput); None until a builder sets it
+        self.shared_goodput: dict | None = None
 
     def reference(self, model: str, workers: int) -> float:
         """``view.reference_throughput(model, workers)``, cached."""
@@ -143,12 +183,26 @@ class _EngineConstants:
     def loaned_rate(self, job: JobView, index: int, remaining: float) -> float:
         """``view.goodput(job, num_gpus, *loaned_type)``: it depends on the job (fixed), its progress
         part (from ``remaining``, the job's remaining work now) and, under the adaptive rule only,
-        its chosen batch; cached on those."""
+        its chosen batch; cached on those per engine, and per run context (the profiles and config
+        the engine's scaling model is made of) on what the rate is a function of: the model, the
+        requested GPUs, ``B0`` (the scaling model's own memo key, ``ScalingModel.rate``, plus the
+        size ``global_batch`` reads), the part and the batch; so jobs of one model and size, in
+        any engine of that context, share it."""
         total = job.total_work
-        key = (index, progress_bin(total - remaining, total), job.batch_size if self.adaptive else None)
+        part = progress_bin(total - remaining, total)
+        batch = job.batch_size if self.adaptive else None
+        key = (index, part, batch)
         rate = self.goodput.get(key)
         if rate is None:
-            rate = self.goodput[key] = self._view().goodput(job, job.spec.num_gpus, *self.loaned_type)
+            shared = self.shared_goodput
+            spec = job.spec
+            wide = (spec.model, spec.num_gpus, job.init_batch, part, batch)
+            rate = shared.get(wide) if shared is not None else None
+            if rate is None:
+                rate = self._view().goodput(job, job.spec.num_gpus, *self.loaned_type)
+                if shared is not None:
+                    shared[wide] = rate
+            self.goodput[key] = rate
         return rate
 
 
@@ -167,19 +221,25 @@ def _constants(view: ClusterView) -> _EngineConstants:
 def job_slots(view: ClusterView, k: int) -> list[JobView]:
     """The K jobs an agent sees: queued ones in Lyra's admission order (shortest estimated
     remaining time first), then running elastic jobs, then running inelastic ones."""
-    reference = _constants(view).reference
+    constants = _constants(view)
+    engine = view._engine  # noqa: SLF001 -- the engine's job records, read only
+    records, now = engine.jobs, engine.now
+    statics, reference = constants.jobs, constants.reference
     keyed = []
-    for j in view.queued_jobs():
-        spec = j.spec
+    for i in engine.queue:  # view.queued_jobs(), in the same order
+        record = records[i]
+        static = statics.get(i)
         # j.remaining_time_at(spec.num_gpus), with the reference throughput looked up once per engine
-        keyed.append((j.remaining_work / reference(spec.model, spec.num_gpus), j.index, j))
+        ref = static[9] if static is not None else reference(record.spec.model, record.spec.num_gpus)
+        keyed.append((record.remaining_work(now) / ref, i, record.view))
     keyed.sort(key=_first_two)
     if len(keyed) >= k:
         return [entry[2] for entry in keyed[:k]]
     slots = [entry[2] for entry in keyed]
     inelastic = []
-    for j in view.running_jobs():
-        (slots if j.spec.elastic else inelastic).append(j)
+    for i in engine.running:  # view.running_jobs(), in the same order
+        record = records[i]
+        (slots if record.spec.elastic else inelastic).append(record.view)
     slots += inelastic
     return slots[:k]
 
@@ -194,7 +254,10 @@ def server_slots(view: ClusterView, m: int) -> list[int]:
 
 
 class ObservationBuilder:
-    """Builds the flat float32 observation; ``size`` is its length.
+    """Builds the flat float32 observation (a new array per call); ``size`` is its length.
+
+    It reads the engine's job and server records through the view (read only) rather than
+    through the per-attribute view properties: the same numbers, fewer calls per step.
 
     :param extra_job_features: names of features appended to each job row (left 0 here).
     :param extra_cluster_features: names of features appended to the cluster block (left 0 here).
@@ -210,6 +273,13 @@ class ObservationBuilder:
         start, slots, width = self.layout["servers"]
         self.size = start + slots * width
         self._efficiency: dict[tuple[str, int, int], float] = {}
+        # (profiles, config) -> {(model, GPUs, B0, progress part, batch): rate on the loaned type}: the
+        # engines this builder sees one after another (an env's episodes) share what they computed
+        self._shared_goodput: dict[tuple, dict] = {}
+        self._format = f"{self.size}d"  # the values as float64 bytes (struct.pack), in one call
+        self._job_pad = (0.0,) * (self.job_width - len(JOB_FEATURES))
+        self._cluster_pad = (0.0,) * (self.cluster_width - len(CLUSTER_FEATURES))
+        self._empty_server = (0.0,) * len(SERVER_FEATURES)
 
     def _scaling_efficiency(self, view: ClusterView, job: JobView) -> float:
         spec = job.spec
@@ -235,140 +305,183 @@ class ObservationBuilder:
             )
         return static
 
+    def _constants(self, view: ClusterView) -> _EngineConstants:
+        """:func:`_constants`, with this builder's shared loaned-type rates attached."""
+        constants = _constants(view)
+        if constants.shared_goodput is None:
+            context = (view.profiles, view.config)  # what the engine's scaling model is made of
+            shared = self._shared_goodput.get(context)
+            if shared is None:
+                shared = self._shared_goodput[context] = {}
+            constants.shared_goodput = shared
+        return constants
+
     def _job_rows(self, view: ClusterView, jobs: list[JobView], constants: _EngineConstants,
-                  loaned_type: tuple[str, int] | None, any_loaned: bool = True) -> list[tuple[float, ...]]:
-        """The job slots' features (``JOB_FEATURES``), one tuple per job. ``any_loaned``: False
-        when no server is on loan (no job then has GPUs on one)."""
+                  loaned_type: tuple[str, int] | None, any_loaned: bool, out: list) -> tuple[int, int]:
+        """Append the job slots' features (``JOB_FEATURES``, then this builder's zero padding) to
+        ``out``, row after row. ``any_loaned``: False when no server is on loan (no job then has
+        GPUs on one). Returns (GPUs the queued ones among them request, how many of them run)."""
         now = view.now
         log1p = math.log1p
-        queued_state = JobState.QUEUED
+        queued_state, running_state = JobState.QUEUED, JobState.RUNNING
         inference = constants.inference_set
         ref_cache, reference = constants.ref, constants.reference
         statics, goodputs, adaptive = constants.jobs, constants.goodput, constants.adaptive
-        queued_rows = constants.queued_rows
-        rows = []
-        append = rows.append
+        queued_rows, running_rows = constants.queued_rows, constants.running_rows
+        pad = self._job_pad
+        last_bin = PROGRESS_BINS - 1
+        shown_queued_gpus = shown_running = 0
+        # (0.0 if x < 0.0 else x) is max(x, 0.0) and (d if d > 0.0 else 0.0) is max(0.0, d), to the
+        # bit (-0.0 and NaN included), without the call
         for job in jobs:
             index = job.index
+            record = job._job  # noqa: SLF001 -- the engine's record behind the view, read only
             static = statics.get(index)
             if static is None:
                 static = self._static(view, job, constants)
-            queued = job.state is queued_state
-            remaining = job.remaining_work
-            workers = job.workers
-            attained = job.attained_gpu_s
+            state = record.state
+            queued = state is queued_state
+            remaining = record.remaining_work(now)  # job.remaining_work
+            workers = record.workers
+            since = now - record.last_update
+            attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)  # job.attained_gpu_s
             batch = job.batch_size if adaptive and loaned_type is not None else None
             if queued:
+                shown_queued_gpus += static[1]
+                waiting = now - record.queued_since  # job.waiting_s
+                waiting = log1p((0.0 if waiting < 0.0 else waiting) / 60.0) / 10.0
                 # a queued job's row changes with its wait only, until it runs again: kept
                 key = (remaining, workers, attained, batch)
                 kept = queued_rows.get(index)
                 if kept is not None and kept[0] == key:
-                    append(kept[1] + (log1p(max(job.waiting_s, 0.0) / 60.0) / 10.0,) + kept[2])
+                    out += kept[1]
+                    out.append(waiting)
+                    out += kept[2]
+                    if pad:
+                        out += pad
                     continue
+            elif state is running_state:
+                shown_running += 1
             model, num_gpus, min_gpus, elastic, f_elastic, f_req, f_min, f_max, eff, ref = static
             remaining_est = remaining / ref  # job.remaining_time_at(spec.num_gpus)
             if not queued and workers:
-                on_loaned = sum(n for s, n in job.allocation.items() if s in inference) / workers \
-                    if any_loaned else 0 / workers
-                rate = job.rate
-                base = ref_cache.get((model, workers))
-                rate_ratio = rate / (base if base is not None else reference(model, workers))
-                flexible = (workers - min_gpus) / GPU_NORM if elastic else 0.0
+                rate = record.rate
+                allocation = record.allocation  # replaced, never changed in place, by the engine
+                kept = running_rows.get(index)
+                if kept is not None and kept[0] is allocation and kept[1] == rate and kept[2] == workers \
+                        and kept[3] is any_loaned:
+                    on_loaned, rate_ratio, flexible = kept[4]
+                else:
+                    on_loaned = sum(n for s, n in allocation.items() if s in inference) / workers \
+                        if any_loaned else 0 / workers
+                    base = ref_cache.get((model, workers))
+                    rate_ratio = rate / (base if base is not None else reference(model, workers))
+                    flexible = (workers - min_gpus) / GPU_NORM if elastic else 0.0
+                    running_rows[index] = (allocation, rate, workers, any_loaned, (on_loaned, rate_ratio, flexible))
                 remaining_now = remaining / rate if rate > 0 else remaining_est
             else:
                 on_loaned = rate_ratio = flexible = 0.0
                 remaining_now = remaining_est
             if loaned_type is not None:
                 # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
-                total = job.total_work
-                rate = goodputs.get((index, progress_bin(total - remaining, total), batch))
+                total = record.total_work
+                part = last_bin if total <= 0 else min(last_bin, int((total - remaining) / total * PROGRESS_BINS))
+                rate = goodputs.get((index, part, batch))  # part: progress_bin(total - remaining, total)
                 if rate is None:
                     rate = constants.loaned_rate(job, index, remaining)
-                remaining_loaned = log1p(max(remaining / rate, 0.0) / 60.0) / 10.0 if rate > 0 else 1.0
+                if rate > 0:
+                    left = remaining / rate
+                    remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
+                else:
+                    remaining_loaned = 1.0
             else:
                 remaining_loaned = 0.0
+            est = log1p((0.0 if remaining_est < 0.0 else remaining_est) / 60.0) / 10.0
+            now_left = log1p((0.0 if remaining_now < 0.0 else remaining_now) / 60.0) / 10.0
             if queued:
                 head = (1.0, 1.0, f_elastic, f_req, f_min, f_max, workers / GPU_NORM)
                 tail = (
-                    log1p(attained / 3600.0) / 10.0, log1p(max(remaining_est, 0.0) / 60.0) / 10.0,
+                    log1p(attained / 3600.0) / 10.0, est,
                     eff, 0.0,  # in overhead: never while queued
-                    on_loaned, rate_ratio, flexible, log1p(max(remaining_now, 0.0) / 60.0) / 10.0, remaining_loaned,
+                    on_loaned, rate_ratio, flexible, now_left, remaining_loaned,
                 )
                 queued_rows[index] = (key, head, tail)
-                append(head + (log1p(max(job.waiting_s, 0.0) / 60.0) / 10.0,) + tail)
+                out += head
+                out.append(waiting)
+                out += tail
             else:
-                append((
+                out += (
                     1.0, 0.0, f_elastic, f_req, f_min, f_max, workers / GPU_NORM,
                     0.0,  # waiting: job.waiting_s is 0 while not queued
-                    log1p(attained / 3600.0) / 10.0, log1p(max(remaining_est, 0.0) / 60.0) / 10.0,
-                    eff, float(job.overhead_until > now),
-                    on_loaned, rate_ratio, flexible, log1p(max(remaining_now, 0.0) / 60.0) / 10.0, remaining_loaned,
-                ))
-        return rows
+                    log1p(attained / 3600.0) / 10.0, est,
+                    eff, float(record.overhead_until > now),
+                    on_loaned, rate_ratio, flexible, now_left, remaining_loaned,
+                )
+            if pad:
+                out += pad
+        return shown_queued_gpus, shown_running
 
     def build(self, view: ClusterView, jobs: list[JobView], servers: list[int]) -> np.ndarray:
-        obs = np.zeros(self.size, dtype=np.float32)
-        width, nj = self.job_width, len(JOB_FEATURES)
-        constants = _constants(view)
-        servers_all = view.servers
-        inference_ids = constants.inference_ids
-        loaned = view.loaned_servers()
-        if jobs:
-            rows = self._job_rows(view, jobs, constants, constants.loaned_type, bool(loaned))
-            obs[:len(jobs) * width].reshape(len(jobs), width)[:, :nj] = rows
-        base = self.k * width
-        now = view.now
-        n_inf = max(1, len(inference_ids))
-        free = view.free_gpus()
+        constants = self._constants(view)
+        engine = view._engine  # noqa: SLF001 -- the engine's records, read only
+        records = engine.jobs
+        loaned = engine.topology.loaned()  # view.loaned_servers()
+        values: list[float] = []
+        shown_queued_gpus, shown_running = self._job_rows(view, jobs, constants, constants.loaned_type,
+                                                                 bool(loaned), values)
+        values += (0.0,) * ((self.k - len(jobs)) * self.job_width)
+        now = engine.now
+        n_inf = max(1, len(constants.inference_ids))
+        free = engine.free  # view.free_gpus(), not copied
         training_ids = constants.training_ids
         training_gpus = constants.training_gpus
-        inference_gpus = constants.inference_gpus
         histogram = [0.0] * 5
-        usable = 0
-        for s in training_ids:
-            if servers_all[s].usable:
-                usable += 1
-                f = free[s]
-                histogram[FREE_BINS[f] if f < 8 else 4] += 1.0
-        shown = {job.index for job in jobs}
-        head_wait = 0.0
-        tail_gpus = 0
-        first = True
-        for j in view.queued_jobs():
-            wait = j.waiting_s
-            if first or wait > head_wait:  # max(..., default=0.0): the first one's wait, then larger ones
-                head_wait, first = wait, False
-            if j.index not in shown:
-                tail_gpus += j.spec.num_gpus
-        running_unseen = sum(1 for j in view.running_jobs() if j.index not in shown)
+        free_training = 0
+        for s in training_ids:  # every training server is usable (Server.usable)
+            f = free[s]
+            free_training += f
+            histogram[FREE_BINS[f] if f < 8 else 4] += 1.0
+        usable = len(training_ids)
+        queue = engine.queue
+        if queue:
+            # the longest wait, max(now - queued_since): now - the earliest queued_since (same rounding)
+            head_wait = now - min([records[i].queued_since for i in queue])
+            tail_gpus = sum([records[i].spec.num_gpus for i in queue]) - shown_queued_gpus
+        else:
+            head_wait, tail_gpus = 0.0, 0
+        num_running = len(engine.running)
+        running_unseen = num_running - shown_running
         day = now / 86400.0
-        cluster = (
-            sum(free[s] for s in training_ids) / max(1, training_gpus),
-            sum(free[s] for s in loaned) / inference_gpus,
+        ahead = constants.demand_ahead
+        values += (
+            free_training / max(1, training_gpus),
+            sum([free[s] for s in loaned]) / constants.inference_gpus,
             len(loaned) / n_inf,
-            view.num_loanable / n_inf,
-            view.inference_demand / n_inf,
-            view.inference_demand_at(now + 3600) / n_inf,
-            view.inference_demand_at(now + 3 * 3600) / n_inf,
-            view.inference_demand_at(now + 6 * 3600) / n_inf,
-            view.reclaim_pending / n_inf,
+            engine.num_loanable() / n_inf,  # view.num_loanable
+            engine.demand_now / n_inf,  # view.inference_demand
+            ahead[0].at(now + 3600) / n_inf,
+            ahead[1].at(now + 3 * 3600) / n_inf,
+            ahead[2].at(now + 6 * 3600) / n_inf,
+            engine.reclaim_owed() / n_inf,  # view.reclaim_pending
             math.sin(2 * math.pi * day),
             math.cos(2 * math.pi * day),
             float(int(day) % 7 >= 5),
-            math.log1p(view.num_queued) / 6.0,
-            math.log1p(view.num_running) / 6.0,
+            math.log1p(len(queue)) / 6.0,
+            math.log1p(num_running) / 6.0,
             *(h / max(1, usable) for h in histogram),
             log_time(head_wait),
             tail_gpus / max(1, training_gpus),
             math.log1p(running_unseen) / 6.0,
         )
-        obs[base:base + len(cluster)] = cluster
-        base += self.cluster_width
-        ns = len(SERVER_FEATURES)
-        for i, sid in enumerate(servers):
+        values += self._cluster_pad
+        servers_all = engine.servers
+        for sid in servers:
             server = servers_all[sid]
             on = server.jobs
-            inelastic = sum(1 for idx in on if not view.job_at(idx).spec.elastic)
-            obs[base + i * ns: base + (i + 1) * ns] = (1.0, server.used_gpus / server.num_gpus, len(on) / 8.0, inelastic / 8.0)
-        np.clip(obs, -1.0, 1.0, out=obs)
+            inelastic = sum([1 for idx in on if not records[idx].spec.elastic])
+            values += (1.0, server.used / server.num_gpus, len(on) / 8.0, inelastic / 8.0)
+        values += self._empty_server * (self.m - len(servers))
+        # float64 values -> float32, as assigning them into a float32 array does; then clipped
+        obs = np.frombuffer(struct.pack(self._format, *values), dtype=np.float64).astype(np.float32)
+        obs.clip(-1.0, 1.0, out=obs)  # np.clip, without its dispatch
         return obs

@@ -71,3 +71,30 @@ def reward(weights: Mapping[str, float], outcome: StepOutcome, scale_s: float = 
         "preemption": -float(outcome.preemptions),
     }
     return float(sum(w * terms[name] for name, w in weights.items()))
+
+
+class SpanReward:
+    """``reward(weights, StepOutcome(...), scale_s)`` as a call on the outcome's numbers, for the
+    environments' every sub-span: the same terms, products and ``sum`` in the same order (so the
+    same float), without building a :class:`StepOutcome` and a dict of every term per call."""
+
+    __slots__ = ("_weights", "_scale_s")
+
+    def __init__(self, weights: Mapping[str, float], scale_s: float = 3600.0) -> None:
+        self._weights = tuple(weights.items())
+        self._scale_s = scale_s
+
+    def __call__(self, elapsed_s: float, in_system: int, queued: int, gpu_usage: float, preemptions: int) -> float:
+        scale_s = self._scale_s
+        products = []
+        for name, w in self._weights:
+            if name == "jct":
+                term = -in_system * elapsed_s / scale_s
+            elif name == "queue":
+                term = -queued * elapsed_s / scale_s
+            elif name == "usage":
+                term = gpu_usage * elapsed_s / scale_s
+            else:  # "preemption" (parse_reward knows no other term)
+                term = -float(preemptions)
+            products.append(w * term)
+        return float(sum(products))
