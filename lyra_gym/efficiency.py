@@ -148,6 +148,46 @@ class NoiseScaleCurve:
         var = self.grad_var[i - 1][e] + w * (self.grad_var[i][e] - self.grad_var[i - 1][e])
         return sqr, var
 
+    def part_efficiency(self, batch: float, lo: float, hi: float) -> float:
+        """``E`` over progress ``[lo, hi]`` (``lo < hi``) at global batch ``batch`` (format 2, the
+        artifact's units): the work-weighted harmonic mean over the epochs the range overlaps of
+        ``(M0 phi' + M0) / (M0 phi' + batch)`` with ``phi' = grad_var / grad_sqr`` at each epoch's
+        middle and at ``batch`` (1 where ``grad_sqr`` is 0), so ``(hi - lo) / E`` is the time to
+        cross the range at unit speed. The same sums as :meth:`grad_stats` epoch by epoch, with the
+        batch's bracket of measured runs found once."""
+        m = _finite(batch, "batch")
+        lo, hi = _progress(lo), _progress(hi)
+        xs, sqrs, vars_ = self.batches, self.grad_sqr, self.grad_var
+        if m <= xs[0]:
+            below = above = 0
+            w = None
+        elif m >= xs[-1]:
+            below = above = len(xs) - 1
+            w = None
+        else:
+            above = bisect.bisect_right(xs, m)  # xs[above-1] <= m < xs[above]
+            below = above - 1
+            w = (m - xs[below]) / (xs[above] - xs[below])
+        ends, m0 = self.epoch_end, self.init_batch
+        sqr_lo, sqr_hi, var_lo, var_hi = sqrs[below], sqrs[above], vars_[below], vars_[above]
+        e = self.epoch_at(lo)
+        start = ends[e - 1] if e > 0 else 0.0
+        time = 0.0
+        while start < hi and e < len(ends):
+            end = ends[e]
+            width = min(end, hi) - max(start, lo)
+            if width > 0:
+                row = self.epoch_at((start + end) / 2)  # e itself unless two ends are adjacent floats
+                if w is None:
+                    sqr, var = sqr_lo[row], var_lo[row]
+                else:
+                    sqr = sqr_lo[row] + w * (sqr_hi[row] - sqr_lo[row])
+                    var = var_lo[row] + w * (var_hi[row] - var_lo[row])
+                eff = 1.0 if sqr <= 0 else (m0 * var / sqr + m0) / (m0 * var / sqr + m)
+                time += width / eff
+            start, e = end, e + 1
+        return (hi - lo) / time
+
     def noise_scale_at(self, progress: float, batch: float | None = None) -> float:
         """``phi`` (samples) at ``progress`` in [0, 1] and global batch ``batch`` (default ``M0``;
         ignored by a format-1 curve); ``math.inf`` where the gradient's squared norm is 0."""
@@ -188,6 +228,12 @@ class EfficiencyTable:
             raise EfficiencyError(f"{source}: no models")
         self.models = dict(models)
         self.source = source
+
+    @property
+    def content_key(self) -> tuple:
+        """The curves by model, hashable: equal for two tables of the same content (what a memo of
+        results computed from the table is keyed on, so a table reloaded from its file shares it)."""
+        return tuple(sorted(self.models.items()))
 
     def model(self, key: str) -> NoiseScaleCurve:
         try:

@@ -55,9 +55,11 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterable, Mapping
+from typing import Any, Hashable, Iterable, Mapping
 
 PROFILE_FORMAT = "lyra-gym-profiles/1"
+#: Most memos one ProfileSet keeps (:meth:`ProfileSet.memo`); all are dropped beyond.
+MEMO_KEYS = 16
 
 
 class ProfileError(ValueError):
@@ -139,15 +141,31 @@ class ProfileSet:
         self.reference_gpu = reference_gpu
         self.source = source
         self._throughput = lru_cache(maxsize=65536)(self._throughput_uncached)
+        self._memos: dict[Hashable, dict] = {}
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         del state["_throughput"]  # a cache of a bound method: rebuilt on unpickling
+        del state["_memos"]  # results, recomputed as needed
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._throughput = lru_cache(maxsize=65536)(self._throughput_uncached)
+        self._memos = {}
+
+    def memo(self, key: Hashable) -> dict:
+        """A dict for memoising pure functions of these profiles and of ``key`` (everything else
+        they depend on): the same dict for every equal ``key``, so results outlive their caller
+        (:class:`~lyra_gym.scaling.ScalingModel` keeps its rates here; an env reset builds a new one
+        on the same profiles). At most :data:`MEMO_KEYS` keys (all dropped beyond); not pickled."""
+        memos = self._memos
+        found = memos.get(key)
+        if found is None:
+            if len(memos) >= MEMO_KEYS:
+                memos.clear()
+            found = memos[key] = {}
+        return found
 
     def model(self, key: str) -> ModelProfile:
         try:

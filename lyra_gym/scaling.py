@@ -99,6 +99,17 @@ NOISE_SCALE_RULES = ("relative", "absolute")
 BATCH_LIMITS = ("accumulate", "cut")
 #: Equal parts of training progress within which ``phi`` is held constant.
 PROGRESS_BINS = 20
+#: Most entries each of a ScalingModel's memos keeps; a full memo is emptied and refilled (its
+#: results are pure, so only time is lost). A 50,000-job lyra run fills about 63,000.
+MEMO_ENTRIES = 1 << 17
+
+
+def _remember(memo: dict, key: object, value):
+    """``memo[key] = value`` (emptying ``memo`` first when it holds :data:`MEMO_ENTRIES`); ``value``."""
+    if len(memo) >= MEMO_ENTRIES:
+        memo.clear()
+    memo[key] = value
+    return value
 
 
 class ScalingModel:
@@ -125,14 +136,21 @@ class ScalingModel:
         self.rule = rule
         self.noise_scale_rule = noise_scale
         self.charges_efficiency = rule != "throughput" and efficiency is not None
-        self._terms: dict[tuple[str, float, int], tuple[float, float] | None] = {}
-        self._factors: dict[tuple[str, float, float, int], float] = {}
-        # rate(), needs_bins() and rate_for() are pure functions of these keys (with the rule,
-        # noise-scale rule, batch limit and profiles fixed per instance): memoised (the engine
-        # calls them at every start, rescale and progress part)
-        self._rates: dict[tuple, float] = {}
-        self._bins: dict[tuple, bool] = {}
-        self._rate_for: dict[tuple, tuple[float, float, bool]] = {}
+        # noise_terms(), efficiency_factor(), rate(), needs_bins() and rate_for() are pure functions
+        # of their keys given the profiles, the efficiency curves and the three rules: memoised (the
+        # engine calls them at every start, rescale and progress part, schedulers for every option
+        # they value) in dicts kept on the profile set, so every ScalingModel of the same profiles,
+        # curves and rules shares them (an env reset builds a new engine, and with it a new model)
+        memos = profiles.memo(("scaling", None if efficiency is None else efficiency.content_key,
+                               rule, noise_scale, batch_limit))
+        self._terms: dict[tuple[str, float, int], tuple[float, float] | None] = memos.setdefault("terms", {})
+        self._factors: dict[tuple[str, float, float, int], float] = memos.setdefault("factors", {})
+        # format-2 curves: E over a progress part by (model, batch in the curve's units, part)
+        self._parts: dict[tuple[str, float, int], float] = memos.setdefault("parts", {})
+        self._rates: dict[tuple, float] = memos.setdefault("rates", {})
+        self._bins: dict[tuple, bool] = memos.setdefault("bins", {})
+        self._rate_for: dict[tuple, tuple[float, float, bool]] = memos.setdefault("rate_for", {})
+        self._packed: dict[tuple, float] = memos.setdefault("packed", {})
 
     # ------------------------------------------------------------------ batches
     def initial_batch(self, spec: JobSpec) -> float:
@@ -167,7 +185,7 @@ class ScalingModel:
                     terms = (phi * b0 / curve.init_batch, b0)
                 else:
                     terms = (phi, curve.init_batch)
-            self._terms[key] = terms
+            _remember(self._terms, key, terms)
         return terms
 
     def reference_batch(self, model: str, b0: float) -> float:
@@ -205,21 +223,12 @@ class ScalingModel:
             else:
                 # in the curve's own units: the artifact batch is batch x M0 / B0 under the relative rule
                 m = batch * curve.init_batch / b0 if self.noise_scale_rule == "relative" else batch
-                lo, hi = progress_bin / PROGRESS_BINS, (progress_bin + 1) / PROGRESS_BINS
-                e = curve.epoch_at(lo)
-                start = curve.epoch_end[e - 1] if e > 0 else 0.0
-                time = 0.0
-                while start < hi and e < len(curve.epoch_end):
-                    end = curve.epoch_end[e]
-                    width = min(end, hi) - max(start, lo)
-                    if width > 0:
-                        sqr, var = curve.grad_stats(m, (start + end) / 2)
-                        eff = 1.0 if sqr <= 0 else (curve.init_batch * var / sqr + curve.init_batch) / (
-                            curve.init_batch * var / sqr + m)
-                        time += width / eff
-                    start, e = end, e + 1
-                factor = (hi - lo) / time
-            self._factors[key] = factor
+                part = (model, m, progress_bin)
+                factor = self._parts.get(part)
+                if factor is None:
+                    factor = _remember(self._parts, part, curve.part_efficiency(
+                        m, progress_bin / PROGRESS_BINS, (progress_bin + 1) / PROGRESS_BINS))
+            _remember(self._factors, key, factor)
         return factor
 
     # ------------------------------------------------------------------ rates
@@ -273,7 +282,19 @@ class ScalingModel:
         key = (spec.model, b0, workers, servers, gpu_types, batch, progress_bin)
         rate = self._rates.get(key)
         if rate is None:
-            rate = self._rates[key] = self._rate(spec, b0, workers, servers, gpu_types, batch, progress_bin)
+            rate = _remember(self._rates, key, self._rate(spec, b0, workers, servers, gpu_types, batch, progress_bin))
+        return rate
+
+    def packed_rate(self, spec: JobSpec, b0: float, workers: int, gpu_type: str, gpus_per_server: int,
+                    batch: float, progress_bin: int = 0) -> float:
+        """:meth:`rate` of ``workers`` GPUs of ``gpu_type`` packed on as few servers of
+        ``gpus_per_server`` GPUs as can hold them (what a scheduler asks of each option it values)."""
+        key = (spec.model, b0, workers, gpu_type, gpus_per_server, batch, progress_bin)
+        rate = self._packed.get(key)
+        if rate is None:
+            servers = -(-workers // gpus_per_server)
+            rate = _remember(self._packed, key, self.rate(spec, b0, workers, servers, frozenset((gpu_type,)),
+                                                          batch, progress_bin))
         return rate
 
     def _rate(self, spec: JobSpec, b0: float, workers: int, servers: int, gpu_types: frozenset[str],
@@ -314,10 +335,10 @@ class ScalingModel:
         hit = self._rate_for.get(key)
         if hit is None:
             batch = self.global_batch(spec, b0, workers, chosen)
-            hit = self._rate_for[key] = (
+            hit = _remember(self._rate_for, key, (
                 self.rate(spec, b0, workers, servers, gpu_types, batch, progress_bin),
                 self.statistical_efficiency(spec, b0, workers, batch, progress_bin),
-                self.needs_bins(spec, b0, batch, workers))
+                self.needs_bins(spec, b0, batch, workers)))
         return hit
 
     def needs_bins(self, spec: JobSpec, b0: float, batch: float, workers: int | None = None) -> bool:
@@ -326,7 +347,7 @@ class ScalingModel:
         key = (spec.model, b0, batch, workers)
         needs = self._bins.get(key)
         if needs is None:
-            needs = self._bins[key] = self._needs_bins(spec, b0, batch, workers)
+            needs = _remember(self._bins, key, self._needs_bins(spec, b0, batch, workers))
         return needs
 
     def _needs_bins(self, spec: JobSpec, b0: float, batch: float, workers: int | None) -> bool:

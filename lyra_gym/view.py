@@ -101,15 +101,15 @@ class JobView:
         """Estimated seconds to finish if run on ``workers`` reference GPUs packed (no overhead), at
         the rate the engine charges (goodput: the run's ``scaling`` rule and batch, the statistical
         efficiency at the job's current progress; samples/s under ``scaling: throughput``)."""
-        engine, job = self._engine, self._job
-        scaling, spec = engine.scaling, job.spec
-        remaining = self.remaining_work
         if workers < 1:
             return float("inf")
-        batch = scaling.global_batch(spec, job.init_batch, workers, job.batch)
-        servers = -(-workers // engine.reference_gpus_per_server)
-        part = progress_bin(job.total_work - remaining, job.total_work)
-        rate = scaling.rate(spec, job.init_batch, workers, servers, frozenset((engine.reference_gpu,)), batch, part)
+        engine, job = self._engine, self._job
+        scaling, spec, b0, total = engine.scaling, job.spec, job.init_batch, job.total_work
+        remaining = job.remaining_work(engine.now)
+        batch = scaling.global_batch(spec, b0, workers, job.batch)
+        part = progress_bin(total - remaining, total)
+        rate = scaling.packed_rate(spec, b0, workers, engine.reference_gpu, engine.reference_gpus_per_server,
+                                   batch, part)
         return remaining / rate
 
     def __repr__(self) -> str:
@@ -303,12 +303,10 @@ class ClusterView:
         ``workers`` GPUs of ``gpu_type`` packed on servers of ``gpus_per_server``, at global batch
         ``batch`` (adaptive rule; None: the rule's batch for that many workers), at its current
         progress. The ground truth every scheduler is judged by."""
-        engine, spec = self._engine, job.spec
         if workers < 1:
             return 0.0
-        scaling = engine.scaling
-        b0 = job.init_batch
-        m = scaling.global_batch(spec, b0, workers, job._job.batch if batch is None else batch)
-        servers = -(-workers // gpus_per_server)
-        part = progress_bin(job.total_work - job.remaining_work, job.total_work)
-        return scaling.rate(spec, b0, workers, servers, frozenset((gpu_type,)), m, part)
+        inner, spec, scaling = job._job, job.spec, self._engine.scaling
+        b0, total = inner.init_batch, inner.total_work
+        m = scaling.global_batch(spec, b0, workers, inner.batch if batch is None else batch)
+        part = progress_bin(total - inner.remaining_work(job._engine.now), total)
+        return scaling.packed_rate(spec, b0, workers, gpu_type, gpus_per_server, m, part)
