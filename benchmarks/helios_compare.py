@@ -1,5 +1,5 @@
-"""Whole-process wall time of ``lyra-gym simulate --policy fifo`` against the Helios artifact's
-simulator on the same 50,000 jobs (issue 24).
+"""Whole-process time of ``lyra-gym simulate --policy fifo`` against the Helios artifact's
+simulator on the same 50,000 jobs (issue 24): wall seconds and CPU seconds of each process.
 
 The Helios artifact (Hu et al., "Characterization and Prediction of Deep Learning Workloads in
 Large-Scale GPU Datacenters", SC'21) ships a trace-driven simulator, ``framework/QSSF Service/
@@ -10,6 +10,9 @@ pass the clone's path (it needs pandas; ``pip install pandas``)::
     git clone https://github.com/S-Lab-System-Group/HeliosArtifact /tmp/helios
     python benchmarks/helios_compare.py /tmp/helios [--repeats 3] [--lyra-root .]
 
+On a shared machine the CPU seconds (user + system, of the process and the processes it waited
+for) are the steadier figure; the wall seconds are what a user waits.
+
 What runs (each a separate process, timed from start to exit, alternating, median of
 ``--repeats``):
 
@@ -19,10 +22,11 @@ What runs (each a separate process, timed from start to exit, alternating, media
   640 GPUs a load of 1.36: the queue grows without end (12,000 jobs at day 10), and the Helios
   simulator, which sorts its whole queue every simulated second, slows down with it (15 minutes
   for its first 10 days on this machine) -- a measure of an overloaded queue, not of the
-  simulators. Then integer seconds, the granularity of the Helios simulator's clock: durations rounded (at least 1 s) and
-  submit times rounded, then moved up where needed so they strictly increase (the Helios loader
-  sorts with an unstable sort, so equal submit times could reach its queue in another order), the
-  first at 0 s (the Helios loader moves it there). Every job is inelastic at its ``num_gpus``.
+  simulators. Then integer seconds, the granularity of the Helios simulator's clock: durations
+  rounded (at least 1 s) and submit times rounded, then moved up where needed so they strictly
+  increase (the Helios loader sorts with an unstable sort, so equal submit times could reach its
+  queue in another order), the first at 0 s (the Helios loader moves it there). Every job is
+  inelastic at its ``num_gpus``.
 * ``python -m lyra_gym.cli simulate --policy fifo`` on that trace as a lyra-gym CSV, on 80 x 8
   V100 training GPUs and no inference servers (so no loaning), ``placement: consolidated`` (the
   Helios placer's rule) and no restart overhead (Helios has none), run from ``--lyra-root``
@@ -195,7 +199,8 @@ class Setup:
         """The simulator's code in ``work/helios_sim`` (the clone is left as it is), with a stand-in
         ``estimators/Philly_lgb.csv`` where the clone lacks that large file (see the module docstring)."""
         target = self.work / "helios_sim"
-        shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.pdf", "*.ipynb", "data", "log"))
+        skip = shutil.ignore_patterns("*.pdf", "*.ipynb", "data", "log")
+        shutil.copytree(source, target, dirs_exist_ok=True, ignore=skip)
         estimates = target / "estimators" / "Philly_lgb.csv"
         if not estimates.is_file() or estimates.stat().st_size == 0:
             print(f"note: {source / 'estimators' / 'Philly_lgb.csv'} is missing; a stand-in with one priority per "
@@ -280,9 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     same, common = agreement(lyra_jct, helios_jct)
     lyra_mean, helios_mean = statistics.fmean(lyra_jct.values()), statistics.fmean(helios_jct.values())
     helios_log = setup.helios_log_dir() / "Philly" / HELIOS_VC / f"fifo_consolidate_{HELIOS_VC}_log.csv"
+    lyra_queue, helios_queue = mean_queue(setup.lyra_out / "jobs.csv", "queue_s"), mean_queue(helios_log, "queue")
     print(f"mean JCT: lyra-gym {lyra_mean:.1f} s ({len(lyra_jct):,} jobs), Helios {helios_mean:.1f} s "
-          f"({len(helios_jct):,} jobs); mean queueing: lyra-gym {mean_queue(setup.lyra_out / 'jobs.csv', 'queue_s'):.1f}"
-          f" s, Helios {mean_queue(helios_log, 'queue'):.1f} s")
+          f"({len(helios_jct):,} jobs); mean queueing: lyra-gym {lyra_queue:.1f} s, Helios {helios_queue:.1f} s")
     print(f"same JCT on both sides: {same:,} of {common:,} jobs")
     if same != common or len(lyra_jct) != len(jobs) or len(helios_jct) != len(jobs):
         print("the two simulators DIFFER on this workload: compare the per-job files in the work folder")
