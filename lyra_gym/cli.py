@@ -52,14 +52,12 @@ from lyra_gym.feasibility import InfeasibleJobError, drop_infeasible
 from lyra_gym.demand import DemandFileError
 from lyra_gym.plan import PlanError
 from lyra_gym.profiles import ProfileError
-from lyra_gym.report import PLOT_FILES, format_ci_table, summarize_runs, write_plots, write_summary
 from lyra_gym.outputs import (OutputError, atomic_path, atomic_write_text, check_inputs_outside, check_out_file,
                               check_out_folder, named_inputs, owned_names, staged_folder)
 from lyra_gym.simulate import (RUN_FILES, SimResult, check_out_dir, load_profile_set, simulate, trace_info,
                                 write_result)
 from lyra_gym.trace import JobSpec, TraceError, load_trace, write_trace
 from lyra_gym.tracegen import PRESETS, generate_trace
-from lyra_gym.tracestats import format_stats, trace_stats
 from lyra_gym.collector.cli import add_profile_parser
 from lyra_gym.realtraces import add_convert_parser
 
@@ -182,6 +180,8 @@ def format_table(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> str:
 def mean_over_seeds(results: Sequence[SimResult]) -> dict[str, Any]:
     """Summary row of one policy's runs: mean of every metric over seeds and its 95 % CI
     half-width (``<metric>_ci95``; None with one seed). See :func:`lyra_gym.report.summarize_runs`."""
+    from lyra_gym.report import summarize_runs
+
     return summarize_runs(results)
 
 
@@ -215,6 +215,8 @@ def _csv_list(text: str, what: str) -> list[str]:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
+
+    from lyra_gym.report import format_ci_table, summarize_runs, write_plots, write_summary
 
     _trust_model_files(args)
     policies = _csv_list(args.policies, "--policies")
@@ -292,6 +294,8 @@ def _check_compare_targets(out: Path, shown: str, policies: Sequence[str], seeds
                            inputs: dict[str, Any]) -> None:
     """Before any run: every path compare writes in ``out`` can be replaced without losing
     anything it did not write (a run folder is replaced as a whole)."""
+    from lyra_gym.report import PLOT_FILES
+
     for name in ("compare.json", "summary.csv", "summary.json", *PLOT_FILES):
         if (out / name).is_dir():
             raise OutputError(f"--out {shown}: {out / name} is a folder, where this command writes a file; "
@@ -442,6 +446,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cmd_trace_stats(args: argparse.Namespace) -> int:
+    from lyra_gym.tracestats import format_stats, trace_stats
+
     stats = trace_stats(load_trace(args.file), _config(args.config).cluster.training_gpus)
     print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
     return 0

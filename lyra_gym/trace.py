@@ -217,59 +217,68 @@ class JobSpec:
     batch_size: int | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.job_id, str) or not self.job_id:
-            raise JobSpecError("job_id", f"must be a non-empty string, got {self.job_id!r}")
-        if self.job_id != self.job_id.strip():
-            raise JobSpecError("job_id", f"must not start or end with whitespace, got {self.job_id!r}")
+        # Every field is read once into a local (this runs once per job of every trace).
+        job_id = self.job_id
+        if not isinstance(job_id, str) or not job_id:
+            raise JobSpecError("job_id", f"must be a non-empty string, got {job_id!r}")
+        if job_id != job_id.strip():
+            raise JobSpecError("job_id", f"must not start or end with whitespace, got {job_id!r}")
         # Numbers are normalised to plain float / int (numpy scalars are
         # accepted and converted), so equality and CSV output do not depend
         # on where the values came from.
-        st = _as_float(self, "submit_time")
+        st = self.submit_time
+        if type(st) is not float:
+            st = _as_float(self, "submit_time")
         if not math.isfinite(st) or st < 0:
             raise JobSpecError("submit_time", f"must be a finite number >= 0, got {st!r}")
         if st > MAX_SUBMIT_TIME_S:
             raise JobSpecError("submit_time", f"must be at most MAX_SUBMIT_TIME_S = {MAX_SUBMIT_TIME_S:.0f} s "
                                               f"(10 years), got {st!r}")
-        ng = _as_int(self, "num_gpus")
+        ng = self.num_gpus
+        if type(ng) is not int:
+            ng = _as_int(self, "num_gpus")
         if ng < 1:
             raise JobSpecError("num_gpus", f"must be an integer >= 1, got {ng!r}")
-        d = _as_float(self, "duration")
+        d = self.duration
+        if type(d) is not float:
+            d = _as_float(self, "duration")
         if not math.isfinite(d) or d <= 0:
             raise JobSpecError("duration", f"must be a finite number > 0, got {d!r}")
         if d > MAX_DURATION_S:
             raise JobSpecError("duration", f"must be at most MAX_DURATION_S = {MAX_DURATION_S:.0f} s (10 years), "
                                            f"got {d!r} s (a unit mix-up?)")
-        if not isinstance(self.model, str) or not self.model or self.model != self.model.strip():
+        model = self.model
+        if not isinstance(model, str) or not model or model != model.strip():
             raise JobSpecError(
-                "model", f"must be a non-empty string without surrounding whitespace, got {self.model!r}"
+                "model", f"must be a non-empty string without surrounding whitespace, got {model!r}"
             )
         el = self.elastic
         if type(el) is not bool:
             # numpy booleans are accepted and converted; ints (0/1) are not.
             if getattr(getattr(el, "dtype", None), "kind", None) != "b" or getattr(el, "ndim", 1) != 0:
                 raise JobSpecError("elastic", f"must be a bool, got {el!r}")
-            object.__setattr__(self, "elastic", bool(el))
-        for name in ("min_gpus", "max_gpus"):
-            if _as_int(self, name) < 1:
-                raise JobSpecError(name, f"must be an integer >= 1, got {getattr(self, name)!r}")
-        if not self.elastic:
-            for name in ("min_gpus", "max_gpus"):
-                if getattr(self, name) != self.num_gpus:
+            el = bool(el)
+            object.__setattr__(self, "elastic", el)
+        lo = self.min_gpus
+        if type(lo) is not int:
+            lo = _as_int(self, "min_gpus")
+        if lo < 1:
+            raise JobSpecError("min_gpus", f"must be an integer >= 1, got {lo!r}")
+        hi = self.max_gpus
+        if type(hi) is not int:
+            hi = _as_int(self, "max_gpus")
+        if hi < 1:
+            raise JobSpecError("max_gpus", f"must be an integer >= 1, got {hi!r}")
+        if not el:
+            for name, value in (("min_gpus", lo), ("max_gpus", hi)):
+                if value != ng:
                     raise JobSpecError(
-                        name,
-                        f"an inelastic job must have {name} == num_gpus "
-                        f"({self.num_gpus}), got {getattr(self, name)}",
+                        name, f"an inelastic job must have {name} == num_gpus ({ng}), got {value}"
                     )
-        if self.min_gpus > self.max_gpus:
-            raise JobSpecError(
-                "min_gpus", f"min_gpus ({self.min_gpus}) is greater than max_gpus ({self.max_gpus})"
-            )
-        if not self.min_gpus <= self.num_gpus <= self.max_gpus:
-            raise JobSpecError(
-                "num_gpus",
-                f"num_gpus ({self.num_gpus}) is outside [min_gpus, max_gpus] = "
-                f"[{self.min_gpus}, {self.max_gpus}]",
-            )
+        if lo > hi:
+            raise JobSpecError("min_gpus", f"min_gpus ({lo}) is greater than max_gpus ({hi})")
+        if not lo <= ng <= hi:
+            raise JobSpecError("num_gpus", f"num_gpus ({ng}) is outside [min_gpus, max_gpus] = [{lo}, {hi}]")
         if self.batch_size is not None:
             b = _as_int(self, "batch_size")
             if b < 1:
@@ -277,8 +286,8 @@ class JobSpec:
             if b > MAX_BATCH_SIZE:
                 raise JobSpecError("batch_size", f"must be at most MAX_BATCH_SIZE = {MAX_BATCH_SIZE:,} samples, "
                                                  f"got {b:.6g}")
-            if b < self.num_gpus:
-                raise JobSpecError("batch_size", f"{b} samples is fewer than num_gpus ({self.num_gpus}): each of "
+            if b < ng:
+                raise JobSpecError("batch_size", f"{b} samples is fewer than num_gpus ({ng}): each of "
                                                  f"the job's workers needs at least one sample per step")
 
 
@@ -319,34 +328,67 @@ def _parse_int(field: str, text: str) -> int:
     return int(value)
 
 
-def _parse_row(cells: list[str], idx: dict[str, int]) -> JobSpec:
-    def get(name: str) -> str:
-        i = idx[name]
-        if i >= len(cells):
-            raise _RowError(name, "missing: the row has fewer cells than the header")
-        return cells[i].strip()
+_MISSING_CELL = "missing: the row has fewer cells than the header"
 
-    job_id = get("job_id")
+
+class _MissingCell:
+    """Stands in for a cell past the end of a short row: reading it (``strip``) raises the
+    ``missing`` error of its column, so the row's fields are still checked in order."""
+
+    __slots__ = ("field",)
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def strip(self) -> str:
+        raise _RowError(self.field, _MISSING_CELL)
+
+
+class _Columns:
+    """Where each read column is in a row (from the header), in the order the fields are checked."""
+
+    __slots__ = ("job_id", "submit_time", "num_gpus", "duration", "model", "elastic", "min_gpus", "max_gpus",
+                 "batch_size", "width", "names")
+
+    def __init__(self, idx: dict[str, int]) -> None:
+        for name in TRACE_COLUMNS:
+            setattr(self, name, idx[name])
+        self.batch_size = idx.get(BATCH_COLUMN)
+        read = [*TRACE_COLUMNS, *((BATCH_COLUMN,) if BATCH_COLUMN in idx else ())]
+        self.width = 1 + max(idx[name] for name in read)  # cells a row needs
+        self.names = {idx[name]: name for name in read}
+
+    def padded(self, cells: list[str]) -> list:
+        """``cells`` of a short row, padded to :attr:`width` with :class:`_MissingCell` items."""
+        return [*cells, *(_MissingCell(self.names.get(i, "")) for i in range(len(cells), self.width))]
+
+
+def _parse_row(cells: list[str], col: _Columns) -> JobSpec:
+    """The row's job; the first invalid field (in column order of :data:`TRACE_COLUMNS`) is a
+    :class:`_RowError`. One straight pass: this runs once per job of every trace loaded."""
+    if len(cells) < col.width:
+        cells = col.padded(cells)
+    job_id = cells[col.job_id].strip()
     if not job_id:
         raise _RowError("job_id", "empty job_id")
 
-    submit_time = _parse_float("submit_time", get("submit_time"))
+    submit_time = _parse_float("submit_time", cells[col.submit_time].strip())
     if submit_time < 0:
         raise _RowError("submit_time", f"must be >= 0, got {submit_time!r}")
 
-    num_gpus = _parse_int("num_gpus", get("num_gpus"))
+    num_gpus = _parse_int("num_gpus", cells[col.num_gpus].strip())
     if num_gpus < 1:
         raise _RowError("num_gpus", f"must be >= 1, got {num_gpus}")
 
-    duration = _parse_float("duration", get("duration"))
+    duration = _parse_float("duration", cells[col.duration].strip())
     if duration <= 0:
         raise _RowError("duration", f"must be > 0, got {duration!r}")
 
-    model = get("model")
+    model = cells[col.model].strip()
     if not model:
         raise _RowError("model", "empty model key")
 
-    el_text = get("elastic")
+    el_text = cells[col.elastic].strip()
     el_key = el_text.lower()
     if el_key in _TRUE:
         elastic = True
@@ -355,34 +397,33 @@ def _parse_row(cells: list[str], idx: dict[str, int]) -> JobSpec:
     else:
         raise _RowError("elastic", f"expected one of 1/0/true/false/yes/no, got {el_text!r}")
 
-    bounds: dict[str, int] = {}
-    for name in ("min_gpus", "max_gpus"):
-        text = get(name)
-        if text:
-            value = _parse_int(name, text)
-            if value < 1:
-                raise _RowError(name, f"must be >= 1, got {value}")
-            bounds[name] = value
-        elif elastic:
-            raise _RowError(name, "required for an elastic job")
-        else:
-            bounds[name] = num_gpus
+    min_gpus = _parse_bound("min_gpus", cells[col.min_gpus].strip(), elastic, num_gpus)
+    max_gpus = _parse_bound("max_gpus", cells[col.max_gpus].strip(), elastic, num_gpus)
 
     batch_size = None
-    if BATCH_COLUMN in idx:
-        text = get(BATCH_COLUMN)
+    if col.batch_size is not None:
+        text = cells[col.batch_size].strip()
         if text:
             batch_size = _parse_int(BATCH_COLUMN, text)
             if batch_size < 1:
                 raise _RowError(BATCH_COLUMN, f"must be >= 1, got {batch_size}")
 
     try:
-        return JobSpec(
-            job_id, submit_time, num_gpus, duration, model, elastic, bounds["min_gpus"], bounds["max_gpus"],
-            batch_size,
-        )
+        return JobSpec(job_id, submit_time, num_gpus, duration, model, elastic, min_gpus, max_gpus, batch_size)
     except JobSpecError as exc:
         raise _RowError(exc.field, exc.problem) from None
+
+
+def _parse_bound(name: str, text: str, elastic: bool, num_gpus: int) -> int:
+    """``min_gpus``/``max_gpus``: required for an elastic job, ``num_gpus`` when empty otherwise."""
+    if text:
+        value = _parse_int(name, text)
+        if value < 1:
+            raise _RowError(name, f"must be >= 1, got {value}")
+        return value
+    if elastic:
+        raise _RowError(name, "required for an elastic job")
+    return num_gpus
 
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -470,14 +511,15 @@ def load_trace(
                     f"missing column {name!r} in the header (required: {', '.join(TRACE_COLUMNS)})",
                 )
 
+        columns = _Columns(idx)
         line_end = reader.line_num
         for row in reader:
             # The row's first line (a quoted cell may span several lines).
             line, line_end = line_end + 1, reader.line_num
-            if not any(cell.strip() for cell in row):
-                continue
+            if not (row and row[0].strip()) and not any(cell.strip() for cell in row):
+                continue  # blank (the first test is a shortcut: a row whose first cell is not blank)
             try:
-                job = _parse_row(row, idx)
+                job = _parse_row(row, columns)
             except _RowError as exc:
                 raise TraceError(path, line, exc.field, exc.problem) from None
             if known is not None and job.model not in known:

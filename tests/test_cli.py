@@ -197,3 +197,44 @@ def test_trace_stats_reports_counts_shares_and_load(tmp_path, capsys, monkeypatc
     write_trace(jobs, path)
     assert main(["trace", "stats", str(path)]) == 0
     assert "elastic share        50.0%" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- start-up
+
+def _fresh_python(code: str) -> str:
+    """stdout of ``code`` in a new interpreter run from the repository root (this checkout's package)."""
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def test_the_simulate_path_loads_no_env_training_or_plotting_code():
+    """``lyra-gym simulate`` imports the command line, then runs: neither may pull in the Gymnasium
+    environments, torch, stable-baselines3, matplotlib or pandas (start-up time, issue 24)."""
+    out = _fresh_python(
+        "import sys; import lyra_gym.cli\n"
+        "heavy = ('torch', 'stable_baselines3', 'sb3_contrib', 'matplotlib', 'pandas', 'tensorboard', 'ray')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith(('lyra_gym.envs', 'agents'))))")
+    assert out.strip() == "[]"
+
+
+def test_import_lyra_gym_registers_every_env_without_loading_it():
+    """``import lyra_gym`` is enough for ``gymnasium.make("LyraGym/...")``; the env's module loads
+    then, and the table registered up front is the one ``lyra_gym.envs`` registers."""
+    out = _fresh_python(
+        "import sys, gymnasium, lyra_gym\n"
+        "print('lyra_gym.envs' in sys.modules)\n"
+        "print(sorted(i for i in gymnasium.registry if i.startswith('LyraGym/')))\n"
+        "env = gymnasium.make('LyraGym/Loaning-v0')\n"
+        "print(type(env.unwrapped).__name__, 'lyra_gym.envs.cluster_env' in sys.modules)\n"
+        "import lyra_gym.envs as envs\n"
+        "print(envs._ENTRY_POINTS == lyra_gym.ENV_ENTRY_POINTS, lyra_gym.ENV_IDS == envs.ENV_IDS)\n"
+        "print({i: gymnasium.registry[i].entry_point for i in envs.ALL_ENV_IDS} == envs._ENTRY_POINTS)")
+    assert out.split("\n")[:5] == [
+        "False",
+        "['LyraGym/Alloc-v0', 'LyraGym/Cluster-v0', 'LyraGym/Elastic-v0', 'LyraGym/Loaning-v0']",
+        "LoaningEnv True",
+        "True True",
+        "True",
+    ]

@@ -294,3 +294,240 @@ def test_write_load_round_trip_is_exact(tmp_path, jobs):
     for a, b in zip(loaded, expected):
         assert a.submit_time.hex() == b.submit_time.hex()
         assert a.duration.hex() == b.duration.hex()
+
+
+# --------------------------------------------------------------------------- old vs new
+# The loader before its speed-up (commit 862f366: a per-row closure, JobSpec checks through
+# getattr), kept here as the reference: the faster one must accept the same rows, build the same
+# jobs and reject the same rows with the same line, field and message.
+
+class _OldRowError(Exception):
+    def __init__(self, field, problem):
+        self.field, self.problem = field, problem
+
+
+def _old_jobspec_checks(v: dict) -> None:
+    """JobSpec.__post_init__ of 862f366 on plain values (as a row parse gives them)."""
+    def fail(field, problem):
+        raise _OldRowError(field, problem)
+
+    if not isinstance(v["job_id"], str) or not v["job_id"]:
+        fail("job_id", f"must be a non-empty string, got {v['job_id']!r}")
+    if v["job_id"] != v["job_id"].strip():
+        fail("job_id", f"must not start or end with whitespace, got {v['job_id']!r}")
+    st_ = v["submit_time"]
+    if not math.isfinite(st_) or st_ < 0:
+        fail("submit_time", f"must be a finite number >= 0, got {st_!r}")
+    if st_ > MAX_SUBMIT_TIME_S:
+        fail("submit_time", f"must be at most MAX_SUBMIT_TIME_S = {MAX_SUBMIT_TIME_S:.0f} s (10 years), got {st_!r}")
+    if v["num_gpus"] < 1:
+        fail("num_gpus", f"must be an integer >= 1, got {v['num_gpus']!r}")
+    d = v["duration"]
+    if not math.isfinite(d) or d <= 0:
+        fail("duration", f"must be a finite number > 0, got {d!r}")
+    if d > MAX_DURATION_S:
+        fail("duration", f"must be at most MAX_DURATION_S = {MAX_DURATION_S:.0f} s (10 years), got {d!r} s "
+                         f"(a unit mix-up?)")
+    m = v["model"]
+    if not isinstance(m, str) or not m or m != m.strip():
+        fail("model", f"must be a non-empty string without surrounding whitespace, got {m!r}")
+    for name in ("min_gpus", "max_gpus"):
+        if v[name] < 1:
+            fail(name, f"must be an integer >= 1, got {v[name]!r}")
+    if not v["elastic"]:
+        for name in ("min_gpus", "max_gpus"):
+            if v[name] != v["num_gpus"]:
+                fail(name, f"an inelastic job must have {name} == num_gpus ({v['num_gpus']}), got {v[name]}")
+    if v["min_gpus"] > v["max_gpus"]:
+        fail("min_gpus", f"min_gpus ({v['min_gpus']}) is greater than max_gpus ({v['max_gpus']})")
+    if not v["min_gpus"] <= v["num_gpus"] <= v["max_gpus"]:
+        fail("num_gpus", f"num_gpus ({v['num_gpus']}) is outside [min_gpus, max_gpus] = "
+                         f"[{v['min_gpus']}, {v['max_gpus']}]")
+    b = v["batch_size"]
+    if b is not None:
+        if b < 1:
+            fail("batch_size", f"must be an integer >= 1, got {b!r}")
+        if b > 2**24:
+            fail("batch_size", f"must be at most MAX_BATCH_SIZE = {2**24:,} samples, got {b:.6g}")
+        if b < v["num_gpus"]:
+            fail("batch_size", f"{b} samples is fewer than num_gpus ({v['num_gpus']}): each of the job's workers "
+                               f"needs at least one sample per step")
+
+
+def _old_float(field, text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise _OldRowError(field, f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise _OldRowError(field, f"must be finite, got {text!r}")
+    return value
+
+
+def _old_int(field, text):
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise _OldRowError(field, f"not an integer: {text!r}") from None
+    if not math.isfinite(value) or not value.is_integer():
+        raise _OldRowError(field, f"not an integer: {text!r}")
+    return int(value)
+
+
+def _old_parse_row(cells: list[str], idx: dict[str, int]) -> tuple:
+    """862f366's _parse_row: the job's fields as a tuple, or _OldRowError."""
+    def get(name):
+        i = idx[name]
+        if i >= len(cells):
+            raise _OldRowError(name, "missing: the row has fewer cells than the header")
+        return cells[i].strip()
+
+    v = {"job_id": get("job_id")}
+    if not v["job_id"]:
+        raise _OldRowError("job_id", "empty job_id")
+    v["submit_time"] = _old_float("submit_time", get("submit_time"))
+    if v["submit_time"] < 0:
+        raise _OldRowError("submit_time", f"must be >= 0, got {v['submit_time']!r}")
+    v["num_gpus"] = _old_int("num_gpus", get("num_gpus"))
+    if v["num_gpus"] < 1:
+        raise _OldRowError("num_gpus", f"must be >= 1, got {v['num_gpus']}")
+    v["duration"] = _old_float("duration", get("duration"))
+    if v["duration"] <= 0:
+        raise _OldRowError("duration", f"must be > 0, got {v['duration']!r}")
+    v["model"] = get("model")
+    if not v["model"]:
+        raise _OldRowError("model", "empty model key")
+    el_text = get("elastic")
+    if el_text.lower() in {"1", "true", "yes"}:
+        v["elastic"] = True
+    elif el_text.lower() in {"0", "false", "no"}:
+        v["elastic"] = False
+    else:
+        raise _OldRowError("elastic", f"expected one of 1/0/true/false/yes/no, got {el_text!r}")
+    for name in ("min_gpus", "max_gpus"):
+        text = get(name)
+        if text:
+            v[name] = _old_int(name, text)
+            if v[name] < 1:
+                raise _OldRowError(name, f"must be >= 1, got {v[name]}")
+        elif v["elastic"]:
+            raise _OldRowError(name, "required for an elastic job")
+        else:
+            v[name] = v["num_gpus"]
+    v["batch_size"] = None
+    if "batch_size" in idx:
+        text = get("batch_size")
+        if text:
+            v["batch_size"] = _old_int("batch_size", text)
+            if v["batch_size"] < 1:
+                raise _OldRowError("batch_size", f"must be >= 1, got {v['batch_size']}")
+    _old_jobspec_checks(v)
+    return tuple(v.values())
+
+
+def _old_outcome(header: list[str], body: list[list[str]]):
+    """What 862f366's loader made of a file with this header (line 1) and rows: the jobs' fields in
+    file order, or (line, field, problem) of the first error (model keys and duplicates unchecked)."""
+    idx: dict[str, int] = {}
+    for i, name in enumerate(header):
+        idx.setdefault(name, i)
+    jobs = []
+    for line, row in enumerate(body, start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        try:
+            jobs.append(_old_parse_row(row, idx))
+        except _OldRowError as err:
+            return (line, err.field, err.problem)
+    return jobs
+
+
+CROSS_NUMBERS = ["0", "1", "2", "4", "8", "16", "-1", "1.5", "4.0", "nan", "inf", "1e400", "3e9", "4e8", "",
+                 " ", " 8 ", "99999999999", "20000000", "x", "1_0"]
+CROSS_CELLS = st.one_of(st.sampled_from(CROSS_NUMBERS),
+                        st.sampled_from(["resnet50", " bert", "yes", "No", "TRUE", "0", "1", "é", ""]),
+                        st.text(max_size=4))
+
+
+_VALID_ROWS = [
+    {"job_id": "j", "submit_time": "5", "num_gpus": "4", "duration": "60", "model": "bert", "elastic": "0",
+     "min_gpus": "", "max_gpus": "", "batch_size": "", "note": "x"},
+    {"job_id": "j", "submit_time": "0.5", "num_gpus": "2", "duration": "7.25", "model": "ncf", "elastic": "yes",
+     "min_gpus": "1", "max_gpus": "8", "batch_size": "64", "note": ""},
+]
+
+
+@st.composite
+def _cross_files(draw):
+    columns = [*TRACE_COLUMNS, *(["batch_size"] if draw(st.booleans()) else []),
+               *(["note"] if draw(st.booleans()) else [])]
+    header = draw(st.permutations(columns))
+    body = []
+    for i in range(draw(st.integers(1, 5))):
+        if draw(st.integers(0, 3)):  # a valid row with 0-2 cells replaced: every check gets reached
+            good = dict(draw(st.sampled_from(_VALID_ROWS)), job_id=f"j{i}")
+            row = [good[name] for name in header]
+            for _ in range(draw(st.integers(0, 2))):
+                row[draw(st.integers(0, len(row) - 1))] = draw(CROSS_CELLS)
+            if draw(st.integers(0, 5)) == 0:
+                row = row[:draw(st.integers(0, len(row)))]  # a short row
+        else:
+            width = draw(st.sampled_from([len(header), len(header) - 1, 1, len(header) + 1]))
+            row = [draw(CROSS_CELLS) for _ in range(width)]
+        body.append([c.replace("\n", " ").replace("\r", " ").replace("\x00", " ") for c in row])  # one line, text
+    return list(header), body
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=_cross_files())
+def test_loader_matches_the_loader_before_its_speed_up(tmp_path, case):
+    """Same jobs, or the same first error (line, field, message), as the 862f366 loader."""
+    import csv
+    import io
+
+    header, body = case
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows([header, *body])
+    path = write(tmp_path, buffer.getvalue())
+    # what csv gives back is what both loaders see (a quote inside a cell may re-split a row)
+    header_read, *body_read = list(csv.reader(io.StringIO(buffer.getvalue(), newline="")))
+    expected = _old_outcome(header_read, body_read)
+    try:
+        jobs = load_trace(path)
+    except TraceError as err:
+        if isinstance(expected, list) and not expected:
+            assert err.line == 0 and "no jobs" in err.problem
+        else:
+            assert (err.line, err.field, err.problem) == expected
+        return
+    assert isinstance(expected, list)
+    got = sorted(((j.job_id, j.submit_time, j.num_gpus, j.duration, j.model, j.elastic, j.min_gpus, j.max_gpus,
+                   j.batch_size) for j in jobs), key=lambda t: t[0])
+    assert got == sorted(expected, key=lambda t: t[0])
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"submit_time": np.float32(2.5), "num_gpus": np.int64(2)}, None),
+    ({"elastic": np.bool_(True), "min_gpus": np.int16(1), "max_gpus": 4}, None),
+    ({"num_gpus": 2.0}, "num_gpus"), ({"elastic": 1}, "elastic"), ({"duration": True}, "duration"),
+    ({"min_gpus": np.int64(0)}, "min_gpus"), ({"max_gpus": 3}, "max_gpus"),
+    ({"elastic": True, "min_gpus": 3, "max_gpus": 2, "num_gpus": 2}, "min_gpus"),
+    ({"elastic": True, "min_gpus": 1, "max_gpus": 1}, "num_gpus"),
+    ({"batch_size": np.int32(1)}, "batch_size"), ({"batch_size": 2**24 + 1}, "batch_size"),
+])
+def test_jobspec_numpy_values_convert_and_bad_ones_name_their_field(kwargs, field):
+    """The faster __post_init__ keeps the conversions (numpy scalars to plain int/float/bool, in
+    place) and the order of its checks."""
+    if field is None:
+        job = spec(**kwargs)
+        for name in kwargs:
+            assert type(getattr(job, name)) in (int, float, bool)
+            assert getattr(job, name) == kwargs[name]
+    else:
+        with pytest.raises(JobSpecError) as err:
+            spec(**kwargs)
+        assert err.value.field == field
