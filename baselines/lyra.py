@@ -67,7 +67,7 @@ import numpy as np
 
 from baselines.knapsack import DEFAULT_EXACT_LIMIT, solve
 from baselines.loaning import Loaning, free_map_after
-from baselines.lyra_estimates import ReleaseTimeline
+from baselines.lyra_estimates import ReleaseBook, ReleaseTimeline
 from baselines.placement import capacities, place, place_in_groups
 from lyra_gym.cluster import Pool
 from lyra_gym.plan import Plan
@@ -81,6 +81,7 @@ FLEX_HORIZONS = ("queue", "completion")
 FIXED_SIZES = ("requested", "min")
 VALUE_RATES = ("goodput", "throughput")
 HOLD_EWMA = 0.1  # weight of the newest observed hold of extra workers (assumption)
+QUEUED_CACHE_SIZE = 50_000  # queued jobs whose time-on answers _time_on keeps (then starts afresh)
 _ZERO_ROW = np.zeros(1)  # the knapsack row of a job that may not change (read only)
 _ZERO_ROW.flags.writeable = False
 
@@ -164,10 +165,13 @@ class LyraScheduler(Scheduler):
         self._rows: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # value-row rates, gains (_value_row)
         self._view: ClusterView | None = None  # the view of the decision under way
         self._splits: dict[str, tuple[Mapping[int, int], dict[int, int], dict[int, int]]] = {}
-        self._releases: dict[str, tuple[Mapping[int, int], float, str, int]] = {}
+        self._releases: dict[str, tuple[Mapping[int, int], str, float, int]] = {}  # see _release_entry
+        self._counted: dict[str, tuple[Mapping[int, int], str, float, int]] = {}  # entries in _book now
+        self._book = ReleaseBook()
         self._granted: dict[str, tuple[float, str]] = {}  # job id -> (when extra workers were granted, GPU type)
         self._held_s: dict[str, float] = {}   # GPU type -> smoothed observed hold of extra workers (s)
         self._on_loaned: dict[str, None] = {}  # jobs whose base sits on loaned servers (move-back candidates)
+        self._queued_times: dict[str, tuple[float, dict[tuple[int, str], float]]] = {}  # see _time_on
 
     # ------------------------------------------------------------------ estimates
     def _remaining_estimate(self, job: JobView) -> float:
@@ -214,32 +218,66 @@ class LyraScheduler(Scheduler):
         return rates
 
     def _time_on(self, view: ClusterView, job: JobView, workers: int, gpu_type: str) -> float:
-        """Seconds ``job`` needs on ``workers`` packed GPUs of ``gpu_type`` (no overhead)."""
-        rate = self._job_rates(view, job, gpu_type, workers)[workers]
-        return job.remaining_work / rate if rate > 0 else math.inf
+        """Seconds ``job`` needs on ``workers`` packed GPUs of ``gpu_type`` (no overhead). A queued
+        job's answers are kept while its remaining work stays the same (a pure function of it)."""
+        remaining = job.remaining_work
+        if job.workers:
+            rate = self._job_rates(view, job, gpu_type, workers)[workers]
+            return remaining / rate if rate > 0 else math.inf
+        cache = self._queued_times
+        entry = cache.get(job.id)
+        if entry is None or entry[0] != remaining:
+            if len(cache) > QUEUED_CACHE_SIZE:
+                cache.clear()  # entries of jobs that started or finished long ago
+            entry = cache[job.id] = (remaining, {})
+        times = entry[1]
+        key = (workers, gpu_type)
+        seconds = times.get(key)
+        if seconds is None:
+            rate = self._job_rates(view, job, gpu_type, workers)[workers]
+            seconds = times[key] = remaining / rate if rate > 0 else math.inf
+        return seconds
 
     def _timeline(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]], gpu_type: str,
                   placed: list[tuple[float, int, str]]) -> ReleaseTimeline:
         """When training GPUs of ``gpu_type`` are expected to free up: every running job's expected
-        finish and the base GPUs it then frees there (cached per allocation object), plus the jobs
-        placed in this decision (``placed``: finish, GPUs, type)."""
-        releases = [(t, g) for t, g, typ in placed if typ == gpu_type]
-        cache, types, training = self._releases, self._gpu_types, self._training_ids
-        for job_id, alloc in allocations.items():
-            entry = cache.get(job_id)
-            if entry is None or entry[0] is not alloc:
-                job = self._views.get(job_id) or view.job(job_id)
-                finish = job.expected_finish
-                if finish is None or alloc is not job.allocation:
-                    continue  # placed or changed by this plan: counted in ``placed`` or left out
-                typ = types[next(iter(alloc))]
-                held = sum(g for s, g in alloc.items() if s in training and types[s] == typ)
-                if job.spec.elastic and self.elastic:
-                    held = min(held, self.base_demand(job))  # flexible workers count as available already
-                entry = cache[job_id] = (alloc, finish, typ, held)
-            if entry[2] == gpu_type and entry[3]:
-                releases.append((entry[1], entry[3]))
-        return ReleaseTimeline.build(view.now, releases)
+        finish and the base GPUs it then frees there (cached per allocation object, kept in a
+        :class:`ReleaseBook` across decisions), plus the jobs placed in this decision (``placed``:
+        finish, GPUs, type). A job placed or changed by this plan is left out."""
+        book, counted = self._book, self._counted
+        for job_id in counted.keys() - allocations.keys():  # stopped or finished
+            _, typ, finish, held = counted.pop(job_id)
+            if held:
+                book.remove(typ, finish, held)
+        get = counted.get
+        for job_id, alloc in [(k, a) for k, a in allocations.items() if (c := get(k)) is None or c[0] is not a]:
+            old = counted.pop(job_id, None)
+            if old is not None and old[3]:
+                book.remove(old[1], old[2], old[3])
+            entry = self._release_entry(view, job_id, alloc)
+            if entry is not None:
+                counted[job_id] = entry
+                if entry[3]:
+                    book.add(entry[1], entry[2], entry[3])
+        return book.timeline(view.now, gpu_type, [(t, g) for t, g, typ in placed if typ == gpu_type])
+
+    def _release_entry(self, view: ClusterView, job_id: str, alloc: Mapping[int, int]
+                       ) -> tuple[Mapping[int, int], str, float, int] | None:
+        """(allocation, GPU type, expected finish s, base training GPUs it frees) of a running job,
+        cached per allocation object; None for a job placed or changed by this plan."""
+        entry = self._releases.get(job_id)
+        if entry is None or entry[0] is not alloc:
+            job = self._views.get(job_id) or view.job(job_id)
+            finish = job.expected_finish
+            if finish is None or alloc is not job.allocation:
+                return None
+            types, training = self._gpu_types, self._training_ids
+            typ = types[next(iter(alloc))]
+            held = sum(g for s, g in alloc.items() if s in training and types[s] == typ)
+            if job.spec.elastic and self.elastic:
+                held = min(held, self.base_demand(job))  # flexible workers count as available already
+            entry = self._releases[job_id] = (alloc, typ, finish, held)
+        return entry
 
     # ------------------------------------------------------------------ helpers
     def _training_gpus_free(self, view: ClusterView) -> bool:
