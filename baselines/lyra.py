@@ -426,19 +426,18 @@ class LyraScheduler(Scheduler):
         elastic_jobs: list[JobView] = []
         if self.elastic:
             views, splits, kinds = self._views, self._splits, self._elastic_views
-            for job_id, alloc in allocations.items():
-                job = kinds.get(job_id, 0)
-                if job == 0:  # first sight: its view, or None for an inelastic job
-                    job = views.get(job_id)
-                    if job is None:
-                        job = views[job_id] = view.job(job_id)
-                    job = kinds[job_id] = job if job.spec.elastic else None
-                if job is not None:
-                    cached = splits.get(job_id)
-                    if cached is None or cached[0] is not alloc:
-                        cached = splits[job_id] = (alloc, *self._split_alloc(view, job, alloc))
-                    base[job_id], flex[job_id] = cached[1], cached[2]  # shared with the cache: read only
-                    elastic_jobs.append(job)
+            for job_id in allocations.keys() - kinds.keys():  # first sight: its view, or None if inelastic
+                job = views.get(job_id)
+                if job is None:
+                    job = views[job_id] = view.job(job_id)
+                kinds[job_id] = job if job.spec.elastic else None
+            for job_id in filter(kinds.__getitem__, allocations):  # the elastic ones, in start order
+                alloc = allocations[job_id]
+                cached = splits.get(job_id)
+                if cached is None or cached[0] is not alloc:
+                    cached = splits[job_id] = (alloc, *self._split_alloc(view, kinds[job_id], alloc))
+                base[job_id], flex[job_id] = cached[1], cached[2]  # shared with the cache: read only
+                elastic_jobs.append(kinds[job_id])
         avail = free.tolist()
         avail_cells = free.totals()  # free and flexible GPUs per cell of the index
         cell_of = self._cell_of
@@ -757,6 +756,8 @@ class LyraScheduler(Scheduler):
                         left[i] -= g
         allocations = plan.allocations
         for job, extra in zip(typed, extras):
+            if extra == flex[job.id]:
+                continue  # unchanged: base and flexible workers make up allocations[job.id]
             alloc = base[job.id]
             if extra:
                 alloc = dict(alloc)
@@ -842,7 +843,8 @@ class _Phase1:
         GPUs longer would be preempted there (and requeued), so it waits instead."""
         view, avail = self.view, self.avail
         if self._spare is None:  # loaned servers holding no base worker (empty or flexible only)
-            self._spare = {s for s in self.loaned if avail[s] == view.servers[s].num_gpus}
+            capacity = self.lyra._capacity
+            self._spare = {s for s in self.loaned if avail[s] == capacity[s]}
         threshold = len(view.inference_server_ids) - len(self.loaned) + len(self._spare.difference(placement))
         safe = self._safe_s.get(threshold)
         if safe is None:
@@ -890,15 +892,29 @@ class _Phase1:
         loaned = self.loaned_set
         self.loaned_room += sum(g for s, g in held.items() if s in loaned)
         self._available_by_type.clear()
-        self._spare = None
+        self._update_spare(held)
+
+    def _update_spare(self, servers: Mapping[int, int]) -> None:
+        """Keep :meth:`safe_loaned_s`'s spare loaned servers current after ``avail`` changed on
+        ``servers``."""
+        spare = self._spare
+        if spare is None:
+            return
+        loaned, avail, capacity = self.loaned_set, self.avail, self.lyra._capacity
+        for sid in servers:
+            if sid in loaned:
+                if avail[sid] == capacity[sid]:
+                    spare.add(sid)
+                else:
+                    spare.discard(sid)
 
     def place(self, job: JobView, placement: Mapping[int, int]) -> None:
         loaned = self.loaned_set
         on_loaned = sum(g for s, g in placement.items() if s in loaned)
         self.loaned_room -= on_loaned
-        if on_loaned:
-            self._spare = None
         self.lyra._take(self.free, self.avail, placement)
+        if on_loaned:
+            self._update_spare(placement)
         cell_of, totals = self.lyra._cell_of, self.avail_cells
         for sid, g in placement.items():
             totals[cell_of[sid]] -= g
