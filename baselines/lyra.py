@@ -162,7 +162,7 @@ class LyraScheduler(Scheduler):
         self._sjf_keys: dict[str, tuple[int, float]] = {}  # job id -> (preemptions, est. remaining s)
         self._rates: dict[tuple[str, str, int], np.ndarray] = {}
         self._goodputs: dict[tuple, np.ndarray] = {}  # value_rate="goodput": see _job_rates
-        self._rows: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # value-row rates, gains (_value_row)
+        self._rows: dict[tuple, tuple] = {}  # value-row rates, gains (_value_row): lists, or arrays with a rate of 0
         self._view: ClusterView | None = None  # the view of the decision under way
         self._splits: dict[str, tuple[Mapping[int, int], dict[int, int], dict[int, int]]] = {}
         self._releases: dict[str, tuple[Mapping[int, int], str, float, int]] = {}  # see _release_entry
@@ -613,7 +613,7 @@ class LyraScheduler(Scheduler):
             since, gpu_type = self._granted.pop(job_id)
             self._observe_hold(gpu_type, now - since)
 
-    def _value_row(self, view: ClusterView, job: JobView, gpu_type: str, top: int, horizon: float) -> np.ndarray:
+    def _value_row(self, view: ClusterView, job: JobView, gpu_type: str, top: int, horizon: float) -> list[float]:
         """Value in seconds of the job's JCT of k = 0..top extra workers of ``gpu_type``: held for
         h = min(horizon, T(k)) they save h * (r_k / r_0 - 1); extras taken back before the job
         finishes (h < T(k)) cost a rescale then. (A running job's rescale now is charged by the caller.)"""
@@ -629,14 +629,30 @@ class LyraScheduler(Scheduler):
         if cached is None:
             rates = self._job_rates(view, job, gpu_type, spec.min_gpus + top)
             rates = rates[spec.min_gpus: spec.min_gpus + top + 1]
-            cached = self._rows[key] = (rates, rates / rates[0] - 1.0)
+            gain = rates / rates[0] - 1.0
+            if (rates > 0).all():  # as Python floats: the same doubles, faster for short rows
+                cached = self._rows[key] = (rates.tolist(), gain.tolist())
+            else:
+                cached = self._rows[key] = (rates, gain)
         rates, gain = cached
-        times = job.remaining_work / rates
+        remaining = job.remaining_work
+        if type(rates) is not list:  # a rate of 0: numpy's inf and nan, as before
+            times = remaining / rates
+            if math.isinf(horizon):
+                return times[0] - times
+            held = np.minimum(horizon, times)
+            row = held * gain
+            row[1:] -= np.where(held[1:] < times[1:], view.overheads.rescale_s, 0.0)
+            return list(row)
+        times = [remaining / r for r in rates]
         if math.isinf(horizon):
-            return times[0] - times
-        held = np.minimum(horizon, times)
-        row = held * gain
-        row[1:] -= np.where(held[1:] < times[1:], view.overheads.rescale_s, 0.0)
+            first = times[0]
+            return [first - t for t in times]
+        rescale = view.overheads.rescale_s
+        row = [0.0] * len(times)
+        for k, (t, g) in enumerate(zip(times, gain)):
+            h = horizon if horizon < t else t  # np.minimum (t is never nan here: rates > 0)
+            row[k] = h * g - rescale if k and h < t else h * g
         return row
 
     def _keep_choice(self, view: ClusterView, typed: list[JobView], flex: dict[str, dict[int, int]],
@@ -708,14 +724,13 @@ class LyraScheduler(Scheduler):
                 continue
             row = self._value_row(view, job, gpu_type, top, horizon)
             if job.workers > 0:  # a running job pays a rescale for any change (none to stay as it is)
-                if current <= top:
-                    same = row[current]
-                    row -= rescale
+                same = row[current] if current <= top else None
+                row = [v - rescale for v in row]
+                if same is not None:
                     row[current] = same  # (x - 0.0 is x)
-                else:
-                    row -= rescale
             if level != NEUTRAL_JOB_LEVEL:
-                row *= 2.0 ** (level - NEUTRAL_JOB_LEVEL)
+                factor = 2.0 ** (level - NEUTRAL_JOB_LEVEL)
+                row = [v * factor for v in row]
             values.append(row)
         # GPUs already held as flexible workers are back in avail; weights count all extras.
         return solve(values, capacity, self.knapsack_exact_limit)
