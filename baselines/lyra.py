@@ -156,6 +156,7 @@ class LyraScheduler(Scheduler):
         self._training_groups: list[list[int]] | None = None
         self._spanning: list[int] = []  # training servers of every type, when a job may span types
         self._training_types: dict[str, list[int]] = {}
+        self._room_for: dict[int, tuple[list[str], bool]] = {}  # see _training_room
         self._training_ids: frozenset[int] = frozenset()
         self._gpu_types: list[str] = []
         self._per_server: dict[str, int] = {}
@@ -381,6 +382,16 @@ class LyraScheduler(Scheduler):
             placement = self._fit(phase1, need, [self._spanning])
         return placement
 
+    def _training_room(self, need: int) -> tuple[list[str], bool]:
+        """The training GPU types with ``need`` GPUs in all, and whether all training servers
+        together have them when types may mix (cached: the training pool never changes)."""
+        room = self._room_for.get(need)
+        if room is None:
+            sizes = {t: len(ids) * self._per_server[t] for t, ids in self._training_types.items()}
+            holding = [t for t, size in sizes.items() if need <= size]
+            room = self._room_for[need] = (holding, bool(self._spanning) and need <= sum(sizes.values()))
+        return room
+
     @staticmethod
     def _take(free: list[int], avail: list[int], placement: Mapping[int, int]) -> None:
         """Occupy ``placement``: free GPUs first, then displacing flexible workers."""
@@ -462,12 +473,12 @@ class LyraScheduler(Scheduler):
         line += [(self._remaining_at(j, j.spec.num_gpus), j.index, j) for j in running]
         if levels:  # an agent's levels come first (higher first)
             line = [(-levels.get(j.id, NEUTRAL_JOB_LEVEL), t, i, j) for t, i, j in line]
-        line.sort(key=lambda entry: entry[:-1])
+        line.sort()  # job indices are unique: the views themselves are never compared
         moved = False
         for *_, job in line:
-            if levels.get(job.id, NEUTRAL_JOB_LEVEL) == 0:
+            if levels and levels.get(job.id, NEUTRAL_JOB_LEVEL) == 0:
                 break  # held, and so is everything sorted after it
-            if job.id in moving:  # on loaned GPUs: holds its place in line for training GPUs
+            if moving and job.id in moving:  # on loaned GPUs: holds its place in line for training GPUs
                 if not phase1.blocked:
                     moved = self._move_back(view, phase1, job, training_groups, base, flex) or moved
                 continue
@@ -871,9 +882,8 @@ class _Phase1:
         without backfill later jobs may not take training GPUs. A job no training pool can ever
         hold does neither (it can only run on loaned GPUs)."""
         lyra = self.lyra
-        holding = [t for t, ids in lyra._training_types.items() if need <= len(ids) * lyra._per_server[t]]
-        if not holding and not (lyra._spanning and need <= sum(
-                len(ids) * lyra._per_server[t] for t, ids in lyra._training_types.items())):
+        holding, spans = lyra._training_room(need)
+        if not holding and not spans:
             return
         if not lyra.backfill:
             self.blocked = True
