@@ -128,6 +128,7 @@ class LyraScheduler(Scheduler):
     round_s: float = 60.0
     loaning: Loaning = field(init=False)
     name = "lyra"
+    _admitted_fast_path = True  # _phase2_admitted when it applies (False: always _phase2; tests compare them)
 
     def __post_init__(self) -> None:
         for key, value, allowed in (("loaned_rule", self.loaned_rule, LOANED_RULES),
@@ -505,14 +506,17 @@ class LyraScheduler(Scheduler):
                 elastic_jobs.append(job)
                 admitted_elastic = True
 
-        evicted = any(avail[sid] < g for sid, g in flex_on.items())
+        evicted = any(avail[sid] < flex_on.get(sid, 0) for sid in phase1.touched)  # only placements take avail
         if elastic_jobs and (round_due or plan.give_back or plan.borrow):
             if self.flex_horizon == "queue":
                 self._learn_ended_holds(view.now, allocations)
             self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, phase1, knapsack=True)
             self._next_round = view.now + self.round_s
         elif elastic_jobs and (admitted_elastic or evicted or hold or moved):
-            self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, phase1, knapsack=False)
+            if self._admitted_fast_path and not (evicted or hold or moved or levels or view.allow_mixed_gpu_types):
+                self._phase2_admitted(view, plan, elastic_jobs, base, flex, avail, set(loaned), phase1, flex_on)
+            else:
+                self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, phase1, knapsack=False)
         return plan
 
     def _move_back_candidates(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]]) -> dict[str, JobView]:
@@ -588,6 +592,73 @@ class LyraScheduler(Scheduler):
                 choice = self._keep_choice(view, typed, flex, avail, capacity, gpu_type, levels, horizon, grow)
             self._learn_hold(view.now, gpu_type, typed, flex, choice)
             self._place_extras(plan, typed, choice, base, flex, avail, servers, loaned)
+
+    def _phase2_admitted(self, view: ClusterView, plan: Plan, jobs: list[JobView], base: dict[str, dict[int, int]],
+                         flex: dict[str, dict[int, int]], avail: list[int], loaned: set[int], phase1: "_Phase1",
+                         flex_on: Mapping[int, int]) -> None:
+        """:meth:`_phase2` between rounds when the only change is admitted elastic jobs (no
+        flexible worker displaced, no move, no agent levels, one GPU type per job): every running
+        job keeps its extra workers as they are, so only the admitted jobs are visited (the same
+        choices, hold observations and placements as :meth:`_keep_choice`, :meth:`_learn_hold`
+        and :meth:`_place_extras`, without a walk over every running elastic job)."""
+        types, now = self._gpu_types, view.now
+        new_by_type: dict[str, list[JobView]] = {}
+        for job in jobs:
+            if not job.workers:  # admitted in this decision (queued in the view)
+                new_by_type.setdefault(types[next(iter(base[job.id]))], []).append(job)
+        if len(new_by_type) > 1:  # the order of hold observations across types: the general path
+            self._phase2(view, plan, jobs, base, flex, avail, loaned, {}, phase1, knapsack=False)
+            return
+        for gpu_type in phase1.first_need:  # _phase2 asks every type with elastic jobs for its horizon,
+            if gpu_type not in new_by_type and any(types[next(iter(b))] == gpu_type for b in base.values()):
+                phase1.horizon(gpu_type)  # which builds (and caches) a timeline when a job waits for it
+        granted = self._granted
+        # running jobs without extra workers keep none: a grant of theirs ends (as _learn_hold)
+        for job_id in [j for j in granted if j in flex and not flex[j]]:
+            job = self._elastic_views.get(job_id)
+            if job is not None and job.workers:
+                granted.pop(job_id)
+        positive = (0).__lt__
+        for gpu_type, admitted in new_by_type.items():
+            ids = self._ids_by_type[gpu_type]
+            servers = list(compress(ids, map(positive, map(avail.__getitem__, ids))))
+            capacity = sum(map(avail.__getitem__, servers))
+            waiting = phase1.horizon(gpu_type)
+            horizon = self._horizon(waiting, gpu_type)
+            left = capacity - sum(g for sid, g in flex_on.items() if types[sid] == gpu_type)  # kept extras
+            wants = []
+            for job in admitted:  # toward its requested size, as far as it pays (_keep_choice)
+                spec, want = job.spec, 0
+                top = min(spec.num_gpus - spec.min_gpus, left)
+                if waiting is None and top > 0:
+                    want = int(np.argmax(self._value_row(view, job, gpu_type, top, horizon)))
+                    left -= want
+                wants.append(want)
+                if want:
+                    granted[job.id] = (now, gpu_type)
+                else:
+                    granted.pop(job.id, None)
+            growing = [i for i, want in enumerate(wants) if want > 0]
+            if not growing:
+                continue
+            # GPUs each server has after the running jobs keep their extras, loaned servers first
+            loaned_first = [s for s in servers if s in loaned] + [s for s in servers if s not in loaned]
+            spare = {s: avail[s] - flex_on.get(s, 0) for s in loaned_first}
+            for i in sorted(growing, key=lambda i: (-wants[i], admitted[i].index)):
+                job, need, extra = admitted[i], wants[i], {}
+                for sid in loaned_first:
+                    if need <= 0:
+                        break
+                    g = min(spare[sid], need)
+                    if g:
+                        extra[sid] = g
+                        spare[sid] -= g
+                        need -= g
+                alloc = dict(base[job.id])
+                for sid, g in extra.items():
+                    alloc[sid] = alloc.get(sid, 0) + g
+                if alloc != plan.allocations.get(job.id):
+                    plan.allocations[job.id] = alloc
 
     def _horizon(self, waiting: float | None, gpu_type: str) -> float:
         """Seconds extra workers of ``gpu_type`` are likely held (``flex_horizon``): until the first
@@ -806,6 +877,7 @@ class _Phase1:
         self.loaned_set = set(loaned)
         self.loaned_room = sum(map(avail.__getitem__, loaned))
         self.blocked = False  # a job waits for training GPUs and backfill is off
+        self.touched: set[int] = set()  # servers a placement took GPUs on (the only ones avail drops on)
         self.waiting: dict[str, int] = {}      # training GPU type -> base GPUs of the jobs waiting for it
         self.first_need: dict[str, int] = {}   # training GPU type -> base GPUs of the first job waiting
         self.placed: list[tuple[float, int, str]] = []  # (finish, GPUs, type) of jobs placed on training now
@@ -938,6 +1010,7 @@ class _Phase1:
         on_loaned = sum(g for s, g in placement.items() if s in loaned)
         self.loaned_room -= on_loaned
         self.lyra._take(self.free, self.avail, placement)
+        self.touched.update(placement)
         if on_loaned:
             self._update_spare(placement)
         cell_of, totals = self.lyra._cell_of, self.avail_cells
