@@ -247,7 +247,7 @@ class LyraScheduler(Scheduler):
         :class:`ReleaseBook` across decisions), plus the jobs placed in this decision (``placed``:
         finish, GPUs, type). A job placed or changed by this plan is left out."""
         book, counted = self._book, self._counted
-        for job_id in counted.keys() - allocations.keys():  # stopped or finished
+        for job_id in set(counted).difference(allocations):  # stopped or finished
             _, typ, finish, held = counted.pop(job_id)
             if held:
                 book.remove(typ, finish, held)
@@ -438,7 +438,7 @@ class LyraScheduler(Scheduler):
         elastic_jobs: list[JobView] = []
         if self.elastic:
             views, splits, kinds = self._views, self._splits, self._elastic_views
-            for job_id in allocations.keys() - kinds.keys():  # first sight: its view, or None if inelastic
+            for job_id in set(allocations).difference(kinds):  # first sight: its view, or None if inelastic
                 job = views.get(job_id)
                 if job is None:
                     job = views[job_id] = view.job(job_id)
