@@ -80,6 +80,8 @@ def solve_greedy(values: Sequence[Sequence[float]], capacity: int) -> list[int]:
     for g, items in enumerate(values):
         if len(items) < 2:
             continue  # one item: no increment
+        if isinstance(items, np.ndarray):
+            items = items.tolist()  # the same doubles; Python floats index and add faster than numpy scalars
         for step, (w, v) in enumerate(_hull_increments(items)):
             increments.append((-v / w, g, step, w, v))
     increments.sort()

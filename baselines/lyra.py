@@ -67,7 +67,7 @@ import numpy as np
 
 from baselines.knapsack import DEFAULT_EXACT_LIMIT, solve
 from baselines.loaning import Loaning, free_map_after
-from baselines.lyra_estimates import ReleaseTimeline
+from baselines.lyra_estimates import ReleaseBook, ReleaseTimeline
 from baselines.placement import capacities, place, place_in_groups
 from lyra_gym.cluster import Pool
 from lyra_gym.plan import Plan
@@ -81,6 +81,7 @@ FLEX_HORIZONS = ("queue", "completion")
 FIXED_SIZES = ("requested", "min")
 VALUE_RATES = ("goodput", "throughput")
 HOLD_EWMA = 0.1  # weight of the newest observed hold of extra workers (assumption)
+QUEUED_CACHE_SIZE = 50_000  # queued jobs whose time-on answers _time_on keeps (then starts afresh)
 _ZERO_ROW = np.zeros(1)  # the knapsack row of a job that may not change (read only)
 _ZERO_ROW.flags.writeable = False
 
@@ -127,6 +128,7 @@ class LyraScheduler(Scheduler):
     round_s: float = 60.0
     loaning: Loaning = field(init=False)
     name = "lyra"
+    _admitted_fast_path = True  # _phase2_admitted when it applies (False: always _phase2; tests compare them)
 
     def __post_init__(self) -> None:
         for key, value, allowed in (("loaned_rule", self.loaned_rule, LOANED_RULES),
@@ -155,19 +157,23 @@ class LyraScheduler(Scheduler):
         self._training_groups: list[list[int]] | None = None
         self._spanning: list[int] = []  # training servers of every type, when a job may span types
         self._training_types: dict[str, list[int]] = {}
+        self._room_for: dict[int, tuple[list[str], bool]] = {}  # see _training_room
         self._training_ids: frozenset[int] = frozenset()
         self._gpu_types: list[str] = []
         self._per_server: dict[str, int] = {}
         self._sjf_keys: dict[str, tuple[int, float]] = {}  # job id -> (preemptions, est. remaining s)
         self._rates: dict[tuple[str, str, int], np.ndarray] = {}
         self._goodputs: dict[tuple, np.ndarray] = {}  # value_rate="goodput": see _job_rates
-        self._rows: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # value-row rates, gains (_value_row)
+        self._rows: dict[tuple, tuple] = {}  # value-row rates, gains (_value_row): lists, or arrays with a rate of 0
         self._view: ClusterView | None = None  # the view of the decision under way
         self._splits: dict[str, tuple[Mapping[int, int], dict[int, int], dict[int, int]]] = {}
-        self._releases: dict[str, tuple[Mapping[int, int], float, str, int]] = {}
+        self._releases: dict[str, tuple[Mapping[int, int], str, float, int]] = {}  # see _release_entry
+        self._counted: dict[str, tuple[Mapping[int, int], str, float, int]] = {}  # entries in _book now
+        self._book = ReleaseBook()
         self._granted: dict[str, tuple[float, str]] = {}  # job id -> (when extra workers were granted, GPU type)
         self._held_s: dict[str, float] = {}   # GPU type -> smoothed observed hold of extra workers (s)
         self._on_loaned: dict[str, None] = {}  # jobs whose base sits on loaned servers (move-back candidates)
+        self._queued_times: dict[str, tuple[float, dict[tuple[int, str], float]]] = {}  # see _time_on
 
     # ------------------------------------------------------------------ estimates
     def _remaining_estimate(self, job: JobView) -> float:
@@ -214,32 +220,66 @@ class LyraScheduler(Scheduler):
         return rates
 
     def _time_on(self, view: ClusterView, job: JobView, workers: int, gpu_type: str) -> float:
-        """Seconds ``job`` needs on ``workers`` packed GPUs of ``gpu_type`` (no overhead)."""
-        rate = self._job_rates(view, job, gpu_type, workers)[workers]
-        return job.remaining_work / rate if rate > 0 else math.inf
+        """Seconds ``job`` needs on ``workers`` packed GPUs of ``gpu_type`` (no overhead). A queued
+        job's answers are kept while its remaining work stays the same (a pure function of it)."""
+        remaining = job.remaining_work
+        if job.workers:
+            rate = self._job_rates(view, job, gpu_type, workers)[workers]
+            return remaining / rate if rate > 0 else math.inf
+        cache = self._queued_times
+        entry = cache.get(job.id)
+        if entry is None or entry[0] != remaining:
+            if len(cache) > QUEUED_CACHE_SIZE:
+                cache.clear()  # entries of jobs that started or finished long ago
+            entry = cache[job.id] = (remaining, {})
+        times = entry[1]
+        key = (workers, gpu_type)
+        seconds = times.get(key)
+        if seconds is None:
+            rate = self._job_rates(view, job, gpu_type, workers)[workers]
+            seconds = times[key] = remaining / rate if rate > 0 else math.inf
+        return seconds
 
     def _timeline(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]], gpu_type: str,
                   placed: list[tuple[float, int, str]]) -> ReleaseTimeline:
         """When training GPUs of ``gpu_type`` are expected to free up: every running job's expected
-        finish and the base GPUs it then frees there (cached per allocation object), plus the jobs
-        placed in this decision (``placed``: finish, GPUs, type)."""
-        releases = [(t, g) for t, g, typ in placed if typ == gpu_type]
-        cache, types, training = self._releases, self._gpu_types, self._training_ids
-        for job_id, alloc in allocations.items():
-            entry = cache.get(job_id)
-            if entry is None or entry[0] is not alloc:
-                job = self._views.get(job_id) or view.job(job_id)
-                finish = job.expected_finish
-                if finish is None or alloc is not job.allocation:
-                    continue  # placed or changed by this plan: counted in ``placed`` or left out
-                typ = types[next(iter(alloc))]
-                held = sum(g for s, g in alloc.items() if s in training and types[s] == typ)
-                if job.spec.elastic and self.elastic:
-                    held = min(held, self.base_demand(job))  # flexible workers count as available already
-                entry = cache[job_id] = (alloc, finish, typ, held)
-            if entry[2] == gpu_type and entry[3]:
-                releases.append((entry[1], entry[3]))
-        return ReleaseTimeline.build(view.now, releases)
+        finish and the base GPUs it then frees there (cached per allocation object, kept in a
+        :class:`ReleaseBook` across decisions), plus the jobs placed in this decision (``placed``:
+        finish, GPUs, type). A job placed or changed by this plan is left out."""
+        book, counted = self._book, self._counted
+        for job_id in set(counted).difference(allocations):  # stopped or finished
+            _, typ, finish, held = counted.pop(job_id)
+            if held:
+                book.remove(typ, finish, held)
+        get = counted.get
+        for job_id, alloc in [(k, a) for k, a in allocations.items() if (c := get(k)) is None or c[0] is not a]:
+            old = counted.pop(job_id, None)
+            if old is not None and old[3]:
+                book.remove(old[1], old[2], old[3])
+            entry = self._release_entry(view, job_id, alloc)
+            if entry is not None:
+                counted[job_id] = entry
+                if entry[3]:
+                    book.add(entry[1], entry[2], entry[3])
+        return book.timeline(view.now, gpu_type, [(t, g) for t, g, typ in placed if typ == gpu_type])
+
+    def _release_entry(self, view: ClusterView, job_id: str, alloc: Mapping[int, int]
+                       ) -> tuple[Mapping[int, int], str, float, int] | None:
+        """(allocation, GPU type, expected finish s, base training GPUs it frees) of a running job,
+        cached per allocation object; None for a job placed or changed by this plan."""
+        entry = self._releases.get(job_id)
+        if entry is None or entry[0] is not alloc:
+            job = self._views.get(job_id) or view.job(job_id)
+            finish = job.expected_finish
+            if finish is None or alloc is not job.allocation:
+                return None
+            types, training = self._gpu_types, self._training_ids
+            typ = types[next(iter(alloc))]
+            held = sum(g for s, g in alloc.items() if s in training and types[s] == typ)
+            if job.spec.elastic and self.elastic:
+                held = min(held, self.base_demand(job))  # flexible workers count as available already
+            entry = self._releases[job_id] = (alloc, typ, finish, held)
+        return entry
 
     # ------------------------------------------------------------------ helpers
     def _training_gpus_free(self, view: ClusterView) -> bool:
@@ -343,6 +383,16 @@ class LyraScheduler(Scheduler):
             placement = self._fit(phase1, need, [self._spanning])
         return placement
 
+    def _training_room(self, need: int) -> tuple[list[str], bool]:
+        """The training GPU types with ``need`` GPUs in all, and whether all training servers
+        together have them when types may mix (cached: the training pool never changes)."""
+        room = self._room_for.get(need)
+        if room is None:
+            sizes = {t: len(ids) * self._per_server[t] for t, ids in self._training_types.items()}
+            holding = [t for t, size in sizes.items() if need <= size]
+            room = self._room_for[need] = (holding, bool(self._spanning) and need <= sum(sizes.values()))
+        return room
+
     @staticmethod
     def _take(free: list[int], avail: list[int], placement: Mapping[int, int]) -> None:
         """Occupy ``placement``: free GPUs first, then displacing flexible workers."""
@@ -388,19 +438,18 @@ class LyraScheduler(Scheduler):
         elastic_jobs: list[JobView] = []
         if self.elastic:
             views, splits, kinds = self._views, self._splits, self._elastic_views
-            for job_id, alloc in allocations.items():
-                job = kinds.get(job_id, 0)
-                if job == 0:  # first sight: its view, or None for an inelastic job
-                    job = views.get(job_id)
-                    if job is None:
-                        job = views[job_id] = view.job(job_id)
-                    job = kinds[job_id] = job if job.spec.elastic else None
-                if job is not None:
-                    cached = splits.get(job_id)
-                    if cached is None or cached[0] is not alloc:
-                        cached = splits[job_id] = (alloc, *self._split_alloc(view, job, alloc))
-                    base[job_id], flex[job_id] = cached[1], cached[2]  # shared with the cache: read only
-                    elastic_jobs.append(job)
+            for job_id in set(allocations).difference(kinds):  # first sight: its view, or None if inelastic
+                job = views.get(job_id)
+                if job is None:
+                    job = views[job_id] = view.job(job_id)
+                kinds[job_id] = job if job.spec.elastic else None
+            for job_id in filter(kinds.__getitem__, allocations):  # the elastic ones, in start order
+                alloc = allocations[job_id]
+                cached = splits.get(job_id)
+                if cached is None or cached[0] is not alloc:
+                    cached = splits[job_id] = (alloc, *self._split_alloc(view, kinds[job_id], alloc))
+                base[job_id], flex[job_id] = cached[1], cached[2]  # shared with the cache: read only
+                elastic_jobs.append(kinds[job_id])
         avail = free.tolist()
         avail_cells = free.totals()  # free and flexible GPUs per cell of the index
         cell_of = self._cell_of
@@ -425,12 +474,12 @@ class LyraScheduler(Scheduler):
         line += [(self._remaining_at(j, j.spec.num_gpus), j.index, j) for j in running]
         if levels:  # an agent's levels come first (higher first)
             line = [(-levels.get(j.id, NEUTRAL_JOB_LEVEL), t, i, j) for t, i, j in line]
-        line.sort(key=lambda entry: entry[:-1])
+        line.sort()  # job indices are unique: the views themselves are never compared
         moved = False
         for *_, job in line:
-            if levels.get(job.id, NEUTRAL_JOB_LEVEL) == 0:
+            if levels and levels.get(job.id, NEUTRAL_JOB_LEVEL) == 0:
                 break  # held, and so is everything sorted after it
-            if job.id in moving:  # on loaned GPUs: holds its place in line for training GPUs
+            if moving and job.id in moving:  # on loaned GPUs: holds its place in line for training GPUs
                 if not phase1.blocked:
                     moved = self._move_back(view, phase1, job, training_groups, base, flex) or moved
                 continue
@@ -457,14 +506,17 @@ class LyraScheduler(Scheduler):
                 elastic_jobs.append(job)
                 admitted_elastic = True
 
-        evicted = any(avail[sid] < g for sid, g in flex_on.items())
+        evicted = any(avail[sid] < flex_on.get(sid, 0) for sid in phase1.touched)  # only placements take avail
         if elastic_jobs and (round_due or plan.give_back or plan.borrow):
             if self.flex_horizon == "queue":
                 self._learn_ended_holds(view.now, allocations)
             self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, phase1, knapsack=True)
             self._next_round = view.now + self.round_s
         elif elastic_jobs and (admitted_elastic or evicted or hold or moved):
-            self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, phase1, knapsack=False)
+            if self._admitted_fast_path and not (evicted or hold or moved or levels or view.allow_mixed_gpu_types):
+                self._phase2_admitted(view, plan, elastic_jobs, base, flex, avail, set(loaned), phase1, flex_on)
+            else:
+                self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, phase1, knapsack=False)
         return plan
 
     def _move_back_candidates(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]]) -> dict[str, JobView]:
@@ -541,6 +593,73 @@ class LyraScheduler(Scheduler):
             self._learn_hold(view.now, gpu_type, typed, flex, choice)
             self._place_extras(plan, typed, choice, base, flex, avail, servers, loaned)
 
+    def _phase2_admitted(self, view: ClusterView, plan: Plan, jobs: list[JobView], base: dict[str, dict[int, int]],
+                         flex: dict[str, dict[int, int]], avail: list[int], loaned: set[int], phase1: "_Phase1",
+                         flex_on: Mapping[int, int]) -> None:
+        """:meth:`_phase2` between rounds when the only change is admitted elastic jobs (no
+        flexible worker displaced, no move, no agent levels, one GPU type per job): every running
+        job keeps its extra workers as they are, so only the admitted jobs are visited (the same
+        choices, hold observations and placements as :meth:`_keep_choice`, :meth:`_learn_hold`
+        and :meth:`_place_extras`, without a walk over every running elastic job)."""
+        types, now = self._gpu_types, view.now
+        new_by_type: dict[str, list[JobView]] = {}
+        for job in jobs:
+            if not job.workers:  # admitted in this decision (queued in the view)
+                new_by_type.setdefault(types[next(iter(base[job.id]))], []).append(job)
+        if len(new_by_type) > 1:  # the order of hold observations across types: the general path
+            self._phase2(view, plan, jobs, base, flex, avail, loaned, {}, phase1, knapsack=False)
+            return
+        for gpu_type in phase1.first_need:  # _phase2 asks every type with elastic jobs for its horizon,
+            if gpu_type not in new_by_type and any(types[next(iter(b))] == gpu_type for b in base.values()):
+                phase1.horizon(gpu_type)  # which builds (and caches) a timeline when a job waits for it
+        granted = self._granted
+        # running jobs without extra workers keep none: a grant of theirs ends (as _learn_hold)
+        for job_id in [j for j in granted if j in flex and not flex[j]]:
+            job = self._elastic_views.get(job_id)
+            if job is not None and job.workers:
+                granted.pop(job_id)
+        positive = (0).__lt__
+        for gpu_type, admitted in new_by_type.items():
+            ids = self._ids_by_type[gpu_type]
+            servers = list(compress(ids, map(positive, map(avail.__getitem__, ids))))
+            capacity = sum(map(avail.__getitem__, servers))
+            waiting = phase1.horizon(gpu_type)
+            horizon = self._horizon(waiting, gpu_type)
+            left = capacity - sum(g for sid, g in flex_on.items() if types[sid] == gpu_type)  # kept extras
+            wants = []
+            for job in admitted:  # toward its requested size, as far as it pays (_keep_choice)
+                spec, want = job.spec, 0
+                top = min(spec.num_gpus - spec.min_gpus, left)
+                if waiting is None and top > 0:
+                    want = int(np.argmax(self._value_row(view, job, gpu_type, top, horizon)))
+                    left -= want
+                wants.append(want)
+                if want:
+                    granted[job.id] = (now, gpu_type)
+                else:
+                    granted.pop(job.id, None)
+            growing = [i for i, want in enumerate(wants) if want > 0]
+            if not growing:
+                continue
+            # GPUs each server has after the running jobs keep their extras, loaned servers first
+            loaned_first = [s for s in servers if s in loaned] + [s for s in servers if s not in loaned]
+            spare = {s: avail[s] - flex_on.get(s, 0) for s in loaned_first}
+            for i in sorted(growing, key=lambda i: (-wants[i], admitted[i].index)):
+                job, need, extra = admitted[i], wants[i], {}
+                for sid in loaned_first:
+                    if need <= 0:
+                        break
+                    g = min(spare[sid], need)
+                    if g:
+                        extra[sid] = g
+                        spare[sid] -= g
+                        need -= g
+                alloc = dict(base[job.id])
+                for sid, g in extra.items():
+                    alloc[sid] = alloc.get(sid, 0) + g
+                if alloc != plan.allocations.get(job.id):
+                    plan.allocations[job.id] = alloc
+
     def _horizon(self, waiting: float | None, gpu_type: str) -> float:
         """Seconds extra workers of ``gpu_type`` are likely held (``flex_horizon``): until the first
         job waiting for that type gets its GPUs (``waiting``); when none waits, the mean of recently
@@ -576,7 +695,7 @@ class LyraScheduler(Scheduler):
             since, gpu_type = self._granted.pop(job_id)
             self._observe_hold(gpu_type, now - since)
 
-    def _value_row(self, view: ClusterView, job: JobView, gpu_type: str, top: int, horizon: float) -> np.ndarray:
+    def _value_row(self, view: ClusterView, job: JobView, gpu_type: str, top: int, horizon: float) -> list[float]:
         """Value in seconds of the job's JCT of k = 0..top extra workers of ``gpu_type``: held for
         h = min(horizon, T(k)) they save h * (r_k / r_0 - 1); extras taken back before the job
         finishes (h < T(k)) cost a rescale then. (A running job's rescale now is charged by the caller.)"""
@@ -592,14 +711,30 @@ class LyraScheduler(Scheduler):
         if cached is None:
             rates = self._job_rates(view, job, gpu_type, spec.min_gpus + top)
             rates = rates[spec.min_gpus: spec.min_gpus + top + 1]
-            cached = self._rows[key] = (rates, rates / rates[0] - 1.0)
+            gain = rates / rates[0] - 1.0
+            if (rates > 0).all():  # as Python floats: the same doubles, faster for short rows
+                cached = self._rows[key] = (rates.tolist(), gain.tolist())
+            else:
+                cached = self._rows[key] = (rates, gain)
         rates, gain = cached
-        times = job.remaining_work / rates
+        remaining = job.remaining_work
+        if type(rates) is not list:  # a rate of 0: numpy's inf and nan, as before
+            times = remaining / rates
+            if math.isinf(horizon):
+                return times[0] - times
+            held = np.minimum(horizon, times)
+            row = held * gain
+            row[1:] -= np.where(held[1:] < times[1:], view.overheads.rescale_s, 0.0)
+            return list(row)
+        times = [remaining / r for r in rates]
         if math.isinf(horizon):
-            return times[0] - times
-        held = np.minimum(horizon, times)
-        row = held * gain
-        row[1:] -= np.where(held[1:] < times[1:], view.overheads.rescale_s, 0.0)
+            first = times[0]
+            return [first - t for t in times]
+        rescale = view.overheads.rescale_s
+        row = [0.0] * len(times)
+        for k, (t, g) in enumerate(zip(times, gain)):
+            h = horizon if horizon < t else t  # np.minimum (t is never nan here: rates > 0)
+            row[k] = h * g - rescale if k and h < t else h * g
         return row
 
     def _keep_choice(self, view: ClusterView, typed: list[JobView], flex: dict[str, dict[int, int]],
@@ -671,14 +806,13 @@ class LyraScheduler(Scheduler):
                 continue
             row = self._value_row(view, job, gpu_type, top, horizon)
             if job.workers > 0:  # a running job pays a rescale for any change (none to stay as it is)
-                if current <= top:
-                    same = row[current]
-                    row -= rescale
+                same = row[current] if current <= top else None
+                row = [v - rescale for v in row]
+                if same is not None:
                     row[current] = same  # (x - 0.0 is x)
-                else:
-                    row -= rescale
             if level != NEUTRAL_JOB_LEVEL:
-                row *= 2.0 ** (level - NEUTRAL_JOB_LEVEL)
+                factor = 2.0 ** (level - NEUTRAL_JOB_LEVEL)
+                row = [v * factor for v in row]
             values.append(row)
         # GPUs already held as flexible workers are back in avail; weights count all extras.
         return solve(values, capacity, self.knapsack_exact_limit)
@@ -719,6 +853,8 @@ class LyraScheduler(Scheduler):
                         left[i] -= g
         allocations = plan.allocations
         for job, extra in zip(typed, extras):
+            if extra == flex[job.id]:
+                continue  # unchanged: base and flexible workers make up allocations[job.id]
             alloc = base[job.id]
             if extra:
                 alloc = dict(alloc)
@@ -741,6 +877,7 @@ class _Phase1:
         self.loaned_set = set(loaned)
         self.loaned_room = sum(map(avail.__getitem__, loaned))
         self.blocked = False  # a job waits for training GPUs and backfill is off
+        self.touched: set[int] = set()  # servers a placement took GPUs on (the only ones avail drops on)
         self.waiting: dict[str, int] = {}      # training GPU type -> base GPUs of the jobs waiting for it
         self.first_need: dict[str, int] = {}   # training GPU type -> base GPUs of the first job waiting
         self.placed: list[tuple[float, int, str]] = []  # (finish, GPUs, type) of jobs placed on training now
@@ -804,7 +941,8 @@ class _Phase1:
         GPUs longer would be preempted there (and requeued), so it waits instead."""
         view, avail = self.view, self.avail
         if self._spare is None:  # loaned servers holding no base worker (empty or flexible only)
-            self._spare = {s for s in self.loaned if avail[s] == view.servers[s].num_gpus}
+            capacity = self.lyra._capacity
+            self._spare = {s for s in self.loaned if avail[s] == capacity[s]}
         threshold = len(view.inference_server_ids) - len(self.loaned) + len(self._spare.difference(placement))
         safe = self._safe_s.get(threshold)
         if safe is None:
@@ -816,9 +954,8 @@ class _Phase1:
         without backfill later jobs may not take training GPUs. A job no training pool can ever
         hold does neither (it can only run on loaned GPUs)."""
         lyra = self.lyra
-        holding = [t for t, ids in lyra._training_types.items() if need <= len(ids) * lyra._per_server[t]]
-        if not holding and not (lyra._spanning and need <= sum(
-                len(ids) * lyra._per_server[t] for t, ids in lyra._training_types.items())):
+        holding, spans = lyra._training_room(need)
+        if not holding and not spans:
             return
         if not lyra.backfill:
             self.blocked = True
@@ -852,15 +989,30 @@ class _Phase1:
         loaned = self.loaned_set
         self.loaned_room += sum(g for s, g in held.items() if s in loaned)
         self._available_by_type.clear()
-        self._spare = None
+        self._update_spare(held)
+
+    def _update_spare(self, servers: Mapping[int, int]) -> None:
+        """Keep :meth:`safe_loaned_s`'s spare loaned servers current after ``avail`` changed on
+        ``servers``."""
+        spare = self._spare
+        if spare is None:
+            return
+        loaned, avail, capacity = self.loaned_set, self.avail, self.lyra._capacity
+        for sid in servers:
+            if sid in loaned:
+                if avail[sid] == capacity[sid]:
+                    spare.add(sid)
+                else:
+                    spare.discard(sid)
 
     def place(self, job: JobView, placement: Mapping[int, int]) -> None:
         loaned = self.loaned_set
         on_loaned = sum(g for s, g in placement.items() if s in loaned)
         self.loaned_room -= on_loaned
-        if on_loaned:
-            self._spare = None
         self.lyra._take(self.free, self.avail, placement)
+        self.touched.update(placement)
+        if on_loaned:
+            self._update_spare(placement)
         cell_of, totals = self.lyra._cell_of, self.avail_cells
         for sid, g in placement.items():
             totals[cell_of[sid]] -= g

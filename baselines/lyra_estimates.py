@@ -57,3 +57,39 @@ class ReleaseTimeline:
         if i >= len(self.times):
             return math.inf
         return max(0.0, self.times[i] - self.now)
+
+
+class ReleaseBook:
+    """The running jobs' expected releases per training GPU type, kept across decisions: each
+    job's (finish time s, GPUs) is added once and removed when it stops counting, so a decision's
+    :class:`ReleaseTimeline` is a copy of a sorted list, not a sort of every running job.
+    Entries are ordered by finish time; the order of equal times does not change any
+    :meth:`ReleaseTimeline.wait_for` answer (cumulative sums at the ends of a run of equal
+    times, and the time inside it, are the same for every order)."""
+
+    def __init__(self) -> None:
+        self._times: dict[str, list[float]] = {}
+        self._gpus: dict[str, list[int]] = {}
+
+    def add(self, gpu_type: str, time: float, gpus: int) -> None:
+        times = self._times.setdefault(gpu_type, [])
+        i = bisect.bisect_right(times, time)
+        times.insert(i, time)
+        self._gpus.setdefault(gpu_type, []).insert(i, gpus)
+
+    def remove(self, gpu_type: str, time: float, gpus: int) -> None:
+        times, counts = self._times[gpu_type], self._gpus[gpu_type]
+        i = bisect.bisect_left(times, time)
+        while counts[i] != gpus:  # among equal times, the entry with these GPUs
+            i += 1
+        del times[i], counts[i]
+
+    def timeline(self, now: float, gpu_type: str, placed: list[tuple[float, int]]) -> ReleaseTimeline:
+        """The timeline of ``gpu_type`` now, with ``placed`` (finish, GPUs) releases added."""
+        timeline = ReleaseTimeline(now, list(self._times.get(gpu_type, ())), list(self._gpus.get(gpu_type, ())))
+        for time, gpus in placed:
+            i = bisect.bisect_right(timeline.times, time)
+            timeline.times.insert(i, time)
+            timeline.gpus.insert(i, gpus)
+        timeline.cumulative = list(itertools.accumulate(timeline.gpus))
+        return timeline
