@@ -9,10 +9,9 @@ behind it; with ``backfill=True`` later jobs that fit may start first.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain
-from typing import Iterable, Sequence
+from typing import Iterable
 
-from baselines.placement import capacities, groups_by_type, place_in_groups, take
+from baselines.placement import capacities, groups_by_type, placer
 from lyra_gym.plan import Plan
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.view import ClusterView, JobView
@@ -35,24 +34,25 @@ class FifoScheduler(Scheduler):
             return plan
         version = view.topology.version  # changes with every change of free GPUs
         jobs = iter(self.order(view))
-        head = next(jobs)
-        blocked = self.__dict__.get("_blocked")
-        if not self.backfill and blocked == (view, version, head.id):
+        job = head = next(jobs)
+        if not self.backfill and self.__dict__.get("_blocked") == (view, version, head.id):
             return plan  # the same first job on the same free GPUs: still blocked
-        # the engine's free-capacity index: each placement costs O(GPUs per server), not O(servers)
+        cached = self.__dict__.get("_cached")
+        if cached is None or cached[0] is not view:
+            cached = self._cache(view)
+        place = cached[1]
+        # the engine's free-capacity index (a FreeMap): each placement costs O(GPUs per server), not O(servers)
         free = view.free_map()
-        groups, capacity = self._groups(view)
-        rule = view.placement
-        for job in chain((head,), jobs):
-            placement = place_in_groups(rule, free, capacity, job.spec.num_gpus, groups)
-            if placement is None:
-                if self.backfill:
-                    continue
+        while job is not None:
+            placement = place(free, job.spec.num_gpus)
+            if placement is not None:
+                free.take(placement)
+                plan.assign(job.id, placement)
+            elif not self.backfill:
                 if job is head:
                     self.__dict__["_blocked"] = (view, version, head.id)
                 break
-            take(free, placement)
-            plan.assign(job.id, placement)
+            job = next(jobs, None)
         return plan
 
     def __getstate__(self) -> dict:
@@ -61,10 +61,9 @@ class FifoScheduler(Scheduler):
         state.pop("_blocked", None)
         return state
 
-    def _groups(self, view: ClusterView) -> tuple[list[Sequence[int]], Sequence[int]]:
-        """Training server groups by GPU type and GPUs per server id (fixed during a run: cached per view)."""
-        cached = self.__dict__.get("_cached")
-        if cached is None or cached[0] is not view:
-            cached = self.__dict__["_cached"] = (view, groups_by_type(view, view.training_server_ids),
-                                                 capacities(view))
-        return cached[1], cached[2]
+    def _cache(self, view: ClusterView) -> tuple:
+        """(view, placer) of a run: the training servers by GPU type and the placement rule are
+        fixed while it lasts."""
+        groups, capacity = groups_by_type(view, view.training_server_ids), capacities(view)
+        cached = self.__dict__["_cached"] = (view, placer(view.placement, capacity, groups))
+        return cached

@@ -167,6 +167,26 @@ def place_in_groups(rule: str, free: list[int], capacity: Sequence[int], need: i
     return None
 
 
+def placer(rule: str, capacity: Sequence[int], groups: Sequence[Sequence[int]]
+           ) -> Callable[[list[int], int], dict[int, int] | None]:
+    """``place(free, need)``: :func:`place_in_groups` ``(rule, free, capacity, need, groups)``, for
+    a scheduler that places many jobs on the same groups (the rule and a lone indexed group are
+    looked at once, here)."""
+    if len(groups) == 1 and type(groups[0]) is ServerSet and groups[0].cells is not None:
+        cells = groups[0].cells
+        fit = _consolidated_indexed if rule == "consolidated" else _best_fit_indexed
+
+        def place_on_cells(free: list[int], need: int) -> dict[int, int] | None:
+            if need > 0 and type(free) is FreeMap:
+                return fit(free, need, cells)
+            return place_in_groups(rule, free, capacity, need, groups)
+        return place_on_cells
+
+    def place_any(free: list[int], need: int) -> dict[int, int] | None:
+        return place_in_groups(rule, free, capacity, need, groups)
+    return place_any
+
+
 def capacities(view) -> Sequence[int]:
     """GPUs per server id of a :class:`~lyra_gym.view.ClusterView` (a tuple, from the topology)."""
     return view.topology.capacity

@@ -41,13 +41,14 @@ Modelling choices (DESIGN.md "Model contract"):
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import heapq
 import math
 import time
 import weakref
+from bisect import bisect_left, insort
 from collections import deque
+from heapq import heappop, heappush
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -66,6 +67,8 @@ from lyra_gym.trace import JobSpec
 from lyra_gym.view import ClusterView, JobView
 
 _COMPLETION, _DEADLINE, _TICK = 0, 1, 2
+_RUNNING, _QUEUED, _FINISHED = JobState.RUNNING, JobState.QUEUED, JobState.FINISHED
+_NO_SERVERS: frozenset[int] = frozenset()
 
 
 #: Most GPUs an inelastic job made elastic by ``all_jobs_elastic`` may grow to (adaptdl simulator).
@@ -304,16 +307,20 @@ class Engine:
 
     def _push(self, t: float, kind: int, index: int = -1, version: int = 0) -> None:
         self._seq += 1
-        heapq.heappush(self._heap, (t, self._seq, kind, index, version))
+        heappush(self._heap, (t, self._seq, kind, index, version))
 
-    def _peek_heap(self) -> float | None:
+    def _live_top(self) -> tuple[float, int, int, int, int] | None:
+        """The earliest heap entry ``(time s, seq, kind, job index, job version)`` still due, or
+        None: stale completions (of a job changed or stopped since) are dropped on the way."""
         heap, jobs = self._heap, self.jobs
         while heap:
-            t, _, kind, index, version = heap[0]
-            if kind == _COMPLETION and (jobs[index].version != version or jobs[index].state is not JobState.RUNNING):
-                heapq.heappop(heap)
-                continue
-            return t
+            top = heap[0]
+            if top[2] == _COMPLETION:
+                job = jobs[top[3]]
+                if job.version != top[4] or job.state is not _RUNNING:
+                    heappop(heap)
+                    continue
+            return top
         return None
 
     # ------------------------------------------------------------------ main loop
@@ -353,14 +360,13 @@ class Engine:
             self._redecide = self.tick_only = False
             return True
         jobs_n = len(self.jobs)
-        times, values = self.demand.times_s, self.demand.servers
         demand_times = self._demand_times
         demand_n = len(demand_times)
         if (
-            self.counts["decisions"]
-            and not self.running
+            not self.running
             and self._next_arrival >= jobs_n
             and self._demand_ptr >= demand_n
+            and self.counts["decisions"]
         ):
             if self._changed and self.queue and self._last_retry != self.now:
                 # the last decision changed the cluster (e.g. returned servers): let the scheduler
@@ -374,38 +380,32 @@ class Engine:
                 # only after a decision at a round changed nothing
                 self._over = True  # nothing can change any more: the queued jobs stay unfinished
                 return False
-        arrivals, heap, jobs = self._arrival_times, self._heap, self.jobs
+        arrivals, live_top = self._arrival_times, self._live_top
+        times, values = self.demand.times_s, self.demand.servers
         horizon = self.config.horizon_s
-        running = JobState.RUNNING
         while self.finished < jobs_n:
-            # the next event: the earliest of the next arrival, demand change and heap entry
-            # (stale completions, of jobs changed since, are dropped from the heap on the way)
-            t = None
-            if self._next_arrival < jobs_n:
-                t = arrivals[self._next_arrival]
-            if self._demand_ptr < demand_n:
-                d = demand_times[self._demand_ptr]
+            # the next event: the earliest of the next arrival, demand change and live heap entry
+            i = self._next_arrival
+            t = arrivals[i] if i < jobs_n else None
+            i = self._demand_ptr
+            if i < demand_n:
+                d = demand_times[i]
                 if t is None or d < t:
                     t = d
-            while heap:
-                top = heap[0]
-                if top[2] == _COMPLETION:
-                    job = jobs[top[3]]
-                    if job.version != top[4] or job.state is not running:
-                        heapq.heappop(heap)
-                        continue
-                if t is None or top[0] < t:
-                    t = top[0]
-                break
+            top = live_top()
+            if top is not None and (t is None or top[0] < t):
+                t = top[0]
             if t is None:
                 break
             if horizon is not None and t > horizon:
                 self._advance_clock(horizon)
                 break
             self._advance_clock(t)
-            done_before = self.finished
-            self.tick_only = self._process_events(t, times, values)
-            if self._bar is not None:
+            if self._bar is None:
+                self.tick_only = self._process_events(t, times, values)
+            else:
+                done_before = self.finished
+                self.tick_only = self._process_events(t, times, values)
                 self._bar.update(self.finished - done_before)
             if self.finished == jobs_n:
                 break
@@ -422,7 +422,7 @@ class Engine:
         anything changed."""
         self.counts["decisions"] += 1
         changed = self.apply(plan)
-        if self._enforce_reclaims():
+        if self._requests and self._enforce_reclaims():
             self._redecide = changed = True
         self._changed = self._changed or changed
         return changed
@@ -443,9 +443,12 @@ class Engine:
             gpus_inf = self._gpus_inf
             loaned = self.loaned_count
             self.gpu_s_training += self.used_training * dt
-            self.gpu_s_loaned += self.used_loaned * dt
-            self.gpu_s_loaned_capacity += loaned * gpus_inf * dt
-            serving = min(self.demand_now, self._inference_n - loaned)
+            if loaned:  # (else both terms are 0.0: adding them changes nothing)
+                self.gpu_s_loaned += self.used_loaned * dt
+                self.gpu_s_loaned_capacity += loaned * gpus_inf * dt
+            serving = self._inference_n - loaned
+            if self.demand_now < serving:
+                serving = self.demand_now
             self.gpu_s_inference_busy += serving * gpus_inf * dt
             self.now = t
 
@@ -453,33 +456,28 @@ class Engine:
         """Apply every event at ``t``; True when the only ones were the scheduler's ticks."""
         jobs = self.jobs
         jobs_n = len(jobs)
-        events, ticks, progress = 0, 0, 0
-        arrivals, queue = self._arrival_times, self.queue
+        events = ticks = progress = 0
+        arrivals = self._arrival_times
         i = self._next_arrival
         if i < jobs_n and arrivals[i] <= t:
-            queued = JobState.QUEUED
+            queue = self.queue
             while i < jobs_n and arrivals[i] <= t:
                 job = jobs[i]
-                job.state = queued
+                job.state = _QUEUED
                 job.queued_since = job.last_update = arrivals[i]
                 queue.append(i)  # arrivals come in index order, after any re-queued job
                 i += 1
                 events += 1
             self._next_arrival = i
         heap = self._heap
-        running = JobState.RUNNING
-        while heap:
-            top = heap[0]
+        while heap and heap[0][0] <= t:  # (entries after t wait, stale or not)
+            top = self._live_top()
+            if top is None or top[0] > t:
+                break
+            heappop(heap)
             kind = top[2]
             if kind == _COMPLETION:
                 job = jobs[top[3]]
-                if job.version != top[4] or job.state is not running:
-                    heapq.heappop(heap)  # stale: the job changed since
-                    continue
-            if top[0] > t:
-                break
-            heapq.heappop(heap)
-            if kind == _COMPLETION:
                 if job.milestone_work >= job.total_work:
                     self._finish(job)
                 else:
@@ -492,11 +490,13 @@ class Engine:
                 if self.finished < jobs_n:
                     self._push(t + self.scheduler.tick_interval, _TICK)
         demand_times = self._demand_times
-        if self._demand_ptr < len(demand_times) and demand_times[self._demand_ptr] <= t:
-            while self._demand_ptr < len(demand_times) and demand_times[self._demand_ptr] <= t:
-                self.demand_now = self._demand_values[self._demand_ptr]
-                self._demand_ptr += 1
+        i = self._demand_ptr
+        if i < len(demand_times) and demand_times[i] <= t:
+            while i < len(demand_times) and demand_times[i] <= t:
+                self.demand_now = self._demand_values[i]
+                i += 1
                 events += 1
+            self._demand_ptr = i
             self._sync_requests()
         self.counts["events"] += events
         self._progress_only = progress > 0 and events == 0
@@ -504,16 +504,17 @@ class Engine:
         return ticks > 0 and events == ticks
 
     def _finish(self, job: Job) -> None:
-        job.advance(self.now)
+        now = self.now
+        job.advance(now)
         job.work_done = job.total_work
         self._release(job)
         job.allocation, job.workers, job.servers_used, job.rate = EMPTY_ALLOCATION, 0, 0, 0.0
-        job.state = JobState.FINISHED
-        job.finish_time = self.now
+        job.state = _FINISHED
+        job.finish_time = now
         job.version += 1
-        self._journal.append((job.spec.job_id, self.running_allocations[job.spec.job_id], job.start_seq))
+        job_id = job.spec.job_id
+        self._journal.append((job_id, self.running_allocations.pop(job_id), job.start_seq))
         del self.running[job.index]
-        del self.running_allocations[job.spec.job_id]
         self.state_version += 1
         self.finished += 1
 
@@ -565,11 +566,13 @@ class Engine:
     def apply(self, plan: Plan) -> bool:
         """Validate ``plan`` completely, then apply it; raises PlanError and changes nothing if invalid."""
         pending = plan.__dict__.get("_pending") if type(plan) is Plan else _unread(plan)
-        if (pending is not None and not pending.writes and pending.token == (self.identity, self.state_version)
+        if pending is not None and pending.token != (self.identity, self.state_version):
+            pending = None  # a current plan of an earlier state: checked in full
+        if (pending is not None and not pending.writes
                 and not plan.borrow and not plan.give_back and not plan.suspend and not plan.batch_sizes):
             return False  # the current plan, unchanged: nothing to check or do
-        changes = self._validate(plan)
-        batches = self._validate_batches(plan)
+        changes = self._validate(plan, pending)
+        batches = self._validate_batches(plan) if plan.batch_sizes else []
         if not changes and not plan.borrow and not plan.give_back and not batches:
             return False
         now = self.now
@@ -586,8 +589,8 @@ class Engine:
             self.loaned_count += 1
             self.counts["servers_borrowed"] += 1
         for job, _ in changes:  # release everything first so moves between jobs are consistent
-            job.advance(now)
-            if job.allocation:
+            if job.allocation:  # (a queued job: _assign sets its clock)
+                job.advance(now)
                 self._release(job)
         for job, batch in batches:
             job.batch = batch
@@ -616,18 +619,16 @@ class Engine:
             self._sync_requests()
         return True
 
-    def _validate(self, plan: Plan) -> list[tuple[Job, Mapping[int, int] | None]]:
+    def _validate(self, plan: Plan, pending: PendingAllocations | None) -> list[tuple[Job, Mapping[int, int] | None]]:
+        """The job changes of ``plan``, checked completely (raises PlanError); ``pending``: its
+        allocations when it is a current plan of this state not read since (only ``Plan.assign``)."""
         servers = self.servers
         n_servers = len(servers)
-
-        def server_of(sid: object, where: str) -> Server:
-            if not isinstance(sid, (int, np.integer)) or isinstance(sid, bool) or not 0 <= sid < n_servers:
-                raise PlanError("unknown-server", f"{where}: no server with id {sid!r}")
-            return servers[int(sid)]
-
-        borrow: set[int] = set()
-        give_back: set[int] = set()
+        server_of = self._server_of
+        borrow: set[int] | frozenset[int] = _NO_SERVERS
+        give_back: set[int] | frozenset[int] = _NO_SERVERS
         if plan.borrow:
+            borrow = set()
             for sid in plan.borrow:
                 s = server_of(sid, "borrow")
                 if s.pool is not Pool.INFERENCE or s.loaned or sid in borrow:
@@ -636,6 +637,7 @@ class Engine:
             if len(borrow) > self.num_loanable():
                 raise PlanError("not-loanable", f"borrow: {len(borrow)} servers asked, {self.num_loanable()} loanable")
         if plan.give_back:
+            give_back = set()
             for sid in plan.give_back:
                 s = server_of(sid, "give_back")
                 if not s.loaned or sid in give_back:
@@ -643,19 +645,17 @@ class Engine:
                 give_back.add(int(sid))
 
         changes: list[tuple[Job, Mapping[int, int] | None]] = []
-        token = (self.identity, self.state_version)
-        pending = plan.__dict__.get("_pending") if type(plan) is Plan else _unread(plan)
-        if pending is not None and pending.token == token:
+        if pending is not None:
             allocations = pending.writes or {}  # a current plan changed by Plan.assign only
             candidates = list(allocations)
         else:
             allocations = plan.allocations
-            if type(allocations) is TrackedAllocations and allocations.token == token:
+            if type(allocations) is TrackedAllocations and allocations.token == (self.identity, self.state_version):
                 candidates = list(allocations.touched)  # every other entry is the current allocation
             else:  # plan order, then running jobs the plan leaves out (ordered: runs are reproducible)
                 candidates = [*allocations, *(k for k in self.running_allocations if k not in allocations)]
         by_id = self._by_id
-        running, queued = JobState.RUNNING, JobState.QUEUED
+        running, queued = _RUNNING, _QUEUED
         for job_id in candidates:
             job = by_id.get(job_id)
             if job is None or (job.state is not running and job.state is not queued):
@@ -678,7 +678,7 @@ class Engine:
         delta: dict[int, int] = {}
         mixed_ok = self.config.allow_mixed_gpu_types
         training = Pool.TRAINING
-        for job, new in changes:
+        for k, (job, new) in enumerate(changes):
             for sid, gpus in job.allocation.items():
                 delta[sid] = delta.get(sid, 0) - gpus
             if new is None:
@@ -686,15 +686,19 @@ class Engine:
             total = 0
             gpu_type = None
             mixed = False
+            plain = True  # every server id and GPU count a plain int?
             for sid, gpus in new.items():
                 if type(sid) is int and 0 <= sid < n_servers:
                     s = servers[sid]
                 else:
                     s = server_of(sid, f"allocations[{job.spec.job_id!r}]")
+                    plain = False
                 if type(gpus) is not int or gpus < 1:
                     if not isinstance(gpus, (int, np.integer)) or isinstance(gpus, bool) or gpus < 1:
                         raise PlanError("bad-gpu-count", f"allocations[{job.spec.job_id!r}]: server {sid} given "
                                                          f"{gpus!r} GPUs (need an int >= 1)")
+                    gpus = int(gpus)
+                    plain = False
                 if not (s.pool is training or (s.loaned and s.id not in give_back) or s.id in borrow):
                     raise PlanError("server-unavailable", f"allocations[{job.spec.job_id!r}]: server {sid} is an "
                                                           "inference server not on loan")
@@ -703,7 +707,7 @@ class Engine:
                     gpu_type = s.gpu_type
                 elif s.gpu_type != gpu_type:
                     mixed = True
-                delta[s.id] = delta.get(s.id, 0) + int(gpus)
+                delta[s.id] = delta.get(s.id, 0) + gpus
             spec = job.spec
             if not spec.min_gpus <= total <= spec.max_gpus:
                 raise PlanError(
@@ -713,6 +717,8 @@ class Engine:
             if not mixed_ok and mixed:
                 gpu_types = sorted({servers[int(sid)].gpu_type for sid in new})
                 raise PlanError("mixed-gpu-types", f"allocations[{job.spec.job_id!r}]: spans GPU types {gpu_types}")
+            if not plain:  # the engine keeps plain ints (e.g. not numpy integers)
+                changes[k] = (job, {int(sid): int(g) for sid, g in new.items()})
         for sid, d in delta.items():
             s = servers[sid]
             if s.used + d > s.num_gpus:
@@ -726,6 +732,12 @@ class Engine:
                 if job_id not in stopped:
                     raise PlanError("bad-suspend", f"suspend: job {job_id!r} is not stopped by this plan")
         return changes
+
+    def _server_of(self, sid: object, where: str) -> Server:
+        """The server with id ``sid`` (an int, numpy integers too); PlanError if there is none."""
+        if not isinstance(sid, (int, np.integer)) or isinstance(sid, bool) or not 0 <= sid < len(self.servers):
+            raise PlanError("unknown-server", f"{where}: no server with id {sid!r}")
+        return self.servers[int(sid)]
 
     def _validate_batches(self, plan: Plan) -> list[tuple[Job, float]]:
         """The batch changes of ``plan`` (adaptive scaling only), validated."""
@@ -750,25 +762,28 @@ class Engine:
         servers, index = self.servers, job.index
         training = Pool.TRAINING
         allocation = job.allocation
+        total = on_training = 0
         for sid, gpus in allocation.items():
             s = servers[sid]
             s.used -= gpus
             del s.jobs[index]
+            total += gpus
             if s.pool is training:
-                self.used_training -= gpus
-            else:
-                self.used_loaned -= gpus
+                on_training += gpus
+        self.used_training -= on_training
+        if total != on_training:
+            self.used_loaned -= total - on_training
         self.topology._add(allocation, 1)
 
     def _assign(self, job: Job, new: Mapping[int, int] | None, suspend: bool = False) -> None:
         """Give ``job`` allocation ``new`` (None = preempt, or suspend); its old allocation is already released."""
         now, counts = self.now, self.counts
-        was_running = job.state is JobState.RUNNING
+        was_running = job.state is _RUNNING
         old_workers, old_allocation = job.workers, job.allocation
         job.version += 1
         if not new:
             job.allocation, job.workers, job.servers_used, job.rate = EMPTY_ALLOCATION, 0, 0, 0.0
-            job.state = JobState.QUEUED
+            job.state = _QUEUED
             job.queued_since = now
             job.suspended = suspend
             if suspend:
@@ -780,21 +795,22 @@ class Engine:
             self._journal.append((job.spec.job_id, old_allocation, job.start_seq))
             del self.running[job.index]
             del self.running_allocations[job.spec.job_id]
-            bisect.insort(self.queue, job.index)
+            insort(self.queue, job.index)
             return
-        allocation = FrozenAllocation({int(sid): int(g) for sid, g in new.items()})
+        allocation = FrozenAllocation(new)  # plain ints (_validate converted any others)
         servers, index = self.servers, job.index
         training = Pool.TRAINING
-        workers = 0
+        workers = on_training = 0
         for sid, gpus in allocation.items():
             workers += gpus
             s = servers[sid]
             s.used += gpus
             s.jobs[index] = gpus
             if s.pool is training:
-                self.used_training += gpus
-            else:
-                self.used_loaned += gpus
+                on_training += gpus
+        self.used_training += on_training
+        if workers != on_training:
+            self.used_loaned += workers - on_training
         self.topology._add(allocation, -1)
         overheads = self.config.overheads
         if was_running:
@@ -825,27 +841,28 @@ class Engine:
                 if overhead is None:
                     overhead = self._restart_s[job.spec.model] = self.profiles.model(job.spec.model).restart_overhead_s
             queue = self.queue
-            del queue[bisect.bisect_left(queue, index)]
+            del queue[bisect_left(queue, index)]
             self.running[index] = None
             self._starts += 1
             job.start_seq = self._starts
-            job.state = JobState.RUNNING
+            job.state = _RUNNING
             job.queued_total += now - job.queued_since
             if job.first_start is None:
                 job.first_start = now
             counts["starts"] += 1
         job.allocation = allocation
-        self._journal.append((job.spec.job_id, old_allocation if was_running else None, job.start_seq))
-        self.running_allocations[job.spec.job_id] = allocation
+        spec = job.spec
+        self._journal.append((spec.job_id, old_allocation if was_running else None, job.start_seq))
+        self.running_allocations[spec.job_id] = allocation
         job.workers = workers
-        job.servers_used = len(allocation)
-        if len(allocation) == 1:
-            gpu_types = self._server_types[next(iter(allocation))]
+        job.servers_used = servers_used = len(allocation)
+        if servers_used == 1:
+            for sid in allocation:
+                gpu_types = self._server_types[sid]
         else:
             gpu_types = frozenset(servers[sid].gpu_type for sid in allocation)
-        key = (job.spec.model, gpu_types)
-        speed = self._speeds.get(key)
-        job.speed = speed if speed is not None else self.speed(job.spec.model, gpu_types)
+        speed = self._speeds.get((spec.model, gpu_types))
+        job.speed = speed if speed is not None else self.speed(spec.model, gpu_types)
         job.last_update = now
         # a running job changed inside an overhead stays stalled at least until the old end
         job.overhead_until = max(job.overhead_until, now + overhead) if was_running else now + overhead
@@ -860,14 +877,17 @@ class Engine:
         allocation = job.allocation
         if gpu_types is None:
             gpu_types = frozenset(self.servers[sid].gpu_type for sid in allocation)
-        job.rate, job.efficiency, needs_bins = self.scaling.rate_for(
+        rate, job.efficiency, needs_bins = self.scaling.rate_for(
             job.spec, job.init_batch, job.workers, len(allocation), gpu_types, job.batch, job.progress_bin)
+        job.rate = rate
         if needs_bins:
-            job.milestone_work = bin_end_work(job.progress_bin, job.total_work)
+            job.milestone_work = milestone = bin_end_work(job.progress_bin, job.total_work)
         else:
-            job.milestone_work = job.total_work
+            job.milestone_work = milestone = job.total_work
         self._seq += 1
-        heapq.heappush(self._heap, (job.next_event_time(), self._seq, _COMPLETION, job.index, job.version))
+        # job.next_event_time(), inline
+        at = max(job.last_update, job.overhead_until) + max(0.0, milestone - job.work_done) / rate
+        heappush(self._heap, (at, self._seq, _COMPLETION, job.index, job.version))
 
     def _progress_event(self, job: Job) -> bool:
         """A job's completion-or-progress event: finish it, or move it into the next part of its

@@ -106,9 +106,16 @@ class PendingAllocations:
 
 def current_plan(pending: PendingAllocations) -> Plan:
     """A Plan whose allocations are ``pending`` (``ClusterView.current_plan()``)."""
-    plan = Plan.__new__(Plan)
-    plan.__dict__.update(_allocations=None, _pending=pending, borrow=(), give_back=(), suspend=(), batch_sizes={})
+    plan = _new_object(Plan)
+    # plain attribute writes (no __init__, no dict of keywords): made at every decision point
+    plan._allocations = None
+    plan._pending = pending
+    plan.borrow = plan.give_back = plan.suspend = ()
+    plan.batch_sizes = {}
     return plan
+
+
+_new_object = object.__new__
 
 
 class FrozenAllocation(dict):

@@ -36,8 +36,8 @@ Server sets
 
 from __future__ import annotations
 
-import bisect
 import heapq
+from bisect import bisect_left, insort
 from typing import Iterable, Iterator, Sequence
 
 from lyra_gym.cluster import Pool, Server
@@ -227,9 +227,9 @@ class Topology:
         buckets = self._buckets[c]
         if old:
             b = buckets[old]
-            del b[bisect.bisect_left(b, sid)]
+            del b[bisect_left(b, sid)]
         if value:
-            bisect.insort(buckets[value], sid)
+            insort(buckets[value], sid)
         self._totals[c] += value - old
         free[sid] = value
         self.version += 1
@@ -244,25 +244,25 @@ class Topology:
             buckets = all_buckets[c]
             if old:
                 b = buckets[old]
-                del b[bisect.bisect_left(b, sid)]
+                del b[bisect_left(b, sid)]
             if value:
-                bisect.insort(buckets[value], sid)
+                insort(buckets[value], sid)
             totals[c] += value - old
             free[sid] = value
         self.version += 1
 
     def _loan(self, sid: int) -> None:
         """Inference server ``sid`` goes on loan (all its GPUs free)."""
-        del self._idle[bisect.bisect_left(self._idle, sid)]
-        bisect.insort(self._loaned, sid)
+        del self._idle[bisect_left(self._idle, sid)]
+        insort(self._loaned, sid)
         self._usable[self.cell_of[sid]] += 1
         self._set(sid, self.capacity[sid])
         self.version += 1
 
     def _unloan(self, sid: int) -> None:
         """Inference server ``sid`` goes back to inference (holds no job)."""
-        del self._loaned[bisect.bisect_left(self._loaned, sid)]
-        bisect.insort(self._idle, sid)
+        del self._loaned[bisect_left(self._loaned, sid)]
+        insort(self._idle, sid)
         self._usable[self.cell_of[sid]] -= 1
         self._set(sid, 0)
         self.version += 1
@@ -327,14 +327,15 @@ class FreeMap:
             return
         if value < 0:
             raise ValueError(f"server {sid}: {value} free GPUs")
-        self._own_lists()
-        self._move(sid, old, value)
+        self._move(((sid, old, value),))
 
     def take(self, placement: dict[int, int]) -> None:
-        """Subtract a placement ({server id: GPUs}) from the free GPUs."""
-        self._fresh()
-        self._own_lists()
+        """Subtract a placement ({server id: GPUs}) from the free GPUs (all of it, or nothing:
+        ValueError if a server has too few)."""
+        if self._topo.version != self._version:
+            self._fresh()
         over, base = self._over, self._base
+        moves = []
         for sid, gpus in placement.items():
             old = over.get(sid)
             if old is None:
@@ -343,39 +344,41 @@ class FreeMap:
             if value < 0:
                 raise ValueError(f"server {sid}: {value} free GPUs")
             if gpus:
-                self._move(sid, old, value)
+                moves.append((sid, old, value))
+        self._move(moves)
 
-    def _own_lists(self) -> None:
-        """At the first write: our own lists of cells and totals (the cells' buckets stay shared)."""
-        if self._owned is None:
+    def _move(self, moves: Iterable[tuple[int, int, int]]) -> None:
+        """For each ``(sid, old, value)``, move server ``sid`` from bucket ``old`` to bucket
+        ``value`` (free GPUs), copying the lists of cells and totals at the first write, and a
+        cell's bucket list and each bucket at its first write (copy on write)."""
+        if self._owned is None:  # the cells' buckets stay shared until written
             self._buckets = list(self._buckets)
             self._totals = list(self._totals)
             self._owned = [0] * len(self._totals)
-
-    def _move(self, sid: int, old: int, value: int) -> None:
-        """Move server ``sid`` from bucket ``old`` to bucket ``value`` (free GPUs), copying a
-        cell's bucket list and each bucket on its first write (copy on write)."""
-        c = self._topo.cell_of[sid]
-        buckets = self._buckets[c]
-        owned = self._owned[c]
-        if not owned:
-            buckets = self._buckets[c] = list(buckets)
-        if old:
-            if not owned >> old & 1:
-                buckets[old] = list(buckets[old])
-                owned |= 1 << old
-            b = buckets[old]
-            del b[bisect.bisect_left(b, sid)]
-        if value:
-            if value >= len(buckets):
-                raise ValueError(f"server {sid}: {value} free GPUs, it has {len(buckets) - 1}")
-            if not owned >> value & 1:
-                buckets[value] = list(buckets[value])
-                owned |= 1 << value
-            bisect.insort(buckets[value], sid)
-        self._owned[c] = owned | 1  # bit 0: the per-cell bucket list itself is ours
-        self._totals[c] += value - old
-        self._over[sid] = value
+        cell_of, all_buckets, all_owned = self._topo.cell_of, self._buckets, self._owned
+        totals, over = self._totals, self._over
+        for sid, old, value in moves:
+            c = cell_of[sid]
+            buckets = all_buckets[c]
+            owned = all_owned[c]
+            if not owned:
+                buckets = all_buckets[c] = list(buckets)
+            if old:
+                if not owned >> old & 1:
+                    buckets[old] = list(buckets[old])
+                    owned |= 1 << old
+                b = buckets[old]
+                del b[bisect_left(b, sid)]
+            if value:
+                if value >= len(buckets):
+                    raise ValueError(f"server {sid}: {value} free GPUs, it has {len(buckets) - 1}")
+                if not owned >> value & 1:
+                    buckets[value] = list(buckets[value])
+                    owned |= 1 << value
+                insort(buckets[value], sid)
+            all_owned[c] = owned | 1  # bit 0: the per-cell bucket list itself is ours
+            totals[c] += value - old
+            over[sid] = value
 
     def __len__(self) -> int:
         return len(self._base)
@@ -433,7 +436,8 @@ class FreeMap:
     def smallest_fit(self, need: int, cells: Sequence[int], below: int | None = None) -> int | None:
         """The server with the fewest free GPUs ``f`` with ``need <= f`` (``< below`` if given) in
         ``cells``, ties: the lowest id; None if none. O(cells x GPUs per server)."""
-        self._fresh()
+        if self._topo.version != self._version:
+            self._fresh()
         best_f, best = None, -1
         for c in cells:
             buckets = self._buckets[c]

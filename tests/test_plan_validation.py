@@ -200,6 +200,20 @@ def test_bad_gpu_count(engine, gpus):
     assert_rejected(engine, plan, "bad-gpu-count", "bravo", "server 2")
 
 
+def test_numpy_integers_are_valid_and_kept_as_plain_ints(engine):
+    plan = current(engine)
+    plan.allocations["delta"] = {np.int64(2): np.int32(1)}
+    plan.allocations["bravo"] = {np.int16(1): np.int64(3)}  # a running job: scaled out
+    assert engine.apply(plan) is True
+    for job_id, expected in (("delta", {2: 1}), ("bravo", {1: 3})):
+        allocation = engine.job_by_id(job_id).allocation
+        assert allocation == expected
+        assert all(type(k) is int and type(v) is int for k, v in allocation.items()), allocation
+        assert all(type(v) is int for v in engine.running_allocations[job_id].values())
+    assert engine.servers[1].used == 3 and engine.servers[2].used == 1 and engine.used_training == 4 + 3 + 1
+    assert engine.job_by_id("bravo").workers == 3 and engine.counts["scale_outs"] == 1
+
+
 def test_inference_server_not_on_loan_is_unavailable(engine):
     plan = current(engine)
     plan.allocations["delta"] = {4: 1}

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from baselines.loaning import free_after, free_map_after
-from baselines.placement import best_fit, consolidated_fit, groups_by_type, place_in_groups, take
+from baselines.placement import best_fit, consolidated_fit, groups_by_type, place_in_groups, placer, take
 from lyra_gym.cluster import Pool, Server
 from lyra_gym.config import ClusterConfig, ServerGroup, SimConfig
 from lyra_gym.demand import DemandCurve
@@ -187,6 +187,17 @@ def test_free_map_is_a_working_copy_that_keeps_its_buckets(servers, writes):
         assert list(free.wholly_free([c])) == [s for s in cell.ids if plain[s] == cell.gpus]
 
 
+def test_a_take_too_large_for_a_server_changes_nothing():
+    servers = [Server(i, Pool.TRAINING, "v100", 8) for i in range(3)]
+    topology = Topology(servers)
+    free = topology.free_map()
+    free.take({0: 3})
+    with pytest.raises(ValueError, match="server 2"):
+        free.take({1: 8, 2: 9})  # server 1 would fit: not taken either
+    assert free.tolist() == [5, 8, 8] and topology.free == [8, 8, 8]
+    assert list(free.descending([0])) == [(1, 8), (2, 8), (0, 5)] and free.total([0]) == 21
+
+
 def test_a_free_map_refuses_work_once_the_engine_changed():
     servers = [Server(0, Pool.TRAINING, "v100", 8), Server(1, Pool.TRAINING, "v100", 8)]
     topology = Topology(servers)
@@ -261,7 +272,9 @@ def test_placements_in_sequence_equal_the_walk(data):
     assert [list(g) for g in groups_by_type(view, list(topology.training_ids))] == [list(g) for g in groups]
     free, plain = topology.free_map(), list(topology.free)
     capacity = topology.capacity
-    for need in data.draw(st.lists(st.integers(1, 20), max_size=12)):
+    place = placer(rule, capacity, groups)  # fifo's: the same placements, set up once
+    free_too, plain_too = topology.free_map(), list(topology.free)
+    for need in data.draw(st.lists(st.integers(0, 20), max_size=12)):
         got = place_in_groups(rule, free, capacity, need, groups)
         expected = None
         for group in reference_groups_by_type(servers, topology.training_ids, allow_mixed):
@@ -270,10 +283,13 @@ def test_placements_in_sequence_equal_the_walk(data):
             if expected is not None:
                 break
         assert got == expected
+        assert place(free_too, need) == expected and place(plain_too, need) == expected
         if got is not None:
             take(free, got)
             take(plain, got)
-        assert free.tolist() == plain
+            free_too.take(got)
+            take(plain_too, got)
+        assert free.tolist() == plain == free_too.tolist() == plain_too
 
 
 def test_groups_of_other_ids_keep_their_order_and_walk():
