@@ -638,27 +638,32 @@ class LyraScheduler(Scheduler):
                     granted[job.id] = (now, gpu_type)
                 else:
                     granted.pop(job.id, None)
-            growing = [i for i, want in enumerate(wants) if want > 0]
-            if not growing:
-                continue
-            # GPUs each server has after the running jobs keep their extras, loaned servers first
-            loaned_first = [s for s in servers if s in loaned] + [s for s in servers if s not in loaned]
-            spare = {s: avail[s] - flex_on.get(s, 0) for s in loaned_first}
-            for i in sorted(growing, key=lambda i: (-wants[i], admitted[i].index)):
-                job, need, extra = admitted[i], wants[i], {}
-                for sid in loaned_first:
-                    if need <= 0:
-                        break
-                    g = min(spare[sid], need)
-                    if g:
-                        extra[sid] = g
-                        spare[sid] -= g
-                        need -= g
-                alloc = dict(base[job.id])
-                for sid, g in extra.items():
-                    alloc[sid] = alloc.get(sid, 0) + g
-                if alloc != plan.allocations.get(job.id):
-                    plan.allocations[job.id] = alloc
+            if any(wants):
+                self._place_admitted(plan, admitted, wants, base, avail, servers, loaned, flex_on)
+
+    @staticmethod
+    def _place_admitted(plan: Plan, admitted: list[JobView], wants: list[int], base: dict[str, dict[int, int]],
+                        avail: list[int], servers: list[int], loaned: set[int], flex_on: Mapping[int, int]) -> None:
+        """:meth:`_place_extras` for admitted jobs when every running job keeps its extra workers:
+        largest first, on the GPUs each server has after those, loaned servers first."""
+        loaned_first = [s for s in servers if s in loaned] + [s for s in servers if s not in loaned]
+        spare = {s: avail[s] - flex_on.get(s, 0) for s in loaned_first}
+        growing = [i for i, want in enumerate(wants) if want > 0]
+        for i in sorted(growing, key=lambda i: (-wants[i], admitted[i].index)):
+            job, need, extra = admitted[i], wants[i], {}
+            for sid in loaned_first:
+                if need <= 0:
+                    break
+                g = min(spare[sid], need)
+                if g:
+                    extra[sid] = g
+                    spare[sid] -= g
+                    need -= g
+            alloc = dict(base[job.id])
+            for sid, g in extra.items():
+                alloc[sid] = alloc.get(sid, 0) + g
+            if alloc != plan.allocations.get(job.id):
+                plan.allocations[job.id] = alloc
 
     def _horizon(self, waiting: float | None, gpu_type: str) -> float:
         """Seconds extra workers of ``gpu_type`` are likely held (``flex_horizon``): until the first

@@ -349,6 +349,17 @@ class _Columns:
 
     __slots__ = ("job_id", "submit_time", "num_gpus", "duration", "model", "elastic", "min_gpus", "max_gpus",
                  "batch_size", "width", "names")
+    job_id: int  # column indices
+    submit_time: int
+    num_gpus: int
+    duration: int
+    model: int
+    elastic: int
+    min_gpus: int
+    max_gpus: int
+    batch_size: int | None
+    width: int
+    names: dict[int, str]
 
     def __init__(self, idx: dict[str, int]) -> None:
         for name in TRACE_COLUMNS:

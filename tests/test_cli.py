@@ -215,7 +215,8 @@ def test_the_simulate_path_loads_no_env_training_or_plotting_code():
     out = _fresh_python(
         "import sys; import lyra_gym.cli\n"
         "heavy = ('torch', 'stable_baselines3', 'sb3_contrib', 'matplotlib', 'pandas', 'tensorboard', 'ray')\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith(('lyra_gym.envs', 'agents'))))")
+        "print(sorted(m for m in sys.modules"
+        " if m.split('.')[0] in heavy or m.startswith(('lyra_gym.envs', 'agents'))))")
     assert out.strip() == "[]"
 
 

@@ -128,7 +128,8 @@ def test_masks_and_decoding_read_the_layout_dimension_by_dimension(data, k, m, b
     if controls[1]:
         dims.append((list(range(b + 1)), b))
         for j in range(m):
-            dims.append((list(range(RETURN_LEVELS)) if j < len(servers) else [NEUTRAL_RETURN_LEVEL], NEUTRAL_RETURN_LEVEL))
+            levels = list(range(RETURN_LEVELS)) if j < len(servers) else [NEUTRAL_RETURN_LEVEL]
+            dims.append((levels, NEUTRAL_RETURN_LEVEL))
     expected = np.concatenate([np.isin(np.arange(n), valid) for (valid, _), n in zip(dims, codec.nvec)])
     assert masks.dtype == bool and masks.flags.writeable and np.array_equal(masks, expected)
     action = np.array([data.draw(st.integers(-2, n + 1)) for n in codec.nvec], dtype=np.int64)

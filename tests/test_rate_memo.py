@@ -18,8 +18,7 @@ from lyra_gym import profiles as profiles_module
 from lyra_gym import scaling as scaling_module
 from lyra_gym.efficiency import NoiseScaleCurve, builtin_efficiency, parse_efficiency
 from lyra_gym.profiles import builtin_profiles, load_profiles
-from lyra_gym.scaling import (BATCH_LIMITS, NOISE_SCALE_RULES, PROGRESS_BINS, SCALING_RULES,
-                              ScalingModel)
+from lyra_gym.scaling import BATCH_LIMITS, NOISE_SCALE_RULES, PROGRESS_BINS, SCALING_RULES, ScalingModel
 from lyra_gym.trace import JobSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -229,7 +228,8 @@ def test_a_profile_set_keeps_at_most_memo_keys_memos_and_pickles_without_them():
     profiles.memo("a")["x"] = 1.0
     copy = pickle.loads(pickle.dumps(profiles))
     assert copy._memos == {} and copy.memo("a") == {}
-    assert copy.throughput("bert", 2, 1, frozenset(("v100",))) == profiles.throughput("bert", 2, 1, frozenset(("v100",)))
+    v100 = frozenset(("v100",))
+    assert copy.throughput("bert", 2, 1, v100) == profiles.throughput("bert", 2, 1, v100)
 
 
 def test_an_env_reset_reuses_the_rates_of_the_episode_before():
