@@ -28,6 +28,7 @@ import secrets
 import shutil
 import tempfile
 from dataclasses import dataclass, field, fields, replace
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -184,10 +185,9 @@ def _write_files(result: SimResult, out: Path, run_info: Mapping[str, Any]) -> N
     if result.timeline is not None:
         result.timeline.write_csv(out / "timeline.csv")
     with open(out / "jobs.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=JOB_COLUMNS)
-        writer.writeheader()
-        for row in result.jobs:
-            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        writer = csv.writer(fh)  # None is written as "" (the csv module's rule)
+        writer.writerow(JOB_COLUMNS)
+        writer.writerows(map(itemgetter(*JOB_COLUMNS), result.jobs))
     run = {"policy": result.policy, "seed": result.seed, "policy_params": result.policy_params, **run_info,
            "config": config, "lyra_gym_version": _version(), "files": _run_files(result)}
     (out / "run.json").write_text(json.dumps(run, indent=2, default=str) + "\n")

@@ -363,3 +363,31 @@ def test_fuzz_output_paths_never_touch_an_input(capsys, command, kind, overwrite
         else:
             assert not changed, (argv, changed)  # nothing is ever emptied or overwritten
         assert not [p for p in root.rglob("*") if ".tmp-" in p.name], argv  # no temporary leftover
+
+
+def test_jobs_csv_is_what_a_dict_writer_writes(tmp_path):
+    """jobs.csv is written row by row in JOB_COLUMNS order, None as an empty cell: byte for byte
+    what csv.DictWriter wrote before (unfinished jobs have None times)."""
+    import csv
+    import dataclasses
+    import io
+
+    from lyra_gym.config import ClusterConfig, ServerGroup, SimConfig
+    from lyra_gym.metrics import JOB_COLUMNS
+    from lyra_gym.simulate import simulate, write_result
+    from lyra_gym.tracegen import generate_trace
+
+    jobs = generate_trace("small-1d", 0)[:60]
+    config = SimConfig(cluster=ClusterConfig(training=(ServerGroup(1, "v100", 8),), inference=ServerGroup(1, "t4", 4)))
+    result = simulate(jobs, "fifo", config, seed=0)
+    rows = [dict(row) for row in result.jobs]
+    for row in rows[::3]:  # as an unfinished job's row reads
+        row.update(finish_time=None, jct_s=None, finished=0)
+    result = dataclasses.replace(result, jobs=rows)
+    expected = io.StringIO(newline="")
+    writer = csv.DictWriter(expected, fieldnames=JOB_COLUMNS)
+    writer.writeheader()
+    for row in result.jobs:
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    write_result(result, tmp_path / "run")
+    assert (tmp_path / "run" / "jobs.csv").read_bytes() == expected.getvalue().encode()
