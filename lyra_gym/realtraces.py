@@ -493,11 +493,15 @@ def _ran(job_id: str, submit: float, gpus: int, start: float | None, end: float 
          skips: "_Skips", zero_gpus_first: bool) -> "_Raw | None":
     """The job as run, or None (counted in ``skips``) if it holds no GPUs, never ran, or has no
     positive duration. ``zero_gpus_first`` sets which reason a row with both is counted under."""
-    checks = [("zero GPUs", gpus == 0), ("never ran", start is None or end is None)]
-    for reason, failed in (checks if zero_gpus_first else checks[::-1]):
-        if failed:
-            skips.add(reason)
-            return None
+    if zero_gpus_first and gpus == 0:
+        skips.add("zero GPUs")
+        return None
+    if start is None or end is None:
+        skips.add("never ran")
+        return None
+    if gpus == 0:
+        skips.add("zero GPUs")
+        return None
     if end <= start:
         skips.add("non-positive duration")
         return None
