@@ -349,21 +349,10 @@ class _Columns:
 
     __slots__ = ("job_id", "submit_time", "num_gpus", "duration", "model", "elastic", "min_gpus", "max_gpus",
                  "batch_size", "width", "names")
-    job_id: int  # column indices
-    submit_time: int
-    num_gpus: int
-    duration: int
-    model: int
-    elastic: int
-    min_gpus: int
-    max_gpus: int
-    batch_size: int | None
-    width: int
-    names: dict[int, str]
-
     def __init__(self, idx: dict[str, int]) -> None:
-        for name in TRACE_COLUMNS:
-            setattr(self, name, idx[name])
+        self.job_id, self.submit_time, self.num_gpus = idx["job_id"], idx["submit_time"], idx["num_gpus"]
+        self.duration, self.model, self.elastic = idx["duration"], idx["model"], idx["elastic"]
+        self.min_gpus, self.max_gpus = idx["min_gpus"], idx["max_gpus"]
         self.batch_size = idx.get(BATCH_COLUMN)
         read = [*TRACE_COLUMNS, *((BATCH_COLUMN,) if BATCH_COLUMN in idx else ())]
         self.width = 1 + max(idx[name] for name in read)  # cells a row needs
