@@ -6,6 +6,8 @@ Shared by :mod:`agents.factory` (building and loading a model) and
 """
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import load_env_creator
@@ -18,7 +20,7 @@ from lyra_gym.envs.observation import observation_layout
 def env_controls(env_id: str) -> tuple[bool, bool]:
     """``(controls_jobs, controls_loaning)`` of a LyraGym id, read from its class (no env built)."""
     entry = gym.spec(env_id).entry_point
-    cls = load_env_creator(entry) if isinstance(entry, str) else entry
+    cls: Any = load_env_creator(entry) if isinstance(entry, str) else entry  # an env class (LyraGym ids)
     return bool(cls.controls_jobs), bool(cls.controls_loaning)
 
 

@@ -165,8 +165,9 @@ def place_in_groups(rule: str, free: list[int], capacity: Sequence[int], need: i
     for candidates in groups:
         if indexed and type(candidates) is ServerSet and candidates.cells is not None:
             cells = candidates.cells
-            placement = (_consolidated_indexed(free, need, cells) if consolidated
-                         else _best_fit_indexed(free, need, cells))
+            # free is a FreeMap here (``indexed``), a narrowing mypy cannot follow through a variable
+            placement = (_consolidated_indexed(free, need, cells) if consolidated  # type: ignore[arg-type]
+                         else _best_fit_indexed(free, need, cells))  # type: ignore[arg-type]
         else:
             placement = place(rule, free, capacity, need, candidates)
         if placement is not None:
