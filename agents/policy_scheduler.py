@@ -40,7 +40,6 @@ import math
 import os
 from typing import Any, Iterator, Sequence
 
-import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
