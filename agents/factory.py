@@ -65,7 +65,7 @@ from torch import nn
 import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
 from agents.config import TrainConfig, load_train_config
 from agents.extractors import JobSetExtractor
-from lyra_gym.envs import ALLOC_ENV_ID
+from agents.spaces import model_spaces, observation_widths
 from lyra_gym.envs.observation import observation_layout
 
 MODEL_FILE = "model.zip"
@@ -439,33 +439,6 @@ def make_model(cfg: TrainConfig, venv: VecEnv) -> BaseAlgorithm:
         ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef, max_grad_norm=cfg.max_grad_norm, target_kl=cfg.target_kl,
         policy_kwargs=policy_kwargs(cfg), seed=cfg.seed, device=resolve_device(cfg.device), verbose=cfg.verbose,
     )
-
-
-def observation_widths(cfg: TrainConfig) -> tuple[int, int]:
-    """(job row width, cluster block width) of ``cfg``'s env observation (:mod:`lyra_gym.envs.observation`)."""
-    from lyra_gym.envs.alloc import ALLOC_CLUSTER_FEATURES, ALLOC_JOB_FEATURES
-    from lyra_gym.envs.observation import CLUSTER_FEATURES, JOB_FEATURES
-
-    if cfg.env_id == ALLOC_ENV_ID:
-        return len(JOB_FEATURES) + len(ALLOC_JOB_FEATURES), len(CLUSTER_FEATURES) + len(ALLOC_CLUSTER_FEATURES)
-    return len(JOB_FEATURES), len(CLUSTER_FEATURES)
-
-
-def model_spaces(cfg: TrainConfig) -> tuple[gym.spaces.Box, gym.spaces.Space]:
-    """The (observation, action) spaces of ``cfg``'s env, built as the env builds them (no env, no trace)."""
-    from lyra_gym.envs.actions import ActionCodec
-    from lyra_gym.envs.alloc import AllocLayout
-
-    from agents.policy_scheduler import env_controls
-
-    layout = observation_layout(cfg.num_job_slots, cfg.num_server_slots, *observation_widths(cfg))
-    start, slots, width = layout["servers"]
-    obs_space = gym.spaces.Box(-1.0, 1.0, (start + slots * width,), dtype=np.float32)
-    if cfg.env_id == ALLOC_ENV_ID:
-        alloc = AllocLayout(cfg.num_job_slots, cfg.num_server_slots, cfg.borrow_levels, cfg.worker_levels)
-        return obs_space, gym.spaces.Discrete(alloc.n)
-    codec = ActionCodec(cfg.num_job_slots, cfg.num_server_slots, cfg.borrow_levels, *env_controls(cfg.env_id))
-    return obs_space, gym.spaces.MultiDiscrete(codec.nvec)
 
 
 # plain counters of model.zip's ``data`` JSON that a safe load restores (everything else comes from the config)

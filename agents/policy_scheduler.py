@@ -40,11 +40,9 @@ import math
 import os
 from typing import Any, Iterator, Sequence
 
-import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
-from gymnasium.envs.registration import load_env_creator
 
 from lyra_gym import scheduler as registry
 from lyra_gym.envs import ALLOC_ENV_ID
@@ -61,6 +59,7 @@ from agents.factory import (
     ModelFileError, find_artifacts, load_model, load_normalizer, load_run_config, supports_action_masks,
     trust_requested, warn_trusted,
 )
+from agents.spaces import env_controls
 
 
 #: torch intra-op threads while an agent decides (a batch of one observation).
@@ -153,13 +152,6 @@ class _Predicting:
         if cached[1] is None:
             return model.predict(obs, deterministic=self.deterministic, **kwargs)[0]
         return cached[1](obs, self.deterministic, **kwargs)
-
-
-def env_controls(env_id: str) -> tuple[bool, bool]:
-    """``(controls_jobs, controls_loaning)`` of a LyraGym id, read from its class (no env built)."""
-    entry = gym.spec(env_id).entry_point
-    cls = load_env_creator(entry) if isinstance(entry, str) else entry
-    return bool(cls.controls_jobs), bool(cls.controls_loaning)
 
 
 class AgentScheduler(Scheduler):

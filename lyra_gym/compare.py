@@ -40,7 +40,7 @@ import re
 import signal
 import threading
 import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from multiprocessing.connection import wait as wait_ready
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -48,28 +48,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
+from lyra_gym import ray_backend
 from lyra_gym import scheduler as registry
 from lyra_gym.config import ConfigError, SimConfig, load_config
-from lyra_gym.simulate import SimResult, simulate, write_result
+from lyra_gym.runspec import CompareError, RunError, RunSpec, _init_worker, run_one
+from lyra_gym.simulate import SimResult, write_result
 from lyra_gym.trace import JobSpec
-
-
-class CompareError(ValueError):
-    """A comparison asked for something impossible (a bad policy parameter, a repeated policy)."""
-
-
-class RunError(RuntimeError):
-    """One run of a comparison failed; ``remote_traceback`` is the traceback where it ran."""
-
-    def __init__(self, message: str, remote_traceback: str = "") -> None:
-        super().__init__(message, remote_traceback)
-
-    @property
-    def remote_traceback(self) -> str:
-        return self.args[1]
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 BACKENDS = ("local", "ray")
@@ -187,43 +171,6 @@ def run_dirname(policy: str) -> str:
     """The folder of a policy's runs: the name, with characters other than letters, digits and
     ``.+-_=,`` replaced by ``_`` (``model:runs/x/model.zip`` -> ``model_runs_x_model.zip``)."""
     return re.sub(r"[^A-Za-z0-9.+\-_=,]", "_", policy).strip(".") or "_"
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One run of a comparison; ``out_dir`` (if set) receives :func:`write_result`'s files."""
-
-    policy: str
-    seed: int
-    params: Mapping[str, Any] = field(default_factory=dict)
-    out_dir: str | None = None
-    record_timeline: bool = False
-    run_info: Mapping[str, Any] = field(default_factory=dict)   # extra run.json entries (e.g. the trace)
-    extra_metrics: Mapping[str, Any] = field(default_factory=dict)  # added to metrics.json after summarize
-
-
-_worker_inputs: dict[str, Any] = {}  # set once per worker process by _init_worker
-
-
-def _init_worker(jobs: Sequence[JobSpec], config: SimConfig) -> None:
-    _worker_inputs["jobs"], _worker_inputs["config"] = jobs, config
-
-
-def run_one(spec: RunSpec, jobs: Sequence[JobSpec] | None = None, config: SimConfig | None = None) -> SimResult:
-    """Run ``spec`` (top-level, so a spawned worker can unpickle it); ``jobs`` and ``config``
-    default to the worker's. Any failure becomes a picklable :class:`RunError`."""
-    jobs = _worker_inputs["jobs"] if jobs is None else jobs
-    config = _worker_inputs["config"] if config is None else config
-    try:
-        result = simulate(jobs, spec.policy, config, seed=spec.seed, policy_params=dict(spec.params),
-                          record_timeline=spec.record_timeline)
-        result.metrics.update(spec.extra_metrics)
-        if spec.out_dir is not None:
-            write_result(result, spec.out_dir, spec.run_info)
-        return result
-    except Exception as err:  # noqa: BLE001 - reported with its traceback, in the parent
-        raise RunError(f"run {spec.policy!r} seed {spec.seed} failed: {type(err).__name__}: {err}",
-                       traceback.format_exc()) from None
 
 
 def _worker_main(conn: Any, initializer: Callable[..., None] | None, initargs: tuple) -> None:
@@ -394,9 +341,7 @@ def run_grid(
 
     workers = min(max(1, n_jobs), len(specs))
     if backend == "ray":
-        from lyra_gym.ray_backend import run_specs_ray
-
-        done = run_specs_ray(specs, jobs, config, address, workers, finished)
+        done = ray_backend.run_specs_ray(specs, jobs, config, address, workers, finished)
     elif workers == 1:
         for spec in specs:
             done[spec.policy, spec.seed] = run_one(spec, jobs, config)

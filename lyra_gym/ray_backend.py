@@ -1,8 +1,8 @@
 """The Ray backend of the comparison harness: every (policy, seed) run as a Ray task.
 
 ``run_grid(..., backend="ray", address=None)`` (``lyra-gym compare --backend ray
-[--address ADDR]``) sends each :class:`~lyra_gym.compare.RunSpec` to
-:func:`lyra_gym.compare.run_one` as a Ray task. The trace and the configuration
+[--address ADDR]``) sends each :class:`~lyra_gym.runspec.RunSpec` to
+:func:`lyra_gym.runspec.run_one` as a Ray task. The trace and the configuration
 are put into Ray's object store once and shared by every task. Results are the
 same as with the local backend, bit for bit (only ``sim_wall_s`` differs): each
 run takes all its randomness from its seed.
@@ -25,8 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from lyra_gym.compare import CompareError, RunError, RunSpec, run_one
 from lyra_gym.config import SimConfig
+from lyra_gym.runspec import CompareError, RunError, RunSpec, run_one
 from lyra_gym.simulate import SimResult, write_result
 from lyra_gym.trace import JobSpec
 

@@ -78,13 +78,14 @@ To vary a preset otherwise, copy it with :func:`dataclasses.replace`, e.g.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
-from types import MappingProxyType
+from collections.abc import Iterable
+from dataclasses import replace
 
 import numpy as np
 
+from lyra_gym.presets_calibrated import LYRA_15D
 from lyra_gym.trace import JobSpec
+from lyra_gym.tracepreset import _DAY_S, TracePreset
 
 __all__ = [
     "MODEL_KEYS",
@@ -98,218 +99,7 @@ __all__ = [
 #: Model keys the simulator's throughput profiles know.
 MODEL_KEYS: tuple[str, ...] = ("resnet18", "resnet50", "bert", "transformer", "deepspeech2", "ncf", "yolov3")
 
-_DAY_S = 86_400.0
 _GRID_S = 60.0  # resolution of the arrival-rate profile used for sampling
-
-# Default model mix (assumption: no public trace gives a per-model split that
-# maps onto these keys; vision models are weighted a little higher, as in
-# the Pollux and Sia workloads).
-_DEFAULT_MODEL_MIX = {
-    "resnet18": 0.20,
-    "resnet50": 0.20,
-    "bert": 0.15,
-    "transformer": 0.15,
-    "deepspeech2": 0.10,
-    "ncf": 0.10,
-    "yolov3": 0.10,
-}
-
-
-def _freeze_probs(name: str, probs: Mapping, key_ok, key_desc: str) -> Mapping:
-    if not probs:
-        raise ValueError(f"TracePreset.{name}: must not be empty")
-    items = dict(probs)
-    for key, p in items.items():
-        if not key_ok(key):
-            raise ValueError(f"TracePreset.{name}: key {key!r} is not {key_desc}")
-        if not isinstance(p, (int, float)) or isinstance(p, bool) or not math.isfinite(p) or p < 0:
-            raise ValueError(f"TracePreset.{name}: probability for {key!r} must be a finite number >= 0, got {p!r}")
-    total = sum(items.values())
-    if abs(total - 1.0) > 1e-6:
-        raise ValueError(f"TracePreset.{name}: probabilities must sum to 1, got {total!r}")
-    return MappingProxyType(items)
-
-
-@dataclass(frozen=True)
-class TracePreset:
-    """Parameters of a synthetic trace. Defaults are those of ``small-1d``.
-
-    Each field says its unit, its default, and where the number comes from
-    (*fact* with its source, or *assumption*).
-
-    Attributes:
-        name: preset name, used in logs and on the command line. Required.
-        days: trace horizon in days; submit times lie in ``[0, days * 86400]``
-            seconds. Default 1.0 (assumption: one simulated day).
-        num_jobs: exact number of jobs. Default 400 (assumption, chosen with
-            the size and duration parameters to give the offered load in
-            ``load_band`` on ``reference_gpus`` GPUs).
-        diurnal_amplitude: relative day/night swing of the arrival rate,
-            ``rate(h) ~ 1 + a * cos(2 pi (h - peak_hour) / 24)``; 0 = flat,
-            must be in [0, 1]. Default 0.5, i.e. peak/trough = 3x (assumption:
-            job submissions follow working hours; the size of the swing is not
-            taken from a published trace).
-        weekend_factor: arrival-rate multiplier on Saturdays and Sundays,
-            > 0. Default 0.6 (assumption).
-        size_probs: requested GPUs -> probability (sums to 1). Default
-            {1: .50, 2: .15, 4: .15, 8: .12, 16: .08} (assumption; mean 3.64
-            GPUs; far fewer single-GPU jobs than Philly's 93 %, to exercise
-            multi-GPU placement and elastic scaling).
-        duration_median_s: median of the lognormal duration (before the
-            ``target_load`` calibration), seconds. Default 2400 (assumption,
-            same order as Philly's median of 1,144 s; chosen so the expected
-            offered load matches ``target_load``).
-        duration_sigma: standard deviation of log(duration), dimensionless;
-            larger = heavier tail. Default 1.5 (assumption; the lognormal
-            mean is then 3.1x the median).
-        duration_max_s: durations are clipped to at most this, seconds.
-            Default 43200 = 12 h (assumption).
-        elastic_share: fraction of jobs that are elastic, in [0, 1]. Default
-            0.3 (assumption: the Lyra paper does not publish its share).
-        model_mix: model key -> probability (sums to 1). Default
-            resnet18 .20, resnet50 .20, bert .15, transformer .15,
-            deepspeech2 .10, ncf .10, yolov3 .10 (assumption).
-        duration_min_s: durations are clipped to at least this, seconds.
-            Default 60 (assumption: shorter jobs are noise for a scheduler).
-        peak_hour: hour of day (0-24, trace time) at which arrivals peak.
-            Default 14.0 (assumption: early afternoon).
-        start_weekday: weekday of trace day 0, 0 = Monday ... 6 = Sunday.
-            Default 0 (assumption).
-        reference_gpus: training-cluster size the preset is sized for, GPUs.
-            Default 128 = 16 servers x 8 V100 (the default cluster). Only used
-            to document and test the offered load.
-        load_band: (low, high) band that the offered load on
-            ``reference_gpus`` over the horizon is expected to fall in (see
-            :func:`offered_load`). Default (0.7, 0.9).
-        target_load: if set, every generated trace has exactly this offered
-            load on ``reference_gpus`` over the horizon: all durations are
-            multiplied by one common factor (found numerically; the clip to
-            ``[duration_min_s, duration_max_s]`` is applied after scaling)
-            before rounding. The duration parameters are chosen so the
-            expected factor is close to 1; the calibration only removes the
-            seed-to-seed noise of a heavy-tailed sum, so that every seed of a
-            preset offers the same load. ``None`` = no calibration (the load
-            then varies with the seed around :meth:`expected_offered_load`).
-            Default 0.8 (assumption: a busy but not overloaded cluster).
-        description: one line for humans. Default "".
-    """
-
-    name: str
-    days: float = 1.0
-    num_jobs: int = 400
-    diurnal_amplitude: float = 0.5
-    weekend_factor: float = 0.6
-    size_probs: Mapping[int, float] = field(
-        default_factory=lambda: {1: 0.50, 2: 0.15, 4: 0.15, 8: 0.12, 16: 0.08}
-    )
-    duration_median_s: float = 2400.0
-    duration_sigma: float = 1.5
-    duration_max_s: float = 43_200.0
-    elastic_share: float = 0.3
-    model_mix: Mapping[str, float] = field(default_factory=lambda: dict(_DEFAULT_MODEL_MIX))
-    duration_min_s: float = 60.0
-    peak_hour: float = 14.0
-    start_weekday: int = 0
-    reference_gpus: int = 128
-    load_band: tuple[float, float] = (0.7, 0.9)
-    target_load: float | None = 0.8
-    description: str = ""
-
-    def __post_init__(self) -> None:
-        def bad(name: str, why: str) -> ValueError:
-            return ValueError(f"TracePreset.{name}: {why}, got {getattr(self, name)!r}")
-
-        if not isinstance(self.name, str) or not self.name:
-            raise bad("name", "must be a non-empty string")
-        if not math.isfinite(self.days) or self.days <= 0:
-            raise bad("days", "must be a finite number > 0")
-        if not isinstance(self.num_jobs, int) or self.num_jobs < 1:
-            raise bad("num_jobs", "must be an integer >= 1")
-        if not 0.0 <= self.diurnal_amplitude <= 1.0:
-            raise bad("diurnal_amplitude", "must be in [0, 1]")
-        if not math.isfinite(self.weekend_factor) or self.weekend_factor <= 0:
-            raise bad("weekend_factor", "must be a finite number > 0")
-        if not math.isfinite(self.duration_median_s) or self.duration_median_s <= 0:
-            raise bad("duration_median_s", "must be a finite number > 0")
-        if not math.isfinite(self.duration_sigma) or self.duration_sigma < 0:
-            raise bad("duration_sigma", "must be a finite number >= 0")
-        if not math.isfinite(self.duration_min_s) or self.duration_min_s <= 0:
-            raise bad("duration_min_s", "must be a finite number > 0")
-        if not math.isfinite(self.duration_max_s) or self.duration_max_s < self.duration_min_s:
-            raise bad("duration_max_s", "must be a finite number >= duration_min_s")
-        if not 0.0 <= self.elastic_share <= 1.0:
-            raise bad("elastic_share", "must be in [0, 1]")
-        if not 0.0 <= self.peak_hour <= 24.0:
-            raise bad("peak_hour", "must be in [0, 24]")
-        if self.start_weekday not in range(7):
-            raise bad("start_weekday", "must be an integer 0 (Monday) .. 6 (Sunday)")
-        if not isinstance(self.reference_gpus, int) or self.reference_gpus < 1:
-            raise bad("reference_gpus", "must be an integer >= 1")
-        lo, hi = self.load_band
-        if not 0 <= lo <= hi:
-            raise bad("load_band", "must be (low, high) with 0 <= low <= high")
-        if self.target_load is not None and (not math.isfinite(self.target_load) or self.target_load <= 0):
-            raise bad("target_load", "must be None or a finite number > 0")
-        object.__setattr__(
-            self,
-            "size_probs",
-            _freeze_probs(
-                "size_probs", self.size_probs,
-                lambda k: isinstance(k, int) and not isinstance(k, bool) and k >= 1, "an integer >= 1",
-            ),
-        )
-        object.__setattr__(
-            self,
-            "model_mix",
-            _freeze_probs(
-                "model_mix", self.model_mix,
-                lambda k: isinstance(k, str) and bool(k) and k == k.strip(), "a non-empty model key",
-            ),
-        )
-
-    def __hash__(self) -> int:
-        # The mappings are read-only views, hashed by their items.
-        return hash(
-            tuple(
-                tuple(sorted(v.items(), key=repr)) if isinstance(v, Mapping) else v
-                for v in (getattr(self, f.name) for f in fields(self))
-            )
-        )
-
-    @property
-    def horizon_s(self) -> float:
-        """Trace horizon in seconds (``days * 86400``)."""
-        return self.days * _DAY_S
-
-    def expected_offered_load(self, num_gpus: int | None = None) -> float:
-        """Offered load expected over seeds (analytic, clipping included).
-
-        ``E[num_gpus] * E[clipped duration] * num_jobs / (num_gpus * horizon)``,
-        with ``num_gpus`` defaulting to ``reference_gpus``. Size and duration
-        are independent, so the expectation factorises.
-        """
-        gpus = self.reference_gpus if num_gpus is None else num_gpus
-        mean_size = sum(k * p for k, p in self.size_probs.items())
-        mean_dur = _clipped_lognormal_mean(
-            self.duration_median_s, self.duration_sigma, self.duration_min_s, self.duration_max_s
-        )
-        return self.num_jobs * mean_size * mean_dur / (gpus * self.horizon_s)
-
-
-def _clipped_lognormal_mean(median: float, sigma: float, lo: float, hi: float) -> float:
-    """E[clip(X, lo, hi)] for X lognormal with the given median and log-sd."""
-    if sigma == 0:
-        return min(max(median, lo), hi)
-    mu = math.log(median)
-
-    def cdf(z: float) -> float:
-        return 0.5 * math.erfc(-z / math.sqrt(2.0))
-
-    a = (math.log(lo) - mu) / sigma
-    b = (math.log(hi) - mu) / sigma
-    # E[X; lo < X < hi] = exp(mu + sigma^2/2) * (Phi(b - sigma) - Phi(a - sigma))
-    middle = math.exp(mu + sigma * sigma / 2) * (cdf(b - sigma) - cdf(a - sigma))
-    return lo * cdf(a) + middle + hi * (1.0 - cdf(b))
 
 
 PRESETS: dict[str, TracePreset] = {
@@ -544,8 +334,6 @@ def offered_load(jobs: Iterable[JobSpec], num_gpus: int, horizon_s: float) -> fl
     demand = math.fsum(j.num_gpus * j.duration for j in jobs)
     return demand / (num_gpus * horizon_s)
 
-
-from lyra_gym.presets_calibrated import LYRA_15D  # noqa: E402  (last: that module imports TracePreset from here)
 
 PRESETS[LYRA_15D.name] = LYRA_15D
 PRESETS["lyra-15d-x10"] = replace(

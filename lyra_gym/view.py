@@ -7,7 +7,7 @@ only way to act is to return a :class:`~lyra_gym.plan.Plan`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Collection, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -20,8 +20,56 @@ from lyra_gym.trace import JobSpec
 
 if TYPE_CHECKING:
     from lyra_gym.config import OverheadConfig, SimConfig
-    from lyra_gym.engine import Engine
+    from lyra_gym.demand import DemandCurve
+    from lyra_gym.plan import PendingAllocations
     from lyra_gym.profiles import ProfileSet
+    from lyra_gym.scaling import ScalingModel
+
+
+class EngineState(Protocol):
+    """What the views read of the engine's live state (:class:`lyra_gym.engine.Engine` has it all).
+
+    Typing the views against this instead of the engine keeps ``view`` below ``engine``: the
+    engine builds the views, the views never import the engine. Times in seconds, GPUs whole.
+    """
+
+    @property
+    def now(self) -> float: ...
+    @property
+    def tick_only(self) -> bool: ...
+    @property
+    def config(self) -> SimConfig: ...
+    @property
+    def profiles(self) -> ProfileSet: ...
+    @property
+    def scaling(self) -> ScalingModel: ...
+    @property
+    def reference_gpu(self) -> str: ...
+    @property
+    def reference_gpus_per_server(self) -> int: ...
+    @property
+    def servers(self) -> Sequence[Server]: ...
+    @property
+    def topology(self) -> Topology: ...
+    @property
+    def free(self) -> Sequence[int]: ...  # free GPUs per server id
+    @property
+    def jobs(self) -> Sequence[Job]: ...  # by trace index
+    @property
+    def queue(self) -> Sequence[int]: ...  # queued job indices, submit order
+    @property
+    def running(self) -> Collection[int]: ...  # running job indices, start order
+    @property
+    def demand(self) -> DemandCurve: ...
+    @property
+    def demand_now(self) -> int: ...  # inference servers needed now
+
+    def num_loanable(self) -> int: ...
+    def reclaim_owed(self) -> int: ...
+    def reclaim_deadline(self) -> float | None: ...
+    def pending_allocations(self) -> PendingAllocations: ...
+    def job_by_id(self, job_id: str) -> Job: ...
+    def reference_throughput(self, model: str, workers: int) -> float: ...
 
 
 class JobView:
@@ -33,7 +81,7 @@ class JobView:
     id: str
     index: int
 
-    def __init__(self, job: Job, engine: "Engine") -> None:
+    def __init__(self, job: Job, engine: EngineState) -> None:
         for name, value in (("_job", job), ("_engine", engine), ("spec", job.spec), ("id", job.spec.job_id),
                             ("index", job.index)):
             object.__setattr__(self, name, value)
@@ -151,7 +199,7 @@ class ServerView:
 class ClusterView:
     """What a scheduler sees at a decision point."""
 
-    def __init__(self, engine: "Engine") -> None:
+    def __init__(self, engine: EngineState) -> None:
         self._engine = engine
         self.servers: Sequence[ServerView] = tuple(ServerView(s) for s in engine.servers)
         topology = engine.topology

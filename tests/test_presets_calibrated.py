@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from lyra_gym.config import load_config
+from lyra_gym.calibration import measure
 from lyra_gym.presets_calibrated import (
-    LYRA_15D, LYRA_15D_PAPER_CLUSTER, LYRA_15D_TARGETS, lyra_15d_config, measure,
+    LYRA_15D, LYRA_15D_PAPER_CLUSTER, LYRA_15D_TARGETS, lyra_15d_config,
 )
 from lyra_gym.profiles import builtin_profiles
 from lyra_gym.tracegen import MODEL_KEYS, generate_trace, offered_load
