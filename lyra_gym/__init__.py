@@ -13,8 +13,8 @@ from typing import Any
 from gymnasium.envs.registration import register as _register
 from gymnasium.envs.registration import registry as _registry
 
-#: Gymnasium id -> ``module:class`` of every LyraGym environment (``lyra_gym.envs`` registers
-#: from this table, idempotently, when it is imported).
+#: Gymnasium id -> ``module:class`` of every LyraGym environment (``lyra_gym.envs`` registers the
+#: same table, idempotently, when it is imported; tests/test_cli.py checks the two agree).
 ENV_ENTRY_POINTS = {
     "LyraGym/Cluster-v0": "lyra_gym.envs.cluster_env:ClusterEnv",
     "LyraGym/Loaning-v0": "lyra_gym.envs.cluster_env:LoaningEnv",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
-from lyra_gym import ENV_ENTRY_POINTS
 from lyra_gym.envs.alloc_env import AllocEnv
 from lyra_gym.envs.cluster_env import ClusterEnv, ElasticEnv, LoaningEnv, LyraClusterEnv
 from lyra_gym.envs.wrappers import ActionMaskObservation
@@ -14,7 +13,12 @@ ENV_IDS = ("LyraGym/Cluster-v0", "LyraGym/Loaning-v0", "LyraGym/Elastic-v0")
 #: The full-control environment (Discrete sub-actions build each decision).
 ALLOC_ENV_ID = "LyraGym/Alloc-v0"
 ALL_ENV_IDS = (*ENV_IDS, ALLOC_ENV_ID)
-_ENTRY_POINTS = ENV_ENTRY_POINTS  # the one table, kept by lyra_gym/__init__.py
+_ENTRY_POINTS = {
+    "LyraGym/Cluster-v0": "lyra_gym.envs.cluster_env:ClusterEnv",
+    "LyraGym/Loaning-v0": "lyra_gym.envs.cluster_env:LoaningEnv",
+    "LyraGym/Elastic-v0": "lyra_gym.envs.cluster_env:ElasticEnv",
+    ALLOC_ENV_ID: "lyra_gym.envs.alloc_env:AllocEnv",
+}
 
 
 def register_envs() -> None:
