@@ -11,17 +11,14 @@ working (issue 28 item 6 split it by concern):
 - :mod:`agents.artifacts`: file names and paths of a run directory or a checkpoint.
 - :mod:`agents.convert_cli`: ``python -m agents.factory convert PATH``.
 
-The limits (``MAX_DATA_BYTES``, ...) live in :mod:`agents.model_files`; setting one here
-(``agents.factory.MAX_ARCHIVE_BYTES = ...``, as the error messages name it) sets it there too.
+The limits (``MAX_DATA_BYTES``, ...) live in :mod:`agents.model_files`, where the checks read
+them: set them there (``agents.model_files.MAX_ARCHIVE_BYTES = ...``).
 """
 
 from __future__ import annotations
 
 import sys
-import types
-from typing import Any
 
-from agents import model_files
 from agents.artifacts import (
     CHECKPOINT_DIR,
     CHECKPOINT_PREFIX,
@@ -100,20 +97,6 @@ __all__ = [
     "TiedRunningMeanStd", "build_training_envs", "choose_vec_env", "make_env", "make_eval_env", "make_vec_env",
     "normalize",
 ]
-
-_LIMITS = frozenset({"MAX_DATA_BYTES", "MAX_ARCHIVE_BYTES", "MAX_JSON_DEPTH", "MAX_CONFIG_BYTES"})
-
-
-class _FactoryModule(types.ModuleType):
-    """This module, forwarding a limit set on it to :mod:`agents.model_files`, where the checks read it."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _LIMITS:
-            setattr(model_files, name, value)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _FactoryModule
 
 if __name__ == "__main__":
     sys.exit(main())

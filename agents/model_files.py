@@ -79,7 +79,7 @@ def check_archive(path: str | os.PathLike, archive: zipfile.ZipFile, json_member
         total += info.file_size
     if total > MAX_ARCHIVE_BYTES:
         raise ModelFileError(f"{path}: its members inflate to {total} bytes, over the limit of {MAX_ARCHIVE_BYTES} "
-                             f"(agents.factory.MAX_ARCHIVE_BYTES): refused without inflating them")
+                             f"(agents.model_files.MAX_ARCHIVE_BYTES): refused without inflating them")
 
 
 def read_member(path: str | os.PathLike, archive: zipfile.ZipFile, name: str, cap: int) -> bytes:
@@ -115,7 +115,7 @@ def parse_json_member(path: str | os.PathLike, name: str, raw: bytes) -> Any:
     depth = json_depth(raw)
     if depth > MAX_JSON_DEPTH:
         raise ModelFileError(f"{where}: JSON nested {depth} levels deep, over the limit of {MAX_JSON_DEPTH} "
-                             f"(agents.factory.MAX_JSON_DEPTH)")
+                             f"(agents.model_files.MAX_JSON_DEPTH)")
     try:
         return json.loads(text)
     except ValueError as err:
