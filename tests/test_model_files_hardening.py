@@ -250,9 +250,9 @@ def test_a_zip_bomb_is_refused_without_inflating(good, tmp_path):
 
 
 def test_weights_over_the_archive_limit_are_refused_without_inflating(good, tmp_path, monkeypatch):
-    from agents import factory
+    from agents import model_files
 
-    monkeypatch.setattr(factory, "MAX_ARCHIVE_BYTES", 2**20)
+    monkeypatch.setattr(model_files, "MAX_ARCHIVE_BYTES", 2**20)
     bad = copy_run(good, tmp_path)
     bomb_member(bad / "model.zip", "policy.pth", 3)
     with pytest.raises(CompareError, match=r"model\.zip: member 'policy\.pth' inflates to 3145728 bytes"):
@@ -261,9 +261,9 @@ def test_weights_over_the_archive_limit_are_refused_without_inflating(good, tmp_
 
 def test_weights_whose_own_records_would_inflate_past_the_limit_are_refused(good, tmp_path, monkeypatch):
     """``policy.pth`` is itself a zip (torch's format): its records are held to the limit too."""
-    from agents import factory
+    from agents import model_files
 
-    monkeypatch.setattr(factory, "MAX_ARCHIVE_BYTES", 2**20)
+    monkeypatch.setattr(model_files, "MAX_ARCHIVE_BYTES", 2**20)
     inner = io.BytesIO()
     with zipfile.ZipFile(inner, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("archive/data/0", b"\0" * 3 * 2**20)

@@ -1,0 +1,108 @@
+"""Seeded, normalised vector envs for training, and a bare env for evaluation.
+
+- Seeded vector envs: ``n_envs`` copies of the env, each in a ``Monitor``,
+  reset seeds ``seed .. seed + n_envs - 1``; ``DummyVecEnv`` or
+  ``SubprocVecEnv`` (``vec_env: auto`` takes subprocesses for 4 or more envs
+  on a machine with 2 or more cores: on 2 cores 8 subprocess envs measured
+  ~450 steps/s against ~340 in one process, rollouts being dominated by the
+  env and by the masked distributions).
+- ``VecNormalize`` around them: observation statistics (saved by
+  :mod:`agents.normalizer_stats`), return scaling for training only. With
+  ``tie_slot_stats`` the statistics of every job slot (and every loaned-server
+  slot) are pooled per feature (:class:`TiedRunningMeanStd`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.running_mean_std import RunningMeanStd
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
+
+import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
+from agents.config import TrainConfig
+from agents.model_files import _untrusted
+from agents.normalizer_stats import restore_normalizer_stats
+from agents.spaces import observation_widths
+from lyra_gym.envs.observation import observation_layout
+
+
+def make_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
+    """One env in a ``Monitor`` (episode returns and lengths for SB3's rollout/ scalars)."""
+    return Monitor(gym.make(env_id, **env_kwargs))
+
+
+def make_eval_env(cfg: TrainConfig) -> gym.Env:
+    """A bare env for test-window evaluation (unwrapped: ``options`` and ``expert_action`` reach it)."""
+    return gym.make(cfg.env_id, **cfg.env_kwargs()).unwrapped
+
+
+def choose_vec_env(cfg: TrainConfig) -> type[VecEnv]:
+    if cfg.vec_env == "subproc" or (cfg.vec_env == "auto" and cfg.n_envs >= 4 and (os.cpu_count() or 1) >= 2):
+        return SubprocVecEnv
+    return DummyVecEnv
+
+
+def make_vec_env(cfg: TrainConfig) -> VecEnv:
+    """``n_envs`` seeded copies (reset seeds ``seed + i``), not yet normalised."""
+    thunk = functools.partial(make_env, cfg.env_id, cfg.env_kwargs())
+    venv = choose_vec_env(cfg)([thunk] * cfg.n_envs)
+    venv.seed(cfg.seed)
+    return venv
+
+
+class TiedRunningMeanStd(RunningMeanStd):
+    """Running mean/variance with the entries of each slot group pooled per feature.
+
+    ``groups``: ``(start, slots, width)`` blocks of the flat observation. After
+    every update, each feature's mean and variance become those of all the
+    slots' values together (all slots have the same count, so this is exact).
+    """
+
+    def __init__(self, shape: tuple[int, ...], groups: list[tuple[int, int, int]], epsilon: float = 1e-4) -> None:
+        super().__init__(epsilon=epsilon, shape=shape)
+        self.groups = [g for g in groups if g[1] > 1]
+
+    def update_from_moments(self, batch_mean: np.ndarray, batch_var: np.ndarray, batch_count: float) -> None:
+        super().update_from_moments(batch_mean, batch_var, batch_count)
+        for start, slots, width in self.groups:
+            end = start + slots * width
+            mean = self.mean[start:end].reshape(slots, width)
+            second = (self.var[start:end].reshape(slots, width) + mean ** 2).mean(axis=0)
+            pooled = mean.mean(axis=0)
+            self.mean[start:end] = np.tile(pooled, slots)
+            self.var[start:end] = np.tile(np.maximum(second - pooled ** 2, 0.0), slots)
+
+
+def normalize(venv: VecEnv, cfg: TrainConfig) -> VecNormalize:
+    """Wrap in ``VecNormalize`` (always, so every run saves ``vecnormalize.pkl``)."""
+    vecnorm = VecNormalize(venv, norm_obs=cfg.normalize_obs, norm_reward=cfg.normalize_reward,
+                           clip_obs=cfg.clip_obs, gamma=cfg.gamma)
+    if cfg.tie_slot_stats:
+        layout = observation_layout(cfg.num_job_slots, cfg.num_server_slots, *observation_widths(cfg))
+        vecnorm.obs_rms = TiedRunningMeanStd(venv.observation_space.shape, [layout["jobs"], layout["servers"]])
+    return vecnorm
+
+
+def build_training_envs(cfg: TrainConfig, vecnormalize_path: str | os.PathLike | None = None,
+                        trust: bool = False) -> VecNormalize:
+    """Seeded, normalised training envs; statistics restored from ``vecnormalize_path`` if given
+    (a ``.npz``; a ``.pkl`` only with ``trust=True``, through ``VecNormalize.load``)."""
+    venv = make_vec_env(cfg)
+    if vecnormalize_path is None:
+        return normalize(venv, cfg)
+    if Path(vecnormalize_path).suffix == ".npz":
+        vecnorm = restore_normalizer_stats(normalize(venv, cfg), vecnormalize_path)
+    elif trust:
+        vecnorm = VecNormalize.load(str(vecnormalize_path), venv)
+    else:
+        venv.close()
+        raise _untrusted(Path(vecnormalize_path), "observation statistics")
+    vecnorm.training = True
+    return vecnorm
