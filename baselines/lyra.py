@@ -461,7 +461,7 @@ class LyraScheduler(Scheduler):
         for sid, g in flex_on.items():
             avail_cells[cell_of[sid]] += g
         phase1 = _Phase1(self, view, allocations, free, avail, loaned, avail_cells)
-        admitted_elastic = False
+        admitted: list[JobView] = []  # elastic jobs placed in phase 1, in order
 
         # Phase 1: base demands of queued jobs, shortest remaining time first.
         estimate = self._remaining_estimate
@@ -504,7 +504,7 @@ class LyraScheduler(Scheduler):
             if self.elastic and job.spec.elastic:
                 base[job.id], flex[job.id] = placement, {}
                 elastic_jobs.append(job)
-                admitted_elastic = True
+                admitted.append(job)
 
         evicted = any(avail[sid] < flex_on.get(sid, 0) for sid in phase1.touched)  # only placements take avail
         if elastic_jobs and (round_due or plan.give_back or plan.borrow):
@@ -512,9 +512,10 @@ class LyraScheduler(Scheduler):
                 self._learn_ended_holds(view.now, allocations)
             self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, phase1, knapsack=True)
             self._next_round = view.now + self.round_s
-        elif elastic_jobs and (admitted_elastic or evicted or hold or moved):
+        elif elastic_jobs and (admitted or evicted or hold or moved):
             if self._admitted_fast_path and not (evicted or hold or moved or levels or view.allow_mixed_gpu_types):
-                self._phase2_admitted(view, plan, elastic_jobs, base, flex, avail, set(loaned), phase1, flex_on)
+                self._phase2_admitted(view, plan, elastic_jobs, admitted, base, flex, avail, set(loaned), phase1,
+                                      flex_on)
             else:
                 self._phase2(view, plan, elastic_jobs, base, flex, avail, set(loaned), levels, phase1, knapsack=False)
         return plan
@@ -593,7 +594,8 @@ class LyraScheduler(Scheduler):
             self._learn_hold(view.now, gpu_type, typed, flex, choice)
             self._place_extras(plan, typed, choice, base, flex, avail, servers, loaned)
 
-    def _phase2_admitted(self, view: ClusterView, plan: Plan, jobs: list[JobView], base: dict[str, dict[int, int]],
+    def _phase2_admitted(self, view: ClusterView, plan: Plan, jobs: list[JobView], placed: list[JobView],
+                         base: dict[str, dict[int, int]],
                          flex: dict[str, dict[int, int]], avail: list[int], loaned: set[int], phase1: "_Phase1",
                          flex_on: Mapping[int, int]) -> None:
         """:meth:`_phase2` between rounds when the only change is admitted elastic jobs (no
@@ -603,8 +605,8 @@ class LyraScheduler(Scheduler):
         and :meth:`_place_extras`, without a walk over every running elastic job)."""
         types, now = self._gpu_types, view.now
         new_by_type: dict[str, list[JobView]] = {}
-        for job in jobs:
-            if not job.workers:  # admitted in this decision (queued in the view)
+        for job in placed:  # the elastic jobs phase 1 placed (not the whole list of running ones)
+            if not job.workers:  # queued in the view (a job our reclaim answer restarted keeps its workers)
                 new_by_type.setdefault(types[next(iter(base[job.id]))], []).append(job)
         if len(new_by_type) > 1:  # the order of hold observations across types: the general path
             self._phase2(view, plan, jobs, base, flex, avail, loaned, {}, phase1, knapsack=False)
