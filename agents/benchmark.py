@@ -74,11 +74,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from lyra_gym.errors import LyraGymError
 from lyra_gym import scheduler as registry
 from lyra_gym.outputs import OutputError, atomic_path, check_out_file, named_inputs
-from lyra_gym.profiles import builtin_profiles
+from lyra_gym.model.profiles import builtin_profiles
 from lyra_gym.scheduler import Scheduler
-from lyra_gym.simulate import simulate
+from lyra_gym.run.simulate import simulate
 
 from agents.scenarios import SUITE, Scenario, get_scenario
 
@@ -92,7 +93,7 @@ AGGREGATE_COLUMNS = ["metric", "iqm", "ci_low", "ci_high", "reps", "cells"]
 COLUMNS = WINDOW_COLUMNS + AGGREGATE_COLUMNS
 
 
-class BenchmarkError(ValueError):
+class BenchmarkError(LyraGymError):
     """A bad argument (unknown name, missing path): reported in one line, exit status 2."""
 
 

@@ -27,6 +27,7 @@ import gymnasium as gym
 import yaml
 
 from lyra_gym.envs import ALLOC_ENV_ID
+from lyra_gym.errors import LyraGymError
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 QUICK_OVERLAY = CONFIG_DIR / "quick.yaml"
@@ -56,7 +57,7 @@ def run_name_problem(name: Any) -> str | None:
     return None
 
 
-class TrainConfigError(ValueError):
+class TrainConfigError(LyraGymError):
     """A malformed training config or override; the message names the key (and file)."""
 
 
@@ -291,7 +292,7 @@ def _coerce(key: str, value: Any, source: str) -> Any:
 
 def read_yaml(path: str | os.PathLike) -> dict[str, Any]:
     """A YAML mapping (empty file -> {}); errors name the file (a key given twice included)."""
-    from lyra_gym.config import unique_key_loader
+    from lyra_gym.model.config import unique_key_loader
 
     path = Path(path)
     try:

@@ -9,7 +9,7 @@ Two harnesses, one engine:
 
 - :func:`evaluate_model` / :func:`evaluate_expert` step the environment (used
   during training, on the live model);
-- :func:`evaluate_scheduler` runs ``lyra_gym.simulate`` on the window's jobs
+- :func:`evaluate_scheduler` runs ``lyra_gym.run.simulate`` on the window's jobs
   with the window's seed: a registry name (``"lyra"``), or a trained model as a
   :class:`~agents.policy_scheduler.PolicyScheduler`. This is what ``lyra-gym
   compare`` measures; the two agree exactly (``tests/test_agents.py``).
@@ -36,8 +36,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from lyra_gym.run.simulate import simulate
 from lyra_gym.scheduler import Scheduler
-from lyra_gym.simulate import simulate
 
 Row = dict[str, Any]
 
@@ -57,7 +57,7 @@ def rollout(env: Any, choose: Callable[[Any, np.ndarray], np.ndarray], window: i
         obs, _, terminated, truncated, info = env.step(choose(env, obs))
         done = terminated or truncated
     if "final_metrics" not in info:  # a window with no decision point at all
-        from lyra_gym.metrics import summarize
+        from lyra_gym.run.metrics import summarize
         env.engine.finish()
         info["final_metrics"] = summarize(env.engine)
     return {"window": env.window.index, "seed": env.window.seed, **info["final_metrics"]}

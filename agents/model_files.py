@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from agents.config import TrainConfig, load_train_config
+from lyra_gym.errors import LyraGymError
 
 TRUST_ENV = "LYRA_GYM_TRUST_MODEL_FILES"   # =1: unpickle model files as before (only for files you trust)
 
@@ -39,7 +40,7 @@ MAX_JSON_DEPTH = 64              # nesting of ``data`` (SB3 writes 3 levels); js
 MAX_CONFIG_BYTES = 2**20         # config.yaml (a run's is ~1 KB); PyYAML recurses once per nesting level
 
 
-class UntrustedModelFileError(FileNotFoundError):
+class UntrustedModelFileError(LyraGymError, FileNotFoundError):
     """A saved file exists only in a format that can run code when loaded (a pickle), and loading
     it was not explicitly trusted. (A ``FileNotFoundError``: the safe file is missing.)"""
 
@@ -56,7 +57,7 @@ def warn_trusted(path: str | os.PathLike) -> None:
     print(f"warning: trusting model files at {path}: unpickling them can run arbitrary code", file=sys.stderr)
 
 
-class ModelFileError(ValueError):
+class ModelFileError(LyraGymError):
     """A saved model file that cannot be loaded: the one-line message names the file and the problem."""
 
 

@@ -23,10 +23,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from lyra_gym.config import SimConfig, config_from_dict, config_to_dict, load_config
 from lyra_gym.envs.windows import Window, WindowSampler
-from lyra_gym.trace import JobSpec
-from lyra_gym.tracegen import PRESETS, generate_trace, offered_load
+from lyra_gym.model.config import SimConfig, config_from_dict, config_to_dict, load_config
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.workloads.tracegen import PRESETS, generate_trace, offered_load
 
 #: Where the shipped cluster files live (``traces/`` beside the packages, in a source checkout).
 TRACES_DIR = Path(__file__).resolve().parents[1] / "traces"
@@ -49,7 +49,7 @@ class Scenario:
 
     :param name: the name on the command line and in results.
     :param description: one line: what it stresses.
-    :param trace: a trace preset name (:data:`lyra_gym.tracegen.PRESETS`).
+    :param trace: a trace preset name (:data:`lyra_gym.workloads.tracegen.PRESETS`).
     :param trace_seed: the preset's seed.
     :param elastic_share: replaces the preset's elastic share (None: the preset's). The
         generator draws the elastic flags last, so only the flags (and elastic ranges) change.

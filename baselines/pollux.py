@@ -138,7 +138,7 @@ from baselines.loaning import Loaning, free_after
 from baselines.placement import best_fit, spanning_group, take, warn_unrunnable
 from baselines.pollux_optimizer import best_sizes, most_jobs, restart_factor, statistical_efficiency
 from lyra_gym.plan import Plan
-from lyra_gym.scaling import progress_bin
+from lyra_gym.model.scaling import progress_bin
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.view import ClusterView, JobView
 
@@ -179,7 +179,7 @@ def application_batches(lo: float, hi: float, workers: int, min_local: float | N
     largest measured batch), less those whose micro-batch (the artifact's split with gradient
     accumulation: ``local = ceil(M / n)``, ``accum = ceil(local / max_local) - 1``, at least 1
     on one GPU above ``lo``, ``atomic = ceil(local / (accum + 1))``) falls below ``min_local``.
-    The engine splits the chosen batch the same way (:meth:`lyra_gym.scaling.ScalingModel.split`)."""
+    The engine splits the chosen batch the same way (:meth:`lyra_gym.model.scaling.ScalingModel.split`)."""
     start = max(lo, workers * (min_local or 1.0))
     if start >= hi:
         return [float(start)]

@@ -80,7 +80,7 @@ workload 6 in the README):
 - ``artifact_placement="most-free"``: a started job takes the server with the
   most free GPUs, as many as it has, and repeats (``free_gpus.most_common(1)``);
   ``"best-fit"`` (default) packs. With a profile whose step time depends only on
-  one server or several (``lyra_gym/profiles.py``) the two give the same run
+  one server or several (``lyra_gym/model/profiles.py``) the two give the same run
   times; the artifact's step time depends on the exact placement.
 - ``rounds_only=True``: decisions only at multiples of ``tick_interval`` from time
   0 (the artifact's 60 s rounds: an arrival or a freed GPU waits for the next

@@ -40,8 +40,8 @@ from agents.evaluate import rollout
 from agents.scenarios import SUITE
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.envs.alloc import BORROW, RETURN, WAIT, AllocDecision, worker_options
-from lyra_gym.jobs import JobState
-from lyra_gym.scaling import PROGRESS_BINS
+from lyra_gym.model.jobs import JobState
+from lyra_gym.model.scaling import PROGRESS_BINS
 
 
 def remaining(job) -> float:

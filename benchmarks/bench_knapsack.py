@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from baselines.knapsack import solve_exact, solve_greedy, total_value
-from lyra_gym.profiles import builtin_profiles
+from lyra_gym.model.profiles import builtin_profiles
 
 
 def instance(rng: np.random.Generator, groups: int, capacity: int) -> list[np.ndarray]:

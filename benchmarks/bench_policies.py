@@ -12,9 +12,9 @@ import argparse
 from pathlib import Path
 
 from lyra_gym import scheduler as registry
-from lyra_gym.config import load_config
-from lyra_gym.simulate import simulate
-from lyra_gym.tracegen import generate_trace
+from lyra_gym.model.config import load_config
+from lyra_gym.run.simulate import simulate
+from lyra_gym.workloads.tracegen import generate_trace
 
 CLUSTER = Path(__file__).with_name("bench_cluster.yaml")
 

@@ -10,7 +10,7 @@ simulations of 50,000 jobs)::
 For every scenario (cluster file) and seed, the ``lyra-15d`` trace of that seed is generated
 (``lyra-gym trace generate --preset lyra-15d --seed N``; cut to the jobs submitted in the first
 ``--days`` days) and every policy is simulated on it with backfill off and on (the scheduler
-parameter ``backfill``), trace seed = simulation seed, through :func:`lyra_gym.compare.run_one`,
+parameter ``backfill``), trace seed = simulation seed, through :func:`lyra_gym.harness.compare.run_one`,
 the function behind ``lyra-gym compare``.
 
 Scenarios (sizes are assumptions; the paper publishes none):
@@ -26,7 +26,7 @@ seeds: per seed the queuing ratio ``C.queue_mean_s / lyra.queue_mean_s``, the JC
 (useful work in reference-GPU-seconds over both clusters: the same denominator for every policy)
 (percentage points; ``gpu_usage_overall`` where a run lacks it, marked in the table), and lyra's
 rescale + migration events per job ``(scale_events + migrations) / jobs_total``; then the mean
-over seeds and its 95 % Student-t interval (:func:`lyra_gym.report.mean_ci`). The paper
+over seeds and its 95 % Student-t interval (:func:`lyra_gym.harness.report.mean_ci`). The paper
 (EuroSys 2023) reports against its baseline: queuing 1.53x lower, JCT 1.48x lower, cluster usage
 up to 25 % higher.
 
@@ -49,13 +49,13 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Sequence
 
-from lyra_gym.compare import RunSpec, check_policies, run_dirname, run_one
-from lyra_gym.config import load_config
+from lyra_gym.harness.compare import RunSpec, check_policies, run_dirname, run_one
+from lyra_gym.harness.report import mean_ci
+from lyra_gym.model.config import load_config
 from lyra_gym.progress import progress, write
-from lyra_gym.report import mean_ci
-from lyra_gym.simulate import load_profile_set
-from lyra_gym.trace import load_trace, write_trace
-from lyra_gym.tracegen import generate_trace
+from lyra_gym.run.simulate import load_profile_set
+from lyra_gym.workloads.trace import load_trace, write_trace
+from lyra_gym.workloads.tracegen import generate_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = {"paper": ROOT / "traces" / "lyra-15d-paper.yaml", "loan-scarce": ROOT / "traces" / "lyra-15d.yaml"}

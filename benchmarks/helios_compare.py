@@ -253,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, help="keep the trace, config and outputs here (default: a temp dir)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(args.lyra_root))
-    from lyra_gym.tracegen import PRESETS, generate_trace
+    from lyra_gym.workloads.tracegen import PRESETS, generate_trace
 
     jobs = integer_jobs(generate_trace(replace(PRESETS["bench-15d"], reference_gpus=SERVERS * GPUS_PER_SERVER), 0))
     work = args.work or Path(tempfile.mkdtemp(prefix="helios_compare_"))

@@ -50,7 +50,7 @@ TIRESIAS = {"mode": "artifact", "thresholds": 57600, "queue_order": "arrival",
 
 
 def _config():
-    from lyra_gym.config import load_config
+    from lyra_gym.model.config import load_config
 
     cwd = os.getcwd()
     os.chdir(ROOT)  # the config's profile path is relative to the repository root
@@ -61,7 +61,7 @@ def _config():
 
 
 def _convert(rows: list[dict]) -> list:
-    from lyra_gym.realtraces import load_pollux
+    from lyra_gym.workloads.realtraces import load_pollux
 
     buf = io.StringIO()
     w = csv.writer(buf)
@@ -76,7 +76,7 @@ def _convert(rows: list[dict]) -> list:
 
 def isolated(reference: dict, config) -> list[dict]:
     """One row per isolated job: ours and the artifact's run time (s)."""
-    from lyra_gym.simulate import simulate
+    from lyra_gym.run.simulate import simulate
 
     out = []
     for ref in reference["isolated"]:
@@ -113,7 +113,7 @@ TIRESIAS_ABLATIONS = {
 
 def workload(reference: dict, config, ablate: bool = False) -> dict:
     """Workload 6: tiresias (artifact settings) per application and pollux, ours beside the artifact's."""
-    from lyra_gym.simulate import simulate
+    from lyra_gym.run.simulate import simulate
 
     rows = list(csv.DictReader(open(WORKLOAD, encoding="utf-8")))
     jobs = _convert(rows)

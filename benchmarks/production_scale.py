@@ -31,9 +31,9 @@ def peak_rss_mb() -> float:
 
 
 def run_one(policy: str, scale: int, days: float | None, seed: int, progress: bool) -> dict:
-    from lyra_gym.presets_calibrated import lyra_15d_config
-    from lyra_gym.simulate import simulate
-    from lyra_gym.tracegen import generate_trace
+    from lyra_gym.run.simulate import simulate
+    from lyra_gym.workloads.presets_calibrated import lyra_15d_config
+    from lyra_gym.workloads.tracegen import generate_trace
 
     start = time.perf_counter()
     jobs = generate_trace("lyra-15d", seed, scale=scale, days=days)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from lyra_gym.config import ClusterConfig
+from lyra_gym.model.config import ClusterConfig
 
 
 class Pool(enum.Enum):

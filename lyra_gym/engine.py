@@ -54,16 +54,16 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from lyra_gym.cluster import Pool, Server, build_servers
-from lyra_gym.config import SimConfig
-from lyra_gym.demand import DemandCurve
-from lyra_gym.efficiency import builtin_efficiency, load_efficiency
-from lyra_gym.jobs import EMPTY_ALLOCATION, Job, JobState
+from lyra_gym.model.config import SimConfig
+from lyra_gym.model.demand import DemandCurve
+from lyra_gym.model.efficiency import builtin_efficiency, load_efficiency
+from lyra_gym.model.jobs import EMPTY_ALLOCATION, Job, JobState
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.model.profiles import ProfileError, ProfileSet
+from lyra_gym.model.scaling import PROGRESS_BINS, ScalingModel, bin_end_work, progress_bin
 from lyra_gym.plan import FrozenAllocation, PendingAllocations, Plan, PlanError, TrackedAllocations
-from lyra_gym.profiles import ProfileError, ProfileSet
-from lyra_gym.scaling import PROGRESS_BINS, ScalingModel, bin_end_work, progress_bin
 from lyra_gym.scheduler import Scheduler
 from lyra_gym.topology import Topology
-from lyra_gym.trace import JobSpec
 from lyra_gym.view import ClusterView, JobView
 
 _COMPLETION, _DEADLINE, _TICK = 0, 1, 2

@@ -28,10 +28,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
+from lyra_gym.errors import LyraGymError
+
 TMP_MARK = ".tmp-"  # in the name of a file or folder being written
 
 
-class OutputError(ValueError):
+class OutputError(LyraGymError):
     """An output path that cannot or must not be written (the message names it)."""
 
 

@@ -1,6 +1,6 @@
 """Placement of whole GPUs onto servers: best fit (``spread``) and ``consolidated``.
 
-The rule is the run's ``placement`` config key (``lyra_gym/config.py``); :func:`place`
+The rule is the run's ``placement`` config key (``lyra_gym/model/config.py``); :func:`place`
 dispatches on it, so every heuristic that honours it, and the allocation env
 (:mod:`lyra_gym.envs.alloc`), calls one function. :mod:`baselines.placement` re-exports
 these rules beside the policies' own helpers (``spanning_group``, ``warn_unrunnable``).

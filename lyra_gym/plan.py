@@ -23,7 +23,7 @@ class Plan:
       (a migration) on any others, instead of the restart overhead.
     - ``batch_sizes``: job id -> global batch (samples per step, a number >= 1)
       for jobs in the system, under ``scaling: adaptive`` only
-      (:mod:`lyra_gym.scaling`; Pollux's batch-size adaptation). A job keeps
+      (:mod:`lyra_gym.model.scaling`; Pollux's batch-size adaptation). A job keeps
       its batch until a Plan changes it; changing it costs no overhead.
 
     Cost: the ``allocations`` of ``ClusterView.current_plan()`` are copied from the

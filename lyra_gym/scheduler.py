@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from lyra_gym.errors import LyraGymError
 from lyra_gym.plan import Plan
 from lyra_gym.view import ClusterView
 
@@ -81,7 +82,7 @@ class Scheduler:
         raise NotImplementedError(f"scheduler {self.name!r} cannot be guided by an agent")
 
 
-class UnknownSchedulerError(KeyError):
+class UnknownSchedulerError(LyraGymError, KeyError):
     def __str__(self) -> str:
         return str(self.args[0])
 

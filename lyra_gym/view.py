@@ -12,18 +12,18 @@ from typing import TYPE_CHECKING, Collection, Iterator, Mapping, Protocol, Seque
 import numpy as np
 
 from lyra_gym.cluster import Pool, Server
-from lyra_gym.jobs import Job, JobState
+from lyra_gym.model.jobs import Job, JobState
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.model.scaling import progress_bin
 from lyra_gym.plan import Plan, current_plan
-from lyra_gym.scaling import progress_bin
 from lyra_gym.topology import FreeMap, Topology
-from lyra_gym.trace import JobSpec
 
 if TYPE_CHECKING:
-    from lyra_gym.config import OverheadConfig, SimConfig
-    from lyra_gym.demand import DemandCurve
+    from lyra_gym.model.config import OverheadConfig, SimConfig
+    from lyra_gym.model.demand import DemandCurve
+    from lyra_gym.model.profiles import ProfileSet
+    from lyra_gym.model.scaling import ScalingModel
     from lyra_gym.plan import PendingAllocations
-    from lyra_gym.profiles import ProfileSet
-    from lyra_gym.scaling import ScalingModel
 
 
 class EngineState(Protocol):
@@ -113,7 +113,7 @@ class JobView:
 
     @property
     def init_batch(self) -> float:
-        """``B0``: the job's global batch at its requested size, samples (:mod:`lyra_gym.scaling`)."""
+        """``B0``: the job's global batch at its requested size, samples (:mod:`lyra_gym.model.scaling`)."""
         return self._job.init_batch
 
     @property
@@ -337,12 +337,12 @@ class ClusterView:
 
     @property
     def scaling(self) -> str:
-        """The run's scaling rule (``SimConfig.scaling``; :mod:`lyra_gym.scaling`)."""
+        """The run's scaling rule (``SimConfig.scaling``; :mod:`lyra_gym.model.scaling`)."""
         return self._engine.scaling.rule
 
     def batch_range(self, job: JobView) -> tuple[float, float] | None:
         """The range of global batches the job's application was measured over, in its units
-        (:meth:`lyra_gym.scaling.ScalingModel.batch_range`); None when there is none."""
+        (:meth:`lyra_gym.model.scaling.ScalingModel.batch_range`); None when there is none."""
         return self._engine.scaling.batch_range(job.spec, job.init_batch)
 
     def goodput(self, job: JobView, workers: int, gpu_type: str, gpus_per_server: int,

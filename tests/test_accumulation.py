@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from lyra_gym.efficiency import builtin_efficiency
-from lyra_gym.profiles import load_profiles
-from lyra_gym.scaling import ScalingModel
-from lyra_gym.trace import JobSpec
+from lyra_gym.model.efficiency import builtin_efficiency
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.model.profiles import load_profiles
+from lyra_gym.model.scaling import ScalingModel
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = load_profiles(ROOT / "traces" / "pollux-t4-profile.json")

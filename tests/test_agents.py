@@ -17,7 +17,7 @@ from agents.factory import (
 from agents.policy_scheduler import PolicyScheduler
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.envs.observation import CLUSTER_FEATURES, JOB_FEATURES, SERVER_FEATURES
-from lyra_gym.simulate import simulate
+from lyra_gym.run.simulate import simulate
 
 K, M = 6, 3
 

@@ -14,12 +14,12 @@ from gymnasium.utils.env_checker import check_env
 
 import lyra_gym  # noqa: F401  (registers the ids)
 from baselines.lyra import LyraScheduler
-from lyra_gym.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
-from lyra_gym.demand import DemandCurve
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.envs.alloc import BORROW, JOB, PLACE, PROPOSAL, RETURN, WAIT, AllocDecision, AllocLayout, worker_options
+from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
+from lyra_gym.model.demand import DemandCurve
 from lyra_gym.plan import Plan
-from lyra_gym.simulate import build_engine, simulate
+from lyra_gym.run.simulate import build_engine, simulate
 from toy import TOY, job
 
 SMALL = dict(window_s=6 * 3600.0)

@@ -62,7 +62,7 @@ def test_fits_if_freed_predicts_the_mask_after_the_preemption_is_played():
     import copy
 
     from lyra_gym.envs.alloc import JOB, WAIT, worker_options
-    from lyra_gym.jobs import JobState
+    from lyra_gym.model.jobs import JobState
 
     env = gym.make(ALLOC_ENV_ID, num_job_slots=64, **SUITE["contended"].env_kwargs()).unwrapped
     env.reset(options={"split": "test", "window": 0})

@@ -98,8 +98,8 @@ def test_suite_builds_the_scaled_trace_and_cluster_as_the_scale_option_does():
     """The suite falls back to ``dataclasses.replace`` on commits without ``scaled_preset``
     (``asv continuous`` against an older commit): the same jobs either way; its cluster is
     ``lyra_15d_cluster(paper=True, scale=N)``."""
-    from lyra_gym.presets_calibrated import LYRA_15D_X10_CLUSTER, lyra_15d_cluster
-    from lyra_gym.tracegen import generate_trace
+    from lyra_gym.workloads.presets_calibrated import LYRA_15D_X10_CLUSTER, lyra_15d_cluster
+    from lyra_gym.workloads.tracegen import generate_trace
 
     common = next(m for m in _modules() if m.__name__ == "asv_bench._common")
     expected = generate_trace("lyra-15d", 0, scale=10, days=0.1)

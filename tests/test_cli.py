@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lyra_gym.cli import main
+from lyra_gym.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TRACE = ROOT / "traces" / "default.csv"
@@ -181,8 +181,9 @@ def test_installed_script_exit_code_and_message(tmp_path):
 
 
 def test_trace_stats_reports_counts_shares_and_load(tmp_path, capsys, monkeypatch):
-    from lyra_gym.trace import JobSpec, write_trace
-    from lyra_gym.tracestats import trace_stats
+    from lyra_gym.harness.tracestats import trace_stats
+    from lyra_gym.model.jobspec import JobSpec
+    from lyra_gym.workloads.trace import write_trace
 
     # 4 jobs over 2 h: 2 GPUs x 3600 s + 1 x 1800 + 4 x 900 + 1 x 3600 = 16,200 GPU-s
     jobs = [JobSpec("a", 0, 2, 3600, "ncf", False, 2, 2), JobSpec("b", 1800, 1, 1800, "bert", True, 1, 2),

@@ -18,14 +18,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lyra_gym import cli
-from lyra_gym.cli import main
-from lyra_gym.config import ClusterConfig, ServerGroup, SimConfig
-from lyra_gym.feasibility import InfeasibleJobError, capacity, check_feasibility, drop_infeasible
-from lyra_gym.realtraces import load_philly
-from lyra_gym.simulate import SimResult, simulate, write_result
-from lyra_gym.trace import JobSpec, TraceError, load_trace, write_trace
-from lyra_gym.tracegen import generate_trace
+from lyra_gym.cli import app as cli
+from lyra_gym.cli.app import main
+from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
+from lyra_gym.model.feasibility import InfeasibleJobError, capacity, check_feasibility, drop_infeasible
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.run.simulate import SimResult, simulate, write_result
+from lyra_gym.workloads.realtraces import load_philly
+from lyra_gym.workloads.trace import TraceError, load_trace, write_trace
+from lyra_gym.workloads.tracegen import generate_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_FILES = {"metrics.json", "jobs.csv", "config.json", "policy.json", "run.json"}
@@ -206,7 +207,7 @@ def test_run_folder_is_written_atomically(tmp_path, small_trace, monkeypatch):
     write_result(plain, out)
     assert RUN_FILES == {p.name for p in out.iterdir()}
     # interrupted half-way: the old folder stays as it was, no temporary folder is left
-    import lyra_gym.simulate as sim
+    import lyra_gym.run.simulate as sim
 
     def half(result, folder, info):
         (folder / "metrics.json").write_text("{")

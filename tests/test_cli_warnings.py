@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from lyra_gym.cli import TRUST_ENV, main
+from lyra_gym.cli.app import TRUST_ENV, main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +39,7 @@ def test_trust_model_files_is_explicit_and_warned(tmp_path, capsys, monkeypatch)
 
 
 def test_a_sweep_file_reads_yaml_1_2_booleans(tmp_path):
-    from lyra_gym.sweep import SweepError, load_grid
+    from lyra_gym.harness.sweep import SweepError, load_grid
     import pytest
 
     path = tmp_path / "grid.yaml"

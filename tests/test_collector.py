@@ -10,10 +10,10 @@ import pytest
 from lyra_gym.collector.cli import main as collector_main
 from lyra_gym.collector.models import MODEL_SPECS, build_model, resolve_models
 from lyra_gym.collector.profile_writer import gpu_key_from_name, merge_profile, step_at_batch
-from lyra_gym.config import ClusterConfig, ServerGroup, SimConfig
-from lyra_gym.profiles import ProfileError, builtin_profiles, load_profiles
-from lyra_gym.simulate import simulate
-from lyra_gym.trace import JobSpec
+from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.model.profiles import ProfileError, builtin_profiles, load_profiles
+from lyra_gym.run.simulate import simulate
 
 TINY = ["--device", "cpu", "--tiny", "--steps", "2", "--warmup", "1", "--quiet", "--cpu-threads", "1"]
 
@@ -203,7 +203,7 @@ def test_batch_sweep_keeps_fixed_step_part_and_memory_cap():
     """Hand check: step = 0.05 + 0.00625 x batch at 8 / 16 / 32, 64 out of memory: step_fixed_s =
     0.25 - 0.00625 x 32 = 0.05, max_local_batch 32 (the largest that ran), min_local_batch 8."""
     from lyra_gym.collector.profile_writer import assumed_allreduce, build_profile
-    from lyra_gym.profiles import parse_profiles
+    from lyra_gym.model.profiles import parse_profiles
 
     m = _sweep([(8, 0.1), (16, 0.15), (32, 0.25), (64, None)])
     doc = build_profile([m], "g1", {"ncf": assumed_allreduce(40)}, {})

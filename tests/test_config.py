@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lyra_gym.config import ClusterConfig, ConfigError, ServerGroup, SimConfig, config_from_dict, load_config
+from lyra_gym.model.config import ClusterConfig, ConfigError, ServerGroup, SimConfig, config_from_dict, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 

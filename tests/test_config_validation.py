@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from lyra_gym import demand as demand_module
-from lyra_gym.config import (
+from lyra_gym.model import demand as demand_module
+from lyra_gym.model.config import (
     MAX_CLUSTER_SERVERS,
     ClusterConfig,
     ConfigError,
@@ -21,9 +21,9 @@ from lyra_gym.config import (
     config_to_dict,
     load_config,
 )
-from lyra_gym.demand import MAX_DEMAND_POINTS, DiurnalDemandConfig, diurnal_demand
-from lyra_gym.simulate import build_demand
-from lyra_gym.trace import JobSpec
+from lyra_gym.model.demand import MAX_DEMAND_POINTS, DiurnalDemandConfig, diurnal_demand
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.run.simulate import build_demand
 
 
 def error_of(data) -> str:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from lyra_gym import efficiency as eff
-from lyra_gym.efficiency import EfficiencyError, builtin_efficiency, parse_efficiency
-from lyra_gym.profiles import builtin_profiles
+from lyra_gym.model import efficiency as eff
+from lyra_gym.model.efficiency import EfficiencyError, builtin_efficiency, parse_efficiency
+from lyra_gym.model.profiles import builtin_profiles
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACT = ROOT / "tests" / "fixtures" / "adaptdl_validation"

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from lyra_gym.demand import DemandCurve
 from lyra_gym.engine import _COMPLETION, Engine
-from lyra_gym.jobs import JobState
+from lyra_gym.model.demand import DemandCurve
+from lyra_gym.model.jobs import JobState
 from lyra_gym.scheduler import Scheduler
 from tests.toy import TOY, config, job
 

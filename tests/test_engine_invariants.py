@@ -33,15 +33,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lyra_gym.cluster import Pool
-from lyra_gym.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
-from lyra_gym.demand import DemandCurve
 from lyra_gym.engine import Engine
-from lyra_gym.jobs import JobState
-from lyra_gym.metrics import job_rows, summarize
+from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
+from lyra_gym.model.demand import DemandCurve
+from lyra_gym.model.jobs import JobState
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.model.profiles import builtin_profiles
 from lyra_gym.plan import Plan
-from lyra_gym.profiles import builtin_profiles
+from lyra_gym.run.metrics import job_rows, summarize
 from lyra_gym.scheduler import Scheduler
-from lyra_gym.trace import JobSpec
 from lyra_gym.view import ClusterView
 
 PROFILES = builtin_profiles()

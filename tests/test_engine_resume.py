@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pytest
 
-from lyra_gym.jobs import JobState
+from lyra_gym.model.jobs import JobState
 from lyra_gym.plan import Plan
 from lyra_gym.scheduler import Scheduler
 from toy import config, job, run

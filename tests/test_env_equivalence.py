@@ -130,9 +130,9 @@ def _result_digest(result) -> str:
 
 def scheduler_digest(case: str) -> str:
     """SHA-256 of ``simulate`` with an agent as the scheduler (metrics and job rows)."""
-    from lyra_gym.config import load_config
-    from lyra_gym.simulate import simulate
-    from lyra_gym.trace import load_trace
+    from lyra_gym.model.config import load_config
+    from lyra_gym.run.simulate import simulate
+    from lyra_gym.workloads.trace import load_trace
 
     if case == "alloc-contended-agent":
         # the shipped agent on the first 60 jobs of the default trace, on its own (contended) cluster

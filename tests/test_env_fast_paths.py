@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lyra_gym  # noqa: F401  (registers the envs)
-from lyra_gym.demand import DemandCurve
 from lyra_gym.envs.actions import ActionCodec
 from lyra_gym.envs.observation import JOB_FEATURES, _DemandAhead
 from lyra_gym.envs.rewards import REWARD_TERMS, SpanReward, StepOutcome, reward
+from lyra_gym.model.demand import DemandCurve
 from lyra_gym.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS
 
 
@@ -100,7 +100,7 @@ class _Spec:
 
 class _Slot:
     def __init__(self, job_id, running, elastic):
-        from lyra_gym.jobs import JobState
+        from lyra_gym.model.jobs import JobState
         self.id = job_id
         self.state = JobState.RUNNING if running else JobState.QUEUED
         self.spec = _Spec(elastic)

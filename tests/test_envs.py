@@ -12,7 +12,7 @@ from gymnasium.utils.env_checker import check_env
 import lyra_gym
 from lyra_gym.envs import ActionMaskObservation
 from lyra_gym import scheduler as registry
-from lyra_gym.simulate import simulate
+from lyra_gym.run.simulate import simulate
 
 IDS = lyra_gym.ENV_IDS
 SMALL = dict(window_s=6 * 3600.0)  # shorter episodes keep the suite fast
@@ -100,7 +100,7 @@ def test_expert_action_reproduces_the_lyra_heuristic(env_id):
 def test_the_agent_is_asked_at_events_and_lyras_rounds_keep_its_guidance():
     """Lyra's knapsack rounds (its tick) are not the agent's steps: an expert episode has one
     step per event decision point of the same run through the engine."""
-    from lyra_gym.simulate import build_engine
+    from lyra_gym.run.simulate import build_engine
 
     env = gym.make("LyraGym/Elastic-v0", **SMALL).unwrapped
     steps = rollout(env, 7, lambda e, rng: e.expert_action())

@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays, from_dtype
 
-from lyra_gym.config import ConfigError, SimConfig, _hints, _unpack, config_from_dict, config_to_dict, load_config
 from lyra_gym.envs import ClusterEnv, ElasticEnv
+from lyra_gym.model.config import ConfigError, SimConfig, _hints, _unpack, config_from_dict, config_to_dict, load_config
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SMALL_ENV = dict(trace="small-1d", window_s=3 * 3600.0, num_job_slots=6, num_server_slots=3)

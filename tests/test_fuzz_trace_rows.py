@@ -12,7 +12,7 @@ import io
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lyra_gym.trace import TRACE_COLUMNS, TraceError, load_trace
+from lyra_gym.workloads.trace import TRACE_COLUMNS, TraceError, load_trace
 
 NUMBERS = ["0", "1", "2", "8", "-1", "1.5", "nan", "inf", "-inf", "1e400", "1e5", "", " ", "3e-9", "99999999999"]
 JUNK = ["x", "ncf", "resnet50", "yes", "\"", ",", "é", "0x10", "1,2", "true", "None"]

@@ -15,9 +15,9 @@ import pytest
 
 from baselines.gandiva import GandivaLoanScheduler, GandivaScheduler
 from baselines.placement import UnrunnableJobWarning
-from lyra_gym.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
-from lyra_gym.simulate import simulate
-from lyra_gym.trace import load_trace
+from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
+from lyra_gym.run.simulate import simulate
+from lyra_gym.workloads.trace import load_trace
 from toy import TOY, job, run
 from toy import config as toy_config
 

@@ -31,9 +31,9 @@ LYRA_15D_CUT_S = 86400.0  # the first day of lyra-15d seed 0
 
 @lru_cache(maxsize=None)
 def _case(name: str):
-    from lyra_gym.config import SimConfig, load_config
-    from lyra_gym.trace import load_trace
-    from lyra_gym.tracegen import generate_trace
+    from lyra_gym.model.config import SimConfig, load_config
+    from lyra_gym.workloads.trace import load_trace
+    from lyra_gym.workloads.tracegen import generate_trace
 
     if name == "default":
         return load_trace(ROOT / "traces" / "default.csv"), SimConfig()
@@ -41,7 +41,7 @@ def _case(name: str):
         jobs = [j for j in generate_trace("lyra-15d", 0) if j.submit_time < LYRA_15D_CUT_S]
         return jobs, load_config(ROOT / "traces" / "lyra-15d.yaml")
     if name == "workload-6-t4":
-        from lyra_gym.realtraces import load_pollux
+        from lyra_gym.workloads.realtraces import load_pollux
 
         converted = load_pollux(ROOT / "tests" / "fixtures" / "pollux" / "workload-6.csv",
                                 profiles=ROOT / "traces" / "pollux-t4-profile.json")
@@ -57,7 +57,7 @@ def _policies() -> list[str]:
 
 def digest(case: str, policy: str) -> str:
     """SHA-256 of one run's metrics (``repr`` of each value) and job rows."""
-    from lyra_gym.simulate import simulate
+    from lyra_gym.run.simulate import simulate
 
     jobs, config = _case(case)
     result = simulate(jobs, policy, config, seed=0)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lyra_gym.cli import main
-from lyra_gym.trace import JobSpec, load_trace
+from lyra_gym.cli.app import main
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.workloads.trace import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -1,7 +1,7 @@
 """Every project module imports first: no import order hides a cycle.
 
 A cycle between two modules works when the right one happens to be imported first and breaks
-otherwise (``benchmarks/production_scale.py`` imported ``lyra_gym.presets_calibrated`` first and
+otherwise (``benchmarks/production_scale.py`` imported ``lyra_gym.workloads.presets_calibrated`` first and
 failed while ``tracegen`` and it imported each other). In one fresh interpreter, each module is
 imported with every project module removed from ``sys.modules`` before it, so it runs its own
 chain of imports from the start (third-party packages stay loaded: that keeps it fast).

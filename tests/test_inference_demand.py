@@ -1,4 +1,4 @@
-"""Guarantees of the inference-demand curves (lyra_gym.demand)."""
+"""Guarantees of the inference-demand curves (lyra_gym.model.demand)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lyra_gym.demand import (
+from lyra_gym.model.demand import (
     DemandCurve,
     DemandFileError,
     DiurnalDemandConfig,
@@ -389,9 +389,9 @@ def test_invalid_horizon_raises_value_error(horizon: float) -> None:
 def test_demand_presets_set_the_peak_trough_ratio_through_the_config():
     import numpy as np
 
-    from lyra_gym.config import ConfigError, config_from_dict
-    from lyra_gym.simulate import build_demand
-    from lyra_gym.trace import JobSpec
+    from lyra_gym.model.config import ConfigError, config_from_dict
+    from lyra_gym.model.jobspec import JobSpec
+    from lyra_gym.run.simulate import build_demand
 
     jobs = [JobSpec("a", 6 * 86400.0, 1, 10.0, "ncf", False, 1, 1)]
     peaks = {}

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from baselines.lyra import LyraScheduler
-from lyra_gym.config import ClusterConfig, ServerGroup, SimConfig
-from lyra_gym.simulate import simulate
-from lyra_gym.tracegen import generate_trace
+from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
+from lyra_gym.run.simulate import simulate
+from lyra_gym.workloads.tracegen import generate_trace
 from test_lyra_invariants import CONFIG, SWITCHES, workloads
 from toy import TOY
 

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from baselines.lyra import LyraScheduler
-from lyra_gym.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
-from lyra_gym.demand import DemandCurve
+from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
+from lyra_gym.model.demand import DemandCurve
 from toy import TOY, job
-from lyra_gym.simulate import simulate
+from lyra_gym.run.simulate import simulate
 
 SWITCHES = list(itertools.product([False, True], ["speed", "overflow"], [True, False], ["queue", "completion"]))
 

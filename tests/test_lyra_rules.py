@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from baselines.lyra import LyraScheduler
-from lyra_gym.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
+from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.plan import FrozenAllocation, Plan
 from toy import config, jct, job, run
 
@@ -151,7 +151,7 @@ def test_no_loaned_placement_that_would_outlast_the_next_reclaim():
     # 200 s on T4s) is done by then and takes the T4s at t=10. C needs 800 s on T4s, so it would be
     # preempted there at t=500: it waits for the V100s instead (1000..1400, JCT 1390). Without
     # the reclaim it would finish on the T4s at t=810.
-    from lyra_gym.demand import DemandCurve
+    from lyra_gym.model.demand import DemandCurve
 
     jobs = [job("A", 0, 4, 1000), job("B", 10, 4, 100), job("C", 10, 4, 400)]
     cfg = v100_and_t4()
@@ -197,7 +197,7 @@ def test_staying_on_loaned_gpus_counts_when_moving_back_would_cost_more():
 
 def test_a_job_no_training_pool_can_hold_neither_blocks_nor_stops_growth():
     # BIG (6 GPUs) fits only the 8 T4s, busy serving until t=5000; E (1..4) runs at 4 on the 4 V100s.
-    from lyra_gym.demand import DemandCurve
+    from lyra_gym.model.demand import DemandCurve
 
     demand = DemandCurve(times_s=[0.0, 5000.0], servers=[1, 0])
     jobs = [job("E", 0, 4, 2000, elastic=True, lo=1, hi=4), job("BIG", 0, 6, 100)]

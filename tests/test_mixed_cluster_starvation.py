@@ -24,11 +24,11 @@ from hypothesis import strategies as st
 
 from baselines.placement import UnrunnableJobWarning
 from lyra_gym import scheduler as registry
-from lyra_gym.config import ClusterConfig, ServerGroup, SimConfig
-from lyra_gym.demand import DemandCurve
-from lyra_gym.feasibility import capacity, check_feasibility
-from lyra_gym.simulate import simulate
-from lyra_gym.trace import JobSpec
+from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
+from lyra_gym.model.demand import DemandCurve
+from lyra_gym.model.feasibility import capacity, check_feasibility
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.run.simulate import simulate
 
 POLICIES = registry.available()
 LOANING = ("tiresias+loan", "gandiva+loan", "pollux+loan")
@@ -129,7 +129,7 @@ def mixed_clusters(draw):
 def test_every_policy_finishes_what_lyra_finishes_or_warns(case):
     """Every policy finishes each job ``lyra`` finishes, or warned that it can never start it; a
     policy that never borrows is not asked to where a job needs loaned servers (the command line
-    warns about those traces, ``lyra_gym/feasibility.py``; fifo and sjf then block behind it)."""
+    warns about those traces, ``lyra_gym/model/feasibility.py``; fifo and sjf then block behind it)."""
     cfg, jobs, serving = case
     needs_loan = bool(check_feasibility(jobs, cfg).needs_loan)
     by_lyra, _ = run(jobs, "lyra", cfg, serving)

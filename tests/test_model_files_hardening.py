@@ -25,10 +25,10 @@ from agents.factory import (
     MAX_DATA_BYTES, MAX_JSON_DEPTH, TRUST_ENV, ModelFileError, _inference_model, read_model_zip,
 )
 from agents.policy_scheduler import load_policy_scheduler
-from lyra_gym import cli
-from lyra_gym.compare import CompareError, check_policies
-from lyra_gym.trace import write_trace
-from lyra_gym.tracegen import generate_trace
+from lyra_gym.cli import app as cli
+from lyra_gym.harness.compare import CompareError, check_policies
+from lyra_gym.workloads.trace import write_trace
+from lyra_gym.workloads.tracegen import generate_trace
 
 OBS_K, OBS_M = 4, 2
 

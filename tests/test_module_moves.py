@@ -23,10 +23,10 @@ def _check_limits():
     ("baselines.placement", "lyra_gym.placement",
      ["best_fit", "best_fit_in_groups", "capacities", "consolidated_fit", "groups_by_type", "place",
       "place_in_groups", "placer", "take"]),
-    ("lyra_gym.compare", "lyra_gym.runspec", ["CompareError", "RunError", "RunSpec", "run_one"]),
-    ("lyra_gym.ray_backend", "lyra_gym.runspec", ["CompareError", "RunError", "RunSpec", "run_one"]),
-    ("lyra_gym.tracegen", "lyra_gym.tracepreset", ["TracePreset"]),
-    ("lyra_gym.presets_calibrated", "lyra_gym.tracepreset", ["TracePreset"]),
+    ("lyra_gym.harness.compare", "lyra_gym.harness.runspec", ["CompareError", "RunError", "RunSpec", "run_one"]),
+    ("lyra_gym.harness.ray_backend", "lyra_gym.harness.runspec", ["CompareError", "RunError", "RunSpec", "run_one"]),
+    ("lyra_gym.workloads.tracegen", "lyra_gym.workloads.tracepreset", ["TracePreset"]),
+    ("lyra_gym.workloads.presets_calibrated", "lyra_gym.workloads.tracepreset", ["TracePreset"]),
 ])
 def test_old_import_paths_give_the_moved_objects(old, new, names):
     old_module, new_module = importlib.import_module(old), importlib.import_module(new)
@@ -49,17 +49,17 @@ def test_the_project_has_no_import_cycle():
     graph = check_limits.import_graph(ROOT, ["lyra_gym", "baselines", "agents"])
     assert check_limits.import_cycles(graph) == []
     # preset data imports neither the generator nor the simulator; lyra_gym never imports baselines
-    assert not graph["lyra_gym.presets_calibrated"] & {"lyra_gym.tracegen", "lyra_gym.simulate"}
+    assert not graph["lyra_gym.workloads.presets_calibrated"] & {"lyra_gym.workloads.tracegen", "lyra_gym.run.simulate"}
     assert not any(dep.startswith(("baselines", "agents"))
                    for module, deps in graph.items() if module.startswith("lyra_gym") for dep in deps)
 
 
 def test_engine_has_every_member_of_the_views_engine_protocol():
-    from lyra_gym.config import SimConfig
+    from lyra_gym.model.config import SimConfig
+    from lyra_gym.run.simulate import build_engine
     from lyra_gym.scheduler import make
-    from lyra_gym.simulate import build_engine
-    from lyra_gym.tracegen import generate_trace
     from lyra_gym.view import EngineState
+    from lyra_gym.workloads.tracegen import generate_trace
 
     engine = build_engine(generate_trace("small-1d", 0)[:5], make("fifo"), SimConfig(), seed=0)
     members = [name for name in vars(EngineState) if not name.startswith("_")]
@@ -69,7 +69,7 @@ def test_engine_has_every_member_of_the_views_engine_protocol():
 
 
 def test_trace_preset_reports_the_first_bad_field_as_before():
-    from lyra_gym.tracepreset import TracePreset
+    from lyra_gym.workloads.tracepreset import TracePreset
 
     # fields checked in declaration order across both halves of the checks: the first bad one is named
     with pytest.raises(ValueError, match=r"^TracePreset\.days: must be a finite number > 0, got -1$"):

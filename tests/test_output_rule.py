@@ -20,10 +20,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lyra_gym import cli, sweep
-from lyra_gym.cli import main
-from lyra_gym.trace import load_trace
-from lyra_gym.tracegen import generate_trace
+from lyra_gym.cli import app as cli
+from lyra_gym.cli.app import main
+from lyra_gym.harness import sweep
+from lyra_gym.workloads.trace import load_trace
+from lyra_gym.workloads.tracegen import generate_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "agents" / "pretrained" / "alloc-contended"
@@ -372,10 +373,10 @@ def test_jobs_csv_is_what_a_dict_writer_writes(tmp_path):
     import dataclasses
     import io
 
-    from lyra_gym.config import ClusterConfig, ServerGroup, SimConfig
-    from lyra_gym.metrics import JOB_COLUMNS
-    from lyra_gym.simulate import simulate, write_result
-    from lyra_gym.tracegen import generate_trace
+    from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
+    from lyra_gym.run.metrics import JOB_COLUMNS
+    from lyra_gym.run.simulate import simulate, write_result
+    from lyra_gym.workloads.tracegen import generate_trace
 
     jobs = generate_trace("small-1d", 0)[:60]
     config = SimConfig(cluster=ClusterConfig(training=(ServerGroup(1, "v100", 8),), inference=ServerGroup(1, "t4", 4)))

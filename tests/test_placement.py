@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from baselines.fifo import FifoScheduler
 from baselines.lyra import LyraScheduler
 from baselines.placement import best_fit, consolidated_fit, place
-from lyra_gym.config import ConfigError, config_from_dict
+from lyra_gym.model.config import ConfigError, config_from_dict
 from tests.toy import config, job, run
 
 

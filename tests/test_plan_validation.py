@@ -20,14 +20,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lyra_gym.config import ClusterConfig, ServerGroup, SimConfig
-from lyra_gym.demand import DemandCurve
 from lyra_gym.engine import Engine
-from lyra_gym.jobs import JobState
+from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
+from lyra_gym.model.demand import DemandCurve
+from lyra_gym.model.jobs import JobState
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.model.profiles import builtin_profiles
 from lyra_gym.plan import Plan, PlanError
-from lyra_gym.profiles import builtin_profiles
 from lyra_gym.scheduler import Scheduler
-from lyra_gym.trace import JobSpec
 
 PROFILES = builtin_profiles()
 

@@ -13,9 +13,9 @@ import dataclasses
 import pytest
 
 from baselines.pollux import MAX_BATCH_GROWTH, PolluxScheduler, batch_candidates
-from lyra_gym.demand import DemandCurve
-from lyra_gym.simulate import simulate
-from lyra_gym.trace import JobSpec
+from lyra_gym.model.demand import DemandCurve
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.run.simulate import simulate
 from test_scaling import LIN, efficiency_file
 from toy import config
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from baselines.pollux import BATCH_POINTS, PolluxScheduler, application_batches
-from lyra_gym.config import load_config
-from lyra_gym.realtraces import load_pollux
-from lyra_gym.simulate import simulate
+from lyra_gym.model.config import load_config
+from lyra_gym.run.simulate import simulate
+from lyra_gym.workloads.realtraces import load_pollux
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lyra_gym.cli import main
-from lyra_gym.profiles import load_profiles
-from lyra_gym.realtraces import POLLUX_APPLICATIONS, load_pollux
+from lyra_gym.cli.app import main
+from lyra_gym.model.profiles import load_profiles
+from lyra_gym.workloads.realtraces import POLLUX_APPLICATIONS, load_pollux
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "traces" / "pollux-t4-profile.json"

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from lyra_gym.cli import main
-from lyra_gym.config import load_config
-from lyra_gym.profiles import builtin_profiles
-from lyra_gym.realtraces import POLLUX_APPLICATIONS, load_pollux, load_real_trace
-from lyra_gym.trace import JobSpec, TraceError, load_trace
+from lyra_gym.cli.app import main
+from lyra_gym.model.config import load_config
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.model.profiles import builtin_profiles
+from lyra_gym.workloads.realtraces import POLLUX_APPLICATIONS, load_pollux, load_real_trace
+from lyra_gym.workloads.trace import TraceError, load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "tests" / "fixtures" / "pollux" / "workload-tiny.csv"

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lyra_gym.config import load_config
-from lyra_gym.calibration import measure
-from lyra_gym.presets_calibrated import (
+from lyra_gym.model.config import load_config
+from lyra_gym.harness.calibration import measure
+from lyra_gym.workloads.presets_calibrated import (
     LYRA_15D, LYRA_15D_PAPER_CLUSTER, LYRA_15D_TARGETS, lyra_15d_config,
 )
-from lyra_gym.profiles import builtin_profiles
-from lyra_gym.tracegen import MODEL_KEYS, generate_trace, offered_load
+from lyra_gym.model.profiles import builtin_profiles
+from lyra_gym.workloads.tracegen import MODEL_KEYS, generate_trace, offered_load
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,7 +57,7 @@ def test_cluster_file_matches_the_python_cluster():
 
 
 def test_inference_trough_is_under_40_percent_busy():
-    from lyra_gym.demand import diurnal_demand
+    from lyra_gym.model.demand import diurnal_demand
 
     config = lyra_15d_config()
     servers = config.cluster.inference.count
@@ -70,7 +70,7 @@ def test_inference_trough_is_under_40_percent_busy():
 
 
 def test_paper_cluster_file_has_a_larger_inference_pool_under_40_percent_busy_at_the_trough(trace):
-    from lyra_gym.simulate import build_demand
+    from lyra_gym.run.simulate import build_demand
 
     config = load_config(ROOT / "traces" / "lyra-15d-paper.yaml")
     assert config == lyra_15d_config(paper=True) and config.cluster == LYRA_15D_PAPER_CLUSTER

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lyra_gym.profiles import ProfileError, builtin_profiles, parse_profiles
+from lyra_gym.model.profiles import ProfileError, builtin_profiles, parse_profiles
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,7 +46,7 @@ def test_shipped_profile_is_what_the_derivation_script_writes(tmp_path):
 
 
 def test_builtin_profile_covers_trace_models_on_all_gpu_types():
-    from lyra_gym.tracegen import MODEL_KEYS
+    from lyra_gym.workloads.tracegen import MODEL_KEYS
 
     profiles = builtin_profiles()
     for key in MODEL_KEYS:
@@ -103,7 +103,7 @@ def test_builtin_profile_reproduces_its_published_sources():
 
 # --- batch-dependent compute (step_fixed_s, max_local_batch) ------------------------------------
 def _one(gpu: dict, **model) -> "ProfileSet":
-    from lyra_gym.profiles import parse_profiles
+    from lyra_gym.model.profiles import parse_profiles
 
     return parse_profiles({"format": "lyra-gym-profiles/1", "metadata": {"reference_gpu": "v100"},
                            "models": {"m": {"local_batch": 8, "gpus": {"v100": gpu}, **model}}}, source="p.json")
@@ -134,7 +134,7 @@ def test_a_profile_without_the_new_fields_gives_the_same_numbers():
     ({}, {"max_local_batch": "big"}, "models.m.max_local_batch"),
 ])
 def test_bad_batch_fields_name_the_file_and_field(gpu, model, field):
-    from lyra_gym.profiles import ProfileError
+    from lyra_gym.model.profiles import ProfileError
 
     with pytest.raises(ProfileError, match=f"p.json: {field}"):
         _one({"step_compute_s": 1.0, "allreduce_intra_s": 0.1, "allreduce_inter_s": 0.2, **gpu}, **model)
@@ -186,7 +186,7 @@ def test_builtin_t4_speed_is_measured_where_a_pair_exists():
     """Issue 25 item 7: T4/V100 from Gavel's V100 steps/s against the Pollux artifact's T4 step time
     at the same local batch (resnet18: 1,241.3 / 2,303.3 img/s at 128; resnet50: 208.1 / 319.6),
     0.3 (assumption) for the others."""
-    from lyra_gym.profiles import builtin_profiles
+    from lyra_gym.model.profiles import builtin_profiles
 
     models = builtin_profiles().models
     ratio = {name: m.gpu("v100").step_compute_s / m.gpu("t4").step_compute_s for name, m in models.items()}

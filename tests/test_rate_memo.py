@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lyra_gym import profiles as profiles_module
-from lyra_gym import scaling as scaling_module
-from lyra_gym.efficiency import NoiseScaleCurve, builtin_efficiency, parse_efficiency
-from lyra_gym.profiles import builtin_profiles, load_profiles
-from lyra_gym.scaling import BATCH_LIMITS, NOISE_SCALE_RULES, PROGRESS_BINS, SCALING_RULES, ScalingModel
-from lyra_gym.trace import JobSpec
+from lyra_gym.model import profiles as profiles_module
+from lyra_gym.model import scaling as scaling_module
+from lyra_gym.model.efficiency import NoiseScaleCurve, builtin_efficiency, parse_efficiency
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.model.profiles import builtin_profiles, load_profiles
+from lyra_gym.model.scaling import BATCH_LIMITS, NOISE_SCALE_RULES, PROGRESS_BINS, SCALING_RULES, ScalingModel
 
 ROOT = Path(__file__).resolve().parents[1]
 T4_PROFILE = ROOT / "traces" / "pollux-t4-profile.json"

@@ -14,10 +14,10 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install lyra-gym[ray]); Ray backend not tested")
 
-from lyra_gym.cli import main  # noqa: E402
-from lyra_gym.compare import CompareError, RunError, run_grid  # noqa: E402
-from lyra_gym.config import SimConfig  # noqa: E402
-from lyra_gym.tracegen import generate_trace  # noqa: E402
+from lyra_gym.cli.app import main  # noqa: E402
+from lyra_gym.harness.compare import CompareError, RunError, run_grid  # noqa: E402
+from lyra_gym.model.config import SimConfig  # noqa: E402
+from lyra_gym.workloads.tracegen import generate_trace  # noqa: E402
 
 POLICIES, SEEDS = ("fifo", "lyra"), (0, 1)
 
@@ -56,7 +56,7 @@ def test_same_numbers_as_local(ray_instance, short_jobs, tmp_path):
 
 
 def test_cli_compare_ray_summary_identical(ray_instance, short_jobs, tmp_path):
-    from lyra_gym.trace import write_trace
+    from lyra_gym.workloads.trace import write_trace
 
     trace = tmp_path / "short.csv"
     write_trace(short_jobs, trace)
@@ -75,7 +75,7 @@ def test_failed_run_is_a_run_error(ray_instance, short_jobs):
 
 
 def test_missing_ray_says_how_to_install(monkeypatch):
-    from lyra_gym.ray_backend import import_ray
+    from lyra_gym.harness.ray_backend import import_ray
 
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(CompareError, match=r"pip install lyra-gym\[ray\]"):

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lyra_gym.realtraces import (
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.workloads.realtraces import (
     add_convert_parser,
     default_model_mix,
     load_alibaba,
@@ -16,7 +17,7 @@ from lyra_gym.realtraces import (
     load_philly,
     load_real_trace,
 )
-from lyra_gym.trace import JobSpec, TraceError, load_trace
+from lyra_gym.workloads.trace import TraceError, load_trace
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PHILLY = FIXTURES / "philly_cluster_job_log.json"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from lyra_gym import scheduler as registry
-from lyra_gym.simulate import simulate
-from lyra_gym.tracegen import generate_trace
+from lyra_gym.run.simulate import simulate
+from lyra_gym.workloads.tracegen import generate_trace
 
 
 def test_shipped_schedulers_are_listed():

@@ -16,7 +16,7 @@ import torch  # noqa: E402
 
 from agents.config import load_train_config  # noqa: E402
 from agents.factory import make_eval_env  # noqa: E402
-from lyra_gym.simulate import simulate  # noqa: E402
+from lyra_gym.run.simulate import simulate  # noqa: E402
 
 
 @pytest.fixture(scope="module")

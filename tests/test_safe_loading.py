@@ -191,7 +191,7 @@ def test_the_up_front_check_runs_no_crafted_pickle_and_refuses_an_old_run_in_one
                                                                                       monkeypatch):
     """``check_policies`` (simulate, compare, sweep) loads every model before the first run: the
     crafted run passes without running its payloads; a pickle-only run is refused in one line."""
-    from lyra_gym.compare import CompareError, check_policies
+    from lyra_gym.harness.compare import CompareError, check_policies
 
     monkeypatch.delenv(TRUST_ENV, raising=False)
     run_dir, markers = crafted

@@ -1,4 +1,4 @@
-"""Scaling semantics (lyra_gym/scaling.py): goodput by hand under each rule, batch and worker
+"""Scaling semantics (lyra_gym/model/scaling.py): goodput by hand under each rule, batch and worker
 changes mid-run, progress-dependent noise scale, and the requested size left exact.
 
 Toy model ``lin`` (local batch 1, one V100 step = 1 s of which ``step_fixed_s`` = 0.2 s does not
@@ -15,12 +15,13 @@ import json
 import pytest
 
 from lyra_gym.plan import Plan, PlanError
-from lyra_gym.profiles import parse_profiles
-from lyra_gym.scaling import PROGRESS_BINS
+from lyra_gym.model.profiles import parse_profiles
+from lyra_gym.model.scaling import PROGRESS_BINS
 from lyra_gym.scheduler import Scheduler
-from lyra_gym.simulate import simulate
-from lyra_gym.trace import JobSpec, load_trace, write_trace
-from lyra_gym.demand import DemandCurve
+from lyra_gym.run.simulate import simulate
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.workloads.trace import load_trace, write_trace
+from lyra_gym.model.demand import DemandCurve
 from toy import config
 
 LIN = parse_profiles({
@@ -191,7 +192,7 @@ def test_a_trace_without_batch_sizes_is_written_as_before(tmp_path):
 
 
 def test_a_bad_batch_size_cell_names_line_and_field(tmp_path):
-    from lyra_gym.trace import TraceError
+    from lyra_gym.workloads.trace import TraceError
 
     path = tmp_path / "bad.csv"
     path.write_text("job_id,submit_time,num_gpus,duration,model,elastic,min_gpus,max_gpus,batch_size\n"
@@ -202,7 +203,7 @@ def test_a_bad_batch_size_cell_names_line_and_field(tmp_path):
 
 
 def test_the_rule_is_recorded_in_the_config(tmp_path):
-    from lyra_gym.config import config_to_dict
+    from lyra_gym.model.config import config_to_dict
 
     result = run(tmp_path, Fixed(2), "fixed-global")
     assert config_to_dict(result.config)["scaling"] == "fixed-global"

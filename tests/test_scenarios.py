@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from lyra_gym.demand import DemandCurve
+from lyra_gym.model.demand import DemandCurve
 from lyra_gym.scheduler import Scheduler
 from toy import config, jct, job, run
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from lyra_gym.run.simulate import simulate
 from lyra_gym.scheduler import available, make
-from lyra_gym.simulate import simulate
-from lyra_gym.tracegen import generate_trace
+from lyra_gym.workloads.tracegen import generate_trace
 
 
 @pytest.fixture(scope="module")

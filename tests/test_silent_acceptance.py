@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import lyra_gym
-from lyra_gym.cli import main
-from lyra_gym.config import SimConfig, config_from_dict, config_to_dict, load_config
-from lyra_gym.trace import MAX_BATCH_SIZE, MAX_DURATION_S, JobSpec, JobSpecError
+from lyra_gym.cli.app import main
+from lyra_gym.model.config import SimConfig, config_from_dict, config_to_dict, load_config
+from lyra_gym.model.jobspec import MAX_BATCH_SIZE, MAX_DURATION_S, JobSpec, JobSpecError
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = "job_id,submit_time,num_gpus,duration,model,elastic,min_gpus,max_gpus"
@@ -89,7 +89,7 @@ def test_a_duplicated_column_is_refused_naming_it(capsys, tmp_path):
     assert f"{path}:1: field 'duration'" in err and "appears twice" in err and "columns 4 and 9" in err
     # a repeated column the loader does not read is still fine (it is ignored either way)
     path = trace_file(tmp_path, f"{HEADER},note,note\n{ROW},x,y\n")
-    from lyra_gym.trace import load_trace
+    from lyra_gym.workloads.trace import load_trace
     assert [j.job_id for j in load_trace(path)] == ["a"]
 
 
@@ -117,7 +117,7 @@ def test_a_duplicated_yaml_key_is_refused_naming_key_and_line(capsys, tmp_path):
     assert f"{config}, line 6:" in err and "duplicate key 'count' (first on line 4)" in err
     # a key brought in by a merge may still be overridden, as YAML intends
     import yaml
-    from lyra_gym.config import unique_key_loader
+    from lyra_gym.model.config import unique_key_loader
 
     text = "a: &b {count: 4, gpu_type: t4}\nc:\n  <<: *b\n  count: 8\n"
     assert yaml.load(text, Loader=unique_key_loader())["c"] == {"count": 8, "gpu_type": "t4"}

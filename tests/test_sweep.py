@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lyra_gym.cli import main
+from lyra_gym.cli.app import main
+from lyra_gym.harness.sweep import SweepError, load_grid, plot_name, run_sweep
 from lyra_gym.scheduler import UnknownSchedulerError
-from lyra_gym.sweep import SweepError, load_grid, plot_name, run_sweep
-from lyra_gym.trace import write_trace
-from lyra_gym.tracegen import generate_trace
+from lyra_gym.workloads.trace import write_trace
+from lyra_gym.workloads.tracegen import generate_trace
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -106,7 +106,7 @@ def test_bad_grid(tmp_path, data, match):
 def test_every_trace_param_value_runs_its_own_trace(tmp_path):
     """Regression: the feasibility cache was keyed by id() of traces freed between trace-param
     values, so a later value could reuse an earlier trace's id and silently run its jobs."""
-    from lyra_gym.sweep import expand, preset_with
+    from lyra_gym.harness.sweep import expand, preset_with
 
     shares = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
     grid = load_grid(_grid(tmp_path, policies=["fifo"], traces=["preset:small-1d"],

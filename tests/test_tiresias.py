@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from baselines.tiresias import TiresiasLoanScheduler, TiresiasScheduler
-from lyra_gym.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig, load_config
-from lyra_gym.demand import DemandCurve
-from lyra_gym.simulate import simulate
-from lyra_gym.trace import load_trace
+from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig, load_config
+from lyra_gym.model.demand import DemandCurve
+from lyra_gym.run.simulate import simulate
+from lyra_gym.workloads.trace import load_trace
 from toy import TOY, job
 
 DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "traces" / "default.csv"

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from baselines.loaning import free_after, free_map_after
 from baselines.placement import best_fit, consolidated_fit, groups_by_type, place_in_groups, placer, take
 from lyra_gym.cluster import Pool, Server
-from lyra_gym.config import ClusterConfig, ServerGroup, SimConfig
-from lyra_gym.demand import DemandCurve
 from lyra_gym.engine import Engine
+from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
+from lyra_gym.model.demand import DemandCurve
 from lyra_gym.plan import TrackedAllocations
 from lyra_gym.topology import ServerSet, Topology
 from tests.test_engine_invariants import PROFILES, RandomScheduler, run_engine, scenarios

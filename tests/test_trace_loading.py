@@ -11,7 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lyra_gym.trace import MAX_DURATION_S, MAX_SUBMIT_TIME_S, TRACE_COLUMNS, JobSpec, JobSpecError, TraceError, load_trace, write_trace
+from lyra_gym.model.jobspec import MAX_DURATION_S, MAX_SUBMIT_TIME_S, JobSpec, JobSpecError
+
+from lyra_gym.workloads.trace import TRACE_COLUMNS, TraceError, load_trace, write_trace
 
 HEADER = ",".join(TRACE_COLUMNS)
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lyra_gym.trace import JobSpec, load_trace, write_trace
-from lyra_gym.tracegen import MODEL_KEYS, PRESETS, TracePreset, generate_trace, offered_load, scaled_preset
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.workloads.trace import load_trace, write_trace
+from lyra_gym.workloads.tracegen import MODEL_KEYS, PRESETS, TracePreset, generate_trace, offered_load, scaled_preset
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_TRACE = REPO / "traces" / "default.csv"

@@ -8,11 +8,11 @@ not scale: more than one worker is slower than one.
 
 from __future__ import annotations
 
-from lyra_gym.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
-from lyra_gym.demand import DemandCurve
-from lyra_gym.profiles import parse_profiles
-from lyra_gym.simulate import SimResult, simulate
-from lyra_gym.trace import JobSpec
+from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
+from lyra_gym.model.demand import DemandCurve
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.model.profiles import parse_profiles
+from lyra_gym.run.simulate import SimResult, simulate
 
 TOY = parse_profiles({
     "format": "lyra-gym-profiles/1",

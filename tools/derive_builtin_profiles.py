@@ -4,7 +4,7 @@ Run: python tools/derive_builtin_profiles.py
 
 Each model gets, per GPU type, the compute time of one step at a stated local
 batch and the all-reduce time of one step inside a server and across servers.
-The scaling model these feed is documented in lyra_gym/profiles.py.
+The scaling model these feed is documented in lyra_gym/model/profiles.py.
 
 Sources (numbers, not text):
 - NVIDIA DeepLearningExamples READMEs, mixed precision, samples/s on 1 and 8
@@ -82,7 +82,7 @@ T4_INTRA_VS_V100 = 2.0     # T4 servers use PCIe, not NVLink: in-server all-redu
 T4_INTER_VS_V100 = 4.0     # T4 inference servers on 25-50 Gbps Ethernet (Pollux artifact's g4dn cluster)
 INTER_VS_INTRA = 2.0       # V100/A100 training servers on an InfiniBand-class fabric: across-server all-reduce twice in-server
 
-# Part of a step that does not shrink with the local batch (step_fixed_s, lyra_gym/profiles.py).
+# Part of a step that does not shrink with the local batch (step_fixed_s, lyra_gym/model/profiles.py).
 # No batch sweep is published for V100/A100 here, so each model takes the fixed fraction that the
 # Pollux artifact's T4 measurements give at its local batch (traces/pollux-t4-profile.json, fitted
 # by tools/derive_pollux_t4_profile.py: step = step_fixed_s + slope x local batch). Assumptions:

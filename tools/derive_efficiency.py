@@ -28,7 +28,7 @@ What is derived, and why (the artifact's definitions, our code):
   per model, ``APPLICATIONS`` in ``simulator/applications.py``, are unused).
   The engine interpolates them in the batch at the batch a job uses, as the
   artifact's ``get_grad_stats(batch_size, epoch)`` does
-  (:mod:`lyra_gym.efficiency`). ``grad_sqr = 0`` is kept (the artifact's gain
+  (:mod:`lyra_gym.model.efficiency`). ``grad_sqr = 0`` is kept (the artifact's gain
   is then the full scale: efficiency 1); deepspeech2's ``validation-20.csv``
   has such rows.
 - **Epoch boundaries** in [0, 1]: epoch ``e`` ends where the smallest

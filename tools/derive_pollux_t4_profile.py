@@ -21,7 +21,7 @@ config with ``profiles: traces/pollux-t4-profile.json`` on
 ``traces/pollux-testbed.yaml``'s 16 x 4 T4 cluster runs them at those rates.
 
 What is derived, per application (model keys and initial batch ``b0`` from
-``lyra_gym.realtraces.POLLUX_APPLICATIONS``: bert -> bert, cifar10 ->
+``lyra_gym.workloads.realtraces.POLLUX_APPLICATIONS``: bert -> bert, cifar10 ->
 resnet18, deepspeech2 -> deepspeech2, imagenet -> resnet50, ncf -> ncf,
 yolov3 -> yolov3):
 
@@ -32,7 +32,7 @@ yolov3 -> yolov3):
   ``local_bsz == local_batch``: the measured one-GPU step, exactly (as the
   collector builds a profile: compute from one GPU, communication apart).
 - ``allreduce_intra_s`` / ``allreduce_inter_s``: the scaling model of
-  ``lyra_gym/profiles.py``, ``step = step_compute_s + 2(n-1)/n * unit``, fitted
+  ``lyra_gym/model/profiles.py``, ``step = step_compute_s + 2(n-1)/n * unit``, fitted
   to every other row at ``local_batch``: one unit for the rows on one node
   (n = 2..4), one for the rows on several nodes (2-4 nodes, up to 16 GPUs).
   Each unit is a weighted least-squares fit with weights 1 / ``step_time``
@@ -53,7 +53,7 @@ yolov3 -> yolov3):
   which it sets to 8 (its grid goes to 16): ``MAX_LOCAL_OVERRIDE`` carries
   that 8 over (the artifact's own run reports ``max_local_bsz`` 8 for yolov3,
   shared/data/pollux_reference/isolated_jobs.csv). Above it both the artifact
-  and lyra-gym (``batch_limit: accumulate``, :mod:`lyra_gym.scaling`)
+  and lyra-gym (``batch_limit: accumulate``, :mod:`lyra_gym.model.scaling`)
   accumulate gradients.
 - ``min_local_batch`` = the smallest ``local_bsz`` of any row, as the
   artifact's ``min_local_bsz = placements.local_bsz.min()``: its Pollux
@@ -96,7 +96,7 @@ RESTART_SOURCE = ("Pollux artifact simulator/simulator.py Job.reallocate: rescal
 
 def applications() -> dict[str, tuple[str, int]]:
     """Artifact application -> (our model key, initial batch b0), as the pollux converter maps them."""
-    from lyra_gym.realtraces import POLLUX_APPLICATIONS
+    from lyra_gym.workloads.realtraces import POLLUX_APPLICATIONS
 
     return {app: (a.model, a.init_batch_size) for app, a in sorted(POLLUX_APPLICATIONS.items())}
 

@@ -2,7 +2,7 @@
 
 Run: python tools/fit_scaling.py [--data PATH] [--markdown]
 
-The scaling model of ``lyra_gym/profiles.py``::
+The scaling model of ``lyra_gym/model/profiles.py``::
 
     step(n, k, b) = compute(b) + 2(n-1)/n * (intra  if k == 1 else inter)
 

@@ -1,7 +1,8 @@
 """Shared pieces of the asv suite: paths, the clusters, the scaled lyra-15d trace, masked actions.
 
 Written against the public API that older commits also have (``ClusterConfig``, ``generate_trace``,
-``dataclasses.replace`` on a preset), so ``asv continuous OLD NEW`` can run them on both sides.
+``dataclasses.replace`` on a preset; the flat import paths before the wings layout), so
+``asv continuous OLD NEW`` can run them on both sides.
 """
 
 from __future__ import annotations
@@ -13,9 +14,18 @@ from pathlib import Path
 
 import numpy as np
 
-from lyra_gym.config import ClusterConfig, ServerGroup, SimConfig
-from lyra_gym.trace import JobSpec
-from lyra_gym.tracegen import PRESETS, generate_trace
+try:  # the wings layout (issue 28)
+    from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
+    from lyra_gym.model.jobspec import JobSpec
+    from lyra_gym.run.simulate import build_engine, simulate
+    from lyra_gym.workloads.tracegen import PRESETS, generate_trace
+except ImportError:  # commits before it: the flat modules
+    from lyra_gym.config import ClusterConfig, ServerGroup, SimConfig  # type: ignore[no-redef]
+    from lyra_gym.simulate import build_engine, simulate  # type: ignore[no-redef]
+    from lyra_gym.trace import JobSpec  # type: ignore[no-redef]
+    from lyra_gym.tracegen import PRESETS, generate_trace  # type: ignore[no-redef]
+
+__all__ = ["build_engine", "simulate"]  # re-exported for engine.py, from whichever layout
 
 #: The repository root (this file is benchmarks/asv_bench/_common.py); asv runs the benchmarks of
 #: the working tree against each commit's installed package, so data files come from here.
@@ -28,7 +38,7 @@ BENCH_CLUSTER = ClusterConfig(training=(ServerGroup(128, "v100", 8),), inference
 
 def paper_cluster(scale: int) -> ClusterConfig:
     """lyra-15d's "paper" cluster (128 x 8 V100 training, 160 x 8 T4 inference) ``scale`` times over
-    (``lyra_gym.presets_calibrated.lyra_15d_cluster(paper=True, scale=...)``): x10 is 1,280 x 8 V100
+    (``lyra_gym.workloads.presets_calibrated.lyra_15d_cluster(paper=True, scale=...)``): x10 is 1,280 x 8 V100
     (10,240 GPUs) and 1,600 x 8 T4 (12,800 GPUs)."""
     return ClusterConfig(training=(ServerGroup(128 * scale, "v100", 8),), inference=ServerGroup(160 * scale, "t4", 8))
 
@@ -46,7 +56,7 @@ def lyra_15d_preset(scale: int, days: float):
     ``replace`` where the commit under test predates ``scaled_preset`` (same jobs: name and
     description do not enter the generator)."""
     try:
-        from lyra_gym.tracegen import scaled_preset
+        from lyra_gym.workloads.tracegen import scaled_preset
     except ImportError:
         return _replaced_preset(scale, days)
     return scaled_preset("lyra-15d", scale, days)

@@ -80,7 +80,7 @@ class AgentDecision:
     timeout = 900
 
     def setup_cache(self):
-        from lyra_gym.simulate import simulate
+        from lyra_gym.run.simulate import simulate
 
         scheduler, env = _agent()
         window = env.windows.test(0)

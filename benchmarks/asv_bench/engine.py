@@ -19,10 +19,8 @@ in ``setup``). asv flags an increase as a regression, so compare ``track_us_per_
 from __future__ import annotations
 
 from lyra_gym import scheduler as registry
-from lyra_gym.config import SimConfig
-from lyra_gym.simulate import build_engine, simulate
 
-from ._common import BENCH_CLUSTER, bench_15d, lyra_15d, paper_config
+from ._common import BENCH_CLUSTER, SimConfig, bench_15d, build_engine, lyra_15d, paper_config, simulate
 
 POLICIES = ["fifo", "lyra"]
 

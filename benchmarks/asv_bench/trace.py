@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-from lyra_gym.tracegen import generate_trace
-
-from ._common import lyra_15d_preset
+from ._common import generate_trace, lyra_15d_preset
 
 
 class GenerateBench15d:

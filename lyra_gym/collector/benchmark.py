@@ -25,7 +25,7 @@ What is timed (one process, one device):
   parameters (its gradient), for each world size 2..N; the ring model
   ``t(n) = 2(n-1)/n * unit`` is fitted by least squares through the origin.
   This is the time of an *unoverlapped* all-reduce, which is what the
-  scaling model in :mod:`lyra_gym.profiles` assumes; frameworks that overlap
+  scaling model in :mod:`lyra_gym.model.profiles` assumes; frameworks that overlap
   communication with the backward pass lose less than this.
 
 Mixed precision (``amp=True``): CUDA uses ``torch.autocast(float16)`` plus

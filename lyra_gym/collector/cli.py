@@ -16,7 +16,7 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from lyra_gym.profiles import ProfileError
+from lyra_gym.model.profiles import ProfileError
 
 __all__ = ["add_profile_arguments", "add_profile_parser", "run_profile", "main"]
 

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lyra_gym.collector.benchmark import ModelMeasurement
-from lyra_gym.profiles import PROFILE_FORMAT, ProfileError, parse_profiles
+from lyra_gym.model.profiles import PROFILE_FORMAT, ProfileError, parse_profiles
 
 __all__ = [
     "ASSUMED_INTRA_GBPS",

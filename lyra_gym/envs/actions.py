@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from lyra_gym.jobs import JobState
+from lyra_gym.model.jobs import JobState
 from lyra_gym.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS, Guidance
 from lyra_gym.view import JobView
 

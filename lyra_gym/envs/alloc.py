@@ -40,10 +40,10 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from lyra_gym.envs.observation import GPU_NORM, ObservationBuilder, _constants, job_slots, server_slots
+from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.placement import best_fit, capacities, groups_by_type, place_in_groups
 from lyra_gym.plan import Plan, TrackedAllocations
 from lyra_gym.scheduler import Guidance, Scheduler
-from lyra_gym.trace import JobSpec
 from lyra_gym.view import ClusterView, JobView
 
 PHASES = ("borrow", "return", "job", "place")

@@ -23,20 +23,20 @@ import numpy as np
 from gymnasium import spaces
 
 from lyra_gym import scheduler as registry
-from lyra_gym.config import SimConfig, config_from_dict, load_config
-from lyra_gym.demand import number_problem
+from lyra_gym.model.config import SimConfig, config_from_dict, load_config
+from lyra_gym.model.demand import number_problem
 from lyra_gym.envs.actions import ActionCodec
 from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
 from lyra_gym.envs.render import blank_frame, cluster_frame
 from lyra_gym.envs.rewards import SpanReward, StepOutcome, parse_reward, reward
 from lyra_gym.envs.windows import Window, WindowSampler
-from lyra_gym.metrics import summarize
+from lyra_gym.run.metrics import summarize
 from lyra_gym.plan import Plan
-from lyra_gym.profiles import ProfileSet, builtin_profiles, load_profiles
+from lyra_gym.model.profiles import ProfileSet, builtin_profiles, load_profiles
 from lyra_gym.scheduler import Guidance, Scheduler
-from lyra_gym.simulate import build_engine
-from lyra_gym.trace import load_trace
-from lyra_gym.tracegen import PRESETS, generate_trace
+from lyra_gym.run.simulate import build_engine
+from lyra_gym.workloads.trace import load_trace
+from lyra_gym.workloads.tracegen import PRESETS, generate_trace
 
 
 #: Largest number of job slots K and loaned-server slots M (the observation grows with both).
@@ -61,7 +61,7 @@ def _resolve_config(config: SimConfig | Mapping | str | os.PathLike | None) -> S
 
 def _check_number(name: str, value: object, **rule: Any) -> None:
     """``ValueError`` naming the constructor argument if ``value`` breaks ``rule``
-    (:func:`lyra_gym.demand.number_problem`'s keywords)."""
+    (:func:`lyra_gym.model.demand.number_problem`'s keywords)."""
     problem = number_problem(value, **rule)
     if problem is not None:
         raise ValueError(f"{name}: {problem}")

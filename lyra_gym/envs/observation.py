@@ -29,8 +29,8 @@ import weakref
 import numpy as np
 
 from lyra_gym.cluster import Pool
-from lyra_gym.jobs import JobState
-from lyra_gym.scaling import PROGRESS_BINS, progress_bin
+from lyra_gym.model.jobs import JobState
+from lyra_gym.model.scaling import PROGRESS_BINS, progress_bin
 from lyra_gym.view import ClusterView, JobView
 
 GPU_NORM = 64.0  # GPU counts are divided by this (the largest job size of the shipped presets)
@@ -159,7 +159,7 @@ class _EngineConstants:
         self.ref: dict[tuple[str, int], float] = {}
         self.jobs: dict[int, tuple] = {}
         self.goodput: dict[tuple[int, int, float | None], float] = {}
-        # goodput reads the job's chosen batch only under the adaptive rule (lyra_gym.scaling.global_batch)
+        # goodput reads the job's chosen batch only under the adaptive rule (lyra_gym.model.scaling.global_batch)
         self.adaptive = view.scaling == "adaptive"
         # job index -> ((remaining work, workers, attained GPU-s, batch), row before and after the wait)
         self.queued_rows: dict[int, tuple[tuple, tuple, tuple]] = {}

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from lyra_gym.trace import JobSpec
+from lyra_gym.model.jobspec import JobSpec
 
 #: Most train (or test) windows a sampler lays out; each start is a float64 in an array.
 MAX_WINDOWS = 1_000_000

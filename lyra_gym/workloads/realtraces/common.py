@@ -1,6 +1,6 @@
 """What the public-trace formats share: the converted-jobs list, raw records, skip counts,
 value parsing (times in seconds, counts) and the JSON / CSV readers whose errors name file, line
-and field (see :mod:`lyra_gym.realtraces` for the rules)."""
+and field (see :mod:`lyra_gym.workloads.realtraces` for the rules)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from lyra_gym.trace import JobSpec, TraceError, read_text
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.workloads.trace import TraceError, read_text
 
 _TIME_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%f",
                  "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M")
@@ -27,7 +28,7 @@ class ConvertedJobs(list):
         source: the input file(s).
         format: ``"philly"``, ``"helios"``, ``"alibaba"`` or ``"pollux"``.
         records: jobs read from the input.
-        skipped: reason -> number of jobs left out (see the :mod:`lyra_gym.realtraces` docstring).
+        skipped: reason -> number of jobs left out (see the :mod:`lyra_gym.workloads.realtraces` docstring).
     """
 
     def __init__(self, jobs: list[JobSpec], source: str, format: str, records: int, skipped: Mapping[str, int]) -> None:

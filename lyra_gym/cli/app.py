@@ -1,19 +1,19 @@
 """The ``lyra-gym`` command line: simulate, compare, sweep, policies, trace generate.
 
 ``sweep`` runs a YAML grid of policies, traces, trace and engine parameters and
-seeds (:mod:`lyra_gym.sweep`). ``compare`` and ``sweep`` take ``--backend ray``
-to run each simulation as a Ray task (:mod:`lyra_gym.ray_backend`).
+seeds (:mod:`lyra_gym.harness.sweep`). ``compare`` and ``sweep`` take ``--backend ray``
+to run each simulation as a Ray task (:mod:`lyra_gym.harness.ray_backend`).
 
 ``compare`` runs every policy on every seed (``--jobs N`` worker processes,
 identical results), prints mean ± 95 % CI half-width per metric, and writes
 ``summary.csv``/``summary.json``, ``compare.json`` (what was run), one folder per
-run, four PNG plots (:mod:`lyra_gym.report`) and, with ``--tensorboard DIR``,
-TensorBoard scalars (:mod:`lyra_gym.tensorboard_log`).
+run, four PNG plots (:mod:`lyra_gym.harness.report`) and, with ``--tensorboard DIR``,
+TensorBoard scalars (:mod:`lyra_gym.harness.tensorboard_log`).
 
 Before any simulation every command checks all it was given: policy names
 (``model:PATH`` paths included) and parameters, seeds (integers >= 0), the
 config, the trace (and that every job can fit on the cluster,
-:mod:`lyra_gym.feasibility`; ``--skip-infeasible`` drops those that cannot) and
+:mod:`lyra_gym.model.feasibility`; ``--skip-infeasible`` drops those that cannot) and
 the output, by one rule for every command that writes (:mod:`lyra_gym.outputs`):
 an existing non-empty ``--out`` (an existing file for ``trace generate`` and
 ``trace convert``) is refused unless ``--overwrite``; an ``--out`` that is, or
@@ -24,11 +24,11 @@ holds, something the command reads (trace, config, the files it names, a
 but a run's files is refused; ``compare`` and ``sweep`` leave other entries of
 ``--out`` untouched. Every file and run folder is written atomically, and every
 run folder records what produced it in ``run.json``
-(:func:`lyra_gym.simulate.write_result`). ``compare.json`` says which runs the
+(:func:`lyra_gym.run.simulate.write_result`). ``compare.json`` says which runs the
 folder holds and whether the comparison completed (``status``: ``running``,
 ``complete``, ``interrupted``, ``failed``). ``sweep`` writes each run's result as
 it finishes and resumes: called again on the same grid and ``--out``, it skips
-the runs already done (:mod:`lyra_gym.sweep`).
+the runs already done (:mod:`lyra_gym.harness.sweep`).
 
 Errors: one line on stderr (``lyra-gym: error: ...``), exit code 2, no
 traceback (a run that crashes also prints the run's traceback). Ctrl-C: worker
@@ -45,21 +45,22 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from lyra_gym import scheduler as registry
-from lyra_gym.compare import (BACKENDS, CompareError, RunError, RunSpec, check_policies, parse_policy_params,
+from lyra_gym.harness.compare import (BACKENDS, CompareError, RunError, RunSpec, check_policies, parse_policy_params,
                                read_config, run_dirname, run_grid)
-from lyra_gym.config import ConfigError, SimConfig
-from lyra_gym.feasibility import InfeasibleJobError, drop_infeasible
-from lyra_gym.demand import DemandFileError
+from lyra_gym.model.config import ConfigError, SimConfig
+from lyra_gym.model.feasibility import InfeasibleJobError, drop_infeasible
+from lyra_gym.model.demand import DemandFileError
 from lyra_gym.plan import PlanError
-from lyra_gym.profiles import ProfileError
+from lyra_gym.model.profiles import ProfileError
 from lyra_gym.outputs import (OutputError, atomic_path, atomic_write_text, check_inputs_outside, check_out_file,
                               check_out_folder, named_inputs, owned_names, staged_folder)
-from lyra_gym.simulate import (RUN_FILES, SimResult, check_out_dir, load_profile_set, simulate, trace_info,
+from lyra_gym.run.simulate import (RUN_FILES, SimResult, check_out_dir, load_profile_set, simulate, trace_info,
                                 write_result)
-from lyra_gym.trace import JobSpec, TraceError, load_trace, write_trace
-from lyra_gym.tracegen import PRESETS, generate_trace
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.workloads.trace import TraceError, load_trace, write_trace
+from lyra_gym.workloads.tracegen import PRESETS, generate_trace
 from lyra_gym.collector.cli import add_profile_parser
-from lyra_gym.realtraces import add_convert_parser
+from lyra_gym.workloads.realtraces import add_convert_parser
 
 DEFAULT_TRACE = "traces/default.csv"
 DEFAULT_PRESET, DEFAULT_PRESET_SEED = "small-1d", 0  # traces/default.csv is this preset at this seed
@@ -83,7 +84,7 @@ def _load_jobs(path: str, config: SimConfig) -> list[JobSpec]:
 def _load_trace_checked(path: str, config: SimConfig, skip_infeasible: bool = False
                         ) -> tuple[list[JobSpec], dict[str, Any], int]:
     """The trace at ``path``, model keys checked against the run's profiles and every job
-    checked against the cluster (:mod:`lyra_gym.feasibility`); returns the jobs, the trace's
+    checked against the cluster (:mod:`lyra_gym.model.feasibility`); returns the jobs, the trace's
     ``run.json`` entry (path, SHA-256) and the number of jobs dropped as infeasible.
 
     The default path falls back to regenerating the shipped trace (identical
@@ -179,8 +180,8 @@ def format_table(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> str:
 
 def mean_over_seeds(results: Sequence[SimResult]) -> dict[str, Any]:
     """Summary row of one policy's runs: mean of every metric over seeds and its 95 % CI
-    half-width (``<metric>_ci95``; None with one seed). See :func:`lyra_gym.report.summarize_runs`."""
-    from lyra_gym.report import summarize_runs
+    half-width (``<metric>_ci95``; None with one seed). See :func:`lyra_gym.harness.report.summarize_runs`."""
+    from lyra_gym.harness.report import summarize_runs
 
     return summarize_runs(results)
 
@@ -216,7 +217,7 @@ def _csv_list(text: str, what: str) -> list[str]:
 def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from lyra_gym.report import format_ci_table, summarize_runs, write_plots, write_summary
+    from lyra_gym.harness.report import format_ci_table, summarize_runs, write_plots, write_summary
 
     _trust_model_files(args)
     policies = _csv_list(args.policies, "--policies")
@@ -294,7 +295,7 @@ def _check_compare_targets(out: Path, shown: str, policies: Sequence[str], seeds
                            inputs: dict[str, Any]) -> None:
     """Before any run: every path compare writes in ``out`` can be replaced without losing
     anything it did not write (a run folder is replaced as a whole)."""
-    from lyra_gym.report import PLOT_FILES
+    from lyra_gym.harness.report import PLOT_FILES
 
     for name in ("compare.json", "summary.csv", "summary.json", *PLOT_FILES):
         if (out / name).is_dir():
@@ -336,7 +337,7 @@ def _check_tensorboard(path: str, policies: Sequence[str], overwrite: bool, inpu
 def _write_tensorboard(path: str, rows: Sequence[dict[str, Any]], results: Any, overwrite: bool) -> None:
     """Write the runs in a hidden folder, move each event file in, then (``overwrite``) remove
     the policies' older event files: a run never holds half a comparison or two of them."""
-    from lyra_gym.tensorboard_log import write_tensorboard
+    from lyra_gym.harness.tensorboard_log import write_tensorboard
 
     files: list[Path] = []
     with staged_folder(path, files) as stage:
@@ -356,7 +357,7 @@ def _runs(specs: Sequence[RunSpec]) -> list[dict[str, Any]]:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from lyra_gym.sweep import expand, load_grid, run_sweep, summary_table
+    from lyra_gym.harness.sweep import expand, load_grid, run_sweep, summary_table
 
     grid = load_grid(args.file)
     runs = expand(grid, args.skip_infeasible)  # checks the whole file, and every trace, before any run
@@ -365,7 +366,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"resumed: {done} of {total} runs already done")
             bar.update(done)
 
-        # run_sweep checks --out before any run (lyra_gym.sweep.open_out)
+        # run_sweep checks --out before any run (lyra_gym.harness.sweep.open_out)
         grid, rows, written = run_sweep(args.file, args.out, args.jobs or os.cpu_count() or 1, args.backend,
                                         args.address, plots=not args.no_plots, on_done=lambda _: bar.update(1),
                                         skip_infeasible=args.skip_infeasible, overwrite=args.overwrite,
@@ -409,7 +410,7 @@ def _trust_model_files(args: argparse.Namespace) -> None:
 
 
 def _warn_unfinished(rows: Sequence[dict[str, Any]]) -> None:
-    from lyra_gym.metrics import unfinished_warning
+    from lyra_gym.run.metrics import unfinished_warning
 
     for row in rows:
         message = unfinished_warning(row)
@@ -446,7 +447,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cmd_trace_stats(args: argparse.Namespace) -> int:
-    from lyra_gym.tracestats import format_stats, trace_stats
+    from lyra_gym.harness.tracestats import format_stats, trace_stats
 
     stats = trace_stats(load_trace(args.file), _config(args.config).cluster.training_gpus)
     print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
@@ -487,7 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("sweep", help="run a grid of policies x traces x parameters x seeds from a YAML file")
-    p.add_argument("file", metavar="CONFIG.yaml", help="the sweep grid (see lyra_gym/sweep.py, docs/sweep-elastic-share.yaml)")
+    p.add_argument("file", metavar="CONFIG.yaml", help="the sweep grid (see lyra_gym/harness/sweep.py, docs/sweep-elastic-share.yaml)")
     p.add_argument("--out", default="results/sweep",
                    help="output directory (runs.csv, sweep.json, sweep_<param>.png, sweep_runs/); called again "
                         "with the same grid and --out, the sweep resumes: runs already done are skipped")

@@ -1,4 +1,4 @@
-"""Alibaba PAI 2020 job and task tables to jobs (mapping: :mod:`lyra_gym.realtraces`)."""
+"""Alibaba PAI 2020 job and task tables to jobs (mapping: :mod:`lyra_gym.workloads.realtraces`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 import os
 from collections.abc import Collection, Mapping
 
-from lyra_gym.realtraces.assemble import DEFAULT_ELASTIC_SHARE, _convert
-from lyra_gym.realtraces.common import (
+from lyra_gym.workloads.realtraces.assemble import DEFAULT_ELASTIC_SHARE, _convert
+from lyra_gym.workloads.realtraces.common import (
     ConvertedJobs,
     _csv_rows,
     _job_id,
@@ -17,7 +17,7 @@ from lyra_gym.realtraces.common import (
     _Raw,
     _Skips,
 )
-from lyra_gym.trace import TraceError
+from lyra_gym.workloads.trace import TraceError
 
 _PAI_KEEP = frozenset({"Terminated"})
 _PAI_FAILED = frozenset({"Failed"})

@@ -6,10 +6,10 @@ import argparse
 import sys
 from typing import Any
 
-from lyra_gym.realtraces.assemble import DEFAULT_ELASTIC_SHARE
-from lyra_gym.realtraces.dispatch import FORMATS, load_real_trace
-from lyra_gym.realtraces.pollux import POLLUX_GPUS_PER_NODE, load_pollux
-from lyra_gym.trace import TraceError, write_trace
+from lyra_gym.workloads.realtraces.assemble import DEFAULT_ELASTIC_SHARE
+from lyra_gym.workloads.realtraces.dispatch import FORMATS, load_real_trace
+from lyra_gym.workloads.realtraces.pollux import POLLUX_GPUS_PER_NODE, load_pollux
+from lyra_gym.workloads.trace import TraceError, write_trace
 
 
 def _parse_mix(text: str) -> dict[str, float]:
@@ -33,7 +33,7 @@ def add_convert_parser(trace_subparsers: Any) -> argparse.ArgumentParser:
         "convert", help="convert a downloaded public trace (Philly, Helios, Alibaba PAI) or a Pollux "
                         "artifact workload to a trace CSV",
         description="Convert a public production trace to this project's trace CSV. Traces do not name "
-                    "models or elasticity: both are seeded draws (see lyra_gym/realtraces/). A Pollux "
+                    "models or elasticity: both are seeded draws (see lyra_gym/workloads/realtraces/). A Pollux "
                     "workload (petuum/adaptdl osdi21-artifact, simulator/workloads/workload-N.csv) names "
                     "both and converts deterministically.")
     c.add_argument("--format", required=True, choices=FORMATS)
@@ -95,7 +95,7 @@ def run_convert(args: argparse.Namespace) -> int:
         else:
             known = None
             if args.profiles:
-                from lyra_gym.profiles import load_profiles
+                from lyra_gym.model.profiles import load_profiles
 
                 known = list(load_profiles(args.profiles).models)
             jobs = load_real_trace(args.format, args.input, args.input2, args.seed, model_mix=mix,

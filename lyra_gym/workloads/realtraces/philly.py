@@ -1,13 +1,13 @@
-"""Microsoft Philly ``cluster_job_log`` (JSON) to jobs (mapping: :mod:`lyra_gym.realtraces`)."""
+"""Microsoft Philly ``cluster_job_log`` (JSON) to jobs (mapping: :mod:`lyra_gym.workloads.realtraces`)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Collection, Mapping
 
-from lyra_gym.realtraces.assemble import DEFAULT_ELASTIC_SHARE, _convert
-from lyra_gym.realtraces.common import ConvertedJobs, _job_id, _json_records, _parse_time, _ran, _Raw, _Skips
-from lyra_gym.trace import TraceError
+from lyra_gym.workloads.realtraces.assemble import DEFAULT_ELASTIC_SHARE, _convert
+from lyra_gym.workloads.realtraces.common import ConvertedJobs, _job_id, _json_records, _parse_time, _ran, _Raw, _Skips
+from lyra_gym.workloads.trace import TraceError
 
 _PHILLY_KEEP = frozenset({"Pass", "Killed"})
 _PHILLY_FAILED = frozenset({"Failed"})
@@ -62,7 +62,7 @@ def _philly_raw(path: str, skips: _Skips) -> tuple[list[_Raw], int]:
 def load_philly(path: str | os.PathLike[str], seed: int = 0, *, model_mix: Mapping[str, float] | None = None,
                 elastic_share: float = DEFAULT_ELASTIC_SHARE, known_models: Collection[str] | None = None
                 ) -> ConvertedJobs:
-    """Convert a Philly ``cluster_job_log`` JSON file (mapping: :mod:`lyra_gym.realtraces`).
+    """Convert a Philly ``cluster_job_log`` JSON file (mapping: :mod:`lyra_gym.workloads.realtraces`).
 
     :param seed: seed of the model and elastic draws.
     :param model_mix: model key -> probability (default :func:`default_model_mix`).

@@ -1,5 +1,5 @@
 """Turning raw records into jobs: seeded model and elastic draws, submit times from 0 (see
-:mod:`lyra_gym.realtraces` for the mapping)."""
+:mod:`lyra_gym.workloads.realtraces` for the mapping)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Collection, Mapping
 
 import numpy as np
 
-from lyra_gym.realtraces.common import ConvertedJobs, _Raw, _Skips
-from lyra_gym.trace import JobSpec
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.workloads.realtraces.common import ConvertedJobs, _Raw, _Skips
 
 #: Elastic share used when none is given (same assumption as the synthetic presets).
 DEFAULT_ELASTIC_SHARE = 0.3
@@ -19,7 +19,7 @@ def _known_models(known_models: Collection[str] | None) -> list[str]:
     if known_models is not None:
         keys = list(dict.fromkeys(known_models))
     else:
-        from lyra_gym.profiles import builtin_profiles
+        from lyra_gym.model.profiles import builtin_profiles
 
         keys = list(builtin_profiles().models)
     if not keys:
@@ -30,7 +30,7 @@ def _known_models(known_models: Collection[str] | None) -> list[str]:
 def default_model_mix(known_models: Collection[str] | None = None) -> dict[str, float]:
     """The synthetic presets' model mix restricted to ``known_models`` (default: the built-in
     profile's keys) and renormalised; uniform over them if the presets' keys are all absent."""
-    from lyra_gym.tracegen import PRESETS
+    from lyra_gym.workloads.tracegen import PRESETS
 
     keys = _known_models(known_models)
     base = dict(PRESETS["small-1d"].model_mix)

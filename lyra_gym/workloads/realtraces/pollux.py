@@ -42,7 +42,7 @@ elastic        yes, ``min_gpus = 1`` and ``max_gpus`` = the application's cap (t
 ``batch_size`` (a whole number >= 1) becomes the job's ``batch_size``: its initial global batch,
 at which it starts (and stays, under a scheduler that does not adapt batches). ``duration`` is
 the work below divided by the samples/s at that batch (local batch ``batch_size / num_replicas``,
-cut to the profile's ``max_local_batch``; :meth:`lyra_gym.scaling.ScalingModel.reference_rate`),
+cut to the profile's ``max_local_batch``; :meth:`lyra_gym.model.scaling.ScalingModel.reference_rate`),
 so under ``noise_scale: absolute`` the engine's work is exactly ``work_samples`` in the
 application's ``b0``-samples, with statistical efficiency charged against ``b0`` as the artifact
 does (``traces/pollux-testbed-t4.yaml``).
@@ -111,9 +111,10 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lyra_gym.realtraces.common import ConvertedJobs, _csv_rows, _job_id, _parse_number, _Skips
-from lyra_gym.scaling import ScalingModel
-from lyra_gym.trace import JobSpec, TraceError
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.model.scaling import ScalingModel
+from lyra_gym.workloads.realtraces.common import ConvertedJobs, _csv_rows, _job_id, _parse_number, _Skips
+from lyra_gym.workloads.trace import TraceError
 
 POLLUX_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 #: GPUs per node of the Pollux artifact's cluster (``simulator.py --num-gpus`` default 4; AWS g4dn.12xlarge).
@@ -177,7 +178,7 @@ def _pollux_jobs(path: str, profiles: Any, gpus_per_server: int, skips: _Skips) 
     # (Job.update_local_bsz), so its duration must be converted at that rate for the engine to
     # recover P* x b0 (with no noise scale the engine took ncf's work 25 % short: 35 s alone
     # against the artifact's 46 s).
-    from lyra_gym.efficiency import builtin_efficiency
+    from lyra_gym.model.efficiency import builtin_efficiency
 
     scaling = ScalingModel(profiles, builtin_efficiency(), "fixed-local", "absolute")
     for line, row in _csv_rows(path, POLLUX_COLUMNS, POLLUX_COLUMNS, header_optional=False):
@@ -211,14 +212,14 @@ def load_pollux(path: str | os.PathLike[str], *, profiles: Any = None,
 
     Deterministic: see the module docstring for the mapping and the work of each application.
 
-    :param profiles: a :class:`~lyra_gym.profiles.ProfileSet` or a profile JSON path whose
+    :param profiles: a :class:`~lyra_gym.model.profiles.ProfileSet` or a profile JSON path whose
         reference-GPU throughput turns work into ``duration`` (default: the built-in profile).
     :param gpus_per_server: reference-GPU servers the throughput packs ``num_replicas`` onto
         (default 4, the artifact's nodes; give the training servers' size of the cluster you
         simulate on, so the engine recovers the same work).
     :raises TraceError: a malformed row (file, line, field).
     """
-    from lyra_gym.profiles import ProfileSet, builtin_profiles, load_profiles
+    from lyra_gym.model.profiles import ProfileSet, builtin_profiles, load_profiles
 
     if isinstance(gpus_per_server, bool) or not isinstance(gpus_per_server, int) or gpus_per_server < 1:
         raise ValueError(f"gpus_per_server: must be an integer >= 1, got {gpus_per_server!r}")

@@ -1,12 +1,12 @@
-"""SenseTime Helios ``cluster_log.csv`` to jobs (mapping: :mod:`lyra_gym.realtraces`)."""
+"""SenseTime Helios ``cluster_log.csv`` to jobs (mapping: :mod:`lyra_gym.workloads.realtraces`)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Collection, Mapping
 
-from lyra_gym.realtraces.assemble import DEFAULT_ELASTIC_SHARE, _convert
-from lyra_gym.realtraces.common import (
+from lyra_gym.workloads.realtraces.assemble import DEFAULT_ELASTIC_SHARE, _convert
+from lyra_gym.workloads.realtraces.common import (
     ConvertedJobs,
     _csv_rows,
     _job_id,
@@ -17,7 +17,7 @@ from lyra_gym.realtraces.common import (
     _Raw,
     _Skips,
 )
-from lyra_gym.trace import TraceError
+from lyra_gym.workloads.trace import TraceError
 
 _HELIOS_KEEP = frozenset({"COMPLETED", "CANCELLED", "TIMEOUT"})
 _HELIOS_FAILED = frozenset({"FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL"})

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from lyra_gym.realtraces.alibaba import load_alibaba
-from lyra_gym.realtraces.common import ConvertedJobs
-from lyra_gym.realtraces.helios import load_helios
-from lyra_gym.realtraces.philly import load_philly
-from lyra_gym.realtraces.pollux import load_pollux
+from lyra_gym.workloads.realtraces.alibaba import load_alibaba
+from lyra_gym.workloads.realtraces.common import ConvertedJobs
+from lyra_gym.workloads.realtraces.helios import load_helios
+from lyra_gym.workloads.realtraces.philly import load_philly
+from lyra_gym.workloads.realtraces.pollux import load_pollux
 
 FORMATS = ("philly", "helios", "alibaba", "pai", "pollux")  # "pai" = "alibaba" (Alibaba PAI 2020)
 
