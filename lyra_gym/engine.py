@@ -7,40 +7,11 @@ then form one decision point: the scheduler gets a read-only
 :class:`~lyra_gym.view.ClusterView` and returns a :class:`~lyra_gym.plan.Plan`,
 which the engine validates completely before applying any of it.
 
-Modelling choices (DESIGN.md "Model contract"):
-- An overhead (start/restart, rescale) is time in which the job holds its GPUs
-  and makes no progress; its end is folded into the completion time rather
-  than being a decision point. A running job changed while inside an overhead
-  (e.g. rescaled during its restart) stays stalled until max(old end, now +
-  new overhead): a later change never shortens an overhead already paid for.
-  A job stopped and started again pays a fresh start overhead.
-- Suspend/resume (``Plan.suspend``): a suspended job's state waits in the host
-  memory of the servers it ran on. Started again on exactly those servers (the
-  same set of server ids) it pays ``overheads.resume_s``; on any other set its
-  state must be copied over first, so it pays ``overheads.migrate_s`` and
-  counts one migration. A job stopped without ``suspend`` (preempted) pays the
-  restart overhead wherever it starts again.
-- Preemption checkpoints: no work is lost.
-- Reclaiming: when inference demand exceeds the non-loaned inference servers,
-  a request for the shortfall opens with deadline ``now + reclaim_grace_s``.
-  Servers given back pay off the oldest request first; so does a drop in
-  demand. A request still open at its deadline (after the decision at that
-  instant) is enforced by the default rule: give back the loaned server with
-  the fewest GPUs in use (ties: the highest id); its jobs are scaled in when
-  elastic and still at or above their minimum, preempted otherwise. Each server
-  returned this way counts one inference violation, and the scheduler gets a
-  second decision at the same instant.
-- Reclaim disruptions: a job that held workers on a server given back in an
-  applied plan (the scheduler's ``give_back`` or the default rule) counts one
-  disruption for that plan, whether it was scaled in, moved elsewhere (also a
-  migration when its worker count is unchanged) or preempted.
-- Returning is immediate: a server given back is serving inference at that
-  instant (DESIGN.md's "returning" state has zero length here; a grace period
-  is modelled by ``reclaim_grace_s`` instead).
-
-The parts that are units of their own live in :mod:`lyra_gym.sim` (event queue, reclaim
-ledger, ``validate_plan``, journal of current plans, accounting); the engine keeps the loop and
-the application of plans.
+Modelling choices (DESIGN.md "Model contract"): overheads, suspend/resume and preemption in
+:mod:`lyra_gym.sim.overheads`; reclaiming, reclaim disruptions and returning in
+:mod:`lyra_gym.sim.reclaim`. The other parts that are units of their own live in
+:mod:`lyra_gym.sim` too (event queue, ``validate_plan``, journal of current plans, accounting,
+occupancy); the engine keeps the loop and the application of plans.
 """
 
 from __future__ import annotations
@@ -66,6 +37,9 @@ from lyra_gym.sim.accounting import Accounting
 from lyra_gym.sim.events import COMPLETION, DEADLINE, TICK, Entry, EventQueue
 from lyra_gym.sim.inputs import ProgressBar, ProgressFactory, efficiency_of, tqdm_bar
 from lyra_gym.sim.journal import AllocationJournal
+from lyra_gym.sim.occupancy import hold, release
+from lyra_gym.sim.overheads import OverheadModel
+from lyra_gym.sim.rates import RateTables
 from lyra_gym.sim.reclaim import ReclaimLedger, free_victims, loanable, owed, reclaim_victims
 from lyra_gym.sim.trace_jobs import ELASTIC_CAP_GPUS, as_elastic, build_jobs
 from lyra_gym.sim.validate import validate_batches, validate_plan
@@ -172,15 +146,14 @@ class Engine:
         self.reclaims = ReclaimLedger(config.reclaim_grace_s)
         self._requests = self.reclaims.requests  # [servers owed, deadline], oldest first
         self.loaned_count = 0
-        self._suspended_on: dict[int, frozenset[int]] = {}  # suspended job index -> the server ids it left
         self.view = ClusterView(self)
 
         # counters for metrics (GPU-seconds are integrated at every clock advance)
         self.accounting = Accounting(self.now, config.cluster.inference.gpus_per_server, self._inference_n)
         self.counts = self.accounting.counts
-        self._speeds: dict[tuple[str, frozenset[str]], float] = {}  # (model, GPU types) -> speed
-        self._reference_rates: dict[tuple[str, int], float] = {}  # (model, workers) -> reference_throughput
-        self._restart_s: dict[str, float] = {}  # model -> its profile's restart overhead
+        self.overheads = OverheadModel(config.overheads, profiles, self.counts)
+        self.rates = RateTables(profiles, self.reference_gpu, self.reference_gpus_per_server)
+        self._speeds = self.rates.speeds  # read inline by _assign
         self._redecide = False  # a forced reclaim asks for a second decision at the same instant
         self._progress_only = False  # were the last events only jobs' rate changes with progress?
         self.tick_only = False  # this decision point has no event but the scheduler's own tick
@@ -194,24 +167,11 @@ class Engine:
     # ------------------------------------------------------------------ helpers
     def reference_throughput(self, model: str, workers: int) -> float:
         """Samples/s of ``workers`` reference GPUs packed onto reference servers."""
-        key = (model, workers)
-        rate = self._reference_rates.get(key)
-        if rate is None:
-            rate = self._reference_rates[key] = self.profiles.packed_throughput(
-                model, workers, self.reference_gpu, self.reference_gpus_per_server)
-        return rate
+        return self.rates.reference_throughput(model, workers)
 
     def speed(self, model: str, gpu_types: frozenset[str]) -> float:
-        """Reference-GPU-s of useful work per GPU-s of ``model`` on workers of ``gpu_types``:
-        single-GPU throughput on the slowest of the types / on the reference type
-        (synchronous data parallel: the slowest type sets every worker's pace)."""
-        key = (model, gpu_types)
-        speed = self._speeds.get(key)
-        if speed is None:
-            ref = self.profiles.throughput(model, 1, 1, frozenset((self.reference_gpu,)))
-            speed = min(self.profiles.throughput(model, 1, 1, frozenset((g,))) for g in sorted(gpu_types)) / ref
-            self._speeds[key] = speed
-        return speed
+        """Reference-GPU-s of useful work per GPU-s of ``model`` on ``gpu_types`` (:class:`RateTables`)."""
+        return self.rates.speed(model, gpu_types)
 
     def job_by_id(self, job_id: str) -> Job:
         try:
@@ -541,22 +501,7 @@ class Engine:
                 self._set_rate(job)
 
     def _release(self, job: Job) -> None:
-        servers, index = self.servers, job.index
-        training = Pool.TRAINING
-        allocation = job.allocation
-        total = on_training = 0
-        for sid, gpus in allocation.items():
-            s = servers[sid]
-            s.used -= gpus
-            del s.jobs[index]
-            total += gpus
-            if s.pool is training:
-                on_training += gpus
-        accounting = self.accounting
-        accounting.used_training -= on_training
-        if total != on_training:
-            accounting.used_loaned -= total - on_training
-        self.topology._add(allocation, 1)
+        release(self.servers, self.topology, self.accounting, job.index, job.allocation)
 
     def _stop(self, job: Job, suspend: bool) -> None:
         """Preempt ``job`` (or suspend it in host memory); its allocation is already released."""
@@ -566,7 +511,7 @@ class Engine:
         job.queued_since = self.now
         job.suspended = suspend
         if suspend:
-            self._suspended_on[job.index] = frozenset(old_allocation)
+            self.overheads.suspend(job, old_allocation)
             self.counts["suspensions"] += 1
         else:
             job.preemptions += 1
@@ -575,58 +520,6 @@ class Engine:
         del self.running[job.index]
         del self.running_allocations[job.spec.job_id]
         insort(self.queue, job.index)
-
-    def _hold(self, job: Job, allocation: Mapping[int, int]) -> int:
-        """Take ``allocation``'s GPUs for ``job`` on its servers; returns its worker count."""
-        servers, index = self.servers, job.index
-        training = Pool.TRAINING
-        workers = on_training = 0
-        for sid, gpus in allocation.items():
-            workers += gpus
-            s = servers[sid]
-            s.used += gpus
-            s.jobs[index] = gpus
-            if s.pool is training:
-                on_training += gpus
-        accounting = self.accounting
-        accounting.used_training += on_training
-        if workers != on_training:
-            accounting.used_loaned += workers - on_training
-        self.topology._add(allocation, -1)
-        return workers
-
-    def _rescale_overhead(self, job: Job, workers: int, old_workers: int) -> float:
-        """The overhead (s) of changing a running job to ``workers`` (counted: scale-out, -in, migration)."""
-        overheads, counts = self.config.overheads, self.counts
-        if workers > old_workers:
-            job.scale_outs += 1
-            counts["scale_outs"] += 1
-        elif workers < old_workers:
-            job.scale_ins += 1
-            counts["scale_ins"] += 1
-        else:
-            job.migrations += 1
-            counts["migrations"] += 1
-            return overheads.migrate_s
-        return overheads.rescale_s
-
-    def _start_overhead(self, job: Job, allocation: Mapping[int, int]) -> float:
-        """The overhead (s) of starting queued ``job`` on ``allocation``: resume where its suspended
-        state is, a migration elsewhere, the restart overhead after a preemption or at first."""
-        overheads = self.config.overheads
-        if job.suspended:  # resumed from host memory: cheap only where the state is
-            job.suspended = False
-            if self._suspended_on.pop(job.index) == frozenset(allocation):
-                return overheads.resume_s
-            job.migrations += 1
-            self.counts["migrations"] += 1
-            return overheads.migrate_s
-        if overheads.restart_s is not None:
-            return overheads.restart_s
-        overhead = self._restart_s.get(job.spec.model)
-        if overhead is None:
-            overhead = self._restart_s[job.spec.model] = self.profiles.model(job.spec.model).restart_overhead_s
-        return overhead
 
     def _assign(self, job: Job, new: Mapping[int, int] | None, suspend: bool = False) -> None:
         """Give ``job`` allocation ``new`` (None = preempt, or suspend); its old allocation is already released."""
@@ -638,11 +531,11 @@ class Engine:
             self._stop(job, suspend)
             return
         allocation = FrozenAllocation(new)  # plain ints (validate_plan converted any others)
-        workers = self._hold(job, allocation)
+        workers = hold(self.servers, self.topology, self.accounting, job.index, allocation)
         if was_running:
-            overhead = self._rescale_overhead(job, workers, old_workers)
+            overhead = self.overheads.rescale(job, workers, old_workers)
         else:
-            overhead = self._start_overhead(job, allocation)
+            overhead = self.overheads.start(job, allocation)
             index, queue = job.index, self.queue
             del queue[bisect_left(queue, index)]
             self.running[index] = None

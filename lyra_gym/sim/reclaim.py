@@ -1,11 +1,22 @@
 """Reclaiming loaned servers: the ledger of what inference is owed, and the default rule.
 
-When inference demand exceeds the non-loaned inference servers, a request for the shortfall
-opens with deadline ``now + grace`` (s). Servers given back, or a drop in demand, pay off the
-oldest request first. A request still open at its deadline is enforced by the default rule
-(:func:`reclaim_victims`, :func:`free_victims`): give back the loaned servers with the fewest
-GPUs in use (ties: the highest id); their jobs are scaled in when elastic and still at or above
-their minimum, preempted otherwise.
+Modelling choices (DESIGN.md "Model contract"):
+
+- Reclaiming: when inference demand exceeds the non-loaned inference servers, a request for the
+  shortfall opens with deadline ``now + reclaim_grace_s``. Servers given back pay off the oldest
+  request first; so does a drop in demand. A request still open at its deadline (after the
+  decision at that instant) is enforced by the default rule (:func:`reclaim_victims`,
+  :func:`free_victims`): give back the loaned server with the fewest GPUs in use (ties: the
+  highest id); its jobs are scaled in when elastic and still at or above their minimum,
+  preempted otherwise. Each server returned this way counts one inference violation, and the
+  scheduler gets a second decision at the same instant.
+- Reclaim disruptions: a job that held workers on a server given back in an applied plan (the
+  scheduler's ``give_back`` or the default rule) counts one disruption for that plan, whether it
+  was scaled in, moved elsewhere (also a migration when its worker count is unchanged) or
+  preempted.
+- Returning is immediate: a server given back is serving inference at that instant (DESIGN.md's
+  "returning" state has zero length here; a grace period is modelled by ``reclaim_grace_s``
+  instead).
 """
 
 from __future__ import annotations
