@@ -1,0 +1,48 @@
+"""Who holds which GPUs: a job's allocation taken on or released from its servers, kept in step
+with the free-capacity index (:class:`~lyra_gym.topology.Topology`) and the GPUs-in-use counters
+(:class:`~lyra_gym.sim.accounting.Accounting`)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from lyra_gym.cluster import Pool, Server
+from lyra_gym.sim.accounting import Accounting
+from lyra_gym.topology import Topology
+
+_TRAINING = Pool.TRAINING
+
+
+def hold(servers: Sequence[Server], topology: Topology, accounting: Accounting, index: int,
+         allocation: dict[int, int]) -> int:
+    """Job ``index`` takes ``allocation`` (server id -> GPUs); returns its worker count (GPUs)."""
+    workers = on_training = 0
+    for sid, gpus in allocation.items():
+        workers += gpus
+        s = servers[sid]
+        s.used += gpus
+        s.jobs[index] = gpus
+        if s.pool is _TRAINING:
+            on_training += gpus
+    accounting.used_training += on_training
+    if workers != on_training:
+        accounting.used_loaned += workers - on_training
+    topology._add(allocation, -1)
+    return workers
+
+
+def release(servers: Sequence[Server], topology: Topology, accounting: Accounting, index: int,
+            allocation: dict[int, int]) -> None:
+    """Job ``index`` gives up ``allocation`` (what it holds now)."""
+    total = on_training = 0
+    for sid, gpus in allocation.items():
+        s = servers[sid]
+        s.used -= gpus
+        del s.jobs[index]
+        total += gpus
+        if s.pool is _TRAINING:
+            on_training += gpus
+    accounting.used_training -= on_training
+    if total != on_training:
+        accounting.used_loaned -= total - on_training
+    topology._add(allocation, 1)
