@@ -35,13 +35,13 @@ expert episode reproduces the heuristic bit for bit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 
 from lyra_gym.envs.observation import GPU_NORM, ObservationBuilder, _constants, job_slots, server_slots
 from lyra_gym.placement import best_fit, capacities, groups_by_type, place_in_groups
-from lyra_gym.plan import Plan, TrackedAllocations
+from lyra_gym.plan import Plan, touched_job_ids
 from lyra_gym.scheduler import Guidance, Scheduler
 from lyra_gym.trace import JobSpec
 from lyra_gym.view import ClusterView, JobView
@@ -173,10 +173,7 @@ class AllocDecision:
         self.proposal = proposal
         allocations = proposal.allocations
         current = view.current_plan().allocations
-        if type(allocations) is TrackedAllocations:
-            candidates = list(allocations.touched)
-        else:
-            candidates = list(dict.fromkeys([*allocations, *current]))
+        candidates = touched_job_ids(allocations, current)
         # in trace order: the heuristic's write order may follow a set's (hash-seeded) order
         changed = [j for j in candidates if not _same(allocations.get(j), current.get(j))]
         self.changed = sorted(changed, key=lambda j: view.job(j).index)
@@ -554,11 +551,7 @@ def is_noop(plan: Plan, view: ClusterView) -> bool:
         return False
     allocations = plan.allocations
     current = view.current_plan().allocations
-    if type(allocations) is TrackedAllocations:
-        candidates: Sequence[str] = list(allocations.touched)
-    else:
-        candidates = list(dict.fromkeys([*allocations, *current]))
-    return all(_same(allocations.get(j), current.get(j)) for j in candidates)
+    return all(_same(allocations.get(j), current.get(j)) for j in touched_job_ids(allocations, current))
 
 
 __all__ = ["ALLOC_CLUSTER_FEATURES", "ALLOC_JOB_FEATURES", "AllocDecision", "AllocLayout", "PHASES", "POOLS",
