@@ -198,3 +198,14 @@ class TrackedAllocations(dict):
 
     def __copy__(self) -> dict:
         return dict(self)
+
+
+def touched_job_ids(allocations: Mapping[str, Mapping[int, int]],
+                    current: Mapping[str, Mapping[int, int]]) -> list[str]:
+    """The job ids whose allocation in ``allocations`` may differ from ``current`` (the
+    allocations of the ``current_plan()`` they were made from): the ids written or removed
+    when ``allocations`` is the :class:`TrackedAllocations` of such a plan, else every id of
+    either, first seen first. A superset of the changed ids; compare them to find those."""
+    if type(allocations) is TrackedAllocations:
+        return list(allocations.touched)
+    return list(dict.fromkeys([*allocations, *current]))

@@ -1,10 +1,11 @@
 """Full control of one decision point: a short sequence of masked sub-actions that builds a Plan.
 
-:class:`AllocDecision` is the state machine of ``LyraGym/Alloc-v0``
+:class:`AllocDecision` is one decision point of ``LyraGym/Alloc-v0``
 (``lyra_gym/envs/alloc_env.py``) and of a trained Alloc agent run as a
-scheduler. One decision point goes through these phases, each one sub-action
-of one ``Discrete(n)`` space (:class:`AllocLayout`; the masks say which values
-mean something in the current phase):
+scheduler. It goes through these phases, one small class each
+(:mod:`lyra_gym.envs.alloc_phases`), each one sub-action of one ``Discrete(n)``
+space (:class:`AllocLayout`, :mod:`lyra_gym.envs.alloc_layout`; the masks say
+which values mean something in the current phase):
 
 1. ``borrow`` (when inference servers are loanable): value ``b`` borrows
    ``b / B`` of them (``B`` = the heuristic's own choice, all of them).
@@ -34,90 +35,32 @@ expert episode reproduces the heuristic bit for bit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from lyra_gym.envs.observation import GPU_NORM, ObservationBuilder, _constants, job_slots, server_slots
-from lyra_gym.model.jobspec import JobSpec
-from lyra_gym.placement import best_fit, capacities, groups_by_type, place_in_groups
-from lyra_gym.plan import Plan, TrackedAllocations
+from lyra_gym.envs.alloc_layout import (
+    ALLOC_CLUSTER_FEATURES,
+    ALLOC_JOB_FEATURES,
+    BORROW,
+    JOB,
+    PHASES,
+    PLACE,
+    POOLS,
+    PROPOSAL,
+    RETURN,
+    WAIT,
+    WORKER_LEVELS,
+    AllocLayout,
+    same_allocation,
+    worker_options,
+)
+from lyra_gym.envs.alloc_phases import BorrowPhase, JobPhase, Phase, PlacePhase, ReturnPhase
+from lyra_gym.envs.alloc_plan import PlaceOption, WorkingPlan
+from lyra_gym.envs.observation import ObservationBuilder, _constants, job_slots, server_slots
+from lyra_gym.plan import Plan, touched_job_ids
 from lyra_gym.scheduler import Guidance, Scheduler
 from lyra_gym.view import ClusterView, JobView
-
-PHASES = ("borrow", "return", "job", "place")
-BORROW, RETURN, JOB, PLACE = range(len(PHASES))
-POOLS = ("training", "loaned")
-#: Worker options per pool in the ``place`` phase (L).
-WORKER_LEVELS = 10
-WAIT, PROPOSAL = 0, 1
-
-#: Per-job features the Alloc observation appends to each job row.
-ALLOC_JOB_FEATURES = (
-    "picked",             # 1 once decided at this decision point
-    "selected",           # 1 for the job being placed now
-    "must_decide",        # 1 if it holds GPUs on a server being returned
-    "plan_workers",       # workers in the working plan / 64
-    "plan_on_loaned",     # share of those on loaned servers
-    "proposal_workers",   # the heuristic's proposal / 64
-    "proposal_on_loaned", # share of the proposal on loaned servers
-)
-#: Cluster features the Alloc observation appends to the cluster block.
-ALLOC_CLUSTER_FEATURES = (
-    "phase_borrow", "phase_return", "phase_job", "phase_place",
-    "plan_free_training",  # free training GPUs in the working plan / training GPUs
-    "plan_free_loaned",    # free loaned GPUs in the working plan / inference GPUs
-    "borrowed_now",        # servers borrowed at this decision point / inference servers
-    "returns_left",        # servers still to return / inference servers
-    "proposal_changes",    # log1p(jobs the proposal changes that are not yet picked) / 6
-)
-
-
-def worker_options(spec: JobSpec, levels: int = WORKER_LEVELS) -> tuple[int, ...]:
-    """Up to ``levels`` worker counts a job may run on, ascending: its minimum, requested size
-    and maximum, the powers of two between, and (when that is too many) the named sizes plus
-    an evenly spread pick of the others (each the centre of an equal share)."""
-    lo, hi = spec.min_gpus, spec.max_gpus
-    named = {lo, spec.num_gpus, hi}
-    powers = {1 << e for e in range(hi.bit_length() + 1) if lo <= 1 << e <= hi}
-    candidates = sorted(named | powers)
-    if len(candidates) <= levels:
-        return tuple(candidates)
-    others = [c for c in candidates if c not in named]
-    keep = levels - len(named)
-    picks = [others[round((i + 0.5) * len(others) / keep - 0.5)] for i in range(max(keep, 0))]
-    return tuple(sorted(named | set(picks)))
-
-
-@dataclass(frozen=True)
-class AllocLayout:
-    """The sub-action space: K job slots, M loaned-server slots, B borrow levels, L worker options."""
-
-    k: int
-    m: int
-    b: int
-    levels: int = WORKER_LEVELS
-
-    @property
-    def n(self) -> int:
-        """Size of the ``Discrete`` space: the widest phase."""
-        return max(self.k + 2, self.b + 1, self.m + 1, 2 + len(POOLS) * self.levels)
-
-    @property
-    def stop(self) -> int:
-        return self.k
-
-    @property
-    def auto(self) -> int:
-        return self.k + 1
-
-    def place_index(self, pool: int, level: int) -> int:
-        return 2 + pool * self.levels + level
-
-
-def _same(a: Mapping[int, int] | None, b: Mapping[int, int] | None) -> bool:
-    return (a or {}) == (b or {})
 
 
 class AllocDecision:
@@ -132,10 +75,11 @@ class AllocDecision:
     :param proposal: with ``ask_loaning`` False, the heuristic's proposal for ``borrow_fraction``
         when the caller already asked for it (:func:`open_decision` at a tick); None asks here.
 
-    The engine's state must not change while a decision is open (sub-actions only build the
-    working plan), so the job slots found at the start serve every phase, and the observation
-    extras (:meth:`job_extras`) are kept between sub-actions, only the rows a sub-action touched
-    recomputed.
+    ``stage`` is the current phase (an :mod:`~lyra_gym.envs.alloc_phases` object), ``phase``
+    its index in :data:`PHASES`; ``working`` the :class:`WorkingPlan` once the loaning is chosen
+    (None before), ``plan`` the committed Plan (None before). The engine's state must not change
+    while a decision is open (sub-actions only build the working plan), so the job slots found at
+    the start serve every phase.
     """
 
     def __init__(self, view: ClusterView, heuristic: Scheduler, layout: AllocLayout, ask_loaning: bool = True,
@@ -143,279 +87,102 @@ class AllocDecision:
         self.view, self.heuristic, self.layout = view, heuristic, layout
         self.server_ids = server_slots(view, layout.m)
         self.owed = view.reclaim_pending
-        self.returns: list[int] = []
         self.borrow_fraction = borrow_fraction
         self.borrow_level: int | None = None
-        self._initial_slots: list[JobView] = job_slots(view, layout.k)
-        self.slots: list[JobView] = self._initial_slots
-        self.selected: int | None = None
+        self.initial_slots: list[JobView] = job_slots(view, layout.k)
+        self.working: WorkingPlan | None = None
         self.plan: Plan | None = None
-        self.proposal: Plan | None = None
-        self.options: list[Mapping[int, int] | None] = []
-        self._extras: np.ndarray | None = None  # job_extras() of self.slots, rows in _dirty stale
-        self._dirty: set[int] = set()
+        self.stage: Phase
         if ask_loaning and view.num_loanable > 0:
-            self.phase = BORROW
+            self.stage = BorrowPhase()
         elif ask_loaning and self.owed and self.server_ids:
-            self.phase = RETURN
+            self.stage = ReturnPhase()
         else:
-            self._propose(proposal)
+            self.stage = self.propose((), proposal)
 
-    # ------------------------------------------------------------------ proposal and working plan
-    def _guidance(self) -> Guidance:
-        """What the heuristic is asked for its proposal: the loaning chosen so far."""
-        return Guidance(borrow_fraction=self.borrow_fraction, return_levels={sid: 2 for sid in self.returns})
-
-    def _propose(self, proposal: Plan | None = None) -> None:
-        view = self.view
+    def propose(self, returns: Sequence[int], proposal: Plan | None = None) -> JobPhase:
+        """Ask the heuristic for its proposal (unless given) for the loaning chosen (the borrow
+        fraction, ``returns``), make the working plan; the ``job`` phase."""
         if proposal is None:
-            proposal = self.heuristic.decide_guided(view, self._guidance())
-        self.proposal = proposal
-        allocations = proposal.allocations
-        current = view.current_plan().allocations
-        if type(allocations) is TrackedAllocations:
-            candidates = list(allocations.touched)
-        else:
-            candidates = list(dict.fromkeys([*allocations, *current]))
-        # in trace order: the heuristic's write order may follow a set's (hash-seeded) order
-        changed = [j for j in candidates if not _same(allocations.get(j), current.get(j))]
-        self.changed = sorted(changed, key=lambda j: view.job(j).index)
-        self._changed_set = frozenset(self.changed)
-        self._changed_left = len(self.changed)  # changed jobs not picked yet
-        self.work: dict[str, Mapping[int, int]] = dict(current)
-        self.current = current
-        cap = capacities(view)
-        self.capacity = cap
-        free = view.free_gpus()
-        returned = set(proposal.give_back)
-        usable = [False] * len(cap)
-        for sid in view.training_server_ids:
-            usable[sid] = True
-        loaned = [sid for sid in view.loaned_servers() if sid not in returned]
-        for sid in loaned:
-            usable[sid] = True
-        for sid in proposal.borrow:
-            usable[sid] = True
-            free[sid] = cap[sid]
-        for sid in returned:
-            free[sid] = 0
-        self.free, self.usable = free, usable
-        self._free_sums: tuple[int, int] | None = None  # free GPUs per pool; None after a change
-        pools = (list(view.training_server_ids), sorted(loaned + list(proposal.borrow)))
-        self.pool_sets = tuple(frozenset(p) for p in pools)
-        self.pool_groups = tuple(groups_by_type(view, p) for p in pools)
-        self.returned = returned
-        must = [j for j, alloc in current.items() if any(sid in returned for sid in alloc)] if returned else []
-        self.must = set(must)
-        if must:
-            first = [view.job(j) for j in sorted(must, key=lambda j: view.job(j).index)]
-            # the slots found at the start: the engine has not changed since (job_slots(view, k) again)
-            rest = [j for j in self._initial_slots if j.id not in self.must]
-            self.slots = (first + rest)[: self.layout.k]
-        else:
-            self.slots = self._initial_slots
-        self._slot_ids = [j.id for j in self.slots]
-        self._extras = None
-        self.picked: set[str] = set()
-        self.phase = JOB
+            guidance = Guidance(borrow_fraction=self.borrow_fraction, return_levels={sid: 2 for sid in returns})
+            proposal = self.heuristic.decide_guided(self.view, guidance)
+        self.working = WorkingPlan(self.view, self.layout.k, self.initial_slots, proposal)
+        return JobPhase(self.working)
 
-    def _release(self, alloc: Mapping[int, int] | None) -> None:
-        self._free_sums = None
-        for sid, gpus in (alloc or {}).items():
-            if self.usable[sid]:
-                self.free[sid] += gpus
+    # ------------------------------------------------------------------ what the phases hold
+    @property
+    def phase(self) -> int:
+        """The current phase's index in :data:`PHASES` (``BORROW``, ``RETURN``, ``JOB``, ``PLACE``)."""
+        return self.stage.index
 
-    def _take(self, alloc: Mapping[int, int] | None) -> None:
-        self._free_sums = None
-        for sid, gpus in (alloc or {}).items():
-            self.free[sid] -= gpus
+    @property
+    def proposal(self) -> Plan | None:
+        """The heuristic's proposal for the loaning chosen (None before it is chosen)."""
+        return self.working.proposal if self.working is not None else None
 
-    def _fits(self, alloc: Mapping[int, int] | None, own: Mapping[int, int] | None) -> bool:
-        """Whether ``alloc`` fits the working plan once the job releases ``own``."""
-        own = own or {}
-        for sid, gpus in (alloc or {}).items():
-            if not self.usable[sid] or self.free[sid] + own.get(sid, 0) < gpus:
-                return False
-        return True
+    @property
+    def slots(self) -> list[JobView]:
+        """The job slots: those found at the start, reordered by the proposal (``must`` first)."""
+        return self.working.slots if self.working is not None else self.initial_slots
 
-    def _pool_placement(self, job: JobView, pool: int, workers: int) -> Mapping[int, int] | None:
-        """``workers`` GPUs for ``job`` in ``pool`` under the working plan, or None."""
-        own = self.work.get(job.id) or {}
-        members = self.pool_sets[pool]
-        held = sum(own.values())
-        if own and all(sid in members for sid in own):
-            if workers == held:
-                return own
-            if workers < held:  # shrink in place: leave the servers holding the fewest first
-                left, out = held - workers, dict(own)
-                for sid in sorted(out, key=lambda s: (out[s], -s)):
-                    cut = min(left, out[sid])
-                    out[sid] -= cut
-                    left -= cut
-                    if not out[sid]:
-                        del out[sid]
-                    if not left:
-                        return out
-            same_type = [sid for sid in members if self.view.servers[sid].gpu_type
-                         == self.view.servers[next(iter(own))].gpu_type]
-            extra = best_fit(self.free, workers - held, same_type)
-            if extra is not None:  # grow in place
-                out = dict(own)
-                for sid, gpus in extra.items():
-                    out[sid] = out.get(sid, 0) + gpus
-                return out
-        free = self.free
-        for sid, gpus in own.items():
-            if self.usable[sid]:
-                free[sid] += gpus
-        try:
-            return place_in_groups(self.view.placement, free, self.capacity, workers, self.pool_groups[pool])
-        finally:
-            for sid, gpus in own.items():
-                if self.usable[sid]:
-                    free[sid] -= gpus
+    @property
+    def changed(self) -> list[str]:
+        """Ids of the jobs the proposal changes, in trace order."""
+        return self._working().changed
+
+    @property
+    def must(self) -> set[str]:
+        """Ids of the jobs holding GPUs on a server being returned (to decide before ``stop``)."""
+        return self._working().must
+
+    @property
+    def picked(self) -> set[str]:
+        """Ids of the jobs decided so far at this decision point."""
+        return self._working().picked
+
+    @property
+    def selected(self) -> int | None:
+        """The job slot being placed (``place`` phase), else None."""
+        stage = self.stage
+        return stage.selected if type(stage) is PlacePhase else None
+
+    @property
+    def options(self) -> list[PlaceOption]:
+        """Per place value, what it gives the selected job (``place`` phase), else empty."""
+        stage = self.stage
+        return stage.options if type(stage) is PlacePhase else []
+
+    def _working(self) -> WorkingPlan:
+        if self.working is None:
+            raise AttributeError("no proposal yet: the loaning is still being chosen")
+        return self.working
 
     def fits_if_freed(self, job: JobView, pool: int, workers: int, freed: JobView | None = None) -> bool:
         """Whether ``job`` could run on ``workers`` GPUs of ``pool`` in the working plan if ``freed``
         (another job) first gave up its GPUs; nothing changes (for scripted policies and probes)."""
-        own = self.work.get(freed.id) if freed is not None else None
-        self._release(own)
-        try:
-            return self._pool_placement(job, pool, workers) is not None
-        finally:
-            self._take(own)
-
-    def _place_options(self, job: JobView) -> list[Mapping[int, int] | None | bool]:
-        """Per place value: the allocation it gives (None: wait), or False when infeasible."""
-        layout = self.layout
-        options: list[Mapping[int, int] | None | bool] = [False] * layout.n
-        options[WAIT] = None
-        own = self.work.get(job.id)
-        target = self.proposal.allocations.get(job.id) if self.proposal is not None else None
-        options[PROPOSAL] = (target or None) if self._fits(target, own) else False
-        for level, workers in enumerate(worker_options(job.spec, layout.levels)):
-            for pool in range(len(POOLS)):
-                alloc = self._pool_placement(job, pool, workers)
-                if alloc is not None:
-                    options[layout.place_index(pool, level)] = alloc
-        return options
+        return self._working().fits_if_freed(job, pool, workers, freed)
 
     # ------------------------------------------------------------------ sub-actions
     def masks(self) -> np.ndarray:
         """Valid values of the current phase (length ``layout.n``)."""
-        layout, mask = self.layout, np.zeros(self.layout.n, dtype=bool)
-        if self.phase == BORROW:
-            mask[: layout.b + 1] = True
-        elif self.phase == RETURN:
-            mask[0] = True
-            for j, sid in enumerate(self.server_ids):
-                mask[1 + j] = sid not in self.returns
-        elif self.phase == JOB:
-            picked = self.picked
-            if picked:
-                mask[:len(self._slot_ids)] = [jid not in picked for jid in self._slot_ids]
-            else:
-                mask[:len(self._slot_ids)] = True
-            mask[layout.stop] = not (self.must - picked)
-            mask[layout.auto] = True
-        else:
-            mask[:len(self.options)] = [option is not False for option in self.options]
-        return mask
+        return self.stage.masks(self)
 
     def neutral(self) -> int:
         """The value an invalid sub-action is replaced by: the heuristic's choice for this phase
         (borrow all, the heuristic's returns, ``auto``, the proposal or else wait)."""
-        if self.phase == BORROW:
-            return self.layout.b
-        if self.phase == RETURN:
-            return 0
-        if self.phase == JOB:
-            return self.layout.auto
-        return PROPOSAL if self.options[PROPOSAL] is not False else WAIT
+        return self.stage.neutral(self)
 
     def expert(self) -> int:
         """The heuristic's own decision, one sub-action at a time."""
-        if self.phase != JOB:
-            return self.neutral()
-        proposal = self.proposal.allocations
-        for i, job in enumerate(self.slots):
-            jid = job.id
-            if jid in self.picked or _same(proposal.get(jid), self.work.get(jid)):
-                continue
-            if self._fits(proposal.get(jid), self.work.get(jid)):
-                return i
-        if any(j not in self.picked and not _same(proposal.get(j), self.work.get(j)) for j in self.changed):
-            return self.layout.auto
-        return self.layout.stop
+        return self.stage.expert(self)
 
     def step(self, value: int) -> bool:
         """Apply one valid sub-action; True when the decision point is committed (``self.plan``)."""
-        if self.phase == BORROW:
-            self.borrow_level = value
-            self.borrow_fraction = None if value == self.layout.b else value / self.layout.b
-            if self.owed and self.server_ids:
-                self.phase = RETURN
-            else:
-                self._propose()
-        elif self.phase == RETURN:
-            if value:
-                self.returns.append(self.server_ids[value - 1])
-            if not value or len(self.returns) >= min(self.owed, len(self.server_ids)):
-                self._propose()
-        elif self.phase == JOB:
-            if value in (self.layout.stop, self.layout.auto):
-                self._commit(auto=value == self.layout.auto)
-                return True
-            self.selected = value
-            self._dirty.add(value)
-            self.options = self._place_options(self.slots[value])
-            self.phase = PLACE
-        else:
-            self._dirty.add(self.selected)
-            job = self.slots[self.selected]
-            new = self.options[value]
-            self._release(self.work.get(job.id))
-            if new:
-                self.work[job.id] = new
-                self._take(new)
-            else:
-                self.work.pop(job.id, None)
-            if job.id in self._changed_set and job.id not in self.picked:
-                self._changed_left -= 1
-            self.picked.add(job.id)
-            self.selected, self.options = None, []
-            self.phase = JOB
+        stage = self.stage.step(self, value)
+        if stage is None:  # committed; the job phase stays the current one
+            return True
+        self.stage = stage
         return False
-
-    def _commit(self, auto: bool) -> None:
-        self._extras = None
-        proposal, work = self.proposal, self.work
-        targets = proposal.allocations
-        if auto:
-            settle = [j for j in self.changed if j not in self.picked]
-            old = {j: work.get(j) for j in settle}
-            for j in settle:
-                self._release(work.pop(j, None))
-            fallback = []
-            for j in settle:
-                target = targets.get(j)
-                if target and self._fits(target, None):
-                    work[j] = target
-                    self._take(target)
-                elif target:
-                    fallback.append(j)
-            for j in fallback:  # the agent took the proposal's GPUs: keep what it had, if it can
-                before = old[j]
-                if before and self._fits(before, None):
-                    work[j] = before
-                    self._take(before)
-        changed = set(self.changed)
-        exact = all(_same(work.get(j), targets.get(j)) for j in self.changed) and \
-            all(_same(work.get(j), self.current.get(j)) for j in self.picked if j not in changed)
-        if exact:
-            self.plan = proposal
-        else:
-            self.plan = Plan(allocations=work, borrow=tuple(proposal.borrow), give_back=tuple(proposal.give_back))
 
     # ------------------------------------------------------------------ observation extras
     def job_extras(self) -> np.ndarray:
@@ -423,32 +190,11 @@ class AllocDecision:
         return self._job_extras().copy()
 
     def _job_extras(self) -> np.ndarray:
-        """:meth:`job_extras`, kept: a sub-action changes the rows of the slot it selects or places
-        (picked, selected, working plan); only those are computed again."""
-        extras = self._extras
-        if self.proposal is None:
+        """:meth:`job_extras`, kept between sub-actions (:meth:`WorkingPlan.job_extras`)."""
+        working = self.working
+        if working is None:
             return np.zeros((len(self.slots), len(ALLOC_JOB_FEATURES)), dtype=np.float32)
-        if extras is None:
-            extras = np.zeros((len(self.slots), len(ALLOC_JOB_FEATURES)), dtype=np.float32)
-            for i in range(len(self.slots)):
-                extras[i] = self._extras_row(i)
-            self._extras = extras
-        else:
-            for i in self._dirty:
-                extras[i] = self._extras_row(i)
-        self._dirty.clear()
-        return extras
-
-    def _extras_row(self, i: int) -> tuple[float, ...]:
-        jid = self._slot_ids[i]
-        loaned = self.pool_sets[1]
-        plan, target = self.work.get(jid) or {}, self.proposal.allocations.get(jid) or {}
-        pw, tw = sum(plan.values()), sum(target.values())
-        return (
-            float(jid in self.picked), float(i == self.selected), float(jid in self.must), pw / GPU_NORM,
-            sum(g for s, g in plan.items() if s in loaned) / pw if pw else 0.0, tw / GPU_NORM,
-            sum(g for s, g in target.items() if s in loaned) / tw if tw else 0.0,
-        )
+        return working.job_extras(self.selected)
 
     def cluster_extras(self) -> np.ndarray:
         """``len(ALLOC_CLUSTER_FEATURES)`` features of the phase and the working plan."""
@@ -456,34 +202,16 @@ class AllocDecision:
 
     def _cluster_extras(self) -> np.ndarray:
         """:meth:`cluster_extras` before clipping."""
-        view = self.view
         out = np.zeros(len(ALLOC_CLUSTER_FEATURES), dtype=np.float32)
-        out[self.phase] = 1.0
-        constants = _constants(view)
+        stage = self.stage
+        out[stage.index] = 1.0
+        constants = _constants(self.view)
         n_inf = max(1, len(constants.inference_ids))
-        if self.proposal is not None:
-            sums = self._free_sums
-            if sums is None:
-                free = self.free
-                sums = self._free_sums = (sum(free[s] for s in self.pool_sets[0]),
-                                          sum(free[s] for s in self.pool_sets[1]))
-            out[4] = sums[0] / max(1, constants.training_gpus)
-            out[5] = sums[1] / constants.inference_gpus  # max(1, inference GPUs)
-            out[6] = len(self.proposal.borrow) / n_inf
-            out[8] = _log_left(self._changed_left)  # changed jobs not picked yet
-        out[7] = max(0, self.owed - len(self.returns)) / n_inf if self.proposal is None else 0.0
+        if self.working is not None:
+            self.working.cluster_extras(out, constants, n_inf)
+        else:  # borrow or return: servers still to return
+            out[7] = max(0, self.owed - stage.returns_chosen) / n_inf  # type: ignore[union-attr]
         return out
-
-
-_LOG_LEFT: dict[int, np.float64] = {}
-
-
-def _log_left(left: int) -> np.float64:
-    """``np.log1p(left) / 6.0`` (memoised)."""
-    value = _LOG_LEFT.get(left)
-    if value is None:
-        value = _LOG_LEFT[left] = np.log1p(left) / 6.0
-    return value
 
 
 class SkippedTick:
@@ -513,11 +241,11 @@ class AllocObserver:
         self._built_for: tuple[AllocDecision, list] | None = None
 
     def observe(self, view: ClusterView, decision: AllocDecision) -> np.ndarray:
-        built = self._built_for
-        if built is None or built[0] is not decision or built[1] is not decision.slots:
-            self._base = self.builder.build(view, decision.slots, decision.server_ids)
-            self._built_for = (decision, decision.slots)
-        obs = self._base.copy()
+        built, slots = self._built_for, decision.slots
+        if built is None or built[0] is not decision or built[1] is not slots:
+            self._base = self.builder.build(view, slots, decision.server_ids)
+            self._built_for = (decision, slots)
+        obs = self._base.copy()  # type: ignore[union-attr]
         width, extra = self.builder.job_width, len(ALLOC_JOB_FEATURES)
         rows = decision._job_extras()
         n = len(rows)
@@ -554,12 +282,12 @@ def is_noop(plan: Plan, view: ClusterView) -> bool:
         return False
     allocations = plan.allocations
     current = view.current_plan().allocations
-    if type(allocations) is TrackedAllocations:
-        candidates: Sequence[str] = list(allocations.touched)
-    else:
-        candidates = list(dict.fromkeys([*allocations, *current]))
-    return all(_same(allocations.get(j), current.get(j)) for j in candidates)
+    return all(same_allocation(allocations.get(j), current.get(j)) for j in touched_job_ids(allocations, current))
 
 
-__all__ = ["ALLOC_CLUSTER_FEATURES", "ALLOC_JOB_FEATURES", "AllocDecision", "AllocLayout", "PHASES", "POOLS",
-           "WORKER_LEVELS", "AllocObserver", "SkippedTick", "is_noop", "open_decision", "worker_options"]
+#: the name this module had for :func:`same_allocation`
+_same = same_allocation
+
+__all__ = ["ALLOC_CLUSTER_FEATURES", "ALLOC_JOB_FEATURES", "AllocDecision", "AllocLayout", "BORROW", "JOB",
+           "PHASES", "PLACE", "POOLS", "PROPOSAL", "RETURN", "WAIT", "WORKER_LEVELS", "AllocObserver",
+           "SkippedTick", "WorkingPlan", "is_noop", "open_decision", "worker_options"]

@@ -8,15 +8,15 @@ import numpy as np
 from gymnasium import spaces
 
 from lyra_gym.envs.alloc import PHASES, AllocDecision, AllocLayout, AllocObserver, open_decision
-from lyra_gym.envs.cluster_env import LyraClusterEnv, _check_number
-from lyra_gym.plan import Plan
+from lyra_gym.envs.episode import Episode, check_number
+from lyra_gym.envs.episode_env import EpisodeEnv
 
 #: Default truncation in sub-actions (a 12 h window takes a few thousand).
 ALLOC_MAX_STEPS = 200_000
 _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
-class AllocEnv(LyraClusterEnv):
+class AllocEnv(EpisodeEnv):
     """``LyraGym/Alloc-v0``: the agent decides loaning and every job's pool and size itself.
 
     ## Description
@@ -50,7 +50,7 @@ class AllocEnv(LyraClusterEnv):
     servers being returned first, then the other environments' order.
 
     ## Rewards
-    As :class:`LyraClusterEnv` (default ``"jct"``), paid on the sub-action that
+    As :class:`~lyra_gym.envs.cluster_env.LyraClusterEnv` (default ``"jct"``), paid on the sub-action that
     commits a decision point (0 on the others), so with gamma = 1 the return is
     still -(total JCT) / scale. (With gamma < 1 the discount also counts
     sub-actions.)
@@ -64,7 +64,7 @@ class AllocEnv(LyraClusterEnv):
     was "all" (the heuristic's own), and nothing is returned.
 
     ## Arguments
-    Those of :class:`LyraClusterEnv` (``borrow_levels`` = B, ``num_server_slots``
+    Those of :class:`~lyra_gym.envs.cluster_env.LyraClusterEnv` (``borrow_levels`` = B, ``num_server_slots``
     = M, ``max_steps`` counted in sub-actions, default 200,000), plus
     ``worker_levels`` (L, 1..64, default 10).
 
@@ -72,57 +72,61 @@ class AllocEnv(LyraClusterEnv):
     - v0: first release.
     """
 
+    controls_jobs = True
+    controls_loaning = True
+
     def __init__(self, *args: Any, worker_levels: int = 10, max_steps: int = ALLOC_MAX_STEPS,
                  **kwargs: Any) -> None:
-        _check_number("worker_levels", worker_levels, integer=True, lo=1, hi=64)
+        check_number("worker_levels", worker_levels, integer=True, lo=1, hi=64)
+        self.worker_levels = int(worker_levels)
+        self.decision: AllocDecision | None = None
+        self._last_borrow: float | None = None  # the loaning the heuristic's ticks follow
         super().__init__(*args, max_steps=max_steps, **kwargs)
-        self.layout = AllocLayout(self.k, self.m, self.b, int(worker_levels))
+
+    def _init_spaces(self) -> None:
+        self.layout = AllocLayout(self.k, self.m, self.b, self.worker_levels)
         self.observer = AllocObserver(self.k, self.m)
         self.builder = self.observer.builder
         self.observation_space = spaces.Box(-1.0, 1.0, (self.builder.size,), dtype=np.float32)
         self.action_space = spaces.Discrete(self.layout.n)
-        self.codec = None
-        self.decision: AllocDecision | None = None
-        self.decisions = 0
+
+    @property
+    def decisions(self) -> int:
+        """Plans submitted in the current episode (decision points, skipped ticks included)."""
+        return self.episode.plans if self.episode is not None else 0
 
     # ------------------------------------------------------------------ episode
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self.decision = None
-        self.decisions = 0
-        self._last_borrow: float | None = None
+        self._last_borrow = None
         return super().reset(seed=seed, options=options)
 
-    def _start_decision(self) -> float:
+    def _start_decision(self, episode: Episode) -> float:
         """Open the next decision point that needs the agent; submit the heuristic's no-op ticks on
         the way. Returns the reward of the spans run meanwhile."""
         r = 0.0
         self.decision = None
-        while not self.done:
-            decision, skip = open_decision(self.engine.view, self.heuristic, self.layout, self._last_borrow)
+        while not episode.done:
+            decision, skip = open_decision(episode.engine.view, episode.heuristic, self.layout, self._last_borrow)
             if not skip:
                 self.decision = decision
                 break
-            r += self._run(decision.proposal)
+            r += episode.run(decision.proposal)
         return r
 
-    def _run(self, plan: Plan) -> float:
-        self.decisions += 1
-        return super()._run(plan)
-
     def step(self, action):
-        self._check_can_step()
+        episode = self._check_can_step()
         value = self._check(action)
         decision = self.decision
         masks = self._masks  # decision.masks(), as the last observation left them (nothing changed since)
         invalid = 0
         if not 0 <= value < len(masks) or not masks[value]:
             value, invalid = decision.neutral(), 1
-        self.invalid_actions_total += invalid
         r = 0.0
         if decision.step(value):
             self._last_borrow = decision.borrow_fraction  # the loaning the ticks follow
-            r = self._run(decision.plan) + self._start_decision()
-        return self._end_step(r, invalid)
+            r = episode.run(decision.plan) + self._start_decision(episode)
+        return self._end_step(episode, r, invalid)
 
     def _check(self, action: object) -> int:
         """``action`` as an int, or ``ValueError`` saying what was expected."""
@@ -135,15 +139,16 @@ class AllocEnv(LyraClusterEnv):
 
     # ------------------------------------------------------------------ observation, masks, expert
     def _observe(self) -> None:
-        if self.decision is None and not self.done:
-            self._start_decision()
+        episode = self.episode
+        if self.decision is None and not episode.done:
+            self._start_decision(episode)
         decision = self.decision
         if decision is None:  # the episode is over: an all-zero observation of the empty slots
             self.obs = np.zeros(self.builder.size, dtype=np.float32)
             self._masks = np.zeros(self.layout.n, dtype=bool)
             self._masks[self.layout.auto] = True
             return
-        self.obs = self.observer.observe(self.engine.view, decision)
+        self.obs = self.observer.observe(episode.engine.view, decision)
         self._masks = decision.masks()
 
     def action_masks(self) -> np.ndarray:

@@ -14,60 +14,20 @@ are exact.
 
 from __future__ import annotations
 
-import os
-from dataclasses import replace
-from typing import Any, Mapping
-
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from lyra_gym import scheduler as registry
-from lyra_gym.model.config import SimConfig, config_from_dict, load_config
-from lyra_gym.model.demand import number_problem
 from lyra_gym.envs.actions import ActionCodec
+from lyra_gym.envs.episode import RESET_OPTIONS, Episode, check_number, resolve_config
+from lyra_gym.envs.episode_env import MAX_BORROW_LEVELS, MAX_SLOTS, EpisodeEnv
 from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
-from lyra_gym.envs.render import blank_frame, cluster_frame
-from lyra_gym.envs.rewards import SpanReward, StepOutcome, parse_reward, reward
-from lyra_gym.envs.windows import Window, WindowSampler
-from lyra_gym.run.metrics import summarize
-from lyra_gym.plan import Plan
-from lyra_gym.model.profiles import ProfileSet, builtin_profiles, load_profiles
-from lyra_gym.scheduler import Guidance, Scheduler
-from lyra_gym.run.simulate import build_engine
-from lyra_gym.workloads.trace import load_trace
-from lyra_gym.workloads.tracegen import PRESETS, generate_trace
+from lyra_gym.scheduler import Guidance
+
+# the names this module had before the episode runner (lyra_gym/envs/episode.py) took them
+_check_number, _resolve_config = check_number, resolve_config
 
 
-#: Largest number of job slots K and loaned-server slots M (the observation grows with both).
-MAX_SLOTS = 4096
-#: Largest number of borrow levels B.
-MAX_BORROW_LEVELS = 1024
-#: The keys ``reset(options=...)`` understands.
-RESET_OPTIONS = ("split", "window")
-
-
-def _resolve_config(config: SimConfig | Mapping | str | os.PathLike | None) -> SimConfig:
-    if config is None:
-        return SimConfig()
-    if isinstance(config, SimConfig):
-        return config
-    if isinstance(config, (str, os.PathLike)):
-        return load_config(config)
-    if not isinstance(config, Mapping):
-        raise ValueError(f"config: must be a SimConfig, a mapping or a file path, got {type(config).__name__}")
-    return config_from_dict(config)
-
-
-def _check_number(name: str, value: object, **rule: Any) -> None:
-    """``ValueError`` naming the constructor argument if ``value`` breaks ``rule``
-    (:func:`lyra_gym.model.demand.number_problem`'s keywords)."""
-    problem = number_problem(value, **rule)
-    if problem is not None:
-        raise ValueError(f"{name}: {problem}")
-
-
-class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
+class LyraClusterEnv(EpisodeEnv):
     """Base of the three environments; see each subclass for its manual.
 
     ## Observation Space
@@ -176,196 +136,38 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
     - v0: first release.
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
     controls_jobs = True
     controls_loaning = True
 
-    def __init__(
-        self,
-        trace: str = "env-14d",
-        trace_seed: int = 0,
-        config: SimConfig | Mapping | str | None = None,
-        profiles: str | None = None,
-        window_s: float = 12 * 3600.0,
-        test_fraction: float = 0.2,
-        reward: str | Mapping[str, float] = "jct",
-        reward_scale_s: float = 3600.0,
-        num_job_slots: int = 32,
-        num_server_slots: int = 16,
-        borrow_levels: int = 4,
-        heuristic: str = "lyra",
-        max_steps: int = 5000,
-        warmup_s: float = 0.0,
-        render_mode: str | None = None,
-    ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode: must be one of {self.metadata['render_modes']}, got {render_mode!r}")
-        _check_number("num_job_slots", num_job_slots, integer=True, lo=1, hi=MAX_SLOTS)
-        _check_number("num_server_slots", num_server_slots, integer=True, lo=0, hi=MAX_SLOTS)
-        _check_number("borrow_levels", borrow_levels, integer=True, lo=1, hi=MAX_BORROW_LEVELS)
-        _check_number("max_steps", max_steps, integer=True, lo=1)
-        _check_number("trace_seed", trace_seed, integer=True, lo=0)
-        _check_number("window_s", window_s, lo=0.0, lo_open=True)
-        _check_number("test_fraction", test_fraction, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-        _check_number("reward_scale_s", reward_scale_s, lo=0.0, lo_open=True)
-        _check_number("warmup_s", warmup_s, lo=0.0)
-        if not isinstance(heuristic, str):
-            raise ValueError(f"heuristic: must be a scheduler name, got {heuristic!r}")
-        try:
-            guided = registry.make(heuristic)  # fail now on an unknown name
-        except KeyError as err:
-            raise ValueError(f"heuristic: {err.args[0] if err.args else err}") from None
-        if type(guided).decide_guided is Scheduler.decide_guided:
-            raise ValueError(f"heuristic: scheduler {heuristic!r} cannot be guided by an agent (it has no "
-                             "decide_guided; e.g. 'lyra')")
-        if profiles is not None and not isinstance(profiles, (str, os.PathLike)):
-            raise ValueError(f"profiles: must be a file path or None, got {profiles!r}")
-        if not isinstance(trace, (str, os.PathLike)):
-            raise ValueError(f"trace: must be a preset name ({', '.join(PRESETS)}) or a CSV path, got {trace!r}")
-        num_job_slots, num_server_slots = int(num_job_slots), int(num_server_slots)
-        borrow_levels, max_steps = int(borrow_levels), int(max_steps)
-        self.trace = generate_trace(trace, int(trace_seed)) if trace in PRESETS else load_trace(trace)
-        self.sim_config = _resolve_config(config)
-        if profiles is not None:
-            self.sim_config = replace(self.sim_config, profiles=profiles)
-        self.profiles: ProfileSet = load_profiles(profiles) if profiles else builtin_profiles()
-        self.windows = WindowSampler(self.trace, window_s, test_fraction, warmup_s=float(warmup_s))
-        self.reward_weights = parse_reward(reward)
-        self.reward_scale_s = float(reward_scale_s)
-        self._span_reward = SpanReward(self.reward_weights, self.reward_scale_s)
-        self.k, self.m, self.b = num_job_slots, num_server_slots, borrow_levels
-        self.heuristic_name = heuristic
-        self.max_steps = max_steps
-        self.render_mode = render_mode
+    def _init_spaces(self) -> None:
         self.builder = ObservationBuilder(self.k, self.m)
         self.observation_space = spaces.Box(-1.0, 1.0, (self.builder.size,), dtype=np.float32)
         self.codec = ActionCodec(self.k, self.m, self.b, self.controls_jobs, self.controls_loaning)
         self.action_space = spaces.MultiDiscrete(self.codec.nvec)
-        self.engine = None
-        self.window: Window | None = None
-        self.invalid_actions_total = 0
-
-    # ------------------------------------------------------------------ episode
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        split, window = self._parse_options(options)
-        super().reset(seed=seed)
-        if split == "test":
-            self.window = self.windows.test(window)
-        else:
-            self.window = self.windows.train(self.np_random)
-        jobs = self.window.jobs(self.trace)
-        self.heuristic = registry.make(self.heuristic_name)
-        self.engine = build_engine(jobs, self.heuristic, self.sim_config, self.window.seed, self.profiles)
-        self._training_gpus = max(1, self.sim_config.cluster.training_gpus)  # the reward's usage term
-        self.engine.begin()
-        self.steps = 0
-        self.invalid_actions_total = 0
-        self.done = not self.engine.next_decision()
-        self._warm_up()
-        self._observe()
-        if self.render_mode == "human":
-            self.render()
-        return self.obs, self._info(0)
-
-    def _warm_up(self) -> None:
-        """Run the heuristic itself (the same instance the agent then guides) through the decision
-        points before the window's start; the agent's first decision is the first one at or after it."""
-        engine, start = self.engine, self.window.start_s
-        while not self.done and engine.now < start:
-            engine.submit(self.heuristic.decide(engine.view))
-            self.done = not engine.next_decision()
-
-    def _parse_options(self, options: Mapping[str, Any] | None) -> tuple[str, int]:
-        """(split, test window index) from reset's ``options``; ``ValueError`` naming the key."""
-        if options is None:
-            return "train", 0
-        if not isinstance(options, Mapping):
-            raise ValueError(f"options: must be a dict with keys among {RESET_OPTIONS}, got {type(options).__name__}")
-        unknown = [key for key in options if key not in RESET_OPTIONS]
-        if unknown:
-            raise ValueError(f"options[{unknown[0]!r}]: unknown reset option (known: {', '.join(RESET_OPTIONS)})")
-        split = options.get("split", "train")
-        if not isinstance(split, str) or split not in ("train", "test"):
-            raise ValueError(f"options['split']: must be 'train' or 'test', got {split!r}")
-        if "window" not in options:
-            return split, 0
-        if split != "test":
-            raise ValueError("options['window']: only with options['split'] = 'test' (train windows are drawn "
-                             "by the reset seed)")
-        window, count = options["window"], self.windows.num_test
-        if isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer)) \
-                or not 0 <= window < count:
-            raise ValueError(f"options['window']: must be an integer in [0, {count - 1}] (this env has {count} "
-                             f"test windows), got {window!r}")
-        return split, int(window)
 
     def step(self, action):
-        self._check_can_step()
+        episode = self._check_can_step()
         guidance, invalid = self._decode(self.codec.check(action))
-        self.invalid_actions_total += invalid
-        return self._end_step(self._advance(guidance), invalid)
+        return self._end_step(episode, self._advance(episode, guidance), invalid)
 
-    def _check_can_step(self) -> None:
-        if self.engine is None:
-            raise RuntimeError("step(): call reset() first")
-        if self.done:
-            raise RuntimeError("step(): the episode is over (it terminated, or its window had no decision "
-                               "to make); call reset()")
-
-    def _end_step(self, r: float, invalid: int):
-        """Count the step, charge what an early end leaves, observe; the step's 5-tuple."""
-        engine = self.engine
-        self.steps += 1
-        left = len(engine.jobs) - engine.finished
-        if self.done and left:
-            # Jobs left unfinished when nothing more can happen (e.g. held by the agent) are
-            # charged as if they waited one more window, so ending an episode early never pays.
-            r += reward(self.reward_weights, StepOutcome(self.windows.length_s, left, left, 0.0, 0),
-                        self.reward_scale_s)
-        truncated = not self.done and self.steps >= self.max_steps
-        self._observe()
-        info = self._info(invalid)
-        if self.done or truncated:
-            engine.finish()
-            info["final_metrics"] = summarize(engine)
-        if self.render_mode == "human":
-            self.render()
-        return self.obs, r, self.done, truncated, info
-
-    def _advance(self, guidance: Guidance) -> float:
+    def _advance(self, episode: Episode, guidance: Guidance) -> float:
         """Apply ``guidance`` and run to the agent's next decision point; the reward over the span.
 
         The guided heuristic's own ticks (Lyra's knapsack rounds) are not the agent's decision
         points: there the agent's last guidance stands, and the reward sums every sub-span."""
-        engine, r = self.engine, 0.0
+        engine, decide, r = episode.engine, episode.heuristic.decide_guided, 0.0
         while True:
-            r += self._run(self.heuristic.decide_guided(engine.view, guidance))
-            if self.done or not engine.tick_only:
+            r += episode.run(decide(engine.view, guidance))
+            if episode.done or not engine.tick_only:
                 return r
 
-    def _run(self, plan: Plan) -> float:
-        """Submit ``plan`` and run to the next decision point; the reward of the span."""
-        engine = self.engine
-        t0, preempt0 = engine.now, engine.counts["preemptions"]
-        engine.submit(plan)
-        queued = len(engine.queue)
-        in_system = queued + len(engine.running)
-        usage = engine.used_training / self._training_gpus
-        self.done = not engine.next_decision()
-        # reward(self.reward_weights, StepOutcome(...), self.reward_scale_s)
-        return self._span_reward(engine.now - t0, in_system, queued, usage, engine.counts["preemptions"] - preempt0)
-
-    # ------------------------------------------------------------------ actions
+    # ------------------------------------------------------------------ observation and actions
     def _observe(self) -> None:
-        view = self.engine.view
+        view = self.episode.engine.view
         self.slots = job_slots(view, self.k)
         self.server_ids = server_slots(view, self.m)
         self.obs = self.builder.build(view, self.slots, self.server_ids)
         self._masks = self.codec.masks(self.slots, self.server_ids)
-
-    def action_masks(self) -> np.ndarray:
-        """Valid values of every action dimension, concatenated (sb3-contrib MaskablePPO)."""
-        return self._masks.copy()
 
     def expert_action(self) -> np.ndarray:
         """The heuristic's own choice: neutral levels everywhere, borrow as it would."""
@@ -374,59 +176,6 @@ class LyraClusterEnv(gym.Env[np.ndarray, np.ndarray]):
     def _decode(self, action: np.ndarray) -> tuple[Guidance, int]:
         """Action -> Guidance; a masked value becomes that dimension's neutral value and is counted."""
         return self.codec.decode(action, self._masks, self.slots, self.server_ids)
-
-    # ------------------------------------------------------------------ info and rendering
-    def _info(self, invalid: int) -> dict[str, Any]:
-        engine = self.engine
-        counts = engine.counts
-        return {
-            "time_s": engine.now,
-            "window": self.window.index,
-            "split": self.window.split,
-            "jobs_total": len(engine.jobs),
-            "jobs_finished": engine.finished,
-            "jobs_queued": len(engine.queue),
-            "jobs_running": len(engine.running),
-            "servers_loaned": engine.loaned_count,
-            "preemptions": counts["preemptions"],
-            "scale_events": counts["scale_ins"] + counts["scale_outs"],
-            "servers_borrowed": counts["servers_borrowed"],
-            "inference_violations": counts["inference_violations"],
-            "invalid_actions": invalid,
-            "invalid_actions_total": self.invalid_actions_total,
-        }
-
-    def render(self) -> str | np.ndarray | None:
-        """The frame of ``render_mode`` (see "Rendering"); None without a render mode."""
-        if self.render_mode == "rgb_array":
-            if self.engine is None:
-                cluster = self.sim_config.cluster
-                return blank_frame(sum(g.count for g in cluster.training), cluster.inference.count)
-            return cluster_frame(self.engine)
-        if self.render_mode == "human":
-            if self.engine is not None:
-                print(self._text(), flush=True)
-            return None
-        if self.render_mode != "ansi" or self.engine is None:
-            return None
-        return self._text()
-
-    def _text(self) -> str:
-        """The ``"ansi"`` frame."""
-        engine, view = self.engine, self.engine.view
-        lines = [
-            f"t={engine.now / 3600:8.2f} h  queued={len(engine.queue):4d} running={len(engine.running):4d} "
-            f"finished={engine.finished}/{len(engine.jobs)}  demand={view.inference_demand} "
-            f"loaned={engine.loaned_count} loanable={view.num_loanable} reclaim={view.reclaim_pending}",
-        ]
-        for pool, ids in (("train", view.training_server_ids), ("infer", view.inference_server_ids)):
-            cells = []
-            for sid in ids:
-                s = engine.servers[sid]
-                mark = "L" if s.loaned else ("-" if pool == "infer" else "")
-                cells.append(f"{mark}{s.used}/{s.num_gpus}")
-            lines.append(f"{pool}: " + " ".join(cells))
-        return "\n".join(lines)
 
 
 class ClusterEnv(LyraClusterEnv):
@@ -489,3 +238,7 @@ class ElasticEnv(LyraClusterEnv):
     """
 
     controls_loaning = False
+
+
+__all__ = ["ClusterEnv", "ElasticEnv", "LoaningEnv", "LyraClusterEnv", "MAX_BORROW_LEVELS", "MAX_SLOTS",
+           "RESET_OPTIONS"]

@@ -136,3 +136,22 @@ def cluster_frame(engine: Any) -> np.ndarray:
     top += BAR + GAP
     _draw_bar(frame, top, view.inference_demand / max(1, len(inference)), SERVING)
     return frame
+
+
+def cluster_text(engine: Any) -> str:
+    """The ``"ansi"`` frame of ``engine``'s cluster now: a line of counts, then a line per pool
+    (``used/GPUs`` per server; ``L`` marks a loaned one, ``-`` an inference server not on loan)."""
+    view = engine.view
+    lines = [
+        f"t={engine.now / 3600:8.2f} h  queued={len(engine.queue):4d} running={len(engine.running):4d} "
+        f"finished={engine.finished}/{len(engine.jobs)}  demand={view.inference_demand} "
+        f"loaned={engine.loaned_count} loanable={view.num_loanable} reclaim={view.reclaim_pending}",
+    ]
+    for pool, ids in (("train", view.training_server_ids), ("infer", view.inference_server_ids)):
+        cells = []
+        for sid in ids:
+            s = engine.servers[sid]
+            mark = "L" if s.loaned else ("-" if pool == "infer" else "")
+            cells.append(f"{mark}{s.used}/{s.num_gpus}")
+        lines.append(f"{pool}: " + " ".join(cells))
+    return "\n".join(lines)

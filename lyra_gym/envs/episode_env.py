@@ -1,0 +1,164 @@
+"""What the guided environments and ``Alloc-v0`` share: the arguments, reset, the end of a step,
+info and rendering, over an :class:`~lyra_gym.envs.episode.Episode` each reset builds.
+
+A subclass sets its spaces (:meth:`EpisodeEnv._init_spaces`), observes (``_observe``: sets
+``obs`` and ``_masks``) and turns an action into the plans it runs in ``step``; see
+:class:`~lyra_gym.envs.cluster_env.LyraClusterEnv` for the arguments and the episode's rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import gymnasium as gym
+import numpy as np
+
+from lyra_gym.engine import Engine
+from lyra_gym.envs.episode import Episode, EpisodeSource, check_number
+from lyra_gym.envs.render import blank_frame, cluster_frame, cluster_text
+from lyra_gym.envs.windows import Window
+from lyra_gym.model.config import SimConfig
+
+#: Largest number of job slots K and loaned-server slots M (the observation grows with both).
+MAX_SLOTS = 4096
+#: Largest number of borrow levels B.
+MAX_BORROW_LEVELS = 1024
+
+
+class EpisodeEnv(gym.Env[np.ndarray, Any]):
+    """Base of the LyraGym environments (the Gymnasium plumbing around an :class:`Episode`)."""
+
+    metadata = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
+    obs: np.ndarray
+    _masks: np.ndarray
+
+    def __init__(
+        self,
+        trace: str = "env-14d",
+        trace_seed: int = 0,
+        config: SimConfig | Mapping | str | None = None,
+        profiles: str | None = None,
+        window_s: float = 12 * 3600.0,
+        test_fraction: float = 0.2,
+        reward: str | Mapping[str, float] = "jct",
+        reward_scale_s: float = 3600.0,
+        num_job_slots: int = 32,
+        num_server_slots: int = 16,
+        borrow_levels: int = 4,
+        heuristic: str = "lyra",
+        max_steps: int = 5000,
+        warmup_s: float = 0.0,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode: must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        check_number("num_job_slots", num_job_slots, integer=True, lo=1, hi=MAX_SLOTS)
+        check_number("num_server_slots", num_server_slots, integer=True, lo=0, hi=MAX_SLOTS)
+        check_number("borrow_levels", borrow_levels, integer=True, lo=1, hi=MAX_BORROW_LEVELS)
+        self.source = EpisodeSource(trace, trace_seed, config, profiles, window_s, test_fraction, reward,
+                                    reward_scale_s, heuristic, max_steps, warmup_s)
+        self.k, self.m, self.b = int(num_job_slots), int(num_server_slots), int(borrow_levels)
+        self.render_mode = render_mode
+        self.episode: Episode | None = None
+        self._init_spaces()
+
+    def _init_spaces(self) -> None:
+        """Set ``observation_space``, ``action_space`` and what observing and decoding need."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ what every episode is drawn from
+    trace = property(lambda self: self.source.trace, doc="the trace's jobs (list of JobSpec)")
+    windows = property(lambda self: self.source.windows, doc="the train and test windows (WindowSampler)")
+    sim_config = property(lambda self: self.source.sim_config, doc="the cluster and engine settings")
+    profiles = property(lambda self: self.source.profiles, doc="the job profiles (ProfileSet)")
+    reward_weights = property(lambda self: self.source.reward_weights, doc="reward term -> weight")
+    reward_scale_s = property(lambda self: self.source.reward_scale_s, doc="seconds per unit of reward")
+    heuristic_name = property(lambda self: self.source.heuristic_name, doc="the guided scheduler's name")
+    max_steps = property(lambda self: self.source.max_steps, doc="truncation, steps")
+
+    # ------------------------------------------------------------------ the current episode
+    @property
+    def engine(self) -> Engine | None:
+        """The current episode's engine (None before the first reset)."""
+        return self.episode.engine if self.episode is not None else None
+
+    @property
+    def window(self) -> Window | None:
+        """The current episode's window (None before the first reset)."""
+        return self.episode.window if self.episode is not None else None
+
+    @property
+    def invalid_actions_total(self) -> int:
+        """Counted no-ops of the current episode."""
+        return self.episode.invalid_actions_total if self.episode is not None else 0
+
+    heuristic = property(lambda self: self._current().heuristic, doc="the current episode's guided scheduler")
+    done = property(lambda self: self._current().done, doc="whether the current episode is over")
+    steps = property(lambda self: self._current().steps, doc="steps taken in the current episode")
+
+    def _current(self) -> Episode:
+        if self.episode is None:
+            raise AttributeError("no episode yet: call reset() first")
+        return self.episode
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        split, window = self.source.parse_options(options)
+        super().reset(seed=seed)
+        self.episode = self.source.start(self.np_random, split, window)
+        self._observe()
+        if self.render_mode == "human":
+            self.render()
+        return self.obs, self._info(0)
+
+    def _observe(self) -> None:
+        """Set ``obs`` and ``_masks`` for the current decision point."""
+        raise NotImplementedError
+
+    def _check_can_step(self) -> Episode:
+        """The current episode, or ``RuntimeError`` when there is none to step."""
+        episode = self.episode
+        if episode is None:
+            raise RuntimeError("step(): call reset() first")
+        if episode.done:
+            raise RuntimeError("step(): the episode is over (it terminated, or its window had no decision "
+                               "to make); call reset()")
+        return episode
+
+    def _end_step(self, episode: Episode, r: float, invalid: int):
+        """Count the step, charge what an early end leaves, observe; the step's 5-tuple."""
+        r, truncated = episode.end_step(r, invalid)
+        self._observe()
+        info = self._info(invalid)
+        if episode.done or truncated:
+            info["final_metrics"] = episode.final_metrics()
+        if self.render_mode == "human":
+            self.render()
+        return self.obs, r, episode.done, truncated, info
+
+    def _info(self, invalid: int) -> dict[str, Any]:
+        return self._current().info(invalid)
+
+    def action_masks(self) -> np.ndarray:
+        """Valid values of every action dimension, concatenated (sb3-contrib MaskablePPO)."""
+        return self._masks.copy()
+
+    # ------------------------------------------------------------------ rendering
+    def render(self) -> Any:
+        """The frame of ``render_mode`` (see "Rendering"): a str, an H x W x 3 uint8 array, or None
+        (``"human"``, or no render mode)."""
+        engine = self.engine
+        if self.render_mode == "rgb_array":
+            if engine is None:
+                cluster = self.sim_config.cluster
+                return blank_frame(sum(g.count for g in cluster.training), cluster.inference.count)
+            return cluster_frame(engine)
+        if self.render_mode == "human":
+            if engine is not None:
+                print(cluster_text(engine), flush=True)
+            return None
+        if self.render_mode != "ansi" or engine is None:
+            return None
+        return cluster_text(engine)
+
+
+__all__ = ["EpisodeEnv", "MAX_BORROW_LEVELS", "MAX_SLOTS"]
