@@ -75,10 +75,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from lyra_gym.errors import LyraGymError
-from lyra_gym import scheduler as registry
+from lyra_gym.sim import scheduler as registry
 from lyra_gym.outputs import OutputError, atomic_path, check_out_file, named_inputs
 from lyra_gym.model.profiles import builtin_profiles
-from lyra_gym.scheduler import Scheduler
+from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.run.simulate import simulate
 
 from agents.scenarios import SUITE, Scenario, get_scenario

@@ -37,7 +37,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from lyra_gym.run.simulate import simulate
-from lyra_gym.scheduler import Scheduler
+from lyra_gym.sim.scheduler import Scheduler
 
 Row = dict[str, Any]
 
@@ -163,8 +163,7 @@ def resolve_baselines(names: Sequence[str]) -> dict[str, str | Scheduler]:
     """``--baselines`` checked against the scheduler registry before anything runs: a registered
     name stays a name; a loader name (``model:PATH``) is loaded now. ``ValueError`` naming the
     first unknown, repeated or unloadable one."""
-    from lyra_gym import scheduler as registry
-
+    from lyra_gym.sim import scheduler as registry
     known = registry.available()
     out: dict[str, str | Scheduler] = {}
     for name in names:

@@ -1,4 +1,4 @@
-"""A trained model as a :class:`~lyra_gym.scheduler.Scheduler`: ``model:PATH`` in any policy list.
+"""A trained model as a :class:`~lyra_gym.sim.scheduler.Scheduler`: ``model:PATH`` in any policy list.
 
 At every decision point :class:`PolicyScheduler` does what the environment does
 around an agent, in the same order, with the same public pieces:
@@ -8,7 +8,7 @@ around an agent, in the same order, with the same public pieces:
 2. the action masks of the env the model was trained on;
 3. the saved ``VecNormalize`` observation statistics (``vecnormalize.npz``);
 4. ``model.predict`` (with the masks when the model takes them, deterministic by default);
-5. decoding into a :class:`~lyra_gym.scheduler.Guidance` (a masked value becomes the
+5. decoding into a :class:`~lyra_gym.sim.scheduler.Guidance` (a masked value becomes the
    neutral one), and the guided heuristic's plan ``decide_guided(view, guidance)``.
 
 So ``simulate(window_jobs, PolicyScheduler(...), env.sim_config, seed=window.seed)``
@@ -44,15 +44,15 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from lyra_gym import scheduler as registry
+from lyra_gym.sim import scheduler as registry
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.envs.actions import ActionCodec
 from lyra_gym.envs.alloc import AllocLayout, AllocObserver, open_decision
 from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
 from lyra_gym.envs.windows import Window
-from lyra_gym.plan import Plan
-from lyra_gym.scheduler import Guidance, Scheduler
-from lyra_gym.view import ClusterView, JobView
+from lyra_gym.sim.plan import Plan
+from lyra_gym.sim.scheduler import Guidance, Scheduler
+from lyra_gym.sim.view import ClusterView, JobView
 
 from agents.config import TrainConfig
 from agents.factory import (

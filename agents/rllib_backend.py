@@ -67,7 +67,7 @@ from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 
 import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
-from lyra_gym import scheduler as registry
+from lyra_gym.sim import scheduler as registry
 from lyra_gym.envs import ActionMaskObservation
 
 from agents.callbacks import CUSTOM_KEYS

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from baselines.placement import capacities, groups_by_type, placer
-from lyra_gym.plan import Plan
-from lyra_gym.scheduler import Scheduler
-from lyra_gym.view import ClusterView, JobView
+from lyra_gym.sim.plan import Plan
+from lyra_gym.sim.scheduler import Scheduler
+from lyra_gym.sim.view import ClusterView, JobView
 
 
 @dataclass

@@ -109,9 +109,9 @@ import numpy as np
 
 from baselines.loaning import Loaning, free_after
 from baselines.placement import capacities, place_in_groups, spanning_group, take, warn_unrunnable
-from lyra_gym.plan import Plan
-from lyra_gym.scheduler import Scheduler
-from lyra_gym.view import ClusterView, JobView
+from lyra_gym.sim.plan import Plan
+from lyra_gym.sim.scheduler import Scheduler
+from lyra_gym.sim.view import ClusterView, JobView
 
 T = TypeVar("T")
 

@@ -30,10 +30,10 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from lyra_gym.plan import Plan, TrackedAllocations
-from lyra_gym.topology import FreeMap
-from lyra_gym.scheduler import NEUTRAL_RETURN_LEVEL
-from lyra_gym.view import ClusterView
+from lyra_gym.sim.plan import Plan, TrackedAllocations
+from lyra_gym.sim.topology import FreeMap
+from lyra_gym.sim.scheduler import NEUTRAL_RETURN_LEVEL
+from lyra_gym.sim.view import ClusterView
 
 RECLAIM_RULES = ("cost", "random")
 
@@ -184,7 +184,7 @@ def release_server(view: ClusterView, allocations: dict, job_id: str, sid: int) 
 
 
 def free_map_after(view: ClusterView, plan: Plan) -> FreeMap:
-    """:func:`free_after` as a :class:`~lyra_gym.topology.FreeMap`: O(1) to make, then O(the
+    """:func:`free_after` as a :class:`~lyra_gym.sim.topology.FreeMap`: O(1) to make, then O(the
     servers the plan changes); placements on it read the engine's index."""
     free = view.free_map()
     capacity = view.topology.capacity

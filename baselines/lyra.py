@@ -69,12 +69,12 @@ from baselines.knapsack import DEFAULT_EXACT_LIMIT, solve
 from baselines.loaning import Loaning, free_map_after
 from baselines.lyra_estimates import ReleaseBook, ReleaseTimeline
 from baselines.placement import capacities, place, place_in_groups
-from lyra_gym.cluster import Pool
 from lyra_gym.model.scaling import progress_bin
-from lyra_gym.plan import Plan
-from lyra_gym.scheduler import NEUTRAL_JOB_LEVEL, Guidance, Scheduler
-from lyra_gym.topology import FreeMap, ServerSet
-from lyra_gym.view import ClusterView, JobView
+from lyra_gym.sim.cluster import Pool
+from lyra_gym.sim.plan import Plan
+from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL, Guidance, Scheduler
+from lyra_gym.sim.topology import FreeMap, ServerSet
+from lyra_gym.sim.view import ClusterView, JobView
 
 LOANED_RULES = ("speed", "overflow")
 FLEX_HORIZONS = ("queue", "completion")

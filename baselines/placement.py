@@ -1,7 +1,7 @@
 """Placement helpers of the baseline policies, and the placement rules they share with the env.
 
 The rules themselves -- best fit (``spread``) and ``consolidated``, :func:`place`,
-:func:`groups_by_type`, ... -- live in :mod:`lyra_gym.placement` (the allocation env uses them
+:func:`groups_by_type`, ... -- live in :mod:`lyra_gym.sim.placement` (the allocation env uses them
 too, and ``lyra_gym`` never imports ``baselines``); they are re-exported here, so
 ``from baselines.placement import best_fit`` works as before. Defined here: what only the
 policies need -- :func:`spanning_group` (a job too large for every one-type group, as ``lyra``
@@ -13,7 +13,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, Sequence
 
-from lyra_gym.placement import (
+from lyra_gym.sim.placement import (
     best_fit,
     best_fit_in_groups,
     capacities,

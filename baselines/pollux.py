@@ -137,10 +137,10 @@ import numpy as np
 from baselines.loaning import Loaning, free_after
 from baselines.placement import best_fit, spanning_group, take, warn_unrunnable
 from baselines.pollux_optimizer import best_sizes, most_jobs, restart_factor, statistical_efficiency
-from lyra_gym.plan import Plan
+from lyra_gym.sim.plan import Plan
 from lyra_gym.model.scaling import progress_bin
-from lyra_gym.scheduler import Scheduler
-from lyra_gym.view import ClusterView, JobView
+from lyra_gym.sim.scheduler import Scheduler
+from lyra_gym.sim.view import ClusterView, JobView
 
 
 #: What a speed-up is measured against (``speedup_base``).

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from baselines.fifo import FifoScheduler
-from lyra_gym.view import ClusterView, JobView
+from lyra_gym.sim.view import ClusterView, JobView
 
 
 @dataclass

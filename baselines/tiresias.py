@@ -132,10 +132,10 @@ import numpy as np
 from baselines.loaning import Loaning, free_after, free_map_after
 from baselines.placement import (best_fit_in_groups, capacities, groups_by_type, place, place_in_groups, spanning_group,
                                  take, warn_unrunnable)
-from lyra_gym.plan import Plan
-from lyra_gym.topology import FreeMap, ServerSet
-from lyra_gym.scheduler import Scheduler
-from lyra_gym.view import ClusterView, JobView
+from lyra_gym.sim.plan import Plan
+from lyra_gym.sim.topology import FreeMap, ServerSet
+from lyra_gym.sim.scheduler import Scheduler
+from lyra_gym.sim.view import ClusterView, JobView
 
 # (queue, when the job entered it (artifact mode: its place in it), trace index): smaller runs first
 Key = tuple[int, float, int]

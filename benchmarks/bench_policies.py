@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from lyra_gym import scheduler as registry
 from lyra_gym.model.config import load_config
 from lyra_gym.run.simulate import simulate
+from lyra_gym.sim import scheduler as registry
 from lyra_gym.workloads.tracegen import generate_trace
 
 CLUSTER = Path(__file__).with_name("bench_cluster.yaml")

@@ -18,8 +18,8 @@ from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.envs.alloc import BORROW, JOB, PLACE, PROPOSAL, RETURN, WAIT, AllocDecision, AllocLayout, worker_options
 from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
-from lyra_gym.plan import Plan
 from lyra_gym.run.simulate import build_engine, simulate
+from lyra_gym.sim.plan import Plan
 from toy import TOY, job
 
 SMALL = dict(window_s=6 * 3600.0)

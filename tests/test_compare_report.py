@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lyra_gym import scheduler as registry
 from lyra_gym.cli.app import TABLE_KEYS, _config, _load_jobs, main
 from lyra_gym.harness.compare import CompareError, RunError, parse_policy_param, parse_policy_params
 from lyra_gym.harness.report import CI_SUFFIX, PLOT_FILES, format_ci_table, mean_ci, summarize_runs, t_quantile
 from lyra_gym.run.simulate import simulate
 from lyra_gym.run.timeline import COLUMNS
-from lyra_gym.scheduler import Scheduler
+from lyra_gym.sim import scheduler as registry
+from lyra_gym.sim.scheduler import Scheduler
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = ("fifo", "lyra")  # lyra borrows servers and scales jobs: every timeline column moves

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from lyra_gym.engine import _COMPLETION, Engine
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.jobs import JobState
-from lyra_gym.scheduler import Scheduler
+from lyra_gym.sim.engine import _COMPLETION, Engine
+from lyra_gym.sim.scheduler import Scheduler
 from tests.toy import TOY, config, job
 
 

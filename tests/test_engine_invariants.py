@@ -32,17 +32,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lyra_gym.cluster import Pool
-from lyra_gym.engine import Engine
 from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.jobs import JobState
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.model.profiles import builtin_profiles
-from lyra_gym.plan import Plan
 from lyra_gym.run.metrics import job_rows, summarize
-from lyra_gym.scheduler import Scheduler
-from lyra_gym.view import ClusterView
+from lyra_gym.sim.cluster import Pool
+from lyra_gym.sim.engine import Engine
+from lyra_gym.sim.plan import Plan
+from lyra_gym.sim.scheduler import Scheduler
+from lyra_gym.sim.view import ClusterView
 
 PROFILES = builtin_profiles()
 MODELS = sorted(PROFILES.models)

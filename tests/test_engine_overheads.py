@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pytest
 
-from lyra_gym.scheduler import Scheduler
+from lyra_gym.sim.scheduler import Scheduler
 from toy import config, jct, job, run
 
 
@@ -109,9 +109,9 @@ def test_decision_points_brought_only_by_the_schedulers_tick_are_flagged():
     """One 150 s job on a 60 s tick: arrival at 0 (event), ticks at 60 and 120 (tick only),
     the completion at 150 ends the run."""
     from lyra_gym.model.demand import DemandCurve
-    from lyra_gym.plan import Plan
     from lyra_gym.run.simulate import build_engine
-    from lyra_gym.scheduler import Scheduler
+    from lyra_gym.sim.plan import Plan
+    from lyra_gym.sim.scheduler import Scheduler
     from tests.toy import TOY, config, job
 
     class StartAll(Scheduler):

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from lyra_gym.model.jobs import JobState
-from lyra_gym.plan import Plan
-from lyra_gym.scheduler import Scheduler
+from lyra_gym.sim.plan import Plan
+from lyra_gym.sim.scheduler import Scheduler
 from toy import config, job, run
 
 A, B = job("A", 0, 4, 100), job("B", 0, 4, 1000)

@@ -23,7 +23,7 @@ from lyra_gym.envs.actions import ActionCodec
 from lyra_gym.envs.observation import JOB_FEATURES, _DemandAhead
 from lyra_gym.envs.rewards import REWARD_TERMS, SpanReward, StepOutcome, reward
 from lyra_gym.model.demand import DemandCurve
-from lyra_gym.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS
+from lyra_gym.sim.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS
 
 
 def _episode(env, seed: int, steps: int, check=None) -> list[bytes]:

@@ -11,7 +11,7 @@ from gymnasium.utils.env_checker import check_env
 
 import lyra_gym
 from lyra_gym.envs import ActionMaskObservation
-from lyra_gym import scheduler as registry
+from lyra_gym.sim import scheduler as registry
 from lyra_gym.run.simulate import simulate
 
 IDS = lyra_gym.ENV_IDS

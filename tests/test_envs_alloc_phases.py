@@ -17,8 +17,8 @@ from lyra_gym.envs.alloc import JOB, PHASES, PLACE, WAIT, AllocDecision, AllocLa
 from lyra_gym.envs.alloc_phases import BorrowPhase, JobPhase, PlacePhase, ReturnPhase
 from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
-from lyra_gym.plan import TrackedAllocations, touched_job_ids
 from lyra_gym.run.simulate import build_engine
+from lyra_gym.sim.plan import TrackedAllocations, touched_job_ids
 from toy import TOY, job
 
 LAYOUT = AllocLayout(k=4, m=2, b=2)

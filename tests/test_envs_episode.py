@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 import lyra_gym  # noqa: F401  (registers the ids)
-from lyra_gym import scheduler as registry
 from lyra_gym.envs import ALL_ENV_IDS, AllocEnv, LyraClusterEnv
 from lyra_gym.envs.episode import Episode, EpisodeSource
 from lyra_gym.envs.episode_env import EpisodeEnv
 from lyra_gym.run.simulate import simulate
+from lyra_gym.sim import scheduler as registry
 
 WALL = "sim_wall_s"
 

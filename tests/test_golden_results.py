@@ -50,8 +50,7 @@ def _case(name: str):
 
 
 def _policies() -> list[str]:
-    from lyra_gym import scheduler as registry
-
+    from lyra_gym.sim import scheduler as registry
     return [p for p in registry.available() if ":" not in p]
 
 

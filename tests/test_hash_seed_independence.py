@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = """
 import json
-from lyra_gym.scheduler import available
+from lyra_gym.sim.scheduler import available
 from lyra_gym.run.simulate import simulate
 from lyra_gym.workloads.tracegen import generate_trace
 jobs = generate_trace("small-1d", 3)[:120]

@@ -9,11 +9,11 @@ import pytest
 
 from baselines.loaning import Loaning, choose_returns
 from baselines.lyra import BaselineScheduler, LyraScheduler
-from lyra_gym.engine import Engine
 from lyra_gym.model.config import SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.run.simulate import simulate
-from lyra_gym.scheduler import Scheduler
+from lyra_gym.sim.engine import Engine
+from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.workloads.trace import load_trace
 from toy import TOY, config, jct, job, run
 
@@ -112,7 +112,7 @@ def test_a_hold_on_a_running_elastic_job_drops_its_extra_workers_at_once():
     # x (elastic 1..4) holds all 4 GPUs; from t=10 the agent holds it (level 0): at the very next
     # decision point it shrinks to its minimum, not at the next knapsack round.
     from lyra_gym.run.simulate import build_engine
-    from lyra_gym.scheduler import Guidance
+    from lyra_gym.sim.scheduler import Guidance
 
     demand = DemandCurve(np.array([0.0, 10.0, 20.0]), np.array([0, 1, 0]))
     engine = build_engine([job("x", 0, 4, 1000, True, 1, 4)], LyraScheduler(loan=False),

@@ -12,7 +12,7 @@ import pytest
 
 from baselines.lyra import LyraScheduler
 from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
-from lyra_gym.plan import FrozenAllocation, Plan
+from lyra_gym.sim.plan import FrozenAllocation, Plan
 from toy import config, jct, job, run
 
 
@@ -124,7 +124,7 @@ def test_backfill_lets_a_later_job_start_past_a_blocked_one(policy):
     jobs = [job("A", 0, 2, 100), job("B", 1, 4, 100), job("C", 2, 2, 200)]
     strict = run(jobs, policy, config(training=1, gpus=4))
     assert (jct(strict, "B"), jct(strict, "C")) == pytest.approx((199, 398))
-    from lyra_gym.scheduler import make
+    from lyra_gym.sim.scheduler import make
     backfilled = run(jobs, make(policy, backfill=True), config(training=1, gpus=4))
     assert (jct(backfilled, "B"), jct(backfilled, "C")) == pytest.approx((301, 200))
 

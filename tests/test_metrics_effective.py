@@ -15,11 +15,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from lyra_gym.engine import Engine
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.profiles import parse_profiles
 from lyra_gym.run.metrics import JOB_COLUMNS, capacity_speeds, summarize, unfinished_warning
 from lyra_gym.run.simulate import simulate
+from lyra_gym.sim.engine import Engine
 from test_engine_overheads import Script, step
 from toy import config, job
 

@@ -23,12 +23,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from baselines.placement import UnrunnableJobWarning
-from lyra_gym import scheduler as registry
 from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.feasibility import capacity, check_feasibility
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.run.simulate import simulate
+from lyra_gym.sim import scheduler as registry
 
 POLICIES = registry.available()
 LOANING = ("tiresias+loan", "gandiva+loan", "pollux+loan")

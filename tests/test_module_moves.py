@@ -20,7 +20,7 @@ def _check_limits():
 
 
 @pytest.mark.parametrize(("old", "new", "names"), [
-    ("baselines.placement", "lyra_gym.placement",
+    ("baselines.placement", "lyra_gym.sim.placement",
      ["best_fit", "best_fit_in_groups", "capacities", "consolidated_fit", "groups_by_type", "place",
       "place_in_groups", "placer", "take"]),
     ("lyra_gym.harness.compare", "lyra_gym.harness.runspec", ["CompareError", "RunError", "RunSpec", "run_one"]),
@@ -57,8 +57,8 @@ def test_the_project_has_no_import_cycle():
 def test_engine_has_every_member_of_the_views_engine_protocol():
     from lyra_gym.model.config import SimConfig
     from lyra_gym.run.simulate import build_engine
-    from lyra_gym.scheduler import make
-    from lyra_gym.view import EngineState
+    from lyra_gym.sim.scheduler import make
+    from lyra_gym.sim.view import EngineState
     from lyra_gym.workloads.tracegen import generate_trace
 
     engine = build_engine(generate_trace("small-1d", 0)[:5], make("fifo"), SimConfig(), seed=0)

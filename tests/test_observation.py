@@ -14,7 +14,7 @@ from lyra_gym.model.demand import DemandCurve
 from lyra_gym.envs.observation import (
     CLUSTER_FEATURES, JOB_FEATURES, ObservationBuilder, job_slots, log_time, observation_layout, server_slots,
 )
-from lyra_gym.plan import Plan
+from lyra_gym.sim.plan import Plan
 from lyra_gym.run.simulate import build_engine
 from toy import TOY, config, job
 

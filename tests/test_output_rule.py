@@ -173,9 +173,9 @@ def test_compare_tensorboard_runs_are_replaced_not_added_to(tmp_path, capsys):
 def fixed_clock(monkeypatch):
     """sim_wall_s (a wall-clock duration) is the one metric that differs between two runs;
     a fixed clock makes runs.csv comparable byte for byte."""
-    import lyra_gym.engine
+    import lyra_gym.sim.engine
 
-    monkeypatch.setattr(lyra_gym.engine, "time", types.SimpleNamespace(perf_counter=lambda: 0.0))
+    monkeypatch.setattr(lyra_gym.sim.engine, "time", types.SimpleNamespace(perf_counter=lambda: 0.0))
 
 
 @pytest.fixture

@@ -20,14 +20,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lyra_gym.engine import Engine
 from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.jobs import JobState
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.model.profiles import builtin_profiles
-from lyra_gym.plan import Plan, PlanError
-from lyra_gym.scheduler import Scheduler
+from lyra_gym.sim.engine import Engine
+from lyra_gym.sim.plan import Plan, PlanError
+from lyra_gym.sim.scheduler import Scheduler
 
 PROFILES = builtin_profiles()
 
@@ -309,7 +309,7 @@ def test_a_copied_or_pickled_current_plan_is_a_plain_dict_checked_in_full():
     import copy
     import pickle
 
-    from lyra_gym.plan import TrackedAllocations
+    from lyra_gym.sim.plan import TrackedAllocations
 
     tracked = TrackedAllocations({"a": {0: 1}}, token=("engine", 1))
     tracked["b"] = {1: 2}

@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 
 from baselines.pollux import PolluxLoanScheduler, PolluxScheduler
 from baselines.pollux_optimizer import best_sizes, most_jobs, power_mean, restart_factor, utility
-from lyra_gym.engine import Engine
 from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.model.profiles import parse_profiles
 from lyra_gym.run.simulate import simulate
+from lyra_gym.sim.engine import Engine
 from lyra_gym.workloads.trace import load_trace
 
 DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "traces" / "default.csv"

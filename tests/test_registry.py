@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lyra_gym import scheduler as registry
 from lyra_gym.run.simulate import simulate
+from lyra_gym.sim import scheduler as registry
 from lyra_gym.workloads.tracegen import generate_trace
 
 

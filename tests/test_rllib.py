@@ -102,8 +102,7 @@ def test_rllib_loader_by_name(trained_run):
     from importlib.metadata import entry_points
 
     from agents.rllib_backend import RllibPolicyScheduler
-    from lyra_gym import scheduler as registry
-
+    from lyra_gym.sim import scheduler as registry
     if "rllib" not in {ep.name for ep in entry_points(group=registry.PREFIX_ENTRY_POINT_GROUP)}:
         pytest.skip("entry point rllib = agents.rllib_backend:load_rllib_scheduler not installed yet")
     assert isinstance(registry.make(f"rllib:{trained_run}"), RllibPolicyScheduler)

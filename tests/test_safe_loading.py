@@ -223,8 +223,7 @@ def test_crafted_pickles_do_not_run_on_the_default_load_path(trained, crafted, m
     np.testing.assert_array_equal(actions(scheduler.model, scheduler.normalizer, obs, masks),
                                   actions(model, venv, obs, masks))
     # by name, as lyra-gym compare / simulate build it
-    from lyra_gym import scheduler as registry
-
+    from lyra_gym.sim import scheduler as registry
     registry.make(f"model:{run_dir / 'model.zip'}")
     assert not any(m.exists() for m in markers)
 
@@ -247,8 +246,7 @@ def test_crafted_pickles_run_only_when_trusted(trained, tmp_path, monkeypatch, c
     if how == "param":
         load_policy_scheduler(copy, trust_model_files=True)
     elif how == "query":
-        from lyra_gym import scheduler as registry
-
+        from lyra_gym.sim import scheduler as registry
         registry.make(f"model:{copy / 'model.zip'}?trust=1")
     else:
         monkeypatch.setenv(TRUST_ENV, "1")

@@ -14,10 +14,10 @@ import json
 
 import pytest
 
-from lyra_gym.plan import Plan, PlanError
+from lyra_gym.sim.plan import Plan, PlanError
 from lyra_gym.model.profiles import parse_profiles
 from lyra_gym.model.scaling import PROGRESS_BINS
-from lyra_gym.scheduler import Scheduler
+from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.run.simulate import simulate
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.workloads.trace import load_trace, write_trace

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lyra_gym.model.demand import DemandCurve
-from lyra_gym.scheduler import Scheduler
+from lyra_gym.sim.scheduler import Scheduler
 from toy import config, jct, job, run
 
 # --- two jobs queued behind a third on one server -------------------------------------

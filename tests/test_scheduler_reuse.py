@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lyra_gym.run.simulate import simulate
-from lyra_gym.scheduler import available, make
+from lyra_gym.sim.scheduler import available, make
 from lyra_gym.workloads.tracegen import generate_trace
 
 

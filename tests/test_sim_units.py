@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from lyra_gym.cluster import Pool, Server
 from lyra_gym.model.config import OverheadConfig
 from lyra_gym.model.jobs import Job, JobState
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.sim.accounting import COUNT_NAMES, Accounting
+from lyra_gym.sim.cluster import Pool, Server
 from lyra_gym.sim.events import COMPLETION, DEADLINE, TICK, EventQueue
 from lyra_gym.sim.overheads import OverheadModel
 from lyra_gym.sim.reclaim import ReclaimLedger, free_victims, loanable, owed, reclaim_victims

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lyra_gym.cluster import Pool, Server
 from lyra_gym.model.jobs import Job, JobState
 from lyra_gym.model.jobspec import JobSpec
-from lyra_gym.plan import Plan, PlanError
+from lyra_gym.sim.cluster import Pool, Server
+from lyra_gym.sim.plan import Plan, PlanError
 from lyra_gym.sim.validate import validate_batches, validate_plan
 
 

@@ -11,7 +11,7 @@ import yaml
 
 from lyra_gym.cli.app import main
 from lyra_gym.harness.sweep import SweepError, load_grid, plot_name, run_sweep
-from lyra_gym.scheduler import UnknownSchedulerError
+from lyra_gym.sim.scheduler import UnknownSchedulerError
 from lyra_gym.workloads.trace import write_trace
 from lyra_gym.workloads.tracegen import generate_trace
 

@@ -1,4 +1,4 @@
-"""The engine's free-capacity index (``lyra_gym/topology.py``) and what is built on it.
+"""The engine's free-capacity index (``lyra_gym/sim/topology.py``) and what is built on it.
 
 - the index equals a recomputation from the servers after random sequences of allocations,
   releases, loans and returns, driven by hand and by the engine under a random policy;
@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 from baselines.loaning import free_after, free_map_after
 from baselines.placement import best_fit, consolidated_fit, groups_by_type, place_in_groups, placer, take
-from lyra_gym.cluster import Pool, Server
-from lyra_gym.engine import Engine
 from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
-from lyra_gym.plan import TrackedAllocations
-from lyra_gym.topology import ServerSet, Topology
+from lyra_gym.sim.cluster import Pool, Server
+from lyra_gym.sim.engine import Engine
+from lyra_gym.sim.plan import TrackedAllocations
+from lyra_gym.sim.topology import ServerSet, Topology
 from tests.test_engine_invariants import PROFILES, RandomScheduler, run_engine, scenarios
 from tests.toy import TOY, job
 

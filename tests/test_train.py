@@ -76,7 +76,7 @@ def test_tensorboard_holds_the_cluster_scalars_the_eval_ratio_and_the_config(qui
 
 def test_saved_model_runs_as_a_scheduler_in_lyra_gym_compare(quick_run, tmp_path):
     from lyra_gym.cli import app as cli
-    from lyra_gym import scheduler as registry
+    from lyra_gym.sim import scheduler as registry
     from lyra_gym.workloads.trace import load_trace, write_trace
     from agents.policy_scheduler import PolicyScheduler
 

@@ -26,6 +26,8 @@ OLD_TO_NEW = {
     "lyra_gym.calibration": "lyra_gym.harness.calibration", "lyra_gym.report": "lyra_gym.harness.report",
     "lyra_gym.tensorboard_log": "lyra_gym.harness.tensorboard_log",
     "lyra_gym.tracestats": "lyra_gym.harness.tracestats",
+    **{f"lyra_gym.{name}": f"lyra_gym.sim.{name}"
+       for name in ("engine", "view", "scheduler", "topology", "cluster", "placement", "plan")},
 }
 
 
@@ -46,12 +48,14 @@ def test_old_path_is_the_moved_module_and_warns(old, new):
 def test_old_path_names_resolve_to_the_same_objects():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
+        from lyra_gym.plan import FrozenAllocation as old_frozen
         from lyra_gym.trace import JobSpec as old_spec
         from lyra_gym.trace import load_trace as old_load
+    from lyra_gym.model.jobs import FrozenAllocation
     from lyra_gym.model.jobspec import JobSpec
     from lyra_gym.workloads.trace import load_trace
 
-    assert old_spec is JobSpec and old_load is load_trace
+    assert old_spec is JobSpec and old_load is load_trace and old_frozen is FrozenAllocation
 
 
 def test_new_paths_import_no_old_path():
@@ -74,7 +78,7 @@ def _project_errors() -> list[type]:
     from lyra_gym.model.jobspec import JobSpecError
     from lyra_gym.model.profiles import ProfileError
     from lyra_gym.outputs import OutputError
-    from lyra_gym.scheduler import UnknownSchedulerError
+    from lyra_gym.sim.scheduler import UnknownSchedulerError
     from lyra_gym.workloads.trace import TraceError
 
     return [BenchmarkError, TrainConfigError, ModelFileError, UntrustedModelFileError, CompareError, SweepError,
@@ -89,7 +93,7 @@ def test_every_project_error_shares_the_base():
         assert issubclass(error, ValueError), error  # every caller that caught ValueError still does
     # the errors that were also a KeyError / FileNotFoundError still are
     from agents.model_files import UntrustedModelFileError
-    from lyra_gym.scheduler import UnknownSchedulerError
+    from lyra_gym.sim.scheduler import UnknownSchedulerError
     assert issubclass(UnknownSchedulerError, KeyError) and issubclass(UntrustedModelFileError, FileNotFoundError)
 
 

@@ -8,6 +8,7 @@ Written against the public API that older commits also have (``ClusterConfig``, 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -18,14 +19,16 @@ try:  # the wings layout (issue 28)
     from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
     from lyra_gym.model.jobspec import JobSpec
     from lyra_gym.run.simulate import build_engine, simulate
+    from lyra_gym.sim import scheduler as registry
     from lyra_gym.workloads.tracegen import PRESETS, generate_trace
 except ImportError:  # commits before it: the flat modules
+    from lyra_gym import scheduler as registry  # type: ignore[no-redef]
     from lyra_gym.config import ClusterConfig, ServerGroup, SimConfig  # type: ignore[no-redef]
     from lyra_gym.simulate import build_engine, simulate  # type: ignore[no-redef]
     from lyra_gym.trace import JobSpec  # type: ignore[no-redef]
     from lyra_gym.tracegen import PRESETS, generate_trace  # type: ignore[no-redef]
 
-__all__ = ["build_engine", "simulate"]  # re-exported for engine.py, from whichever layout
+__all__ = ["build_engine", "registry", "simulate"]  # re-exported for engine.py, from whichever layout
 
 #: The repository root (this file is benchmarks/asv_bench/_common.py); asv runs the benchmarks of
 #: the working tree against each commit's installed package, so data files come from here.
@@ -55,9 +58,8 @@ def lyra_15d_preset(scale: int, days: float):
     reference cluster over its first ``days`` days (floor(50,000 x scale x days / 15) jobs). Built with
     ``replace`` where the commit under test predates ``scaled_preset`` (same jobs: name and
     description do not enter the generator)."""
-    try:
-        from lyra_gym.workloads.tracegen import scaled_preset
-    except ImportError:
+    scaled_preset = getattr(sys.modules[generate_trace.__module__], "scaled_preset", None)  # either layout
+    if scaled_preset is None:
         return _replaced_preset(scale, days)
     return scaled_preset("lyra-15d", scale, days)
 

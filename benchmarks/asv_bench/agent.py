@@ -80,7 +80,7 @@ class AgentDecision:
     timeout = 900
 
     def setup_cache(self):
-        from lyra_gym.run.simulate import simulate
+        from ._common import simulate
 
         scheduler, env = _agent()
         window = env.windows.test(0)

@@ -18,9 +18,7 @@ in ``setup``). asv flags an increase as a regression, so compare ``track_us_per_
 
 from __future__ import annotations
 
-from lyra_gym import scheduler as registry
-
-from ._common import BENCH_CLUSTER, SimConfig, bench_15d, build_engine, lyra_15d, paper_config, simulate
+from ._common import BENCH_CLUSTER, SimConfig, bench_15d, build_engine, lyra_15d, paper_config, registry, simulate
 
 POLICIES = ["fifo", "lyra"]
 

@@ -44,13 +44,13 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from lyra_gym import scheduler as registry
+from lyra_gym.sim import scheduler as registry
 from lyra_gym.harness.compare import (BACKENDS, CompareError, RunError, RunSpec, check_policies, parse_policy_params,
                                read_config, run_dirname, run_grid)
 from lyra_gym.model.config import ConfigError, SimConfig
 from lyra_gym.model.feasibility import InfeasibleJobError, drop_infeasible
 from lyra_gym.model.demand import DemandFileError
-from lyra_gym.plan import PlanError
+from lyra_gym.sim.plan import PlanError
 from lyra_gym.model.profiles import ProfileError
 from lyra_gym.outputs import (OutputError, atomic_path, atomic_write_text, check_inputs_outside, check_out_file,
                               check_out_folder, named_inputs, owned_names, staged_folder)

@@ -11,8 +11,8 @@ from typing import Sequence
 import numpy as np
 
 from lyra_gym.model.jobs import JobState
-from lyra_gym.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS, Guidance
-from lyra_gym.view import JobView
+from lyra_gym.sim.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS, Guidance
+from lyra_gym.sim.view import JobView
 
 
 class ActionCodec:

@@ -58,9 +58,9 @@ from lyra_gym.envs.alloc_layout import (
 from lyra_gym.envs.alloc_phases import BorrowPhase, JobPhase, Phase, PlacePhase, ReturnPhase
 from lyra_gym.envs.alloc_plan import PlaceOption, WorkingPlan
 from lyra_gym.envs.observation import ObservationBuilder, _constants, job_slots, server_slots
-from lyra_gym.plan import Plan, touched_job_ids
-from lyra_gym.scheduler import Guidance, Scheduler
-from lyra_gym.view import ClusterView, JobView
+from lyra_gym.sim.plan import Plan, touched_job_ids
+from lyra_gym.sim.scheduler import Guidance, Scheduler
+from lyra_gym.sim.view import ClusterView, JobView
 
 
 class AllocDecision:

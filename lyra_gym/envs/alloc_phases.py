@@ -15,7 +15,7 @@ import numpy as np
 
 from lyra_gym.envs.alloc_layout import BORROW, JOB, PLACE, PROPOSAL, RETURN, WAIT, AllocLayout
 from lyra_gym.envs.alloc_plan import PlaceOption, WorkingPlan
-from lyra_gym.plan import Plan
+from lyra_gym.sim.plan import Plan
 
 
 class Decision(Protocol):

@@ -21,9 +21,9 @@ from lyra_gym.envs.alloc_layout import (
     worker_options,
 )
 from lyra_gym.envs.observation import GPU_NORM, _EngineConstants
-from lyra_gym.placement import best_fit, capacities, groups_by_type, place_in_groups
-from lyra_gym.plan import Plan, touched_job_ids
-from lyra_gym.view import ClusterView, JobView
+from lyra_gym.sim.placement import best_fit, capacities, groups_by_type, place_in_groups
+from lyra_gym.sim.plan import Plan, touched_job_ids
+from lyra_gym.sim.view import ClusterView, JobView
 
 #: A place value's outcome: the allocation it gives, None (the job waits) or False (infeasible).
 PlaceOption = Mapping[int, int] | None | bool

@@ -21,7 +21,7 @@ from lyra_gym.envs.actions import ActionCodec
 from lyra_gym.envs.episode import RESET_OPTIONS, Episode, check_number, resolve_config
 from lyra_gym.envs.episode_env import MAX_BORROW_LEVELS, MAX_SLOTS, EpisodeEnv
 from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
-from lyra_gym.scheduler import Guidance
+from lyra_gym.sim.scheduler import Guidance
 
 # the names this module had before the episode runner (lyra_gym/envs/episode.py) took them
 _check_number, _resolve_config = check_number, resolve_config

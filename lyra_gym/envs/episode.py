@@ -18,17 +18,17 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from lyra_gym import scheduler as registry
-from lyra_gym.engine import Engine
 from lyra_gym.envs.rewards import SpanReward, StepOutcome, parse_reward, reward
 from lyra_gym.envs.windows import Window, WindowSampler
 from lyra_gym.model.config import SimConfig, config_from_dict, load_config
 from lyra_gym.model.demand import number_problem
 from lyra_gym.model.profiles import ProfileSet, builtin_profiles, load_profiles
-from lyra_gym.plan import Plan
 from lyra_gym.run.metrics import summarize
 from lyra_gym.run.simulate import build_engine
-from lyra_gym.scheduler import Scheduler
+from lyra_gym.sim import scheduler as registry
+from lyra_gym.sim.engine import Engine
+from lyra_gym.sim.plan import Plan
+from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.workloads.trace import load_trace
 from lyra_gym.workloads.tracegen import PRESETS, generate_trace
 

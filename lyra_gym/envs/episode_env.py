@@ -13,11 +13,11 @@ from typing import Any, Mapping
 import gymnasium as gym
 import numpy as np
 
-from lyra_gym.engine import Engine
 from lyra_gym.envs.episode import Episode, EpisodeSource, check_number
 from lyra_gym.envs.render import blank_frame, cluster_frame, cluster_text
 from lyra_gym.envs.windows import Window
 from lyra_gym.model.config import SimConfig
+from lyra_gym.sim.engine import Engine
 
 #: Largest number of job slots K and loaned-server slots M (the observation grows with both).
 MAX_SLOTS = 4096

@@ -28,10 +28,10 @@ import weakref
 
 import numpy as np
 
-from lyra_gym.cluster import Pool
 from lyra_gym.model.jobs import JobState
 from lyra_gym.model.scaling import PROGRESS_BINS, progress_bin
-from lyra_gym.view import ClusterView, JobView
+from lyra_gym.sim.cluster import Pool
+from lyra_gym.sim.view import ClusterView, JobView
 
 GPU_NORM = 64.0  # GPU counts are divided by this (the largest job size of the shipped presets)
 

@@ -22,7 +22,7 @@ comparison with a :class:`RunError` naming the run.
 
 Schedulers are looked up by name in each worker, so a scheduler must be
 findable through the entry-point groups there; one registered with
-:func:`lyra_gym.scheduler.register` in the parent process alone is only
+:func:`lyra_gym.sim.scheduler.register` in the parent process alone is only
 available with ``jobs=1``.
 
 Policy parameters (``--policy-param NAME.KEY=VALUE``): ``NAME`` is a policy of
@@ -49,7 +49,7 @@ from typing import Any, Callable, Mapping, Sequence
 import yaml
 
 from lyra_gym.harness import ray_backend
-from lyra_gym import scheduler as registry
+from lyra_gym.sim import scheduler as registry
 from lyra_gym.model.config import ConfigError, SimConfig, load_config
 from lyra_gym.harness.runspec import CompareError, RunError, RunSpec, _init_worker, run_one
 from lyra_gym.run.simulate import SimResult, write_result

@@ -6,7 +6,25 @@ import enum
 from typing import Mapping
 
 from lyra_gym.model.jobspec import JobSpec
-from lyra_gym.plan import FrozenAllocation
+
+
+class FrozenAllocation(dict):
+    """An allocation {server id: GPUs} that cannot be changed in place (the engine's own
+    allocations; schedulers replace them in a Plan, never mutate them). Pickles."""
+
+    __slots__ = ()
+
+    def _immutable(self, *args, **kwargs):
+        raise TypeError("an engine allocation is read-only: put a new dict in the Plan instead")
+
+    __setitem__ = __delitem__ = pop = popitem = clear = update = setdefault = __ior__ = _immutable
+
+    def __reduce__(self):
+        return (FrozenAllocation, (dict(self),))
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
+
 
 EMPTY_ALLOCATION: Mapping[int, int] = FrozenAllocation()
 

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 
 if TYPE_CHECKING:
-    from lyra_gym.engine import Engine
+    from lyra_gym.sim.engine import Engine
 
 JOB_COLUMNS = (
     "job_id", "model", "num_gpus", "elastic", "submit_time", "first_start", "finish_time",

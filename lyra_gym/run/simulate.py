@@ -34,15 +34,15 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from lyra_gym import scheduler as registry
+from lyra_gym.sim import scheduler as registry
 from lyra_gym.model.config import SimConfig, config_to_dict
 from lyra_gym.model.demand import DEMAND_PRESETS, DemandCurve, DiurnalDemandConfig, diurnal_demand, load_demand_csv
-from lyra_gym.engine import Engine
+from lyra_gym.sim.engine import Engine
 from lyra_gym.run.metrics import JOB_COLUMNS, job_rows, summarize
 from lyra_gym.outputs import TMP_MARK, Inputs, check_out_folder, owned_names, replace_folder
 from lyra_gym.outputs import OutputError  # also for the older ``from lyra_gym.run.simulate import OutputError``
 from lyra_gym.model.profiles import ProfileSet, builtin_profiles, load_profiles
-from lyra_gym.scheduler import Scheduler
+from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.run.timeline import Timeline, TimelineRecorder
 from lyra_gym.model.jobspec import JobSpec
 

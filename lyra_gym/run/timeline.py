@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from lyra_gym.engine import Engine
+    from lyra_gym.sim.engine import Engine
 
 COLUMNS = (
     "time_s", "queued", "running", "finished", "gpus_training", "gpus_loaned", "servers_loaned", "inference_demand",

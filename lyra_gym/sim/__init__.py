@@ -6,5 +6,5 @@ check of a Plan against a state), :mod:`~lyra_gym.sim.journal` (the running allo
 current plans handed out), :mod:`~lyra_gym.sim.accounting` (GPU-second integrals and event
 counts), :mod:`~lyra_gym.sim.trace_jobs` (a trace's job records) and
 :mod:`~lyra_gym.sim.inputs` (what an engine is given: efficiency table, progress bar).
-:class:`lyra_gym.engine.Engine` keeps the loop and the application of plans.
+:class:`lyra_gym.sim.engine.Engine` keeps the loop and the application of plans.
 """

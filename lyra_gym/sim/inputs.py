@@ -1,6 +1,6 @@
 """What an engine is given besides the trace and the policy: the efficiency table, the progress bar.
 
-:class:`lyra_gym.engine.Engine` takes both as constructor parameters; these are their defaults.
+:class:`lyra_gym.sim.engine.Engine` takes both as constructor parameters; these are their defaults.
 """
 
 from __future__ import annotations

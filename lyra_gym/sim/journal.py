@@ -1,6 +1,6 @@
 """The running allocations of the current plans handed out, read only if and when a scheduler does.
 
-``ClusterView.current_plan()`` gets a :class:`~lyra_gym.plan.PendingAllocations` instead of a
+``ClusterView.current_plan()`` gets a :class:`~lyra_gym.sim.plan.PendingAllocations` instead of a
 copy of the engine's running allocations. Every later change of those allocations is journalled
 (job id, its allocation before, its start sequence), so a pending plan read after the engine
 moved on still gets the allocations of its own instant (:meth:`AllocationJournal.snapshot`).
@@ -13,7 +13,7 @@ import weakref
 from typing import Mapping
 
 from lyra_gym.model.jobs import Job
-from lyra_gym.plan import PendingAllocations
+from lyra_gym.sim.plan import PendingAllocations
 
 Entry = tuple[str, "Mapping[int, int] | None", int]  # job id, allocation before (None: not running), start seq
 

@@ -1,14 +1,14 @@
 """Who holds which GPUs: a job's allocation taken on or released from its servers, kept in step
-with the free-capacity index (:class:`~lyra_gym.topology.Topology`) and the GPUs-in-use counters
+with the free-capacity index (:class:`~lyra_gym.sim.topology.Topology`) and the GPUs-in-use counters
 (:class:`~lyra_gym.sim.accounting.Accounting`)."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from lyra_gym.cluster import Pool, Server
 from lyra_gym.sim.accounting import Accounting
-from lyra_gym.topology import Topology
+from lyra_gym.sim.cluster import Pool, Server
+from lyra_gym.sim.topology import Topology
 
 _TRAINING = Pool.TRAINING
 

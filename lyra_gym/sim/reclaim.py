@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Mapping, Sequence
 
-from lyra_gym.cluster import Server
 from lyra_gym.model.jobs import Job
+from lyra_gym.sim.cluster import Server
 
 
 def loanable(inference_servers: int, loaned: int, demand: int) -> int:

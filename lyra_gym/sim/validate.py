@@ -1,6 +1,6 @@
 """``validate_plan``: a Plan checked completely against a cluster state, without changing it.
 
-Each rule is a small function that raises :class:`~lyra_gym.plan.PlanError` naming the rule
+Each rule is a small function that raises :class:`~lyra_gym.sim.plan.PlanError` naming the rule
 and the field (``borrow``, ``give_back``, ``allocations[job id]``, ``suspend``,
 ``batch_sizes[job id]``) it found broken; the first broken rule in this order wins:
 ``unknown-server``/``not-loanable`` (borrow), ``not-on-loan`` (give_back), ``unknown-job``,
@@ -15,9 +15,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from lyra_gym.cluster import Pool, Server
 from lyra_gym.model.jobs import Job, JobState
-from lyra_gym.plan import PendingAllocations, Plan, PlanError, TrackedAllocations
+from lyra_gym.sim.cluster import Pool, Server
+from lyra_gym.sim.plan import PendingAllocations, Plan, PlanError, TrackedAllocations
 
 Change = tuple[Job, "Mapping[int, int] | None"]  # a job and its new allocation (None: stop it)
 

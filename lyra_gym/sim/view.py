@@ -1,0 +1,360 @@
+"""Read-only views of the engine's state, handed to schedulers.
+
+Views read the live engine state; a scheduler must not keep them across
+decision points expecting old values. Nothing here can change the state: the
+only way to act is to return a :class:`~lyra_gym.sim.plan.Plan`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Collection, Iterator, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from lyra_gym.model.jobs import Job, JobState
+from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.model.scaling import progress_bin
+from lyra_gym.sim.cluster import Pool, Server
+from lyra_gym.sim.plan import Plan, current_plan
+from lyra_gym.sim.topology import FreeMap, Topology
+
+if TYPE_CHECKING:
+    from lyra_gym.model.config import OverheadConfig, SimConfig
+    from lyra_gym.model.demand import DemandCurve
+    from lyra_gym.model.profiles import ProfileSet
+    from lyra_gym.model.scaling import ScalingModel
+    from lyra_gym.sim.plan import PendingAllocations
+
+
+class EngineState(Protocol):
+    """What the views read of the engine's live state (:class:`lyra_gym.sim.engine.Engine` has it all).
+
+    Typing the views against this instead of the engine keeps ``view`` below ``engine``: the
+    engine builds the views, the views never import the engine. Times in seconds, GPUs whole.
+    """
+
+    @property
+    def now(self) -> float: ...
+    @property
+    def tick_only(self) -> bool: ...
+    @property
+    def config(self) -> SimConfig: ...
+    @property
+    def profiles(self) -> ProfileSet: ...
+    @property
+    def scaling(self) -> ScalingModel: ...
+    @property
+    def reference_gpu(self) -> str: ...
+    @property
+    def reference_gpus_per_server(self) -> int: ...
+    @property
+    def servers(self) -> Sequence[Server]: ...
+    @property
+    def topology(self) -> Topology: ...
+    @property
+    def free(self) -> Sequence[int]: ...  # free GPUs per server id
+    @property
+    def jobs(self) -> Sequence[Job]: ...  # by trace index
+    @property
+    def queue(self) -> Sequence[int]: ...  # queued job indices, submit order
+    @property
+    def running(self) -> Collection[int]: ...  # running job indices, start order
+    @property
+    def demand(self) -> DemandCurve: ...
+    @property
+    def demand_now(self) -> int: ...  # inference servers needed now
+
+    def num_loanable(self) -> int: ...
+    def reclaim_owed(self) -> int: ...
+    def reclaim_deadline(self) -> float | None: ...
+    def pending_allocations(self) -> PendingAllocations: ...
+    def job_by_id(self, job_id: str) -> Job: ...
+    def reference_throughput(self, model: str, workers: int) -> float: ...
+
+
+class JobView:
+    """Read-only view of one job. Times in seconds, work in samples."""
+
+    # spec, id and index never change: plain slots (read at C speed), set once; the view refuses writes
+    __slots__ = ("_job", "_engine", "spec", "id", "index")
+    spec: JobSpec
+    id: str
+    index: int
+
+    def __init__(self, job: Job, engine: EngineState) -> None:
+        for name, value in (("_job", job), ("_engine", engine), ("spec", job.spec), ("id", job.spec.job_id),
+                            ("index", job.index)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"JobView is read-only (can't set {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"JobView is read-only (can't delete {name!r})")
+
+    def __reduce__(self):  # state set after creation: a job and its view refer to each other
+        return (_bare_job_view, (), (self._job, self._engine, self.spec, self.id, self.index))
+
+    def __setstate__(self, state: tuple) -> None:
+        for name, value in zip(JobView.__slots__, state):
+            object.__setattr__(self, name, value)
+
+    state: JobState = property(lambda self: self._job.state)  # type: ignore[assignment]
+    allocation: Mapping[int, int] = property(lambda self: self._job.allocation)  # type: ignore[assignment]
+    workers: int = property(lambda self: self._job.workers)  # type: ignore[assignment]
+    total_work: float = property(lambda self: self._job.total_work)  # type: ignore[assignment]
+    preemptions: int = property(lambda self: self._job.preemptions)  # type: ignore[assignment]
+    first_start = property(lambda self: self._job.first_start)
+    overhead_until: float = property(lambda self: self._job.overhead_until)  # type: ignore[assignment]
+
+    @property
+    def remaining_work(self) -> float:
+        return self._job.remaining_work(self._engine.now)
+
+    @property
+    def init_batch(self) -> float:
+        """``B0``: the job's global batch at its requested size, samples (:mod:`lyra_gym.model.scaling`)."""
+        return self._job.init_batch
+
+    @property
+    def batch_size(self) -> float:
+        """The global batch the job runs with now (or would, at its current workers), samples."""
+        job = self._job
+        return self._engine.scaling.global_batch(job.spec, job.init_batch, max(job.workers, 1), job.batch)
+
+    @property
+    def attained_gpu_s(self) -> float:
+        """GPU-seconds held so far (Tiresias's attained service)."""
+        job = self._job
+        return job.attained_gpu_s + job.workers * max(0.0, self._engine.now - job.last_update)
+
+    @property
+    def waiting_s(self) -> float:
+        """Seconds since the job last entered the queue (0 while running)."""
+        job = self._job
+        return self._engine.now - job.queued_since if job.state is JobState.QUEUED else 0.0
+
+    @property
+    def rate(self) -> float:
+        """Samples/s at the current allocation (0 when not running; 0 progress inside an overhead)."""
+        return self._job.rate
+
+    @property
+    def expected_finish(self) -> float | None:
+        """Time (s) the job finishes if its allocation stays as it is (None when not running)."""
+        job = self._job
+        return job.completion_time() if job.rate > 0 else None
+
+    def remaining_time_at(self, workers: int) -> float:
+        """Estimated seconds to finish if run on ``workers`` reference GPUs packed (no overhead), at
+        the rate the engine charges (goodput: the run's ``scaling`` rule and batch, the statistical
+        efficiency at the job's current progress; samples/s under ``scaling: throughput``)."""
+        if workers < 1:
+            return float("inf")
+        engine, job = self._engine, self._job
+        scaling, spec, b0, total = engine.scaling, job.spec, job.init_batch, job.total_work
+        remaining = job.remaining_work(engine.now)
+        batch = scaling.global_batch(spec, b0, workers, job.batch)
+        part = progress_bin(total - remaining, total)
+        rate = scaling.packed_rate(spec, b0, workers, engine.reference_gpu, engine.reference_gpus_per_server,
+                                   batch, part)
+        return remaining / rate
+
+    def __repr__(self) -> str:
+        job = self._job
+        return f"JobView({job.spec.job_id!r}, {job.state.value}, workers={job.workers})"
+
+
+def _bare_job_view() -> JobView:
+    return object.__new__(JobView)
+
+
+class ServerView:
+    """Read-only view of one server."""
+
+    __slots__ = ("_server",)
+
+    def __init__(self, server: Server) -> None:
+        self._server = server
+
+    id: int = property(lambda self: self._server.id)  # type: ignore[assignment]
+    pool: Pool = property(lambda self: self._server.pool)  # type: ignore[assignment]
+    gpu_type: str = property(lambda self: self._server.gpu_type)  # type: ignore[assignment]
+    num_gpus: int = property(lambda self: self._server.num_gpus)  # type: ignore[assignment]
+    used_gpus: int = property(lambda self: self._server.used)  # type: ignore[assignment]
+    free_gpus: int = property(lambda self: self._server.free)  # type: ignore[assignment]
+    loaned: bool = property(lambda self: self._server.loaned)  # type: ignore[assignment]
+    usable: bool = property(lambda self: self._server.usable)  # type: ignore[assignment]
+
+    @property
+    def jobs(self) -> Mapping[int, int]:
+        """Job index -> GPUs held here (a copy)."""
+        return dict(self._server.jobs)
+
+    def __repr__(self) -> str:
+        s = self._server
+        return f"ServerView({s.id}, {s.pool.value}, {s.gpu_type}, used={s.used}/{s.num_gpus}, loaned={s.loaned})"
+
+
+class ClusterView:
+    """What a scheduler sees at a decision point."""
+
+    def __init__(self, engine: EngineState) -> None:
+        self._engine = engine
+        self.servers: Sequence[ServerView] = tuple(ServerView(s) for s in engine.servers)
+        topology = engine.topology
+        self.training_server_ids: tuple[int, ...] = topology.training_ids
+        self.inference_server_ids: tuple[int, ...] = topology.inference_ids
+        #: The engine's index of its servers: static facts and free GPUs by pool, GPU type and
+        #: count (:class:`~lyra_gym.sim.topology.Topology`; read it, never call its ``_`` methods).
+        self.topology: Topology = topology
+
+    @property
+    def now(self) -> float:
+        return self._engine.now
+
+    @property
+    def tick_only(self) -> bool:
+        """True when nothing but the scheduler's own ``tick_interval`` brought this decision point
+        (no arrival, completion, demand change or reclaim)."""
+        return self._engine.tick_only
+
+    @property
+    def profiles(self) -> "ProfileSet":
+        return self._engine.profiles
+
+    @property
+    def config(self) -> "SimConfig":
+        """The run's configuration (frozen dataclasses)."""
+        return self._engine.config
+
+    @property
+    def overheads(self) -> "OverheadConfig":
+        return self._engine.config.overheads
+
+    @property
+    def allow_mixed_gpu_types(self) -> bool:
+        return self._engine.config.allow_mixed_gpu_types
+
+    @property
+    def placement(self) -> str:
+        """The placement rule of the run's config: ``"spread"`` or ``"consolidated"``."""
+        return self._engine.config.placement
+
+    def queued_jobs(self) -> Iterator[JobView]:
+        """Queued jobs in submit order (ties: trace order)."""
+        jobs = self._engine.jobs
+        return (jobs[i].view for i in self._engine.queue)
+
+    def running_jobs(self) -> Iterator[JobView]:
+        """Running jobs in start order."""
+        jobs = self._engine.jobs
+        return (jobs[i].view for i in self._engine.running)
+
+    @property
+    def num_queued(self) -> int:
+        return len(self._engine.queue)
+
+    @property
+    def num_running(self) -> int:
+        return len(self._engine.running)
+
+    def free_gpus(self) -> list[int]:
+        """Free GPUs per server id (0 on servers training may not use now). A copy: O(servers)."""
+        return list(self._engine.free)
+
+    def free_map(self) -> FreeMap:
+        """Free GPUs per server id as an indexed working copy (O(1) to make; valid during this
+        decision): placements on it by ``baselines/placement.py`` read the index."""
+        return FreeMap(self._engine.topology)
+
+    def usable_server_ids(self) -> list[int]:
+        """Training servers plus loaned inference servers."""
+        topology = self._engine.topology
+        return [*topology.training_ids, *topology.loaned()]
+
+    # --- loaning -------------------------------------------------------------------
+    @property
+    def inference_demand(self) -> int:
+        """Inference servers needed now."""
+        return self._engine.demand_now
+
+    def inference_demand_at(self, t: float) -> int:
+        """Inference servers needed at time ``t`` (the curve is known ahead)."""
+        return self._engine.demand.at(t)
+
+    def next_demand_above(self, servers: int) -> float:
+        """First time (s), now or later, at which inference needs more than ``servers`` servers
+        (inf if never; the curve is known ahead)."""
+        engine = self._engine
+        if engine.demand_now > servers:
+            return engine.now
+        times, values = engine.demand.times_s, engine.demand.servers
+        start = int(np.searchsorted(times, engine.now, side="right"))
+        above = np.flatnonzero(values[start:] > servers)
+        return float(times[start + above[0]]) if len(above) else float("inf")
+
+    @property
+    def num_loanable(self) -> int:
+        """Idle inference servers not on loan: how many may be borrowed now."""
+        return self._engine.num_loanable()
+
+    def loanable_servers(self) -> tuple[int, ...]:
+        """Ids that may be borrowed now: the first ``num_loanable`` non-loaned inference servers."""
+        engine = self._engine
+        return tuple(engine.topology.not_loaned()[: engine.num_loanable()])
+
+    def loaned_servers(self) -> tuple[int, ...]:
+        """Loaned inference server ids, ascending."""
+        return tuple(self._engine.topology.loaned())
+
+    @property
+    def reclaim_pending(self) -> int:
+        """Loaned servers inference wants back (answer with ``Plan.give_back``)."""
+        return self._engine.reclaim_owed()
+
+    @property
+    def reclaim_deadline(self) -> float | None:
+        """Deadline (s) of the oldest open reclaim request, or None."""
+        return self._engine.reclaim_deadline()
+
+    # --- helpers for building plans -------------------------------------------------
+    def current_plan(self) -> Plan:
+        """A Plan that keeps every running job where it is and changes nothing else. O(1): its
+        ``allocations`` are copied when first read (``Plan.assign`` adds a job without that)."""
+        return current_plan(self._engine.pending_allocations())
+
+    def job(self, job_id: str) -> JobView:
+        return self._engine.job_by_id(job_id).view
+
+    def job_at(self, index: int) -> JobView:
+        """The job with trace index ``index`` (as in ``ServerView.jobs``)."""
+        return self._engine.jobs[index].view
+
+    def reference_throughput(self, model: str, workers: int) -> float:
+        """Samples/s of ``workers`` reference GPUs packed on reference servers."""
+        return self._engine.reference_throughput(model, workers)
+
+    @property
+    def scaling(self) -> str:
+        """The run's scaling rule (``SimConfig.scaling``; :mod:`lyra_gym.model.scaling`)."""
+        return self._engine.scaling.rule
+
+    def batch_range(self, job: JobView) -> tuple[float, float] | None:
+        """The range of global batches the job's application was measured over, in its units
+        (:meth:`lyra_gym.model.scaling.ScalingModel.batch_range`); None when there is none."""
+        return self._engine.scaling.batch_range(job.spec, job.init_batch)
+
+    def goodput(self, job: JobView, workers: int, gpu_type: str, gpus_per_server: int,
+                batch: float | None = None) -> float:
+        """The engine's rate (``B0``-samples/s: what the job's work is counted in) if ``job`` ran on
+        ``workers`` GPUs of ``gpu_type`` packed on servers of ``gpus_per_server``, at global batch
+        ``batch`` (adaptive rule; None: the rule's batch for that many workers), at its current
+        progress. The ground truth every scheduler is judged by."""
+        if workers < 1:
+            return 0.0
+        inner, spec, scaling = job._job, job.spec, self._engine.scaling
+        b0, total = inner.init_batch, inner.total_work
+        m = scaling.global_batch(spec, b0, workers, inner.batch if batch is None else batch)
+        part = progress_bin(total - inner.remaining_work(job._engine.now), total)
+        return scaling.packed_rate(spec, b0, workers, gpu_type, gpus_per_server, m, part)
