@@ -2,10 +2,13 @@
 
 Protocol
 --------
-1. Scenarios (:data:`agents.scenarios.SUITE`): ``default``, ``contended``,
-   ``strong-diurnal``, ``low-elastic``, ``paper-shape``; each is evaluated on the
-   same few fixed test windows of the environments (paired: every policy sees the
-   same jobs and the same simulation seed on a window).
+1. Scenarios, from a versioned suite (``--suite``, :mod:`agents.suite`): ``v0`` (the default,
+   :data:`agents.scenarios.SUITE`: ``default``, ``contended``, ``contended-warm``,
+   ``strong-diurnal``, ``low-elastic``, ``paper-shape``; one trace seed, three windows each) or
+   ``v1`` (``traces/suite-v1/suite.yaml``: v0's six on two trace seeds x three windows, plus
+   ``elastic-heavy``, ``overload`` and ``hetero``), or a suite file. Each scenario runs on its own
+   cluster config and the throughput profile it names, on fixed test windows of the
+   environments (paired: every policy sees the same jobs and the same simulation seed on a window).
 2. Policies: scheduler registry names (``lyra``, ``baseline``, ``tiresias``, ...),
    ``random`` (uniform over the valid values of every action dimension of
    ``LyraGym/Cluster-v0``'s masks, decoded into Lyra's guidance as the env does;
@@ -17,7 +20,7 @@ Protocol
    ``jct_vs_lyra = JCT / JCT(lyra)`` (lower is better; lyra = 1) and
    ``score_vs_random = (JCT(random) - JCT) / (JCT(random) - JCT(lyra))``
    (higher is better; lyra = 1, random = 0; NaN on a window where they tie).
-4. Aggregate per policy over scenarios x windows (x runs): the interquartile
+4. Aggregate per policy over scenarios x (trace seed, window) units (x runs): the interquartile
    mean (IQM, the mean of the middle 50 %: ``scipy.stats.trim_mean(x, 0.25)``)
    and a 95 % stratified percentile bootstrap CI: the score matrix is (windows x
    runs) rows by scenario columns, and each bootstrap sample redraws the rows
@@ -28,15 +31,22 @@ Protocol
    run with current dependencies (it passes ``random_state=`` to arch, which
    arch 8 no longer takes; arch 7 does not import under pandas 3), draws from
    NumPy's global generator, and would pull arch, pandas, statsmodels and
-   seaborn into every install.
+   seaborn into every install. Suite v0 keeps this estimator (its numbers stay as
+   they were); suite files use :func:`unit_bootstrap_ci` instead: the independent units
+   are (trace seed, window) pairs, each redrawn with all its scenarios together (the
+   scenarios of a suite share jobs), crossed with a redraw of the runs.
+5. Headroom per scenario (:mod:`agents.headroom`): every heuristic's IQM against lyra,
+   the best one, the per-window best (hindsight) and the isolated-job bound (unreachable).
 
-Output: a table on stdout and, with ``--out``, a CSV (one row per policy, run,
-scenario and window, then the aggregate rows) written atomically. Same
+Output: the suite's version, a table and the headroom tables on stdout and, with ``--out``,
+a CSV (one row per policy, run, scenario, trace seed and window, one ``bound`` row per
+window, then the aggregate rows; every row names the suite) written atomically. Same
 arguments, same bytes. On stderr (not with ``--quiet``): a line per scenario and
 window, and after 2 s a progress bar over the (policy, scenario, window)
 simulations with tqdm's estimate of the time left (:mod:`lyra_gym.progress`;
-``TQDM_DISABLE=1`` turns it off); always, a warning when a policy's interval
-rests on fewer than 2 (window, run) units per scenario (it has zero width).
+``TQDM_DISABLE=1`` turns it off); always, one warning when a policy's interval
+rests on fewer than 2 (window, run) cells per scenario (it has zero width), or else
+when the intervals rest on fewer than 5 (trace seed, window) units.
 Every option is checked before anything is trained or simulated, and a problem is a one-line error and exit status 2: a bad policy or
 scenario name (names against the scheduler registry), a model that does not load
 (every ``model:PATH`` and ``--agent`` run is loaded up front), ``--windows`` below 1

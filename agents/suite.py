@@ -131,7 +131,7 @@ def load_suite(path: str | Path) -> Suite:
         if needs:
             unavailable[name] = "; ".join(NOT_YET[n] for n in needs)
             continue
-        scenarios[name] = _scenario(path, where, merged)
+        scenarios[name] = _scenario(path, where, merged, set(entry))
     return Suite(version.strip(), str(data.get("description", "")), MappingProxyType(scenarios),
                  MappingProxyType(unavailable), str(path))
 
@@ -170,15 +170,20 @@ def _int_list(path: Path, where: str, value: Any) -> tuple[int, ...]:
     return tuple(value)
 
 
-def _scenario(path: Path, where: str, data: Mapping[str, Any]) -> Scenario:
-    """The :class:`Scenario` of one entry (defaults merged in); files resolved beside ``path``."""
+def _scenario(path: Path, where: str, data: Mapping[str, Any], own: set[str]) -> Scenario:
+    """The :class:`Scenario` of one entry (defaults merged in; ``own``: the entry's own keys, the
+    others' errors name ``defaults.KEY``); files resolved beside ``path``."""
     kwargs: dict[str, Any] = {}
+
+    def field_name(key: str) -> str:
+        return f"{where}.{key}" if key in own else f"defaults.{key}"
+
     for key, kind in _SCALARS.items():
         if key in data:
-            kwargs[key] = _scalar(path, f"{where}.{key}", kind, data[key])
+            kwargs[key] = _scalar(path, field_name(key), kind, data[key])
     for key in ("trace_seeds", "windows"):
         if key in data:
-            kwargs[key] = _int_list(path, f"{where}.{key}", data[key])
+            kwargs[key] = _int_list(path, field_name(key), data[key])
     config = data.get("config", {})
     if not isinstance(config, dict):
         raise SuiteError(f"{path}: {where}.config: a mapping expected")
@@ -197,12 +202,12 @@ def _scenario(path: Path, where: str, data: Mapping[str, Any]) -> Scenario:
 
 def _check(path: Path, where: str, scenario: Scenario) -> None:
     """The parts checkable without a trace: the preset, the config (file and keys), the profile."""
+    if scenario.elastic_share is not None and not 0 <= scenario.elastic_share <= 1:
+        raise SuiteError(f"{path}: {where}.elastic_share: must be in [0, 1], got {scenario.elastic_share}")
     try:
         scenario.preset()
     except ValueError as err:
         raise SuiteError(f"{path}: {where}.trace: {err}") from None
-    if scenario.elastic_share is not None and not 0 <= scenario.elastic_share <= 1:
-        raise SuiteError(f"{path}: {where}.elastic_share: must be in [0, 1], got {scenario.elastic_share}")
     if scenario.window_s <= 0 or scenario.warmup_s < 0 or not 0 < scenario.test_fraction < 1:
         raise SuiteError(f"{path}: {where}: window_s > 0, warmup_s >= 0 and test_fraction in (0, 1) expected")
     try:
