@@ -2,10 +2,13 @@
 
 Protocol
 --------
-1. Scenarios (:data:`agents.scenarios.SUITE`): ``default``, ``contended``,
-   ``strong-diurnal``, ``low-elastic``, ``paper-shape``; each is evaluated on the
-   same few fixed test windows of the environments (paired: every policy sees the
-   same jobs and the same simulation seed on a window).
+1. Scenarios, from a versioned suite (``--suite``, :mod:`agents.suite`): ``v0`` (the default,
+   :data:`agents.scenarios.SUITE`: ``default``, ``contended``, ``contended-warm``,
+   ``strong-diurnal``, ``low-elastic``, ``paper-shape``; one trace seed, three windows each) or
+   ``v1`` (``traces/suite-v1/suite.yaml``: v0's six on two trace seeds x three windows, plus
+   ``elastic-heavy``, ``overload`` and ``hetero``), or a suite file. Each scenario runs on its own
+   cluster config and the throughput profile it names, on fixed test windows of the
+   environments (paired: every policy sees the same jobs and the same simulation seed on a window).
 2. Policies: scheduler registry names (``lyra``, ``baseline``, ``tiresias``, ...),
    ``random`` (uniform over the valid values of every action dimension of
    ``LyraGym/Cluster-v0``'s masks, decoded into Lyra's guidance as the env does;
@@ -17,7 +20,7 @@ Protocol
    ``jct_vs_lyra = JCT / JCT(lyra)`` (lower is better; lyra = 1) and
    ``score_vs_random = (JCT(random) - JCT) / (JCT(random) - JCT(lyra))``
    (higher is better; lyra = 1, random = 0; NaN on a window where they tie).
-4. Aggregate per policy over scenarios x windows (x runs): the interquartile
+4. Aggregate per policy over scenarios x (trace seed, window) units (x runs): the interquartile
    mean (IQM, the mean of the middle 50 %: ``scipy.stats.trim_mean(x, 0.25)``)
    and a 95 % stratified percentile bootstrap CI: the score matrix is (windows x
    runs) rows by scenario columns, and each bootstrap sample redraws the rows
@@ -28,15 +31,22 @@ Protocol
    run with current dependencies (it passes ``random_state=`` to arch, which
    arch 8 no longer takes; arch 7 does not import under pandas 3), draws from
    NumPy's global generator, and would pull arch, pandas, statsmodels and
-   seaborn into every install.
+   seaborn into every install. Suite v0 keeps this estimator (its numbers stay as
+   they were); suite files use :func:`unit_bootstrap_ci` instead: the independent units
+   are (trace seed, window) pairs, each redrawn with all its scenarios together (the
+   scenarios of a suite share jobs), crossed with a redraw of the runs.
+5. Headroom per scenario (:mod:`agents.headroom`): every heuristic's IQM against lyra,
+   the best one, the per-window best (hindsight) and the isolated-job bound (unreachable).
 
-Output: a table on stdout and, with ``--out``, a CSV (one row per policy, run,
-scenario and window, then the aggregate rows) written atomically. Same
+Output: the suite's version, a table and the headroom tables on stdout and, with ``--out``,
+a CSV (one row per policy, run, scenario, trace seed and window, one ``bound`` row per
+window, then the aggregate rows; every row names the suite) written atomically. Same
 arguments, same bytes. On stderr (not with ``--quiet``): a line per scenario and
 window, and after 2 s a progress bar over the (policy, scenario, window)
 simulations with tqdm's estimate of the time left (:mod:`lyra_gym.progress`;
-``TQDM_DISABLE=1`` turns it off); always, a warning when a policy's interval
-rests on fewer than 2 (window, run) units per scenario (it has zero width).
+``TQDM_DISABLE=1`` turns it off); always, one warning when a policy's interval
+rests on fewer than 2 (window, run) cells per scenario (it has zero width), or else
+when the intervals rest on fewer than 5 (trace seed, window) units.
 Every option is checked before anything is trained or simulated, and a problem is a one-line error and exit status 2: a bad policy or
 scenario name (names against the scheduler registry), a model that does not load
 (every ``model:PATH`` and ``--agent`` run is loaded up front), ``--windows`` below 1
@@ -61,8 +71,6 @@ Command line::
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import math
 import os
 import re
@@ -76,82 +84,27 @@ import numpy as np
 
 from lyra_gym.errors import LyraGymError
 from lyra_gym.sim import scheduler as registry
-from lyra_gym.outputs import OutputError, atomic_path, check_out_file, named_inputs
-from lyra_gym.model.profiles import builtin_profiles
+from lyra_gym.outputs import OutputError, check_out_file, named_inputs
 from lyra_gym.sim.scheduler import Scheduler
-from lyra_gym.run.simulate import simulate
+from lyra_gym.run.simulate import load_profile_set, simulate
 
-from agents.scenarios import SUITE, Scenario, get_scenario
+from agents.bench_output import AGGREGATE_COLUMNS, COLUMNS, WINDOW_COLUMNS, table, to_csv, write_atomic
+from agents.bench_stats import MIN_UNITS, iqm, iqm_ci, normalise, stratified_bootstrap_ci, unit_bootstrap_ci
+from agents.headroom import BOUND, headroom, headroom_table, isolated_jct
+from agents.scenarios import Scenario
+from agents.suite import Suite, SuiteError, get_suite
+
+__all__ = ["AGGREGATE_COLUMNS", "COLUMNS", "WINDOW_COLUMNS", "iqm", "iqm_ci", "main", "normalise",
+           "stratified_bootstrap_ci", "table", "to_csv", "unit_bootstrap_ci", "write_atomic"]
 
 TRAIN_SCRIPT = Path(__file__).resolve().parents[1] / "train.py"  # run for --train, wherever the cwd is
 REFERENCE = "lyra"
 RANDOM = "random"
 METRICS = ("jct_vs_lyra", "score_vs_random")
-WINDOW_COLUMNS = ["kind", "policy", "run", "scenario", "window", "window_seed", "jct_mean_s", "jct_vs_lyra",
-                  "score_vs_random"]
-AGGREGATE_COLUMNS = ["metric", "iqm", "ci_low", "ci_high", "reps", "cells"]
-COLUMNS = WINDOW_COLUMNS + AGGREGATE_COLUMNS
 
 
 class BenchmarkError(LyraGymError):
     """A bad argument (unknown name, missing path): reported in one line, exit status 2."""
-
-
-# ---------------------------------------------------------------------- statistics
-def iqm(scores: np.ndarray) -> float:
-    """Interquartile mean of all entries: drop ``int(0.25 * n)`` from each end of the sorted
-    values and average the rest (``scipy.stats.trim_mean(x, 0.25, axis=None)``, rliable's
-    ``aggregate_iqm``). E.g. 1..8 -> mean(3, 4, 5, 6) = 4.5."""
-    values = np.sort(np.asarray(scores, dtype=float).ravel())
-    if values.size == 0:
-        return math.nan
-    cut = int(0.25 * values.size)
-    return float(values[cut:values.size - cut].mean())
-
-
-def _iqm_rows(samples: np.ndarray) -> np.ndarray:
-    """:func:`iqm` of each row of a 2-D array."""
-    values = np.sort(samples, axis=1)
-    cut = int(0.25 * values.shape[1])
-    return values[:, cut:values.shape[1] - cut].mean(axis=1)
-
-
-def stratified_bootstrap_ci(scores: np.ndarray, reps: int = 10_000, size: float = 0.95,
-                            seed: int = 0) -> tuple[float, float]:
-    """Percentile CI of the IQM of ``scores`` (runs x tasks): each of ``reps`` samples redraws,
-    in every task column independently, as many runs with replacement (rliable's
-    ``StratifiedBootstrap``, ``task_bootstrap=False``); the bounds are the
-    ``(1 - size) / 2`` and ``(1 + size) / 2`` percentiles (``np.percentile``, linear) of the
-    samples' IQMs. ``numpy.random.default_rng(seed)``: same input, same interval."""
-    scores = np.asarray(scores, dtype=float)
-    if scores.ndim != 2 or scores.size == 0:
-        raise ValueError(f"scores: a non-empty runs x tasks matrix expected, got shape {scores.shape}")
-    runs, tasks = scores.shape
-    rng = np.random.default_rng(seed)
-    stats = np.empty(reps)
-    chunk = max(1, 2_000_000 // scores.size)
-    for start in range(0, reps, chunk):
-        n = min(chunk, reps - start)
-        rows = rng.integers(0, runs, size=(n, runs, tasks))
-        stats[start:start + n] = _iqm_rows(scores[rows, np.arange(tasks)].reshape(n, -1))
-    tail = 100 * (1 - size) / 2
-    low, high = np.percentile(stats, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def iqm_ci(scores: np.ndarray, reps: int, seed: int) -> tuple[float, float, float]:
-    """(IQM, CI low, CI high) of ``scores`` (runs x tasks); NaN if any score is not finite."""
-    scores = np.asarray(scores, dtype=float)
-    if not np.isfinite(scores).all():
-        return math.nan, math.nan, math.nan
-    return (iqm(scores), *stratified_bootstrap_ci(scores, reps, seed=seed))
-
-
-def normalise(jct: float, lyra: float, random: float) -> tuple[float, float]:
-    """(JCT / lyra, (random - JCT) / (random - lyra)); the second is NaN when random == lyra."""
-    vs_lyra = jct / lyra if lyra > 0 else math.nan
-    gap = random - lyra
-    return vs_lyra, ((random - jct) / gap if gap != 0 else math.nan)
 
 
 # ---------------------------------------------------------------------- policies
@@ -294,88 +247,138 @@ def resolve_policies(names: Sequence[str], agents: Sequence[str], random_seed: i
     return list(policies.values())
 
 
-def resolve_scenarios(names: Sequence[str]) -> list[Scenario]:
+def resolve_scenarios(names: Sequence[str], suite: Suite | None = None) -> list[Scenario]:
+    """The named scenarios of ``suite`` (default v0); ``BenchmarkError`` naming an unknown or
+    not yet runnable one."""
+    suite = suite or get_suite("v0")
     try:
-        return [get_scenario(n) for n in names]
+        return [suite.get(n) for n in names]
     except ValueError as err:
         raise BenchmarkError(str(err)) from None
 
 
 # ---------------------------------------------------------------------- running
+def _seeds(scenario: Any) -> tuple[int, ...]:
+    return scenario.seeds() if hasattr(scenario, "seeds") else (0,)
+
+
 def evaluation_count(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows: int | None = None) -> int:
-    """How many simulations :func:`evaluate` runs: (policy runs) x (windows of every scenario)."""
+    """How many simulations :func:`evaluate` runs: (policy runs) x (trace seeds x windows of every scenario)."""
     runs = sum(len(p.runs) for p in policies)
-    return runs * sum(len(s.windows if windows is None else s.windows[:windows]) for s in scenarios)
+    return runs * sum(len(_seeds(s)) * len(s.windows if windows is None else s.windows[:windows]) for s in scenarios)
+
+
+def _window_rows(jct: dict[tuple[str, str], float], base: dict[str, Any]) -> list[dict[str, Any]]:
+    lyra = next(v for (p, _r), v in jct.items() if p == REFERENCE)
+    rand = next(v for (p, _r), v in jct.items() if p == RANDOM)
+    rows = []
+    for (name, run), value in jct.items():
+        vs_lyra, vs_random = normalise(value, lyra, rand)
+        rows.append({**base, "kind": "bound" if name == BOUND else "window", "policy": name, "run": run,
+                     "jct_mean_s": value, "jct_vs_lyra": vs_lyra, "score_vs_random": vs_random})
+    return rows
 
 
 def evaluate(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows: int | None = None,
-             progress: Callable[[str], None] | None = None, bar: Any | None = None) -> list[dict[str, Any]]:
-    """One row per (policy, run, scenario, window): its mean JCT and both normalised scores.
-    ``bar`` (a :func:`lyra_gym.progress.progress` bar of :func:`evaluation_count` steps) is told the
-    policy and scenario of each simulation and advanced after it."""
+             progress: Callable[[str], None] | None = None, bar: Any | None = None,
+             bounds: bool = False) -> list[dict[str, Any]]:
+    """One row per (policy, run, scenario, trace seed, window): its mean JCT and both normalised
+    scores; with ``bounds``, one more (kind ``bound``) per window: the isolated-job bound
+    (:func:`agents.headroom.isolated_jct`). Each scenario runs on its own config and the
+    profile that config names. ``bar`` (a :func:`lyra_gym.progress.progress` bar of
+    :func:`evaluation_count` steps) is told the policy and scenario of each simulation and
+    advanced after it."""
     from agents.policy_scheduler import AgentScheduler
 
-    profiles = builtin_profiles()
     rows: list[dict[str, Any]] = []
     for scenario in scenarios:
-        trace, config = scenario.build_trace(), scenario.sim_config()
-        for window in scenario.test_windows(trace, windows):
-            jobs = window.jobs(trace)
-            jct: dict[tuple[str, str], float] = {}
-            for policy in policies:
-                for run, make in policy.runs:
-                    if bar is not None:
-                        bar.set_description_str(f"{policy.name} on {scenario.name} window {window.index}",
-                                                refresh=False)
-                    scheduler = make(window.seed)
-                    if isinstance(scheduler, AgentScheduler):
-                        scheduler.start_window(window)
-                    result = simulate(jobs, scheduler, config, seed=window.seed, profiles=profiles)
-                    jct[policy.name, run] = float(result.metrics["jct_mean_s"])
-                    if bar is not None:
-                        bar.update(1)
-            lyra = next(v for (p, _r), v in jct.items() if p == REFERENCE)
-            rand = next(v for (p, _r), v in jct.items() if p == RANDOM)
-            for (name, run), value in jct.items():
-                vs_lyra, vs_random = normalise(value, lyra, rand)
-                rows.append({"kind": "window", "policy": name, "run": run, "scenario": scenario.name,
-                             "window": window.index, "window_seed": window.seed, "jct_mean_s": value,
-                             "jct_vs_lyra": vs_lyra, "score_vs_random": vs_random})
-            if progress:
-                progress(f"{scenario.name} window {window.index}: {len(jobs)} jobs, lyra {lyra:.0f} s, "
-                         f"random {rand:.0f} s")
+        config = scenario.sim_config()
+        profiles = load_profile_set(config)
+        for trace_seed in _seeds(scenario):
+            trace = scenario.build_trace(trace_seed)
+            for window in scenario.test_windows(trace, windows):
+                jobs = window.jobs(trace)
+                jct: dict[tuple[str, str], float] = {}
+                for policy in policies:
+                    for run, make in policy.runs:
+                        if bar is not None:
+                            bar.set_description_str(f"{policy.name} on {scenario.name} window {window.index}",
+                                                    refresh=False)
+                        scheduler = make(window.seed)
+                        if isinstance(scheduler, AgentScheduler):
+                            scheduler.start_window(window)
+                        result = simulate(jobs, scheduler, config, seed=window.seed, profiles=profiles)
+                        jct[policy.name, run] = float(result.metrics["jct_mean_s"])
+                        if bar is not None:
+                            bar.update(1)
+                if bounds:
+                    jct[BOUND, ""] = float(np.mean(isolated_jct(jobs, config, profiles))) if jobs else math.nan
+                rows += _window_rows(jct, {"scenario": scenario.name, "window": window.index,
+                                           "trace_seed": trace_seed, "window_seed": window.seed})
+                if progress:
+                    progress(f"{scenario.name} seed {trace_seed} window {window.index}: {len(jobs)} jobs, "
+                             f"lyra {jct[REFERENCE, '']:.0f} s, random {next(v for (p, _r), v in jct.items() if p == RANDOM):.0f} s")
     return rows
+
+
+def _cells(rows: Sequence[dict[str, Any]], policy: str, scenario: str) -> list[dict[str, Any]]:
+    return [r for r in rows if r["policy"] == policy and r["scenario"] == scenario and r.get("kind") != "bound"]
 
 
 def score_matrix(rows: Sequence[dict[str, Any]], policy: str, metric: str,
                  scenarios: Sequence[str]) -> np.ndarray:
-    """``metric`` of ``policy`` as a (runs x windows) rows by scenarios columns matrix."""
+    """``metric`` of ``policy`` as a (runs x trace seeds x windows) rows by scenarios columns matrix."""
     columns = []
     for s in scenarios:
-        cells = sorted((r["run"], r["window"], r[metric]) for r in rows if r["policy"] == policy and r["scenario"] == s)
-        columns.append([c[2] for c in cells])
+        cells = sorted((r["run"], r.get("trace_seed", 0), r["window"], r[metric]) for r in _cells(rows, policy, s))
+        columns.append([c[3] for c in cells])
     if len({len(c) for c in columns}) != 1:
         raise ValueError(f"{policy}: unequal numbers of windows per scenario ({[len(c) for c in columns]})")
     return np.array(columns, dtype=float).T
 
 
-def aggregate(rows: Sequence[dict[str, Any]], reps: int, seed: int) -> list[dict[str, Any]]:
-    """Per policy and metric: IQM and stratified bootstrap CI over scenarios x windows x runs."""
-    policies = list(dict.fromkeys(r["policy"] for r in rows))
+def score_cube(rows: Sequence[dict[str, Any]], policy: str, metric: str, scenarios: Sequence[str]) -> np.ndarray:
+    """``metric`` of ``policy`` as units x runs x scenarios. A unit is a (trace seed, window) pair;
+    the k-th unit (in (trace seed, window) order) of every scenario are one row, so scenarios on
+    the same trace and windows are paired; every scenario must have as many units and runs."""
+    runs = sorted({r["run"] for r in rows if r["policy"] == policy})
+    planes = []
+    for s in scenarios:
+        cells = {(r.get("trace_seed", 0), r["window"], r["run"]): r[metric] for r in _cells(rows, policy, s)}
+        units = sorted({(seed, window) for seed, window, _run in cells})
+        if len(cells) != len(units) * len(runs):
+            raise ValueError(f"{policy}: scenario {s!r} lacks some (unit, run) cells")
+        planes.append([[cells[u + (run,)] for run in runs] for u in units])
+    if len({len(p) for p in planes}) != 1:
+        raise ValueError(f"{policy}: unequal numbers of units per scenario ({[len(p) for p in planes]})")
+    return np.array(planes, dtype=float).transpose(1, 2, 0)
+
+
+def aggregate(rows: Sequence[dict[str, Any]], reps: int, seed: int,
+              bootstrap: str = "stratified") -> list[dict[str, Any]]:
+    """Per policy and metric: IQM and bootstrap CI over scenarios x units x runs: ``stratified``
+    (suite v0, :func:`stratified_bootstrap_ci`) or ``units`` (:func:`unit_bootstrap_ci`)."""
+    if bootstrap not in ("stratified", "units"):
+        raise ValueError(f"bootstrap: 'stratified' or 'units', got {bootstrap!r}")
+    policies = list(dict.fromkeys(r["policy"] for r in rows if r.get("kind") != "bound"))
     scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
     out = []
     for policy in policies:
         for metric in METRICS:
-            scores = score_matrix(rows, policy, metric, scenarios)
-            point, low, high = iqm_ci(scores, reps, seed)
+            cube = score_cube(rows, policy, metric, scenarios)
+            if bootstrap == "units":
+                point, low, high = iqm_ci(cube, reps, seed, units=True)
+            else:
+                point, low, high = iqm_ci(score_matrix(rows, policy, metric, scenarios), reps, seed)
             out.append({"kind": "aggregate", "policy": policy, "metric": metric, "iqm": point, "ci_low": low,
-                        "ci_high": high, "reps": reps, "cells": scores.size})
+                        "ci_high": high, "reps": reps, "cells": cube.size, "units": cube.shape[0],
+                        "bootstrap": bootstrap})
     return out
 
 
 def thin_interval_warning(aggregates: Sequence[dict[str, Any]], scenarios: int) -> str | None:
-    """Why the CIs of some policies mean nothing, or None: the bootstrap redraws (window, run)
-    units within each scenario, so with fewer than 2 units per scenario every resample is the data
+    """Why the CIs of some policies mean nothing, or None: the bootstrap redraws (unit, run)
+    cells within each scenario, so with fewer than 2 per scenario every resample is the data
     itself and the interval has zero width."""
     units = {a["policy"]: a["cells"] // max(scenarios, 1) for a in aggregates}
     thin = [p for p, n in units.items() if n < 2]
@@ -386,52 +389,14 @@ def thin_interval_warning(aggregates: Sequence[dict[str, Any]], scenarios: int) 
             f"per scenario: zero width, not an uncertainty; evaluate 2 or more windows (--windows) or runs")
 
 
-# ---------------------------------------------------------------------- output
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else repr(value)
-    return str(value)
-
-
-def to_csv(rows: Sequence[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    for row in rows:
-        writer.writerow([_cell(row.get(c)) for c in COLUMNS])
-    return buffer.getvalue()
-
-
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to a hidden temporary file beside ``path`` and rename it over ``path``
-    (:func:`lyra_gym.outputs.atomic_path`; the parent folder is created)."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "w", newline="") as fh:
-            fh.write(text)
-
-
-def table(rows: Sequence[dict[str, Any]], aggregates: Sequence[dict[str, Any]]) -> str:
-    """Policy, IQM JCT/lyra [CI], IQM score vs random [CI], runs, mean JCT (s) per scenario."""
-    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
-    agg = {(a["policy"], a["metric"]): a for a in aggregates}
-
-    def ci(a: dict[str, Any]) -> str:
-        return f"{a['iqm']:.3f} [{a['ci_low']:.3f}, {a['ci_high']:.3f}]"
-
-    header = ["policy", "runs", "JCT/lyra IQM [95% CI]", "vs random IQM [95% CI]", *scenarios]
-    body = []
-    for policy in dict.fromkeys(r["policy"] for r in rows):
-        mine = [r for r in rows if r["policy"] == policy]
-        means = [np.mean([r["jct_mean_s"] for r in mine if r["scenario"] == s]) for s in scenarios]
-        body.append([policy, str(len({r["run"] for r in mine})), ci(agg[policy, "jct_vs_lyra"]),
-                     ci(agg[policy, "score_vs_random"]), *[f"{m:.0f}" for m in means]])
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))]
-    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(b, widths)))
-              for b in body]
-    return "\n".join(lines)
+def few_units_warning(aggregates: Sequence[dict[str, Any]]) -> str | None:
+    """A warning when the intervals rest on fewer than :data:`MIN_UNITS` (trace seed, window) units
+    per scenario (too few independent draws for a 95 % interval to mean much), or None."""
+    fewest = min((a.get("units", MIN_UNITS) for a in aggregates), default=MIN_UNITS)
+    if fewest >= MIN_UNITS:
+        return None
+    return (f"the 95 % CIs rest on {fewest} (trace seed, window) unit{'s' if fewest != 1 else ''} per scenario, "
+            f"fewer than {MIN_UNITS}: read them as rough; evaluate more windows or trace seeds (suite v1)")
 
 
 # ---------------------------------------------------------------------- training
@@ -494,15 +459,18 @@ def _default_policies() -> list[str]:
     return registry.available()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m agents.benchmark", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--suite", default="v0",
+                        help="v0 (default: the first fixed suite), v1 (traces/suite-v1/suite.yaml) or a suite file")
     parser.add_argument("--policies", default=None,
                         help="comma-separated registry names, 'random', model:PATH (default: every registry "
                              "scheduler and random)")
     parser.add_argument("--agent", action="append", default=[], metavar="NAME=PATH[,PATH...]",
                         help="a trained agent as runs of several training seeds (repeatable)")
-    parser.add_argument("--scenarios", default=",".join(SUITE), help=f"comma-separated (default: {','.join(SUITE)})")
-    parser.add_argument("--windows", type=int, default=None, help="evaluate only the first N windows of each scenario")
+    parser.add_argument("--scenarios", default=None, help="comma-separated (default: every scenario of the suite)")
+    parser.add_argument("--windows", type=int, default=None,
+                        help="evaluate only the first N windows of each scenario (per trace seed)")
     parser.add_argument("--reps", type=int, default=10_000, help="bootstrap samples (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random policy and the bootstrap")
     parser.add_argument("--out", default=None,
@@ -513,44 +481,74 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", default=None, help="training seeds for --train (default 0,1,2; only with --train)")
     parser.add_argument("--train-name", default="trained", help="agent name of the --train runs")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr (per-window lines, progress bar)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    if args.windows is not None and args.windows < 1:
+        raise BenchmarkError(f"--windows: must be >= 1, got {args.windows}")
+    if args.reps < 1:
+        raise BenchmarkError(f"--reps: must be >= 1, got {args.reps}")
+    if args.seed < 0:
+        raise BenchmarkError(f"--seed: must be >= 0, got {args.seed}")
+    if args.seeds is not None and not args.train:
+        raise BenchmarkError("--seeds: only used with --train CONFIG (the training seeds); to benchmark runs "
+                             "of several seeds pass --agent NAME=RUN,RUN,...")
+
+
+def _suite_scenarios(args: argparse.Namespace) -> tuple[Suite, list[Scenario]]:
+    try:
+        suite = get_suite(args.suite)
+    except SuiteError as err:
+        raise BenchmarkError(f"--suite: {err}") from None
+    names = list(suite.scenarios) if args.scenarios is None else [s.strip() for s in args.scenarios.split(",")]
+    scenarios = resolve_scenarios([n for n in names if n], suite)
+    if not scenarios:
+        raise BenchmarkError("--scenarios: none given")
+    fewest = min(len(s.windows) for s in scenarios)
+    if args.windows is not None and args.windows > fewest:
+        raise BenchmarkError(f"--windows: {args.windows} asked, but scenario "
+                             f"{next(s.name for s in scenarios if len(s.windows) == fewest)!r} has only "
+                             f"{fewest} test windows")
+    return suite, scenarios
+
+
+def _policies(args: argparse.Namespace) -> list[Policy]:
+    """Every policy resolved and model loaded (after ``--train`` runs, whose config is checked first)."""
+    names = ([p.strip() for p in args.policies.split(",") if p.strip()] if args.policies is not None
+             else _default_policies() + [RANDOM])
+    agents = list(args.agent)
+    seeds: list[int] = []
+    if args.train:
+        seeds = _parse_seeds(args.seeds if args.seeds is not None else "0,1,2")
+        _check_training(args.train, seeds, args.train_name)
+    if args.out is not None:
+        inputs = model_paths(names, agents)
+        if args.train:
+            inputs["--train"] = args.train
+        check_out_file(args.out, args.overwrite, inputs=inputs, what="--out")
+    if args.train:
+        before = resolve_policies(names, agents, args.seed)  # bad names and models fail before hours of training
+        if args.train_name in {p.name for p in before}:
+            raise BenchmarkError(f"--train-name {args.train_name!r}: also the name of another policy")
+        agents.append(f"{args.train_name}=" + ",".join(train_seeds(args.train, seeds, args.train_name)))
+    return resolve_policies(names, agents, args.seed)
+
+
+def _warn(aggregates: Sequence[dict[str, Any]], scenarios: int) -> None:
+    """One warning line on stderr when the intervals rest on too little: zero width, else < MIN_UNITS units."""
+    warning = thin_interval_warning(aggregates, scenarios) or few_units_warning(aggregates)
+    if warning:
+        print(f"agents.benchmark: warning: {warning}", file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     # every option, name, model and output checked before anything is trained or simulated
     try:
-        if args.windows is not None and args.windows < 1:
-            raise BenchmarkError(f"--windows: must be >= 1, got {args.windows}")
-        if args.reps < 1:
-            raise BenchmarkError(f"--reps: must be >= 1, got {args.reps}")
-        if args.seed < 0:
-            raise BenchmarkError(f"--seed: must be >= 0, got {args.seed}")
-        if args.seeds is not None and not args.train:
-            raise BenchmarkError("--seeds: only used with --train CONFIG (the training seeds); to benchmark runs "
-                                 "of several seeds pass --agent NAME=RUN,RUN,...")
-        scenarios = resolve_scenarios([s.strip() for s in args.scenarios.split(",") if s.strip()])
-        if not scenarios:
-            raise BenchmarkError("--scenarios: none given")
-        fewest = min(len(s.windows) for s in scenarios)
-        if args.windows is not None and args.windows > fewest:
-            raise BenchmarkError(f"--windows: {args.windows} asked, but scenario "
-                                 f"{next(s.name for s in scenarios if len(s.windows) == fewest)!r} has only "
-                                 f"{fewest} test windows")
-        names = ([p.strip() for p in args.policies.split(",") if p.strip()] if args.policies is not None
-                 else _default_policies() + [RANDOM])
-        agents = list(args.agent)
-        seeds: list[int] = []
-        if args.train:
-            seeds = _parse_seeds(args.seeds if args.seeds is not None else "0,1,2")
-            _check_training(args.train, seeds, args.train_name)
-        if args.out is not None:
-            inputs = model_paths(names, agents)
-            if args.train:
-                inputs["--train"] = args.train
-            check_out_file(args.out, args.overwrite, inputs=inputs, what="--out")
-        if args.train:
-            before = resolve_policies(names, agents, args.seed)  # bad names and models fail before hours of training
-            if args.train_name in {p.name for p in before}:
-                raise BenchmarkError(f"--train-name {args.train_name!r}: also the name of another policy")
-            agents.append(f"{args.train_name}=" + ",".join(train_seeds(args.train, seeds, args.train_name)))
-        policies = resolve_policies(names, agents, args.seed)
+        _check_numbers(args)
+        suite, scenarios = _suite_scenarios(args)
+        policies = _policies(args)
     except (BenchmarkError, OutputError) as err:
         print(f"agents.benchmark: error: {err}", file=sys.stderr)
         return 2
@@ -558,21 +556,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     progress = None if args.quiet else write_line
     if progress:
+        progress(f"suite {suite.version} ({suite.source}): {suite.description}")
+        for name, why in suite.unavailable.items():
+            progress(f"scenario {name}: not run, needs {why}")
         for s in scenarios:
             progress(f"scenario {s.name}: offered load {s.offered_load(count=args.windows):.3f} over its windows; "
                      f"{s.description}")
     count = evaluation_count(policies, scenarios, args.windows)
     with progress_bar(count, unit="sim", enabled=not args.quiet) as bar:
-        rows = evaluate(policies, scenarios, args.windows, progress, bar)
-    aggregates = aggregate(rows, args.reps, args.seed)
+        rows = evaluate(policies, scenarios, args.windows, progress, bar, bounds=True)
+    aggregates = aggregate(rows, args.reps, args.seed, suite.bootstrap)
+    print(f"suite {suite.version}")
     print(table(rows, aggregates))
-    print(f"(IQM over {len(scenarios)} scenarios x windows x runs; 95 % stratified bootstrap CI, "
-          f"{args.reps} samples)")
-    warning = thin_interval_warning(aggregates, len(scenarios))
-    if warning:
-        print(f"agents.benchmark: warning: {warning}", file=sys.stderr, flush=True)
+    what = ("stratified bootstrap CI (windows redrawn within each scenario)" if suite.bootstrap == "stratified"
+            else "bootstrap CI over (trace seed, window) units, each unit's scenarios redrawn together")
+    print(f"(IQM over {len(scenarios)} scenarios x trace seeds x windows x runs; 95 % {what}, {args.reps} samples)")
+    print()
+    print(headroom_table(headroom(rows, [p.name for p in policies if p.name in registry.available()])))
+    _warn(aggregates, len(scenarios))
     if args.out:
-        write_atomic(args.out, to_csv([*rows, *aggregates]))
+        write_atomic(args.out, to_csv([{**r, "suite": suite.version} for r in [*rows, *aggregates]]))
     return 0
 
 

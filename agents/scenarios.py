@@ -51,6 +51,8 @@ class Scenario:
     :param description: one line: what it stresses.
     :param trace: a trace preset name (:data:`lyra_gym.workloads.tracegen.PRESETS`).
     :param trace_seed: the preset's seed.
+    :param trace_seeds: independent trace seeds evaluated, each with :attr:`windows` (empty:
+        ``(trace_seed,)`` alone); a (trace seed, window) pair is one unit of the benchmark.
     :param elastic_share: replaces the preset's elastic share (None: the preset's). The
         generator draws the elastic flags last, so only the flags (and elastic ranges) change.
     :param config_file: a cluster config YAML, relative to ``traces/`` or absolute (None: defaults).
@@ -65,6 +67,7 @@ class Scenario:
     description: str
     trace: str = "env-14d"
     trace_seed: int = 0
+    trace_seeds: tuple[int, ...] = ()
     elastic_share: float | None = None
     config_file: str | None = None
     config: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -79,8 +82,13 @@ class Scenario:
         p = PRESETS[self.trace]
         return p if self.elastic_share is None else replace(p, elastic_share=self.elastic_share)
 
-    def build_trace(self) -> list[JobSpec]:
-        return generate_trace(self.preset(), self.trace_seed)
+    def seeds(self) -> tuple[int, ...]:
+        """The trace seeds evaluated: :attr:`trace_seeds`, or ``(trace_seed,)``."""
+        return self.trace_seeds or (self.trace_seed,)
+
+    def build_trace(self, seed: int | None = None) -> list[JobSpec]:
+        """The trace of ``seed`` (default :attr:`trace_seed`)."""
+        return generate_trace(self.preset(), self.trace_seed if seed is None else seed)
 
     def config_path(self) -> Path | None:
         if self.config_file is None:
@@ -107,11 +115,13 @@ class Scenario:
         return [sampler.test(i) for i in chosen]
 
     def offered_load(self, trace: list[JobSpec] | None = None, count: int | None = None) -> float:
-        """Offered load on the training GPUs over the evaluated windows together."""
-        trace = self.build_trace() if trace is None else trace
-        windows = self.test_windows(trace, count)
-        jobs = [j for w in windows for j in w.jobs(trace)]
-        return offered_load(jobs, self.sim_config().cluster.training_gpus, (self.window_s + self.warmup_s) * len(windows))
+        """Offered load on the training GPUs over the evaluated windows together (of ``trace``, or
+        of every trace seed's trace)."""
+        traces = [trace] if trace is not None else [self.build_trace(s) for s in self.seeds()]
+        jobs = [j for t in traces for w in self.test_windows(t, count) for j in w.jobs(t)]
+        windows = len(traces) * len(self.windows if count is None else self.windows[:count])
+        span = (self.window_s + self.warmup_s) * windows
+        return offered_load(jobs, self.sim_config().cluster.training_gpus, span)
 
     def env_kwargs(self) -> dict[str, Any] | None:
         """``gymnasium.make`` keywords giving the same windows, or None when the env cannot express

@@ -1,0 +1,218 @@
+"""Versioned benchmark suites: ``v0`` (:data:`agents.scenarios.SUITE`, built in) and suite files.
+
+A suite file (``traces/suite-v1/suite.yaml``) is YAML read with the config loader's strict rules
+(a key given twice is an error, YAML 1.2 scalars)::
+
+    format: lyra-gym-suite/1        # this loader's format
+    version: v1                     # the suite's name: --suite v1, recorded in every CSV row
+    description: one line
+    defaults: {trace: env-14d, trace_seeds: [0, 1], windows: [0, 1, 2]}   # any scenario key
+    scenarios:
+      - name: contended
+        description: what it stresses
+        config_file: ../contended.yaml   # a cluster config, relative to the suite file
+        config: {demand_preset: strong}  # keys overriding the file's (or the defaults')
+        profiles: my-profile.json        # a throughput profile, relative to the suite file
+        warmup_s: 21600                  # seconds of jobs run before each window (warm start)
+
+Scenario keys: those of :class:`agents.scenarios.Scenario` (``trace``, ``trace_seeds``,
+``elastic_share``, ``window_s``, ``warmup_s``, ``windows``, ``test_fraction``, ...) plus
+``profiles`` and ``requires``. A scenario with ``requires: [knowledge-model]`` names a setting
+this version does not have yet: it is listed, not run, and asking for it is an error saying
+why (its other keys, e.g. ``knowledge``, are kept as written). Every problem is a
+:class:`SuiteError` naming the file and the field (``scenarios[2].windows``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from agents.scenarios import SUITE, TRACES_DIR, Scenario
+from lyra_gym.errors import LyraGymError
+from lyra_gym.model.config import ConfigError
+
+FORMAT = "lyra-gym-suite/1"
+#: Built-in suite files by version.
+SUITE_FILES = {"v1": TRACES_DIR / "suite-v1" / "suite.yaml"}
+#: Settings a scenario may require that this version lacks, and why.
+NOT_YET = {"knowledge-model": "the knowledge model (issue 26 item 1: what schedulers may know of job durations, "
+                              "oracle/estimate/history), not available in this version"}
+_TOP_KEYS = {"format", "version", "description", "defaults", "scenarios"}
+_SCALARS: dict[str, type] = {"name": str, "description": str, "trace": str, "elastic_share": float,
+                             "config_file": str, "profiles": str, "window_s": float, "warmup_s": float,
+                             "test_fraction": float}
+_LISTS = {"trace_seeds", "windows", "requires"}
+_SCENARIO_KEYS = set(_SCALARS) | _LISTS | {"config", "knowledge"}
+
+
+class SuiteError(LyraGymError, ValueError):
+    """A suite file that cannot be used: the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named, versioned set of scenarios (``unavailable``: listed scenarios not run, and why;
+    ``bootstrap``: how the benchmark's intervals are drawn, ``units`` for every suite file)."""
+
+    version: str
+    description: str
+    scenarios: Mapping[str, Scenario]
+    unavailable: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    source: str = "built in"
+    bootstrap: str = "units"  # agents.benchmark.aggregate's estimator: "units", or v0's "stratified"
+
+    def get(self, name: str) -> Scenario:
+        if name in self.scenarios:
+            return self.scenarios[name]
+        if name in self.unavailable:
+            raise ValueError(f"scenario {name!r} of suite {self.version} needs {self.unavailable[name]}")
+        raise ValueError(f"unknown scenario {name!r} in suite {self.version} (known: {', '.join(self.scenarios)})")
+
+
+V0 = Suite("v0", "the fixed suite of the first benchmark (one trace seed, three windows each)",
+           MappingProxyType(dict(SUITE)), bootstrap="stratified")
+
+
+def get_suite(name: str) -> Suite:
+    """``v0``, a built-in suite file's version (``v1``), or a path to a suite file."""
+    if name == "v0":
+        return V0
+    if name in SUITE_FILES:
+        return load_suite(SUITE_FILES[name])
+    if name.endswith((".yaml", ".yml")) or "/" in name:
+        return load_suite(name)
+    raise SuiteError(f"unknown suite {name!r} (known: v0, {', '.join(SUITE_FILES)}, or a suite file path)")
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Read and check a suite file (module docstring); :class:`SuiteError` on any problem."""
+    from lyra_gym.model.config import _parse_text  # the config loader's strict YAML
+
+    path = Path(path)
+    try:
+        data = _parse_text(path, path.read_bytes())
+    except OSError as err:
+        raise SuiteError(f"{path}: cannot read the suite file ({err.strerror or err})") from None
+    except ConfigError as err:
+        raise SuiteError(str(err)) from None
+    if not isinstance(data, dict):
+        raise SuiteError(f"{path}: a mapping with keys {', '.join(sorted(_TOP_KEYS))} expected")
+    _no_unknown(path, "", data, _TOP_KEYS)
+    if data.get("format") != FORMAT:
+        raise SuiteError(f"{path}: format: must be {FORMAT!r}, got {data.get('format')!r}")
+    version = data.get("version")
+    if not isinstance(version, str) or not version.strip():
+        raise SuiteError(f"{path}: version: a non-empty string expected, got {version!r}")
+    defaults = data.get("defaults") or {}
+    if not isinstance(defaults, dict):
+        raise SuiteError(f"{path}: defaults: a mapping expected")
+    _no_unknown(path, "defaults.", defaults, _SCENARIO_KEYS - {"name", "description"})
+    entries = data.get("scenarios")
+    if not isinstance(entries, list) or not entries:
+        raise SuiteError(f"{path}: scenarios: a non-empty list expected")
+    scenarios: dict[str, Scenario] = {}
+    unavailable: dict[str, str] = {}
+    for i, entry in enumerate(entries):
+        where = f"scenarios[{i}]"
+        if not isinstance(entry, dict):
+            raise SuiteError(f"{path}: {where}: a mapping expected")
+        _no_unknown(path, f"{where}.", entry, _SCENARIO_KEYS)
+        name = entry.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise SuiteError(f"{path}: {where}.name: a non-empty string expected")
+        if name in scenarios or name in unavailable:
+            raise SuiteError(f"{path}: {where}.name: scenario {name!r} given twice")
+        merged = {**defaults, **entry}
+        needs = _requirements(path, f"{where}.requires", merged.get("requires", []))
+        if needs:
+            unavailable[name] = "; ".join(NOT_YET[n] for n in needs)
+            continue
+        scenarios[name] = _scenario(path, where, merged, set(entry))
+    return Suite(version.strip(), str(data.get("description", "")), MappingProxyType(scenarios),
+                 MappingProxyType(unavailable), str(path))
+
+
+def _no_unknown(path: Path, prefix: str, data: Mapping[str, Any], known: set[str]) -> None:
+    for key in data:
+        if key not in known:
+            raise SuiteError(f"{path}: {prefix}{key}: unknown key (known: {', '.join(sorted(known))})")
+
+
+def _requirements(path: Path, where: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SuiteError(f"{path}: {where}: a list of names expected, got {value!r}")
+    for need in value:
+        if need not in NOT_YET:
+            raise SuiteError(f"{path}: {where}: unknown requirement {need!r} (known: {', '.join(NOT_YET)})")
+    return list(value)
+
+
+def _scalar(path: Path, where: str, kind: type, value: Any) -> Any:
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise SuiteError(f"{path}: {where}: a finite number expected, got {value!r}")
+        return float(value)
+    if not isinstance(value, str) or not value.strip():
+        raise SuiteError(f"{path}: {where}: a non-empty string expected, got {value!r}")
+    return value
+
+
+def _int_list(path: Path, where: str, value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value or \
+            not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        raise SuiteError(f"{path}: {where}: a non-empty list of whole numbers >= 0 expected, got {value!r}")
+    if len(set(value)) != len(value):
+        raise SuiteError(f"{path}: {where}: a value given twice in {value!r}")
+    return tuple(value)
+
+
+def _scenario(path: Path, where: str, data: Mapping[str, Any], own: set[str]) -> Scenario:
+    """The :class:`Scenario` of one entry (defaults merged in; ``own``: the entry's own keys, the
+    others' errors name ``defaults.KEY``); files resolved beside ``path``."""
+    kwargs: dict[str, Any] = {}
+
+    def field_name(key: str) -> str:
+        return f"{where}.{key}" if key in own else f"defaults.{key}"
+
+    for key, kind in _SCALARS.items():
+        if key in data:
+            kwargs[key] = _scalar(path, field_name(key), kind, data[key])
+    for key in ("trace_seeds", "windows"):
+        if key in data:
+            kwargs[key] = _int_list(path, field_name(key), data[key])
+    config = data.get("config", {})
+    if not isinstance(config, dict):
+        raise SuiteError(f"{path}: {where}.config: a mapping expected")
+    config = dict(config)
+    if "config_file" in kwargs:
+        kwargs["config_file"] = str((path.parent / kwargs["config_file"]).resolve())
+    profiles = kwargs.pop("profiles", config.get("profiles"))
+    if isinstance(profiles, str):
+        config["profiles"] = str((path.parent / profiles).resolve())
+    kwargs["config"] = MappingProxyType(config)
+    kwargs.setdefault("description", "")
+    scenario = Scenario(**kwargs)
+    _check(path, where, scenario)
+    return scenario
+
+
+def _check(path: Path, where: str, scenario: Scenario) -> None:
+    """The parts checkable without a trace: the preset, the config (file and keys), the profile."""
+    if scenario.elastic_share is not None and not 0 <= scenario.elastic_share <= 1:
+        raise SuiteError(f"{path}: {where}.elastic_share: must be in [0, 1], got {scenario.elastic_share}")
+    try:
+        scenario.preset()
+    except ValueError as err:
+        raise SuiteError(f"{path}: {where}.trace: {err}") from None
+    if scenario.window_s <= 0 or scenario.warmup_s < 0 or not 0 < scenario.test_fraction < 1:
+        raise SuiteError(f"{path}: {where}: window_s > 0, warmup_s >= 0 and test_fraction in (0, 1) expected")
+    try:
+        config = scenario.sim_config()
+    except (ConfigError, FileNotFoundError) as err:
+        raise SuiteError(f"{path}: {where}.config: {err}") from None
+    if config.profiles is not None and not Path(config.profiles).is_file():
+        raise SuiteError(f"{path}: {where}.profiles: {config.profiles} not found")
