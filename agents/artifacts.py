@@ -53,13 +53,27 @@ def new_run_dir(cfg: TrainConfig) -> Path:
 _CHECKPOINT = re.compile(r"^(?P<prefix>.+)_(?P<steps>\d+)_steps\.zip$")
 
 
+#: The shipped reference agents (package data: installed with the wheel, beside this module).
+PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
+
+
+def shipped_agent(path: str | os.PathLike) -> Path:
+    """``pretrained/NAME`` names a shipped agent (:data:`PRETRAINED_DIR`) unless a file or folder of
+    that name exists where the command runs; any other path is returned as given."""
+    path = Path(path)
+    if not path.exists() and len(path.parts) == 2 and path.parts[0] == "pretrained":
+        return PRETRAINED_DIR / path.parts[1]
+    return path
+
+
 def find_artifacts(path: str | os.PathLike) -> Artifacts:
-    """Resolve a run directory, its ``model.zip``, or a checkpoint ``.../checkpoints/model_N_steps.zip``.
+    """Resolve a run directory, its ``model.zip``, or a checkpoint ``.../checkpoints/model_N_steps.zip``;
+    ``pretrained/NAME`` is a shipped agent (:func:`shipped_agent`).
 
     A checkpoint's statistics are ``model_vecnormalize_N_steps.npz`` (and ``.pkl``) beside it and its
     config the run directory's ``config.yaml``. Raises ``FileNotFoundError`` naming what is missing.
     """
-    path = Path(path)
+    path = shipped_agent(path)
     if path.is_dir():
         path = path / MODEL_FILE
     if not path.is_file():
