@@ -25,9 +25,15 @@ import bisect
 import itertools
 import math
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import is_not, itemgetter
 from typing import Callable, Mapping
 
 from lyra_gym.view import ClusterView, JobView
+
+_NOT_COUNTED = repeat((None,))  # counted.get's default for a job without an entry
+_first = itemgetter(0)
+
 
 @dataclass
 class ReleaseTimeline:
@@ -131,8 +137,11 @@ class ReleaseTracker:
             _, typ, finish, held = counted.pop(job_id)
             if held:
                 book.remove(typ, finish, held)
-        get = counted.get
-        for job_id, alloc in [(k, a) for k, a in allocations.items() if (c := get(k)) is None or c[0] is not a]:
+        # the jobs whose counted allocation is not this one (new, changed, or left out before), in
+        # start order: found by C-level maps over the running jobs
+        keys, allocs = list(allocations), list(allocations.values())
+        stale = list(map(is_not, map(_first, map(counted.get, keys, _NOT_COUNTED)), allocs))
+        for job_id, alloc in zip(compress(keys, stale), compress(allocs, stale)):
             old = counted.pop(job_id, None)
             if old is not None and old[3]:
                 book.remove(old[1], old[2], old[3])

@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 import math
+from itertools import compress, repeat
+from operator import is_, itemgetter, not_
 from typing import Mapping, Protocol, cast
 
 from baselines.loaning import free_map_after
@@ -23,6 +25,9 @@ from lyra_gym.cluster import Pool
 from lyra_gym.plan import Plan
 from lyra_gym.topology import FreeMap, ServerSet
 from lyra_gym.view import ClusterView, JobView
+
+_NO_SPLITS = repeat((None, None, None))  # splits.get's default for a job not split yet
+_first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
 class LyraSettings(Protocol):
@@ -184,7 +189,7 @@ class Decision:
         avail_cells = self.avail_cells = free.totals()  # free and flexible GPUs per cell of the index
         cell_of = facts.cell_of
         flex_on: dict[int, int] = {}  # flexible GPUs per server
-        for f in self.flex.values():
+        for f in filter(None, self.flex.values()):  # jobs with flexible workers
             for sid, g in f.items():
                 avail[sid] += g
                 flex_on[sid] = flex_on.get(sid, 0) + g
@@ -207,7 +212,9 @@ class Decision:
         self.safe_s: dict[int, float] = {}  # servers needed -> seconds until demand exceeds them
 
     def _split_running(self) -> None:
-        """Base and flexible workers of every running elastic job (in start order)."""
+        """Base and flexible workers of every running elastic job (in start order): the cached
+        split of each (per allocation object), gathered by C-level maps over the running jobs;
+        only a job seen for the first time or whose allocation changed is visited in Python."""
         memory, view, allocations = self.memory, self.view, self.allocations
         views, splits, kinds = memory.views, memory.splits, memory.elastic_views
         for job_id in set(allocations).difference(kinds):  # first sight: its view, or None if inelastic
@@ -215,16 +222,20 @@ class Decision:
             if job is None:
                 job = views[job_id] = view.job(job_id)
             kinds[job_id] = job if job.spec.elastic else None
-        base, flex, elastic_jobs = self.base, self.flex, self.elastic_jobs
-        settings, facts = self.settings, self.facts
-        for job_id in filter(kinds.__getitem__, allocations):  # the elastic ones, in start order
-            alloc = allocations[job_id]
-            job = cast(JobView, kinds[job_id])
-            cached = splits.get(job_id)
-            if cached is None or cached[0] is not alloc:
-                cached = splits[job_id] = (alloc, *split_alloc(settings, facts, job, alloc))
-            base[job_id], flex[job_id] = cached[1], cached[2]  # shared with the cache: read only
-            elastic_jobs.append(job)
+        ids = list(filter(kinds.__getitem__, allocations))  # the elastic ones, in start order
+        allocs = list(map(allocations.__getitem__, ids))
+        entries = list(map(splits.get, ids, _NO_SPLITS))
+        fresh = list(map(is_, map(_first, entries), allocs))
+        if not all(fresh):  # new or changed allocations: split them (and cache the split)
+            settings, facts = self.settings, self.facts
+            for i in compress(range(len(ids)), map(not_, fresh)):
+                job_id, alloc = ids[i], allocs[i]
+                entries[i] = splits[job_id] = (alloc, *split_alloc(settings, facts, cast(JobView, kinds[job_id]),
+                                                                   alloc))
+        # shared with the cache: read only
+        self.base = dict(zip(ids, map(_second, entries)))
+        self.flex = dict(zip(ids, map(_third, entries)))
+        self.elastic_jobs = cast("list[JobView]", list(map(kinds.__getitem__, ids)))
 
     # ------------------------------------------------------------------ training GPUs
     def available(self, gpu_type: str) -> int:
