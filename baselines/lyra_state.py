@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 from itertools import compress, repeat
 from operator import is_, itemgetter, not_
 from typing import Mapping, Protocol, cast
@@ -108,7 +109,7 @@ class LyraMemory:
         self.facts: ClusterFacts | None = None  # filled at the first decision
         self.rates = LyraRates(settings.value_rate)
         self.views: dict[str, JobView] = {}
-        cap = (lambda job: base_demand(settings, job)) if settings.elastic else None
+        cap = partial(base_demand, settings) if settings.elastic else None  # picklable (envs pickle mid-episode)
         self.releases = ReleaseTracker(self.views, cap)  # servers filled at the first decision
         self.elastic_views: dict[str, JobView | None] = {}  # job id -> its view if elastic, else None
         self.splits: dict[str, tuple[Mapping[int, int], dict[int, int], dict[int, int]]] = {}
