@@ -102,7 +102,7 @@ Parameters (dataclass fields):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Mapping, TypeVar
 
 import numpy as np
@@ -227,89 +227,105 @@ class GandivaScheduler(Scheduler):
     def _admit(self, view: ClusterView, plan: Plan, free: list[int], groups: list[list[int]],
                capacity: int, at_quantum: bool) -> bool:
         """Start queued jobs in round-robin order; True if one that could run is left waiting."""
-        now, allocs = view.now, plan.allocations
-        queued = sorted(view.queued_jobs(), key=lambda j: (-j.waiting_s, j.index))
-        room = sum(free)
+        allocs = plan.allocations
         grown = self._shrinkable(view, allocs)
-        grown_room = sum(excess for _, excess in grown)
-        victims: list[JobView] | None = None
-        victim_room = 0
-        suspended: list[str] = []
-        admitted: list[JobView] = []
-        spans: dict[str, list[list[int]]] = {}  # job id -> its spanning group (too large for one type)
-        waiting = False
-        for job in queued:  # pass 1: who runs, by counting GPUs; make room as needed
-            need = job.spec.num_gpus
+        turn = _Admission(view, allocs, free, groups, capacity, at_quantum, room=sum(free), grown=grown,
+                          grown_room=sum(excess for _, excess in grown))
+        for job in sorted(view.queued_jobs(), key=lambda j: (-j.waiting_s, j.index)):
+            # pass 1: who runs, by counting GPUs; make room as needed
             own = self._own_servers(job.id)
             if own is not None:  # suspended: resumes where its state waits, or on idle GPUs
-                where = [g for g in groups if next(iter(own)) in g] if need <= capacity else \
-                    self._candidates(view, need, groups, capacity) or []
-                placement = None if self._resume_in_place(view, allocs, free, own, False, suspended) else \
-                    place_in_groups(view.placement, free, self._size, need, where)  # a migration
-                if placement is None and self._resume_in_place(view, allocs, free, own, at_quantum, suspended):
-                    placement = dict(own)  # swapped in with the jobs on its servers
-                    victims, victim_room = None, 0  # recounted: the swap suspended some
-                if placement is None:
-                    waiting = True  # no growth onto GPUs it waits for; it does not block the others
-                    continue
-                take(free, placement)
-                allocs[job.id] = placement
-                del self._left[job.id]
-                self._slot_start[job.id] = now
-                room = sum(free)
+                self._resume(turn, job, own)
                 continue
+            need = job.spec.num_gpus
             if need > capacity:
                 where = self._candidates(view, need, groups, capacity)
                 if where is None:
                     continue  # cannot run on the servers usable now: does not block the others
-                spans[job.id] = where
-            if room + grown_room < need and at_quantum and victims is None:
-                victims = self._victims(view, allocs, {j.id for j, _ in grown})
-                victim_room = sum(sum(allocs[v.id].values()) for v in victims)
-            if room + grown_room + victim_room < need:
-                waiting = True
+                turn.spans[job.id] = where
+            if not self._make_room(turn, need):
+                turn.waiting = True
                 break
-            while room < need and grown:  # 3. shrink grown jobs back to their requested size
-                g, excess = grown.pop()
-                new = self._shrunk(allocs[g.id], g.spec.num_gpus, self._loaned)
-                for sid, gpus in allocs[g.id].items():
-                    free[sid] += gpus - new.get(sid, 0)
-                allocs[g.id] = new
-                self._grown.discard(g.id)
-                room += excess
-                grown_room -= excess
-            while room < need and victims:  # suspend the job running longest
-                v = victims.pop()
-                self._left[v.id] = allocs[v.id]
-                for sid, gpus in allocs.pop(v.id).items():
-                    free[sid] += gpus
-                    room += gpus
-                    victim_room -= gpus
-                suspended.append(v.id)
-                self._slot_start.pop(v.id, None)
-            room -= need
-            admitted.append(job)
-        # pass 2: place by the run's rule, largest first (under "spread": best-fit decreasing).
-        # The counts above are over all types and all servers: a job that finds no room of one
-        # type stays queued. Under "consolidated", where counted room may be too scattered for
-        # the rule, a job that finds none at a quantum displaces more jobs (_displace).
+            turn.admitted.append(job)
+        self._place_admitted(turn)
+        plan.suspend = (*plan.suspend, *turn.suspended)
+        return turn.waiting
+
+    def _resume(self, turn: "_Admission", job: JobView, own: Mapping[int, int]) -> None:
+        """A suspended job resumes on its own servers if they have room; else it migrates to idle
+        GPUs of its type; else (at a quantum) it swaps in with the jobs now on its servers; else
+        it waits (taking no growth onto GPUs it waits for, blocking no one)."""
+        view, allocs, free, groups, capacity = turn.view, turn.allocs, turn.free, turn.groups, turn.capacity
+        need = job.spec.num_gpus
+        where = [g for g in groups if next(iter(own)) in g] if need <= capacity else \
+            self._candidates(view, need, groups, capacity) or []
+        placement = None if self._resume_in_place(view, allocs, free, own, False, turn.suspended) else \
+            place_in_groups(view.placement, free, self._size, need, where)  # a migration
+        if placement is None and self._resume_in_place(view, allocs, free, own, turn.at_quantum, turn.suspended):
+            placement = dict(own)  # swapped in with the jobs on its servers
+            turn.victims, turn.victim_room = None, 0  # recounted: the swap suspended some
+        if placement is None:
+            turn.waiting = True
+            return
+        take(free, placement)
+        allocs[job.id] = placement
+        del self._left[job.id]
+        self._slot_start[job.id] = view.now
+        turn.room = sum(free)
+
+    def _make_room(self, turn: "_Admission", need: int) -> bool:
+        """Count ``need`` GPUs off the room: free GPUs, then grown jobs shrunk back to their
+        requested size, then (at a quantum) quantum-expired jobs suspended, the one running longest
+        first. False (nothing changed) when all of those together are too few."""
+        allocs, free = turn.allocs, turn.free
+        if turn.room + turn.grown_room < need and turn.at_quantum and turn.victims is None:
+            turn.victims = self._victims(turn.view, allocs, {j.id for j, _ in turn.grown})
+            turn.victim_room = sum(sum(allocs[v.id].values()) for v in turn.victims)
+        if turn.room + turn.grown_room + turn.victim_room < need:
+            return False
+        while turn.room < need and turn.grown:  # 3. shrink grown jobs back to their requested size
+            g, excess = turn.grown.pop()
+            new = self._shrunk(allocs[g.id], g.spec.num_gpus, self._loaned)
+            for sid, gpus in allocs[g.id].items():
+                free[sid] += gpus - new.get(sid, 0)
+            allocs[g.id] = new
+            self._grown.discard(g.id)
+            turn.room += excess
+            turn.grown_room -= excess
+        while turn.room < need and turn.victims:  # suspend the job running longest
+            v = turn.victims.pop()
+            self._left[v.id] = allocs[v.id]
+            for sid, gpus in allocs.pop(v.id).items():
+                free[sid] += gpus
+                turn.room += gpus
+                turn.victim_room -= gpus
+            turn.suspended.append(v.id)
+            self._slot_start.pop(v.id, None)
+        turn.room -= need
+        return True
+
+    def _place_admitted(self, turn: "_Admission") -> None:
+        """Pass 2: place the admitted jobs by the run's rule, largest first (under "spread":
+        best-fit decreasing). The counts of pass 1 are over all types and all servers: a job that
+        finds no room of one type stays queued. Under "consolidated", where counted room may be
+        too scattered for the rule, a job that finds none at a quantum displaces more jobs
+        (:meth:`_displace`)."""
+        view, allocs, free = turn.view, turn.allocs, turn.free
         consolidated = view.placement == "consolidated"
-        for job in sorted(admitted, key=lambda j: -j.spec.num_gpus):
-            where = spans.get(job.id, groups)
+        for job in sorted(turn.admitted, key=lambda j: -j.spec.num_gpus):
+            where = turn.spans.get(job.id, turn.groups)
             placement = place_in_groups(view.placement, free, self._size, job.spec.num_gpus, where)
-            if placement is None and consolidated and at_quantum:
-                if victims is None:
-                    victims = [v for v in self._victims(view, allocs, self._grown) if allocs[v.id] is v.allocation]
-                placement = self._displace(view, allocs, free, job.spec.num_gpus, where, victims, suspended)
+            if placement is None and consolidated and turn.at_quantum:
+                if turn.victims is None:
+                    turn.victims = [v for v in self._victims(view, allocs, self._grown) if allocs[v.id] is v.allocation]
+                placement = self._displace(view, allocs, free, job.spec.num_gpus, where, turn.victims, turn.suspended)
             if placement is None:
-                waiting = True
+                turn.waiting = True
                 continue
             take(free, placement)
             allocs[job.id] = placement
             self._left.pop(job.id, None)  # its servers had gone back to inference: a migration
-            self._slot_start[job.id] = now
-        plan.suspend = (*plan.suspend, *suspended)
-        return waiting
+            self._slot_start[job.id] = view.now
 
     def _own_servers(self, job_id: str) -> dict[int, int] | None:
         """The allocation a suspended job left, if every one of those servers is still usable."""
@@ -476,6 +492,28 @@ class GandivaScheduler(Scheduler):
             allocs[job.id] = best
             if sum(best.values()) > job.spec.num_gpus:
                 self._grown.add(job.id)
+
+
+@dataclass
+class _Admission:
+    """One decision's admission (:meth:`GandivaScheduler._admit`): the room counted in pass 1
+    (free GPUs, grown jobs' excess, quantum-expired jobs that may be suspended) and its outcome."""
+
+    view: ClusterView
+    allocs: dict
+    free: list[int]
+    groups: list[list[int]]
+    capacity: int  # GPUs of the largest group
+    at_quantum: bool
+    room: int  # free GPUs not yet counted for an admitted job
+    grown: list[tuple[JobView, int]]  # grown jobs and their excess, the largest excess last
+    grown_room: int
+    victims: list[JobView] | None = None  # quantum-expired jobs, the longest running last (None: not listed yet)
+    victim_room: int = 0
+    suspended: list[str] = field(default_factory=list)
+    admitted: list[JobView] = field(default_factory=list)
+    spans: dict[str, list[list[int]]] = field(default_factory=dict)  # job id -> its spanning group
+    waiting: bool = False  # a job that could run is left waiting
 
 
 def _requested(job: JobView) -> int:

@@ -14,7 +14,9 @@ is estimated from what the cluster shows, not predicted:
   arrivals jump ahead; server fragmentation is ignored; an elastic job's
   flexible workers count as free (phase 1 may displace them).
 - A job's time on a type is its remaining work over the profile's throughput
-  of its workers packed onto that type's servers (``LyraScheduler._time_on``).
+  of its workers packed onto that type's servers (``LyraRates.time_on``).
+- :class:`ReleaseTracker` keeps a :class:`ReleaseBook` in step with the running jobs'
+  allocations, one entry per job, changed only when its allocation object changes.
 """
 
 from __future__ import annotations
@@ -23,6 +25,15 @@ import bisect
 import itertools
 import math
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import is_not, itemgetter
+from typing import Callable, Mapping
+
+from lyra_gym.sim.view import ClusterView, JobView
+
+_NOT_COUNTED = repeat((None,))  # counted.get's default for a job without an entry
+_first = itemgetter(0)
+
 
 @dataclass
 class ReleaseTimeline:
@@ -93,3 +104,68 @@ class ReleaseBook:
             timeline.gpus.insert(i, gpus)
         timeline.cumulative = list(itertools.accumulate(timeline.gpus))
         return timeline
+
+
+class ReleaseTracker:
+    """The running jobs' expected releases of training GPUs, kept in a :class:`ReleaseBook` across
+    decisions.
+
+    :param views: job id -> its view (shared with the scheduler's memory; views not there are
+        asked of the decision's view).
+    :param cap: the base GPUs of a job whose flexible workers count as available already
+        (an elastic job under Lyra's scaling), or None when no job has flexible workers.
+
+    ``gpu_types`` (per server id) and ``training_ids`` are set before the first timeline.
+    """
+
+    def __init__(self, views: dict[str, JobView], cap: Callable[[JobView], int] | None) -> None:
+        self.views, self.cap = views, cap
+        self.gpu_types: list[str] = []
+        self.training_ids: frozenset[int] = frozenset()
+        self._releases: dict[str, tuple[Mapping[int, int], str, float, int]] = {}  # see _entry
+        self._counted: dict[str, tuple[Mapping[int, int], str, float, int]] = {}  # entries in _book now
+        self._book = ReleaseBook()
+
+    def timeline(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]], gpu_type: str,
+                 placed: list[tuple[float, int, str]]) -> ReleaseTimeline:
+        """When training GPUs of ``gpu_type`` are expected to free up: every running job's expected
+        finish and the base GPUs it then frees there (cached per allocation object), plus the jobs
+        placed in this decision (``placed``: finish, GPUs, type). A job placed or changed by this
+        plan is left out."""
+        book, counted = self._book, self._counted
+        for job_id in set(counted).difference(allocations):  # stopped or finished
+            _, typ, finish, held = counted.pop(job_id)
+            if held:
+                book.remove(typ, finish, held)
+        # the jobs whose counted allocation is not this one (new, changed, or left out before), in
+        # start order: found by C-level maps over the running jobs
+        keys, allocs = list(allocations), list(allocations.values())
+        stale = list(map(is_not, map(_first, map(counted.get, keys, _NOT_COUNTED)), allocs))
+        for job_id, alloc in zip(compress(keys, stale), compress(allocs, stale)):
+            old = counted.pop(job_id, None)
+            if old is not None and old[3]:
+                book.remove(old[1], old[2], old[3])
+            entry = self._entry(view, job_id, alloc)
+            if entry is not None:
+                counted[job_id] = entry
+                if entry[3]:
+                    book.add(entry[1], entry[2], entry[3])
+        return book.timeline(view.now, gpu_type, [(t, g) for t, g, typ in placed if typ == gpu_type])
+
+    def _entry(self, view: ClusterView, job_id: str, alloc: Mapping[int, int]
+               ) -> tuple[Mapping[int, int], str, float, int] | None:
+        """(allocation, GPU type, expected finish s, base training GPUs it frees) of a running job,
+        cached per allocation object; None for a job placed or changed by this plan."""
+        entry = self._releases.get(job_id)
+        if entry is None or entry[0] is not alloc:
+            job = self.views.get(job_id) or view.job(job_id)
+            finish = job.expected_finish
+            if finish is None or alloc is not job.allocation:
+                return None
+            types, training = self.gpu_types, self.training_ids
+            typ = types[next(iter(alloc))]
+            held = sum(g for s, g in alloc.items() if s in training and types[s] == typ)
+            if job.spec.elastic and self.cap is not None:
+                held = min(held, self.cap(job))  # flexible workers count as available already
+            entry = self._releases[job_id] = (alloc, typ, finish, held)
+        return entry

@@ -1,7 +1,7 @@
 """Lyra's shortcuts against its general path, decision for decision.
 
-``LyraScheduler._phase2_admitted`` visits only the elastic jobs admitted in a decision when nothing
-else changed; :meth:`LyraScheduler._phase2` visits every running elastic job. With the shortcut
+``lyra_rebalance.rebalance_admitted`` visits only the elastic jobs admitted in a decision when nothing
+else changed; ``lyra_rebalance.rebalance_types`` visits every running elastic job. With the shortcut
 switched off (``_admitted_fast_path = False``) every run must give the same jobs, bit for bit,
 on random workloads (over Lyra's switches) and on a generated trace on a two-type training pool.
 """

@@ -1,0 +1,137 @@
+"""Lyra's rates and times, cached across decisions: a job's rate on k workers of a GPU type, its
+time there, its remaining time for the shortest-first line, and the knapsack's value rows.
+
+Rates follow ``value_rate`` (``baselines/lyra.py``, "Rate model"): ``"goodput"`` is the rate the
+engine charges (``ClusterView.goodput``), ``"throughput"`` the profile's samples/s.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from lyra_gym.model.scaling import progress_bin
+from lyra_gym.sim.view import ClusterView, JobView
+
+QUEUED_CACHE_SIZE = 50_000  # queued jobs whose time-on answers time_on keeps (then starts afresh)
+
+
+class LyraRates:
+    """Rates and times by ``value_rate`` (``"goodput"`` or ``"throughput"``), cached per run."""
+
+    def __init__(self, value_rate: str) -> None:
+        self.value_rate = value_rate
+        self.per_server: dict[str, int] = {}  # GPU type -> GPUs per server (ClusterFacts fills it)
+        self._sjf_keys: dict[str, tuple[int, float]] = {}  # job id -> (preemptions, est. remaining s)
+        self._rates: dict[tuple[str, str, int], np.ndarray] = {}
+        self._goodputs: dict[tuple, np.ndarray] = {}  # value_rate="goodput": see job_rates
+        self._rows: dict[tuple, tuple] = {}  # value-row rates, gains (value_row): lists, or arrays with a rate of 0
+        self._queued_times: dict[str, tuple[float, dict[tuple[int, str], float]]] = {}  # see time_on
+
+    def remaining_estimate(self, view: ClusterView, job: JobView) -> float:
+        """Seconds a queued job has left at its requested size on the reference GPU (cached: its
+        remaining work only changes by running, so the key is the preemption count)."""
+        cached = self._sjf_keys.get(job.id)
+        if cached is not None and cached[0] == job.preemptions:
+            return cached[1]
+        estimate = self.remaining_at(view, job, job.spec.num_gpus)
+        self._sjf_keys[job.id] = (job.preemptions, estimate)
+        return estimate
+
+    def remaining_at(self, view: ClusterView, job: JobView, workers: int) -> float:
+        """Seconds left on ``workers`` reference GPUs packed, by ``value_rate``."""
+        if self.value_rate == "goodput":
+            return job.remaining_time_at(workers)
+        return job.remaining_work / view.reference_throughput(job.spec.model, workers)
+
+    def packed_rates(self, view: ClusterView, model: str, gpu_type: str, per_server: int, top: int) -> np.ndarray:
+        """Samples/s of 0..top workers packed on ``gpu_type`` servers (index = workers; cached)."""
+        key = (model, gpu_type, per_server)
+        rates = self._rates.get(key)
+        if rates is None or len(rates) <= top:
+            size = max(top + 1, 2 * len(rates) if rates is not None else 65)
+            rates = np.array([0.0] + [view.profiles.packed_throughput(model, w, gpu_type, per_server)
+                                      for w in range(1, size)])
+            self._rates[key] = rates
+        return rates
+
+    def job_rates(self, view: ClusterView, job: JobView, gpu_type: str, top: int) -> np.ndarray:
+        """The job's rate on 0..top workers packed on ``gpu_type`` servers by ``value_rate``: goodput
+        (cached per model, initial batch, requested size and progress part) or samples/s."""
+        per_server = self.per_server[gpu_type]
+        if self.value_rate == "throughput":
+            return self.packed_rates(view, job.spec.model, gpu_type, per_server, top)
+        spec = job.spec
+        part = progress_bin(job.total_work - job.remaining_work, job.total_work)
+        key = (spec.model, job.init_batch, spec.num_gpus, part, gpu_type, per_server)
+        rates = self._goodputs.get(key)
+        if rates is None or len(rates) <= top:
+            size = max(top + 1, 2 * len(rates) if rates is not None else 9)
+            rates = np.array([0.0] + [view.goodput(job, w, gpu_type, per_server) for w in range(1, size)])
+            self._goodputs[key] = rates
+        return rates
+
+    def time_on(self, view: ClusterView, job: JobView, workers: int, gpu_type: str) -> float:
+        """Seconds ``job`` needs on ``workers`` packed GPUs of ``gpu_type`` (no overhead). A queued
+        job's answers are kept while its remaining work stays the same (a pure function of it)."""
+        remaining = job.remaining_work
+        if job.workers:
+            rate = self.job_rates(view, job, gpu_type, workers)[workers]
+            return remaining / rate if rate > 0 else math.inf
+        cache = self._queued_times
+        entry = cache.get(job.id)
+        if entry is None or entry[0] != remaining:
+            if len(cache) > QUEUED_CACHE_SIZE:
+                cache.clear()  # entries of jobs that started or finished long ago
+            entry = cache[job.id] = (remaining, {})
+        times = entry[1]
+        key = (workers, gpu_type)
+        seconds = times.get(key)
+        if seconds is None:
+            rate = self.job_rates(view, job, gpu_type, workers)[workers]
+            seconds = times[key] = remaining / rate if rate > 0 else math.inf
+        return seconds
+
+    def value_row(self, view: ClusterView, job: JobView, gpu_type: str, top: int, horizon: float) -> list[float]:
+        """Value in seconds of the job's JCT of k = 0..top extra workers of ``gpu_type``: held for
+        h = min(horizon, T(k)) they save h * (r_k / r_0 - 1); extras taken back before the job
+        finishes (h < T(k)) cost a rescale then. (A running job's rescale now is charged by the caller.)"""
+        spec = job.spec
+        key: tuple
+        # cached by everything job_rates depends on: the model alone under value_rate="throughput";
+        # under "goodput" also the job's initial batch, requested size and progress part (its key)
+        if self.value_rate == "throughput":
+            key = (spec.model, gpu_type, spec.min_gpus, top)
+        else:
+            part = progress_bin(job.total_work - job.remaining_work, job.total_work)
+            key = (spec.model, job.init_batch, spec.num_gpus, part, gpu_type, spec.min_gpus, top)
+        cached = self._rows.get(key)
+        if cached is None:
+            rates = self.job_rates(view, job, gpu_type, spec.min_gpus + top)
+            rates = rates[spec.min_gpus: spec.min_gpus + top + 1]
+            gain = rates / rates[0] - 1.0
+            if (rates > 0).all():  # as Python floats: the same doubles, faster for short rows
+                cached = self._rows[key] = (rates.tolist(), gain.tolist())
+            else:
+                cached = self._rows[key] = (rates, gain)
+        rates, gain = cached
+        remaining = job.remaining_work
+        if type(rates) is not list:  # a rate of 0: numpy's inf and nan, as before
+            times = remaining / rates
+            if math.isinf(horizon):
+                return times[0] - times
+            held = np.minimum(horizon, times)
+            row = held * gain
+            row[1:] -= np.where(held[1:] < times[1:], view.overheads.rescale_s, 0.0)
+            return list(row)
+        times = [remaining / r for r in rates]
+        if math.isinf(horizon):
+            first = times[0]
+            return [first - t for t in times]
+        rescale = view.overheads.rescale_s
+        row = [0.0] * len(times)
+        for k, (t, g) in enumerate(zip(times, gain)):
+            h = horizon if horizon < t else t  # np.minimum (t is never nan here: rates > 0)
+            row[k] = h * g - rescale if k and h < t else h * g
+        return row

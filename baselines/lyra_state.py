@@ -1,0 +1,324 @@
+"""Lyra's state, in three lifetimes (``baselines/lyra.py`` is the pipeline over it):
+
+- :class:`ClusterFacts`: the servers of a run, read once from the view's ``Topology`` (the
+  cluster never changes during a run): training GPU types, cells, capacities.
+- :class:`LyraMemory`: what the scheduler keeps across decisions (caches of job views and
+  allocation splits, jobs on loaned servers, grants of extra workers, observed holds, rates).
+- :class:`Decision`: one decision's state, shared by its stages (admission, rebalance, extras):
+  the view, the plan being built, free and available GPUs, base and flexible workers of the
+  running elastic jobs, and phase 1's book-keeping (jobs waiting for training GPUs, release
+  timelines built lazily, once per decision).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from itertools import compress, repeat
+from operator import is_, itemgetter, not_
+from typing import Mapping, Protocol, cast
+
+from baselines.loaning import free_map_after
+from baselines.lyra_estimates import ReleaseTimeline, ReleaseTracker
+from baselines.lyra_rates import LyraRates
+from baselines.placement import capacities
+from lyra_gym.sim.cluster import Pool
+from lyra_gym.sim.plan import Plan
+from lyra_gym.sim.topology import FreeMap, ServerSet
+from lyra_gym.sim.view import ClusterView, JobView
+
+_NO_SPLITS = repeat((None, None, None))  # splits.get's default for a job not split yet
+_first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
+class LyraSettings(Protocol):
+    """The switches the stages read (``LyraScheduler``'s fields; documented there)."""
+
+    loan: bool
+    elastic: bool
+    fixed_size: str
+    backfill: bool
+    loaned_rule: str
+    move_back: bool
+    flex_horizon: str
+    value_rate: str
+    knapsack_exact_limit: int
+    round_s: float
+
+
+def base_demand(settings: LyraSettings, job: JobView) -> int:
+    """GPUs a job is admitted at: an elastic job's minimum when Lyra scales it (or runs it at its
+    minimum), else its requested size."""
+    spec = job.spec
+    if spec.elastic and (settings.elastic or settings.fixed_size == "min"):
+        return spec.min_gpus
+    return spec.num_gpus
+
+
+class ClusterFacts:
+    """The run's servers as Lyra groups them, read from ``view.topology`` at the first decision."""
+
+    def __init__(self, view: ClusterView) -> None:
+        topology = view.topology
+        self.training_types: dict[str, list[int]] = {}  # GPU type -> training server ids, ascending
+        for sid in view.training_server_ids:
+            self.training_types.setdefault(view.servers[sid].gpu_type, []).append(sid)
+        self.training_groups: list[ServerSet] = topology.type_sets(Pool.TRAINING)
+        # all training servers, when a job may span types
+        self.spanning: ServerSet | None = topology.pool_set(Pool.TRAINING) if (
+            view.allow_mixed_gpu_types and len(self.training_groups) > 1) else None
+        self.cell_of = topology.cell_of
+        self.training_cells: dict[str, list[int]] = {}  # GPU type -> training cells of the index
+        for cell in topology.cells:
+            if cell.pool is Pool.TRAINING:
+                self.training_cells.setdefault(cell.gpu_type, []).append(cell.index)
+        self.gpu_types = [s.gpu_type for s in view.servers]
+        self.capacity = capacities(view)
+        self.rule = view.placement
+        self.training_ids = frozenset(view.training_server_ids)
+        self.per_server: dict[str, int] = {}  # GPU type -> GPUs per server
+        self.ids_by_type: dict[str, list[int]] = {}  # GPU type -> server ids of that type, ascending
+        for s in view.servers:
+            self.per_server.setdefault(s.gpu_type, s.num_gpus)
+            self.ids_by_type.setdefault(s.gpu_type, []).append(s.id)
+        self.inference_types = {view.servers[s].gpu_type for s in view.inference_server_ids}
+        self._room_for: dict[int, tuple[list[str], bool]] = {}
+
+    def training_size(self, gpu_type: str) -> int:
+        """GPUs of the training servers of ``gpu_type``."""
+        return len(self.training_types[gpu_type]) * self.per_server[gpu_type]
+
+    def training_room(self, need: int) -> tuple[list[str], bool]:
+        """The training GPU types with ``need`` GPUs in all, and whether all training servers
+        together have them when types may mix (cached: the training pool never changes)."""
+        room = self._room_for.get(need)
+        if room is None:
+            sizes = {t: len(ids) * self.per_server[t] for t, ids in self.training_types.items()}
+            holding = [t for t, size in sizes.items() if need <= size]
+            room = self._room_for[need] = (holding, bool(self.spanning) and need <= sum(sizes.values()))
+        return room
+
+
+class LyraMemory:
+    """What Lyra keeps from one decision to the next (a fresh one per run: ``reset``)."""
+
+    def __init__(self, settings: LyraSettings) -> None:
+        self.settings = settings
+        self.next_round = -math.inf  # s: the next knapsack round is due at the first decision after it
+        self.last_decision = -math.inf  # s, the last decision point that was not a skipped tick
+        self.facts: ClusterFacts | None = None  # filled at the first decision
+        self.rates = LyraRates(settings.value_rate)
+        self.views: dict[str, JobView] = {}
+        cap = partial(base_demand, settings) if settings.elastic else None  # picklable (envs pickle mid-episode)
+        self.releases = ReleaseTracker(self.views, cap)  # servers filled at the first decision
+        self.elastic_views: dict[str, JobView | None] = {}  # job id -> its view if elastic, else None
+        self.splits: dict[str, tuple[Mapping[int, int], dict[int, int], dict[int, int]]] = {}
+        self.granted: dict[str, tuple[float, str]] = {}  # job id -> (when extra workers were granted, GPU type)
+        self.held_s: dict[str, float] = {}  # GPU type -> smoothed observed hold of extra workers (s)
+        self.on_loaned: dict[str, None] = {}  # jobs whose base sits on loaned servers (move-back candidates)
+
+    def start(self, view: ClusterView) -> ClusterFacts:
+        """The run's :class:`ClusterFacts` (read at the first decision)."""
+        facts = self.facts
+        if facts is None:
+            facts = self.facts = ClusterFacts(view)
+            self.rates.per_server = facts.per_server
+            self.releases.gpu_types, self.releases.training_ids = facts.gpu_types, facts.training_ids
+        return facts
+
+
+
+def split_alloc(settings: LyraSettings, facts: ClusterFacts, job: JobView, alloc: Mapping[int, int]
+                ) -> tuple[dict[int, int], dict[int, int]]:
+    """Base and flexible workers of an allocation: base on training servers first."""
+    base_left = base_demand(settings, job) if settings.elastic else sum(alloc.values())
+    training = facts.training_ids
+    base: dict[int, int] = {}
+    flex: dict[int, int] = {}
+    for sid in sorted(alloc, key=lambda s: (s not in training, s)):
+        g = alloc[sid]
+        b = min(g, base_left)
+        base_left -= b
+        if b:
+            base[sid] = b
+        if g - b:
+            flex[sid] = g - b
+    return base, flex
+
+
+def server_groups(facts: ClusterFacts, view: ClusterView, plan: Plan, free: FreeMap
+                  ) -> tuple[list[ServerSet], list[ServerSet], list[int]]:
+    """Training candidate sets (by GPU type), loaned candidate sets by type, and the loaned ids
+    usable under ``plan``. Each set names its cells in the engine's index, so placements on
+    ``free`` (made by ``free_map_after``) read the index."""
+    topology = view.topology
+    current = topology.loaned()  # ascending (the engine's index)
+    if not current and not plan.borrow:
+        return facts.training_groups, [], []
+    if plan.give_back or plan.borrow:
+        back = set(plan.give_back)
+        loaned = sorted({*(s for s in current if s not in back), *plan.borrow})
+    else:
+        loaned = list(current)
+    if len(facts.inference_types) == 1:  # one type of inference server: one group
+        return facts.training_groups, [topology.server_set(loaned, free)] if loaned else [], loaned
+    return facts.training_groups, topology.sets_by_type(loaned, free), loaned
+
+
+class Decision:
+    """One decision's state: read and changed by the stages in turn.
+
+    ``avail`` counts free GPUs plus flexible workers per server (phase 1 may displace flexible
+    workers); ``avail_cells`` sums it per cell of the engine's index; ``base``/``flex`` are the
+    running elastic jobs' base and flexible workers (read only: shared with the split cache).
+    """
+
+    def __init__(self, settings: LyraSettings, memory: LyraMemory, view: ClusterView, plan: Plan,
+                 levels: Mapping[str, int]) -> None:
+        self.settings, self.memory, self.view, self.plan, self.levels = settings, memory, view, plan, levels
+        facts = self.facts = memory.start(view)
+        self.rates = memory.rates
+        self.allocations = plan.allocations
+        free = self.free = free_map_after(view, plan)  # indexed: a placement on free GPUs reads the engine's index
+        self.training_groups, self.loaned_groups, self.loaned = server_groups(facts, view, plan, free)
+        self.base: dict[str, dict[int, int]] = {}
+        self.flex: dict[str, dict[int, int]] = {}
+        self.elastic_jobs: list[JobView] = []  # running elastic jobs in start order, then those admitted now
+        if settings.elastic:
+            self._split_running()
+        avail = self.avail = free.tolist()
+        avail_cells = self.avail_cells = free.totals()  # free and flexible GPUs per cell of the index
+        cell_of = facts.cell_of
+        flex_on: dict[int, int] = {}  # flexible GPUs per server
+        for f in filter(None, self.flex.values()):  # jobs with flexible workers
+            for sid, g in f.items():
+                avail[sid] += g
+                flex_on[sid] = flex_on.get(sid, 0) + g
+        for sid, g in flex_on.items():
+            avail_cells[cell_of[sid]] += g
+        self.flex_on = flex_on
+        self.admitted: list[JobView] = []  # elastic jobs placed in phase 1, in order
+        self.moved = False  # a job moved from loaned to training servers
+        # phase 1's book-keeping
+        self.loaned_set = set(self.loaned)
+        self.loaned_room = sum(map(avail.__getitem__, self.loaned))
+        self.blocked = False  # a job waits for training GPUs and backfill is off
+        self.touched: set[int] = set()  # servers a placement took GPUs on (the only ones avail drops on)
+        self.waiting: dict[str, int] = {}      # training GPU type -> base GPUs of the jobs waiting for it
+        self.first_need: dict[str, int] = {}   # training GPU type -> base GPUs of the first job waiting
+        self.placed: list[tuple[float, int, str]] = []  # (finish, GPUs, type) of jobs placed on training now
+        self._timelines: dict[str, ReleaseTimeline] = {}
+        self._available_by_type: dict[str, int] = {}  # cleared whenever avail changes
+        self.spare: set[int] | None = None  # loaned servers holding no base worker (admission's safe_loaned_s)
+        self.safe_s: dict[int, float] = {}  # servers needed -> seconds until demand exceeds them
+
+    def _split_running(self) -> None:
+        """Base and flexible workers of every running elastic job (in start order): the cached
+        split of each (per allocation object), gathered by C-level maps over the running jobs;
+        only a job seen for the first time or whose allocation changed is visited in Python."""
+        memory, view, allocations = self.memory, self.view, self.allocations
+        views, splits, kinds = memory.views, memory.splits, memory.elastic_views
+        for job_id in set(allocations).difference(kinds):  # first sight: its view, or None if inelastic
+            job = views.get(job_id)
+            if job is None:
+                job = views[job_id] = view.job(job_id)
+            kinds[job_id] = job if job.spec.elastic else None
+        ids = list(filter(kinds.__getitem__, allocations))  # the elastic ones, in start order
+        allocs = list(map(allocations.__getitem__, ids))
+        entries = list(map(splits.get, ids, _NO_SPLITS))
+        fresh = list(map(is_, map(_first, entries), allocs))
+        if not all(fresh):  # new or changed allocations: split them (and cache the split)
+            settings, facts = self.settings, self.facts
+            for i in compress(range(len(ids)), map(not_, fresh)):
+                job_id, alloc = ids[i], allocs[i]
+                entries[i] = splits[job_id] = (alloc, *split_alloc(settings, facts, cast(JobView, kinds[job_id]),
+                                                                   alloc))
+        # shared with the cache: read only
+        self.base = dict(zip(ids, map(_second, entries)))
+        self.flex = dict(zip(ids, map(_third, entries)))
+        self.elastic_jobs = cast("list[JobView]", list(map(kinds.__getitem__, ids)))
+
+    # ------------------------------------------------------------------ training GPUs
+    def available(self, gpu_type: str) -> int:
+        """Free or flexible GPUs on training servers of ``gpu_type`` (cached until a placement)."""
+        n = self._available_by_type.get(gpu_type)
+        if n is None:
+            totals = self.avail_cells
+            n = self._available_by_type[gpu_type] = sum(totals[c] for c in self.facts.training_cells[gpu_type])
+        return n
+
+    def timeline(self, gpu_type: str) -> ReleaseTimeline:
+        """When training GPUs of ``gpu_type`` are expected to free up (built once per decision)."""
+        timeline = self._timelines.get(gpu_type)
+        if timeline is None:
+            timeline = self._timelines[gpu_type] = self.memory.releases.timeline(
+                self.view, self.allocations, gpu_type, self.placed)
+        return timeline
+
+    def horizon(self, gpu_type: str) -> float | None:
+        """Seconds until the first job waiting for training GPUs of ``gpu_type`` would get them
+        (None when none waits)."""
+        need = self.first_need.get(gpu_type)
+        if need is None or gpu_type not in self.facts.training_types:
+            return None
+        self._available_by_type.clear()  # move-back may have changed avail since
+        return self.timeline(gpu_type).wait_for(need - self.available(gpu_type))
+
+    # ------------------------------------------------------------------ changes
+    def release(self, alloc: Mapping[int, int], base: Mapping[int, int] | None) -> None:
+        """Free a running job's base GPUs (its flexible ones are already counted as available, and
+        may have been taken by a job placed earlier in this decision)."""
+        held = base if base is not None else alloc
+        cell_of, totals = self.facts.cell_of, self.avail_cells
+        for sid, g in held.items():
+            self.free[sid] += g
+            self.avail[sid] += g
+            totals[cell_of[sid]] += g
+        loaned = self.loaned_set
+        self.loaned_room += sum(g for s, g in held.items() if s in loaned)
+        self._available_by_type.clear()
+        self._update_spare(held)
+
+    def _update_spare(self, servers: Mapping[int, int]) -> None:
+        """Keep :attr:`spare` current after ``avail`` changed on ``servers``."""
+        spare = self.spare
+        if spare is None:
+            return
+        loaned, avail, capacity = self.loaned_set, self.avail, self.facts.capacity
+        for sid in servers:
+            if sid in loaned:
+                if avail[sid] == capacity[sid]:
+                    spare.add(sid)
+                else:
+                    spare.discard(sid)
+
+    def place(self, job: JobView, placement: Mapping[int, int]) -> None:
+        """Occupy ``placement`` for ``job``: free GPUs first, then displacing flexible workers."""
+        loaned = self.loaned_set
+        on_loaned = sum(g for s, g in placement.items() if s in loaned)
+        self.loaned_room -= on_loaned
+        free, avail = self.free, self.avail
+        for sid, g in placement.items():
+            free[sid] -= min(g, free[sid])
+            avail[sid] -= g
+        self.touched.update(placement)
+        if on_loaned:
+            self._update_spare(placement)
+        facts = self.facts
+        cell_of, totals = facts.cell_of, self.avail_cells
+        for sid, g in placement.items():
+            totals[cell_of[sid]] -= g
+        self._available_by_type.clear()
+        if not on_loaned:
+            gpu_type = facts.gpu_types[next(iter(placement))]
+            need = sum(placement.values())
+            finish = self.view.now + self.rates.time_on(self.view, job, need, gpu_type)
+            self.placed.append((finish, need, gpu_type))
+            timeline = self._timelines.get(gpu_type)
+            if timeline is not None:
+                timeline.add(finish, need)
+
+    def evicted(self) -> bool:
+        """Did a placement displace flexible workers? (only placements take avail)"""
+        avail, flex_on = self.avail, self.flex_on
+        return any(avail[sid] < flex_on.get(sid, 0) for sid in self.touched)
