@@ -34,13 +34,13 @@ from typing import Any, Sequence
 import torch
 from stable_baselines3.common.logger import configure
 
-from agents.callbacks import (
+from lyra_agents.callbacks import (
     ClusterMetricsCallback, ConfigTextCallback, ProgressBarCallback, TestWindowEvalCallback, checkpoint_callback,
 )
-from agents.config import TrainConfigError, load_train_config, resolve_config
-from agents.evaluate import compare_saved, comparison_table
-from agents.imitation import behaviour_clone, collect_demonstrations
-from agents.factory import (
+from lyra_agents.config import TrainConfigError, load_train_config, resolve_config
+from lyra_agents.evaluate import compare_saved, comparison_table
+from lyra_agents.imitation import behaviour_clone, collect_demonstrations
+from lyra_agents.factory import (
     CONFIG_FILE, MODEL_FILE, OPTIMIZER_MEMBER, POLICY_MEMBER, VECNORM_FILE, VECNORM_STATS_FILE, Artifacts,
     build_training_envs, configure_torch, find_artifacts, load_model, make_eval_env, make_model, new_run_dir,
     read_model_zip, save_normalizer_stats, trust_requested, warn_trusted,
@@ -51,7 +51,7 @@ from lyra_gym.outputs import OutputError, atomic_write_text, check_out_folder
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", help="LyraGym/ env id; picks agents/configs/<env>.yaml (default LyraGym/Cluster-v0)")
-    parser.add_argument("--config", help="a YAML file mapping onto agents.config.TrainConfig")
+    parser.add_argument("--config", help="a YAML file mapping onto lyra_agents.config.TrainConfig")
     parser.add_argument("--quick", action="store_true", help="apply agents/configs/quick.yaml (~2 min on 2 cores)")
     parser.add_argument("--seed", type=int, help="run seed (model and vector envs)")
     parser.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
@@ -69,7 +69,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def warm_start(model, venv, cfg) -> None:
-    """Behaviour cloning of the env's expert (``cfg.bc_*``; :mod:`agents.imitation`), logged as ``bc/*``."""
+    """Behaviour cloning of the env's expert (``cfg.bc_*``; :mod:`lyra_agents.imitation`), logged as ``bc/*``."""
     t0 = time.perf_counter()
     demos = collect_demonstrations(venv, cfg.bc_steps, cfg.gamma)
     history = behaviour_clone(model, demos, cfg.bc_epochs, cfg.bc_batch_size, cfg.bc_learning_rate, cfg.seed,
@@ -89,7 +89,7 @@ class StartError(ValueError):
 
 def check_resume_source(files: Artifacts, given: str) -> None:
     """Refuse, before anything is built, a ``--resume`` model that cannot continue training: not a
-    zip, not an SB3 model, or one without optimizer state (``agents.export`` output, the shipped
+    zip, not an SB3 model, or one without optimizer state (``lyra_agents.export`` output, the shipped
     ``agents/pretrained/`` agents), which runs as a scheduler but was never meant to be resumed."""
     try:
         with zipfile.ZipFile(files.model) as archive:
@@ -103,7 +103,7 @@ def check_resume_source(files: Artifacts, given: str) -> None:
         raise StartError(f"--resume {given}: {files.model} is not an SB3 model file (no {POLICY_MEMBER} inside)")
     if OPTIMIZER_MEMBER not in names:
         raise StartError(f"--resume {given}: {files.model} holds no optimizer state ({OPTIMIZER_MEMBER}): it is an "
-                         f"exported (agents.export) or shipped model, which runs as a scheduler (model:PATH) but "
+                         f"exported (lyra_agents.export) or shipped model, which runs as a scheduler (model:PATH) but "
                          f"cannot continue training; pass a run folder or one of its checkpoints "
                          f"(runs/<run>/checkpoints/model_N_steps.zip) instead")
     try:  # the weights and optimizer state themselves (torch.load(weights_only=True): nothing unpickled)
@@ -135,7 +135,7 @@ def check_start(cfg) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.backend == "rllib":
-        from agents.rllib_backend import train_rllib
+        from lyra_agents.rllib_backend import train_rllib
         return train_rllib(args)
     start = time.perf_counter()
 

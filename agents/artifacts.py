@@ -8,8 +8,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.config import TrainConfig
-from agents.model_files import _untrusted
+from lyra_agents.config import TrainConfig
+from lyra_agents.model_files import _untrusted
 
 MODEL_FILE = "model.zip"
 VECNORM_FILE = "vecnormalize.pkl"          # SB3's pickle (written for compatibility; loaded only when trusted)

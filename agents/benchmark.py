@@ -2,8 +2,8 @@
 
 Protocol
 --------
-1. Scenarios, from a versioned suite (``--suite``, :mod:`agents.suite`): ``v0`` (the default,
-   :data:`agents.scenarios.SUITE`: ``default``, ``contended``, ``contended-warm``,
+1. Scenarios, from a versioned suite (``--suite``, :mod:`lyra_agents.suite`): ``v0`` (the default,
+   :data:`lyra_agents.scenarios.SUITE`: ``default``, ``contended``, ``contended-warm``,
    ``strong-diurnal``, ``low-elastic``, ``paper-shape``; one trace seed, three windows each) or
    ``v1`` (``traces/suite-v1/suite.yaml``: v0's six on two trace seeds x three windows, plus
    ``elastic-heavy``, ``overload`` and ``hetero``), or a suite file. Each scenario runs on its own
@@ -13,7 +13,7 @@ Protocol
    ``random`` (uniform over the valid values of every action dimension of
    ``LyraGym/Cluster-v0``'s masks, decoded into Lyra's guidance as the env does;
    seeded per window from ``--seed`` and the window's seed), ``model:PATH`` (a
-   trained run, loaded the safe way: :func:`agents.policy_scheduler.load_policy_scheduler`),
+   trained run, loaded the safe way: :func:`lyra_agents.policy_scheduler.load_policy_scheduler`),
    and agents given as several training seeds, ``--agent NAME=PATH,PATH,...``.
    ``lyra`` and ``random`` are always run: they are the references.
 3. Metric per (policy, scenario, window, run): mean JCT (``jct_mean_s``), and
@@ -35,7 +35,7 @@ Protocol
    they were); suite files use :func:`unit_bootstrap_ci` instead: the independent units
    are (trace seed, window) pairs, each redrawn with all its scenarios together (the
    scenarios of a suite share jobs), crossed with a redraw of the runs.
-5. Headroom per scenario (:mod:`agents.headroom`): every heuristic's IQM against lyra,
+5. Headroom per scenario (:mod:`lyra_agents.headroom`): every heuristic's IQM against lyra,
    the best one, the per-window best (hindsight) and the isolated-job bound (unreachable).
 
 Output: the suite's version, a table and the headroom tables on stdout and, with ``--out``,
@@ -63,9 +63,9 @@ hour each for the shipped configs on 2 cores, ~2 min for ``--quick``'s
 
 Command line::
 
-    python -m agents.benchmark --out bench.csv
-    python -m agents.benchmark --policies lyra,baseline,pollux,random --scenarios default,contended
-    python -m agents.benchmark --agent ppo=runs/a,runs/b,runs/c --out bench.csv
+    python -m lyra_agents.benchmark --out bench.csv
+    python -m lyra_agents.benchmark --policies lyra,baseline,pollux,random --scenarios default,contended
+    python -m lyra_agents.benchmark --agent ppo=runs/a,runs/b,runs/c --out bench.csv
 """
 
 from __future__ import annotations
@@ -88,11 +88,11 @@ from lyra_gym.outputs import OutputError, check_out_file, named_inputs
 from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.run.simulate import load_profile_set, simulate
 
-from agents.bench_output import AGGREGATE_COLUMNS, COLUMNS, WINDOW_COLUMNS, table, to_csv, write_atomic
-from agents.bench_stats import MIN_UNITS, iqm, iqm_ci, normalise, stratified_bootstrap_ci, unit_bootstrap_ci
-from agents.headroom import BOUND, headroom, headroom_table, isolated_jct
-from agents.scenarios import Scenario
-from agents.suite import Suite, SuiteError, get_suite
+from lyra_agents.bench_output import AGGREGATE_COLUMNS, COLUMNS, WINDOW_COLUMNS, table, to_csv, write_atomic
+from lyra_agents.bench_stats import MIN_UNITS, iqm, iqm_ci, normalise, stratified_bootstrap_ci, unit_bootstrap_ci
+from lyra_agents.headroom import BOUND, headroom, headroom_table, isolated_jct
+from lyra_agents.scenarios import Scenario
+from lyra_agents.suite import Suite, SuiteError, get_suite
 
 __all__ = ["AGGREGATE_COLUMNS", "COLUMNS", "WINDOW_COLUMNS", "iqm", "iqm_ci", "main", "normalise",
            "stratified_bootstrap_ci", "table", "to_csv", "unit_bootstrap_ci", "write_atomic"]
@@ -118,8 +118,8 @@ class RandomMaskedScheduler(Scheduler):
     name = RANDOM
 
     def __init__(self, seed: int = 0) -> None:
-        from agents.config import TrainConfig
-        from agents.policy_scheduler import GuidedAgentScheduler
+        from lyra_agents.config import TrainConfig
+        from lyra_agents.policy_scheduler import GuidedAgentScheduler
 
         class _Random(GuidedAgentScheduler):
             def act(inner, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:  # noqa: N805
@@ -168,7 +168,7 @@ def _random_policy(seed: int) -> Policy:
 
 
 def _load_model(path: str, name: str) -> Scheduler:
-    from agents.policy_scheduler import load_policy_scheduler, split_trust_option
+    from lyra_agents.policy_scheduler import load_policy_scheduler, split_trust_option
 
     try:
         base, _ = split_trust_option(path)
@@ -186,8 +186,8 @@ def _load_model(path: str, name: str) -> Scheduler:
 def model_paths(names: Sequence[str], agents: Sequence[str]) -> dict[str, str]:
     """``{option: path}`` of ``model:PATH`` policies and ``--agent`` runs (``?trust=`` dropped) and of
     the files each resolves to: what the command reads, kept apart from ``--out``."""
-    from agents.factory import find_artifacts
-    from agents.policy_scheduler import split_trust_option
+    from lyra_agents.factory import find_artifacts
+    from lyra_agents.policy_scheduler import split_trust_option
 
     pairs = []
     for name in names:
@@ -284,11 +284,11 @@ def evaluate(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows:
              bounds: bool = False) -> list[dict[str, Any]]:
     """One row per (policy, run, scenario, trace seed, window): its mean JCT and both normalised
     scores; with ``bounds``, one more (kind ``bound``) per window: the isolated-job bound
-    (:func:`agents.headroom.isolated_jct`). Each scenario runs on its own config and the
+    (:func:`lyra_agents.headroom.isolated_jct`). Each scenario runs on its own config and the
     profile that config names. ``bar`` (a :func:`lyra_gym.progress.progress` bar of
     :func:`evaluation_count` steps) is told the policy and scenario of each simulation and
     advanced after it."""
-    from agents.policy_scheduler import AgentScheduler
+    from lyra_agents.policy_scheduler import AgentScheduler
 
     rows: list[dict[str, Any]] = []
     for scenario in scenarios:
@@ -438,7 +438,7 @@ def _parse_seeds(text: str) -> list[int]:
 def _check_training(config: str, seeds: Sequence[int], name: str) -> None:
     """The config of every ``--train`` run resolved now (as train.py will), so a bad file, key,
     value or ``--train-name`` fails before the first run starts."""
-    from agents.config import TrainConfigError, resolve_config, run_name_problem
+    from lyra_agents.config import TrainConfigError, resolve_config, run_name_problem
 
     if not Path(config).is_file():
         raise BenchmarkError(f"--train: config {config!r} not found")
@@ -460,7 +460,7 @@ def _default_policies() -> list[str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m agents.benchmark", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m lyra_agents.benchmark", description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", default="v0",
                         help="v0 (default: the first fixed suite), v1 (traces/suite-v1/suite.yaml) or a suite file")
     parser.add_argument("--policies", default=None,
@@ -539,7 +539,7 @@ def _warn(aggregates: Sequence[dict[str, Any]], scenarios: int) -> None:
     """One warning line on stderr when the intervals rest on too little: zero width, else < MIN_UNITS units."""
     warning = thin_interval_warning(aggregates, scenarios) or few_units_warning(aggregates)
     if warning:
-        print(f"agents.benchmark: warning: {warning}", file=sys.stderr, flush=True)
+        print(f"lyra_agents.benchmark: warning: {warning}", file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -550,7 +550,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         suite, scenarios = _suite_scenarios(args)
         policies = _policies(args)
     except (BenchmarkError, OutputError) as err:
-        print(f"agents.benchmark: error: {err}", file=sys.stderr)
+        print(f"lyra_agents.benchmark: error: {err}", file=sys.stderr)
         return 2
     from lyra_gym.progress import progress as progress_bar, write as write_line
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 
-from agents.evaluate import evaluate_model, evaluate_scheduler, held_out_windows, mean
+from lyra_agents.evaluate import evaluate_model, evaluate_scheduler, held_out_windows, mean
 
 CUSTOM_KEYS = {  # TensorBoard key -> final_metrics key
     "custom/jct_mean_s": "jct_mean_s",
@@ -59,7 +59,7 @@ class TestWindowEvalCallback(BaseCallback):
     Evaluations happen between rollouts (the step is logged as the env steps so far), and
     the last one after the final update, so it scores exactly the saved model.
 
-    :param env: a bare evaluation env (``agents.factory.make_eval_env``).
+    :param env: a bare evaluation env (``lyra_agents.factory.make_eval_env``).
     :param windows: how many test windows.
     :param eval_freq: env steps (all vector envs together) between evaluations.
     :param reference: the heuristic compared against (registry name), default ``lyra``.
@@ -151,13 +151,13 @@ class ProgressBarCallback(BaseCallback):
 
 class StatsCheckpointCallback(CheckpointCallback):
     """SB3's ``CheckpointCallback`` (model zip, statistics pickle) that also writes the statistics as
-    ``model_vecnormalize_<N>_steps.npz`` (plain arrays: what :func:`agents.factory.load_model` users read)."""
+    ``model_vecnormalize_<N>_steps.npz`` (plain arrays: what :func:`lyra_agents.factory.load_model` users read)."""
 
     def _on_step(self) -> bool:
         result = super()._on_step()
         vecnorm = self.model.get_vec_normalize_env()
         if self.n_calls % self.save_freq == 0 and self.save_vecnormalize and vecnorm is not None:
-            from agents.factory import save_normalizer_stats
+            from lyra_agents.factory import save_normalizer_stats
 
             save_normalizer_stats(vecnorm, self._checkpoint_path("vecnormalize_", extension="npz"))
         return result
@@ -166,7 +166,7 @@ class StatsCheckpointCallback(CheckpointCallback):
 def checkpoint_callback(run_dir: Path, every_steps: int, n_envs: int) -> CheckpointCallback:
     """``run_dir/checkpoints/model_<N>_steps.zip`` + ``model_vecnormalize_<N>_steps.npz`` (and SB3's
     ``.pkl``) every ``every_steps`` env steps (SB3 counts calls, each ``n_envs`` steps)."""
-    from agents.factory import CHECKPOINT_DIR, CHECKPOINT_PREFIX
+    from lyra_agents.factory import CHECKPOINT_DIR, CHECKPOINT_PREFIX
 
     return StatsCheckpointCallback(max(every_steps // n_envs, 1), str(run_dir / CHECKPOINT_DIR),
                                    name_prefix=CHECKPOINT_PREFIX, save_vecnormalize=True)

@@ -1,4 +1,4 @@
-"""``python -m agents.factory convert PATH``: write the ``.npz`` statistics of an old run that
+"""``python -m lyra_agents.factory convert PATH``: write the ``.npz`` statistics of an old run that
 only has SB3's pickle (it unpickles it: run it only on files you trust)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from agents.artifacts import find_artifacts, stats_path
-from agents.model_files import warn_trusted
-from agents.normalizer_stats import load_normalizer, save_normalizer_stats
+from lyra_agents.artifacts import find_artifacts, stats_path
+from lyra_agents.model_files import warn_trusted
+from lyra_agents.normalizer_stats import load_normalizer, save_normalizer_stats
 
 
 def convert_pickled_statistics(path: str | os.PathLike) -> Path:
@@ -42,8 +42,8 @@ def convert_main(prog: str, convert_help: str, path_help: str, convert: Callable
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m agents.factory convert PATH``: see :func:`convert_pickled_statistics`."""
-    return convert_main("python -m agents.factory",
+    """``python -m lyra_agents.factory convert PATH``: see :func:`convert_pickled_statistics`."""
+    return convert_main("python -m lyra_agents.factory",
                         "write vecnormalize .npz from a trusted vecnormalize .pkl "
                         "(unpickles it: only for files you trust)",
                         "run directory, its model.zip, or a checkpoint zip", convert_pickled_statistics, argv)

@@ -11,10 +11,10 @@ Two harnesses, one engine:
   during training, on the live model);
 - :func:`evaluate_scheduler` runs ``lyra_gym.run.simulate`` on the window's jobs
   with the window's seed: a registry name (``"lyra"``), or a trained model as a
-  :class:`~agents.policy_scheduler.PolicyScheduler`. This is what ``lyra-gym
+  :class:`~lyra_agents.policy_scheduler.PolicyScheduler`. This is what ``lyra-gym
   compare`` measures; the two agree exactly (``tests/test_agents.py``).
 
-Command line: ``python -m agents.evaluate RUN_DIR_OR_MODEL [--windows N] [--baselines lyra,sjf]
+Command line: ``python -m lyra_agents.evaluate RUN_DIR_OR_MODEL [--windows N] [--baselines lyra,sjf]
 [--json FILE [--overwrite]] [--trust-model-files]``. The model is loaded without unpickling anything
 unless ``--trust-model-files`` (or ``LYRA_GYM_TRUST_MODEL_FILES=1``) is given; see ``docs/trust.md``.
 Every option is checked before the first window is simulated (``--windows`` >= 1 and at most the
@@ -66,7 +66,7 @@ def rollout(env: Any, choose: Callable[[Any, np.ndarray], np.ndarray], window: i
 def evaluate_model(model: Any, env: Any, windows: Sequence[int], normalizer: Any | None = None,
                    deterministic: bool = True, label: str = "policy") -> list[Row]:
     """A live model on test ``windows``; ``normalizer`` is the training ``VecNormalize`` (or None)."""
-    from agents.factory import supports_action_masks
+    from lyra_agents.factory import supports_action_masks
 
     masked = supports_action_masks(model)
 
@@ -90,7 +90,7 @@ def evaluate_scheduler(policy: str | Scheduler, env: Any, windows: Sequence[int]
     """``simulate`` on each test window's jobs with its seed and the env's cluster config (an agent
     hands over from its heuristic at a warm-started window's start, as in the env). ``bar`` (a
     :func:`lyra_gym.progress.progress` bar) is told the policy and window and advanced per window."""
-    from agents.policy_scheduler import AgentScheduler
+    from lyra_agents.policy_scheduler import AgentScheduler
 
     env = env.unwrapped
     rows = []
@@ -136,10 +136,10 @@ def compare_saved(path: str | os.PathLike, windows: int | None = None,
                   trust_model_files: bool | None = None) -> dict[str, list[Row]]:
     """A saved model (run directory, ``model.zip`` or checkpoint) and ``baselines`` on the first
     ``windows`` test windows of its training env (default: the run's ``final_windows``).
-    ``trust_model_files``: see :func:`agents.policy_scheduler.load_policy_scheduler`.
+    ``trust_model_files``: see :func:`lyra_agents.policy_scheduler.load_policy_scheduler`.
     ``baselines``: names, or ``{label: name or scheduler}``."""
-    from agents.factory import make_eval_env
-    from agents.policy_scheduler import load_policy_scheduler
+    from lyra_agents.factory import make_eval_env
+    from lyra_agents.policy_scheduler import load_policy_scheduler
 
     check_window_count(windows)
     scheduler = load_policy_scheduler(path, name="policy", trust_model_files=trust_model_files)
@@ -213,7 +213,7 @@ def comparison_table(results: Mapping[str, Sequence[Row]], reference: str = "lyr
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agents.evaluate", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m lyra_agents.evaluate", description=__doc__.split("\n\n")[0])
     parser.add_argument("path", help="run directory, its model.zip, or a checkpoint zip")
     parser.add_argument("--windows", type=int, default=None,
                         help="test windows, >= 1 (default: the run's final_windows, at most all of them)")
@@ -226,8 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # every option, the model and the output checked before the first window is simulated
     try:
-        from agents.factory import find_artifacts, make_eval_env
-        from agents.policy_scheduler import load_policy_scheduler, split_trust_option
+        from lyra_agents.factory import find_artifacts, make_eval_env
+        from lyra_agents.policy_scheduler import load_policy_scheduler, split_trust_option
         from lyra_gym.outputs import check_out_file
 
         check_window_count(args.windows, "--windows")
@@ -244,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         chosen = chosen_windows(env, args.windows, scheduler.config.final_windows, "--windows")
     except (OSError, ValueError, RuntimeError) as err:
         lines = str(err).strip().splitlines() or [type(err).__name__]
-        print(f"agents.evaluate: error: {lines[0]}", file=sys.stderr)
+        print(f"lyra_agents.evaluate: error: {lines[0]}", file=sys.stderr)
         return 2
     from lyra_gym.progress import progress
 

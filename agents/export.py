@@ -1,10 +1,10 @@
-"""Export a trained run for inference only: ``python -m agents.export RUN OUT_DIR [--overwrite]``.
+"""Export a trained run for inference only: ``python -m lyra_agents.export RUN OUT_DIR [--overwrite]``.
 
 Writes ``OUT_DIR/model.zip`` (the run's model without the optimizer state,
 ``policy.optimizer.pth``, which only resuming needs: about two thirds of the file),
 ``vecnormalize.npz`` (observation statistics, plain arrays) and ``config.yaml``.
 The result loads the safe way as ``model:OUT_DIR`` (``lyra-gym compare``,
-``python -m agents.benchmark --agent``); nothing is unpickled. It cannot be
+``python -m lyra_agents.benchmark --agent``); nothing is unpickled. It cannot be
 resumed with ``train.py --resume`` (no optimizer state): keep the run for that.
 
 ``OUT_DIR`` follows the output rule (:mod:`lyra_gym.outputs`), checked before anything
@@ -28,7 +28,7 @@ import zipfile
 from pathlib import Path
 from typing import Sequence
 
-from agents.factory import CONFIG_FILE, MODEL_FILE, OPTIMIZER_MEMBER, VECNORM_STATS_FILE, find_artifacts
+from lyra_agents.factory import CONFIG_FILE, MODEL_FILE, OPTIMIZER_MEMBER, VECNORM_STATS_FILE, find_artifacts
 from lyra_gym.outputs import OutputError, atomic_path, check_out_folder, is_temporary
 
 EXPORT_FILES = (MODEL_FILE, VECNORM_STATS_FILE, CONFIG_FILE)
@@ -70,7 +70,7 @@ def export(run: str | os.PathLike, out: str | os.PathLike, overwrite: bool = Fal
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agents.export", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m lyra_agents.export", description=__doc__.split("\n\n")[0])
     parser.add_argument("run", help="a run directory, its model.zip, or a checkpoint zip")
     parser.add_argument("out", help="the folder to write (created; an existing non-empty one needs --overwrite)")
     parser.add_argument("--overwrite", action="store_true",
@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sizes = export(args.run, args.out, args.overwrite)
     except (OSError, ValueError, zipfile.BadZipFile) as err:
-        print(f"agents.export: error: {err}", file=sys.stderr)
+        print(f"lyra_agents.export: error: {err}", file=sys.stderr)
         return 2
     for name, size in sizes.items():
         print(f"{Path(args.out) / name}  {size / 1e6:.2f} MB")

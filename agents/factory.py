@@ -1,25 +1,25 @@
-"""Build what a training run needs from a :class:`~agents.config.TrainConfig`, and load what it saved.
+"""Build what a training run needs from a :class:`~lyra_agents.config.TrainConfig`, and load what it saved.
 
-A thin module that re-exports the names of its parts, so ``from agents.factory import ...`` keeps
+A thin module that re-exports the names of its parts, so ``from lyra_agents.factory import ...`` keeps
 working (issue 28 item 6 split it by concern):
 
-- :mod:`agents.vec_envs`: seeded vector envs in ``VecNormalize`` (slot-tied statistics), the eval env.
-- :mod:`agents.normalizer_stats`: observation statistics as a plain ``.npz``: save, read, apply, restore.
-- :mod:`agents.model_build`: device, torch threads, the algorithm class, the policy network, the model.
-- :mod:`agents.model_loading`: :func:`load_model`, safe by default (see ``docs/trust.md``).
-- :mod:`agents.model_files`: the limits and checks on saved files, :class:`ModelFileError`, trust.
-- :mod:`agents.artifacts`: file names and paths of a run directory or a checkpoint.
-- :mod:`agents.convert_cli`: ``python -m agents.factory convert PATH``.
+- :mod:`lyra_agents.vec_envs`: seeded vector envs in ``VecNormalize`` (slot-tied statistics), the eval env.
+- :mod:`lyra_agents.normalizer_stats`: observation statistics as a plain ``.npz``: save, read, apply, restore.
+- :mod:`lyra_agents.model_build`: device, torch threads, the algorithm class, the policy network, the model.
+- :mod:`lyra_agents.model_loading`: :func:`load_model`, safe by default (see ``docs/trust.md``).
+- :mod:`lyra_agents.model_files`: the limits and checks on saved files, :class:`ModelFileError`, trust.
+- :mod:`lyra_agents.artifacts`: file names and paths of a run directory or a checkpoint.
+- :mod:`lyra_agents.convert_cli`: ``python -m lyra_agents.factory convert PATH``.
 
-The limits (``MAX_DATA_BYTES``, ...) live in :mod:`agents.model_files`, where the checks read
-them: set them there (``agents.model_files.MAX_ARCHIVE_BYTES = ...``).
+The limits (``MAX_DATA_BYTES``, ...) live in :mod:`lyra_agents.model_files`, where the checks read
+them: set them there (``lyra_agents.model_files.MAX_ARCHIVE_BYTES = ...``).
 """
 
 from __future__ import annotations
 
 import sys
 
-from agents.artifacts import (
+from lyra_agents.artifacts import (
     CHECKPOINT_DIR,
     CHECKPOINT_PREFIX,
     CONFIG_FILE,
@@ -31,8 +31,8 @@ from agents.artifacts import (
     new_run_dir,
     stats_path,
 )
-from agents.convert_cli import convert_main, convert_pickled_statistics, main
-from agents.model_build import (
+from lyra_agents.convert_cli import convert_main, convert_pickled_statistics, main
+from lyra_agents.model_build import (
     _inference_model,
     algo_class,
     configure_torch,
@@ -41,7 +41,7 @@ from agents.model_build import (
     resolve_device,
     supports_action_masks,
 )
-from agents.model_files import (
+from lyra_agents.model_files import (
     DATA_MEMBER,
     MAX_ARCHIVE_BYTES,
     MAX_CONFIG_BYTES,
@@ -62,16 +62,16 @@ from agents.model_files import (
     trust_requested,
     warn_trusted,
 )
-from agents.model_loading import load_model
-from agents.normalizer_stats import (
+from lyra_agents.model_loading import load_model
+from lyra_agents.normalizer_stats import (
     ObsNormalizer,
     load_normalizer,
     read_normalizer_stats,
     restore_normalizer_stats,
     save_normalizer_stats,
 )
-from agents.spaces import model_spaces, observation_widths
-from agents.vec_envs import (
+from lyra_agents.spaces import model_spaces, observation_widths
+from lyra_agents.vec_envs import (
     TiedRunningMeanStd,
     build_training_envs,
     choose_vec_env,

@@ -1,6 +1,6 @@
 """Headroom per scenario (issue 26 item 3): how far apart the heuristics are, and the bounds.
 
-Printed by ``python -m agents.benchmark`` after its table, from the benchmark's own rows:
+Printed by ``python -m lyra_agents.benchmark`` after its table, from the benchmark's own rows:
 
 * **spread**: every heuristic's IQM of ``JCT / JCT(lyra)`` over the scenario's (trace seed,
   window) units, the best and worst of them;
@@ -30,7 +30,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from agents.bench_stats import iqm
+from lyra_agents.bench_stats import iqm
 from lyra_gym.model.config import SimConfig
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.model.profiles import ProfileSet
@@ -90,7 +90,7 @@ def isolated_jct(jobs: Sequence[JobSpec], config: SimConfig, profiles: ProfileSe
 def headroom(rows: Sequence[dict[str, Any]], heuristics: Sequence[str]) -> list[dict[str, Any]]:
     """Per scenario: lyra's mean JCT, each heuristic's IQM of ``jct_vs_lyra`` over the scenario's
     units, the best heuristic, the per-window best (hindsight) and the isolated-job bound (IQM
-    over units of bound / lyra), from :func:`agents.benchmark.evaluate`'s rows."""
+    over units of bound / lyra), from :func:`lyra_agents.benchmark.evaluate`'s rows."""
     out = []
     for scenario in dict.fromkeys(r["scenario"] for r in rows):
         mine = [r for r in rows if r["scenario"] == scenario]

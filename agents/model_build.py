@@ -1,7 +1,7 @@
 """The torch settings and the model of a run: device, threads, algorithm class, policy network.
 
 The model: sb3-contrib ``MaskablePPO`` (default) or SB3 ``PPO``, with an MLP or the DeepSets
-extractor (:mod:`agents.extractors`); :func:`make_model` for training on an env,
+extractor (:mod:`lyra_agents.extractors`); :func:`make_model` for training on an env,
 :func:`_inference_model` for a model without an env (what a safe load fills with weights).
 """
 
@@ -18,9 +18,9 @@ from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
-from agents.config import TrainConfig
-from agents.extractors import JobSetExtractor
-from agents.spaces import model_spaces, observation_widths
+from lyra_agents.config import TrainConfig
+from lyra_agents.extractors import JobSetExtractor
+from lyra_agents.spaces import model_spaces, observation_widths
 
 
 def resolve_device(device: str) -> str:

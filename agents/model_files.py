@@ -7,7 +7,7 @@ before it is parsed. Every problem is a one-line :class:`ModelFileError` naming 
 :func:`read_model_zip` reads ``model.zip`` unpickling nothing. Pickles are loaded only when
 trusted (:func:`trust_requested`: ``--trust-model-files``, ``model:PATH?trust=1`` or
 ``LYRA_GYM_TRUST_MODEL_FILES=1``), with a one-line warning (:func:`warn_trusted`).
-Re-exported by :mod:`agents.factory`; setting a limit there sets it here.
+Re-exported by :mod:`lyra_agents.factory`; setting a limit there sets it here.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from agents.config import TrainConfig, load_train_config
+from lyra_agents.config import TrainConfig, load_train_config
 from lyra_gym.errors import LyraGymError
 
 TRUST_ENV = "LYRA_GYM_TRUST_MODEL_FILES"   # =1: unpickle model files as before (only for files you trust)
@@ -76,11 +76,11 @@ def check_archive(path: str | os.PathLike, archive: zipfile.ZipFile, json_member
                       else (MAX_ARCHIVE_BYTES, "MAX_ARCHIVE_BYTES"))
         if info.file_size > cap:
             raise ModelFileError(f"{path}: member {info.filename!r} inflates to {info.file_size} bytes, over the "
-                                 f"limit of {cap} (agents.factory.{limit}): refused without inflating it")
+                                 f"limit of {cap} (lyra_agents.factory.{limit}): refused without inflating it")
         total += info.file_size
     if total > MAX_ARCHIVE_BYTES:
         raise ModelFileError(f"{path}: its members inflate to {total} bytes, over the limit of {MAX_ARCHIVE_BYTES} "
-                             f"(agents.model_files.MAX_ARCHIVE_BYTES): refused without inflating them")
+                             f"(lyra_agents.model_files.MAX_ARCHIVE_BYTES): refused without inflating them")
 
 
 def read_member(path: str | os.PathLike, archive: zipfile.ZipFile, name: str, cap: int) -> bytes:
@@ -116,7 +116,7 @@ def parse_json_member(path: str | os.PathLike, name: str, raw: bytes) -> Any:
     depth = json_depth(raw)
     if depth > MAX_JSON_DEPTH:
         raise ModelFileError(f"{where}: JSON nested {depth} levels deep, over the limit of {MAX_JSON_DEPTH} "
-                             f"(agents.model_files.MAX_JSON_DEPTH)")
+                             f"(lyra_agents.model_files.MAX_JSON_DEPTH)")
     try:
         return json.loads(text)
     except ValueError as err:
@@ -144,7 +144,7 @@ def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
 
 
 def load_run_config(path: str | os.PathLike) -> TrainConfig:
-    """A saved run's ``config.yaml`` (:func:`agents.config.load_train_config`); too large, not UTF-8
+    """A saved run's ``config.yaml`` (:func:`lyra_agents.config.load_train_config`); too large, not UTF-8
     or nested too deeply is a :class:`ModelFileError` naming it."""
     size = Path(path).stat().st_size
     if size > MAX_CONFIG_BYTES:
@@ -160,7 +160,7 @@ def load_run_config(path: str | os.PathLike) -> TrainConfig:
 def _untrusted(path: Path, what: str) -> UntrustedModelFileError:
     return UntrustedModelFileError(
         f"{path}: {what} only as a pickle, which is not loaded by default (a crafted file can run code); "
-        f"if you trust it, convert it once with `python -m agents.factory convert {path}` "
+        f"if you trust it, convert it once with `python -m lyra_agents.factory convert {path}` "
         f"or load it with --trust-model-files / model:PATH?trust=1 / {TRUST_ENV}=1")
 
 

@@ -3,7 +3,7 @@
 By default nothing is unpickled: :func:`load_model` builds a fresh model from the run's
 ``config.yaml`` and reads only ``policy.pth`` (and ``policy.optimizer.pth`` when resuming) out
 of ``model.zip`` with ``torch.load(..., weights_only=True)``, plus the plain integer counters of
-its ``data`` JSON (:func:`agents.model_files.read_model_zip`). SB3's ``Algorithm.load`` runs only
+its ``data`` JSON (:func:`lyra_agents.model_files.read_model_zip`). SB3's ``Algorithm.load`` runs only
 with ``trust=True``.
 """
 
@@ -14,9 +14,9 @@ import os
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-from agents.config import TrainConfig
-from agents.model_build import _inference_model, algo_class, make_model, resolve_device
-from agents.model_files import OPTIMIZER_MEMBER, POLICY_MEMBER, ModelFileError, _brief, _has_member, read_model_zip
+from lyra_agents.config import TrainConfig
+from lyra_agents.model_build import _inference_model, algo_class, make_model, resolve_device
+from lyra_agents.model_files import OPTIMIZER_MEMBER, POLICY_MEMBER, ModelFileError, _brief, _has_member, read_model_zip
 
 
 def load_model(cfg: TrainConfig, path: str | os.PathLike, venv: VecEnv | None = None,

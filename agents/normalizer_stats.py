@@ -1,9 +1,9 @@
 """Observation statistics of a run as plain arrays: save, read, check, apply, restore.
 
 Saved as ``vecnormalize.npz`` beside ``model.zip`` (and as SB3's ``vecnormalize.pkl``, loaded
-only when trusted); applied again by :class:`agents.policy_scheduler.PolicyScheduler` through
+only when trusted); applied again by :class:`lyra_agents.policy_scheduler.PolicyScheduler` through
 :class:`ObsNormalizer`. The ``.npz`` is read with ``allow_pickle=False``
-(:func:`agents.model_files.read_npz`).
+(:func:`lyra_agents.model_files.read_npz`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecNormalize
 
-from agents.model_files import ModelFileError, _untrusted, read_npz
+from lyra_agents.model_files import ModelFileError, _untrusted, read_npz
 
 
 def save_normalizer_stats(vecnorm: VecNormalize, path: str | os.PathLike) -> Path:

@@ -54,12 +54,12 @@ from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import Guidance, Scheduler
 from lyra_gym.sim.view import ClusterView, JobView
 
-from agents.config import TrainConfig
-from agents.factory import (
+from lyra_agents.config import TrainConfig
+from lyra_agents.factory import (
     ModelFileError, find_artifacts, load_model, load_normalizer, load_run_config, supports_action_masks,
     trust_requested, warn_trusted,
 )
-from agents.spaces import env_controls
+from lyra_agents.spaces import env_controls
 
 
 #: torch intra-op threads while an agent decides (a batch of one observation).
@@ -70,7 +70,7 @@ INFERENCE_THREADS = 1
 def inference_threads(threads: int = INFERENCE_THREADS, validate_args: bool | None = None) -> Iterator[None]:
     """Run the block with torch's intra-op threads set to ``threads`` and, unless None, torch
     distributions' argument checks set to ``validate_args`` (a run's ``torch_validate_args``, as
-    :func:`agents.factory.configure_torch` sets them for training); the caller's settings are
+    :func:`lyra_agents.factory.configure_torch` sets them for training); the caller's settings are
     restored afterwards. Neither changes a result: the checks only raise on invalid parameters."""
     before = torch.get_num_threads()
     checks = torch.distributions.Distribution._validate_args
@@ -184,7 +184,7 @@ class GuidedAgentScheduler(AgentScheduler):
     """A trained agent as a scheduler: the env's slots, observation and masks, the agent's
     action (:meth:`act`, per framework), decoding into Guidance, and the guided heuristic's plan.
 
-    :param config: the run's :class:`~agents.config.TrainConfig` (env id, K, M, B, heuristic).
+    :param config: the run's :class:`~lyra_agents.config.TrainConfig` (env id, K, M, B, heuristic).
     :param deterministic: take each dimension's most likely level (default True).
     :param name: the name in results.
     """
@@ -245,7 +245,7 @@ class PolicyScheduler(_Predicting, GuidedAgentScheduler):
     """Run a trained SB3 model through the engine as a scheduler.
 
     :param model: a trained ``MaskablePPO`` or ``PPO`` (any SB3 algorithm with ``predict``).
-    :param config: the run's :class:`~agents.config.TrainConfig` (env id, K, M, B, heuristic).
+    :param config: the run's :class:`~lyra_agents.config.TrainConfig` (env id, K, M, B, heuristic).
     :param normalizer: the saved ``VecNormalize`` (its ``normalize_obs``), or None for raw observations.
     :param deterministic: take each dimension's most likely level (default True).
     :param name: the name in results (default ``"model"``).
@@ -349,13 +349,13 @@ def load_policy_scheduler(path: str | os.PathLike, deterministic: bool = True, d
 
     :param path: a run directory, its ``model.zip``, or a checkpoint zip; the statistics
         (``vecnormalize .npz``) and ``config.yaml`` are found beside it
-        (:func:`agents.factory.find_artifacts`). ``PATH?trust=1`` trusts the files (below).
+        (:func:`lyra_agents.factory.find_artifacts`). ``PATH?trust=1`` trusts the files (below).
     :param deterministic: most likely action per dimension (default True).
     :param device: torch device for inference (default ``cpu``).
     :param trust_model_files: load through SB3's pickle path (``Algorithm.load``, the ``.pkl``
         statistics): only for files you trust. Default: ``?trust=`` in the path, else the
         environment variable ``LYRA_GYM_TRUST_MODEL_FILES``, else False (nothing unpickled,
-        see :func:`agents.factory.load_model`).
+        see :func:`lyra_agents.factory.load_model`).
     :param params: ``name=`` for the results (default ``model:PATH``).
     """
     unknown = set(params) - {"name"}

@@ -14,12 +14,12 @@ Pieces, mirroring the SB3 side (``agents/factory.py``, ``agents/callbacks.py``,
   ``clamp(log(mask), min=-1e9)`` added (RLlib's ``TorchMultiCategorical`` splits them
   by ``nvec``), and a value MLP (``ValueFunctionAPI.compute_values``).
 - :class:`ClusterMetricsRLlibCallback`: ``on_episode_end`` logs
-  ``info["final_metrics"]`` as ``custom/*`` (the keys of ``agents.callbacks.CUSTOM_KEYS``)
+  ``info["final_metrics"]`` as ``custom/*`` (the keys of ``lyra_agents.callbacks.CUSTOM_KEYS``)
   through the metrics logger; :func:`train_rllib` writes them, and RLlib's own
   scalars, to TensorBoard.
 - :class:`RllibPolicyScheduler` / :func:`load_rllib_scheduler`: ``rllib:PATH`` in any
   policy list (``lyra-gym compare --policies lyra,rllib:runs/<run>``), the module run
-  through the engine as :class:`agents.policy_scheduler.PolicyScheduler` runs an SB3 model.
+  through the engine as :class:`lyra_agents.policy_scheduler.PolicyScheduler` runs an SB3 model.
 
 TrainConfig mapping: ``n_envs`` -> env runners (capped at cores - 1), ``n_steps * n_envs``
 -> ``train_batch_size``, ``batch_size`` -> ``minibatch_size``, ``n_epochs`` ->
@@ -39,9 +39,9 @@ and its weights read from ``module_weights.npz`` (``allow_pickle=False``), stric
 (every key and shape must match). RLlib's own checkpoint files (``state.pkl``,
 ``class_and_ctor_args.pkl``, ...) are read only when trusted (``rllib:PATH?trust=1``
 or ``LYRA_GYM_TRUST_MODEL_FILES=1``): then ``RLModule.from_checkpoint`` unpickles them.
-``python -m agents.rllib_backend convert RUN`` writes the ``.npz`` of an older (trusted) run.
+``python -m lyra_agents.rllib_backend convert RUN`` writes the ``.npz`` of an older (trusted) run.
 ``load_rllib_scheduler.check`` is what the comparison harness runs for every ``rllib:`` policy
-before the first simulation; errors name the file (``agents.factory.ModelFileError``).
+before the first simulation; errors name the file (``lyra_agents.factory.ModelFileError``).
 """
 
 from __future__ import annotations
@@ -70,13 +70,13 @@ import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
 from lyra_gym.sim import scheduler as registry
 from lyra_gym.envs import ActionMaskObservation
 
-from agents.callbacks import CUSTOM_KEYS
-from agents.config import TrainConfig, TrainConfigError, resolve_config
-from agents.factory import (
+from lyra_agents.callbacks import CUSTOM_KEYS
+from lyra_agents.config import TrainConfig, TrainConfigError, resolve_config
+from lyra_agents.factory import (
     CONFIG_FILE, ModelFileError, UntrustedModelFileError, load_run_config, model_spaces, new_run_dir, read_npz,
     trust_requested, warn_trusted,
 )
-from agents.policy_scheduler import GuidedAgentScheduler, split_trust_option
+from lyra_agents.policy_scheduler import GuidedAgentScheduler, split_trust_option
 
 RLLIB_ENV = "LyraGymMasked"          # the RLlib env name; env_config picks the LyraGym/ id
 CHECKPOINT_DIR = "checkpoint"        # inside a run directory
@@ -315,8 +315,8 @@ def train_rllib(args: argparse.Namespace, ray_init: bool = True) -> int:
     print(f"trained {iterations} iterations in {train_s:.0f} s; checkpoint {checkpoint}")
 
     if not args.no_compare:
-        from agents.evaluate import comparison_table, evaluate_scheduler, held_out_windows
-        from agents.factory import make_eval_env
+        from lyra_agents.evaluate import comparison_table, evaluate_scheduler, held_out_windows
+        from lyra_agents.factory import make_eval_env
 
         scheduler = load_rllib_scheduler(run_dir, name="policy")
         env = make_eval_env(cfg)
@@ -353,7 +353,7 @@ def find_rllib_checkpoint(path: str | os.PathLike) -> tuple[Path, Path]:
 
 class RllibPolicyScheduler(GuidedAgentScheduler):
     """An RLlib :class:`MaskedMultiDiscreteModule` run through the engine as a scheduler: the
-    steps of :class:`agents.policy_scheduler.GuidedAgentScheduler`, with the module's masked
+    steps of :class:`lyra_agents.policy_scheduler.GuidedAgentScheduler`, with the module's masked
     logits, argmax per dimension (deterministic) or a sample from ``seed``'s generator."""
 
     name = "rllib"
@@ -409,7 +409,7 @@ def build_module(config: TrainConfig) -> MaskedMultiDiscreteModule:
 
 
 def load_module_weights(config: TrainConfig, path: str | os.PathLike) -> MaskedMultiDiscreteModule:
-    """:func:`build_module` with the weights of a ``module_weights.npz`` (:func:`agents.factory.read_npz`:
+    """:func:`build_module` with the weights of a ``module_weights.npz`` (:func:`lyra_agents.factory.read_npz`:
     ``allow_pickle=False``, sizes limited; strict). Errors name the file (:class:`ModelFileError`)."""
     module = build_module(config)
     try:
@@ -463,7 +463,7 @@ def load_rllib_scheduler(path: str | os.PathLike, deterministic: bool = True,
         raise UntrustedModelFileError(
             f"{module_dir}: the module's weights exist only in RLlib's pickled checkpoint, which is not loaded "
             f"by default (a crafted file can run code); if you trust it, convert it once with "
-            f"`python -m agents.rllib_backend convert {path}` or load it with rllib:PATH?trust=1 / "
+            f"`python -m lyra_agents.rllib_backend convert {path}` or load it with rllib:PATH?trust=1 / "
             f"LYRA_GYM_TRUST_MODEL_FILES=1")
     try:
         return RllibPolicyScheduler(module, config, deterministic, name=name)
@@ -492,10 +492,10 @@ def convert_checkpoint(path: str | os.PathLike) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m agents.rllib_backend convert RUN``: see :func:`convert_checkpoint`."""
-    from agents.factory import convert_main
+    """``python -m lyra_agents.rllib_backend convert RUN``: see :func:`convert_checkpoint`."""
+    from lyra_agents.factory import convert_main
 
-    return convert_main("python -m agents.rllib_backend",
+    return convert_main("python -m lyra_agents.rllib_backend",
                         "write checkpoint/module_weights.npz from a trusted RLlib checkpoint "
                         "(unpickles it: only for files you trust)",
                         "run directory, its checkpoint/, or the module directory", convert_checkpoint, argv)

@@ -10,7 +10,7 @@ are evaluated. Its test windows are the environments' own
 express (:meth:`Scenario.env_kwargs`) gives exactly the jobs and seeds of
 ``env.reset(options={"split": "test", "window": i})``.
 
-:data:`SUITE` is the fixed suite of ``python -m agents.benchmark``. Each
+:data:`SUITE` is the fixed suite of ``python -m lyra_agents.benchmark``. Each
 scenario's offered load over its evaluated windows (requested GPU-seconds over
 training GPU-seconds; elasticity and loaning ignored) is
 :meth:`Scenario.offered_load`; the benchmark prints it.

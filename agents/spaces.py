@@ -1,8 +1,8 @@
-"""The spaces of an env a model is built for, read from its :class:`~agents.config.TrainConfig`
+"""The spaces of an env a model is built for, read from its :class:`~lyra_agents.config.TrainConfig`
 or its registered class, without building the env or a trace.
 
-Shared by :mod:`agents.factory` (building and loading a model) and
-:mod:`agents.policy_scheduler` (decoding its actions), so neither imports the other for it.
+Shared by :mod:`lyra_agents.factory` (building and loading a model) and
+:mod:`lyra_agents.policy_scheduler` (decoding its actions), so neither imports the other for it.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import load_env_creator
 
-from agents.config import TrainConfig
+from lyra_agents.config import TrainConfig
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.envs.observation import observation_layout
 

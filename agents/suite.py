@@ -1,4 +1,4 @@
-"""Versioned benchmark suites: ``v0`` (:data:`agents.scenarios.SUITE`, built in) and suite files.
+"""Versioned benchmark suites: ``v0`` (:data:`lyra_agents.scenarios.SUITE`, built in) and suite files.
 
 A suite file (``traces/suite-v1/suite.yaml``) is YAML read with the config loader's strict rules
 (a key given twice is an error, YAML 1.2 scalars)::
@@ -15,7 +15,7 @@ A suite file (``traces/suite-v1/suite.yaml``) is YAML read with the config loade
         profiles: my-profile.json        # a throughput profile, relative to the suite file
         warmup_s: 21600                  # seconds of jobs run before each window (warm start)
 
-Scenario keys: those of :class:`agents.scenarios.Scenario` (``trace``, ``trace_seeds``,
+Scenario keys: those of :class:`lyra_agents.scenarios.Scenario` (``trace``, ``trace_seeds``,
 ``elastic_share``, ``window_s``, ``warmup_s``, ``windows``, ``test_fraction``, ...) plus
 ``profiles`` and ``requires``. A scenario with ``requires: [knowledge-model]`` names a setting
 this version does not have yet: it is listed, not run, and asking for it is an error saying
@@ -31,7 +31,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from agents.scenarios import SUITE, TRACES_DIR, Scenario
+from lyra_agents.scenarios import SUITE, TRACES_DIR, Scenario
 from lyra_gym.errors import LyraGymError
 from lyra_gym.model.config import ConfigError
 
@@ -63,7 +63,7 @@ class Suite:
     scenarios: Mapping[str, Scenario]
     unavailable: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     source: str = "built in"
-    bootstrap: str = "units"  # agents.benchmark.aggregate's estimator: "units", or v0's "stratified"
+    bootstrap: str = "units"  # lyra_agents.benchmark.aggregate's estimator: "units", or v0's "stratified"
 
     def get(self, name: str) -> Scenario:
         if name in self.scenarios:

@@ -7,7 +7,7 @@
   ~450 steps/s against ~340 in one process, rollouts being dominated by the
   env and by the masked distributions).
 - ``VecNormalize`` around them: observation statistics (saved by
-  :mod:`agents.normalizer_stats`), return scaling for training only. With
+  :mod:`lyra_agents.normalizer_stats`), return scaling for training only. With
   ``tie_slot_stats`` the statistics of every job slot (and every loaned-server
   slot) are pooled per feature (:class:`TiedRunningMeanStd`).
 """
@@ -26,10 +26,10 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
 
 import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
-from agents.config import TrainConfig
-from agents.model_files import _untrusted
-from agents.normalizer_stats import restore_normalizer_stats
-from agents.spaces import observation_widths
+from lyra_agents.config import TrainConfig
+from lyra_agents.model_files import _untrusted
+from lyra_agents.normalizer_stats import restore_normalizer_stats
+from lyra_agents.spaces import observation_widths
 from lyra_gym.envs.observation import observation_layout
 
 

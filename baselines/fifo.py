@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from baselines.placement import capacities, groups_by_type, placer
+from lyra_baselines.placement import capacities, groups_by_type, placer
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.sim.view import ClusterView, JobView

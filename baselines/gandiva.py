@@ -47,7 +47,7 @@ one type's usable servers can hold it: this baseline's own rule, kept whatever
 the T4s' pace). Server groups:
 one per type, the training servers' type first, then loaned types; largest
 admitted job first. Within a group the run's ``placement`` rule decides
-(``baselines.placement.place``): ``spread`` = best fit, one server if one can
+(``lyra_baselines.placement.place``): ``spread`` = best fit, one server if one can
 hold the job, else as few as possible; ``consolidated`` = one server for a job
 up to a server's GPUs, else wholly free servers only. Grown workers (3) are
 extra, like Lyra's flexible ones: they go on any idle GPU of the job's type.
@@ -84,7 +84,7 @@ measured pair throughputs: Gavel's (stanford-futuredata/gavel,
 scheduler/simulation_throughputs.json, MIT; copy in shared/data/gavel/) give
 each job's throughput alone and beside each other job type, per GPU type.
 
-Loaning is orthogonal (``baselines.loaning``): with ``loan=True`` every
+Loaning is orthogonal (``lyra_baselines.loaning``): with ``loan=True`` every
 loanable inference server is borrowed, and reclaims are answered by
 ``reclaim_rule`` at the start of every decision.
 
@@ -97,7 +97,7 @@ Parameters (dataclass fields):
   30 s each by default).
 - ``migrate_min_remaining_s`` = 300.0: a job closer than this to its end is not
   moved (assumption: a move costs 45 s by default).
-- ``loan`` = False, ``reclaim_rule`` = ``"cost"``: see ``baselines.loaning``.
+- ``loan`` = False, ``reclaim_rule`` = ``"cost"``: see ``lyra_baselines.loaning``.
 """
 
 from __future__ import annotations
@@ -107,8 +107,8 @@ from typing import Callable, Mapping, TypeVar
 
 import numpy as np
 
-from baselines.loaning import Loaning, free_after
-from baselines.placement import capacities, place_in_groups, spanning_group, take, warn_unrunnable
+from lyra_baselines.loaning import Loaning, free_after
+from lyra_baselines.placement import capacities, place_in_groups, spanning_group, take, warn_unrunnable
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.sim.view import ClusterView, JobView

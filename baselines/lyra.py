@@ -64,12 +64,12 @@ from typing import Mapping
 
 import numpy as np
 
-from baselines.knapsack import DEFAULT_EXACT_LIMIT
-from baselines.loaning import Loaning
-from baselines.lyra_admission import admit
-from baselines.lyra_extras import place_extras
-from baselines.lyra_rebalance import HOLD_EWMA, rebalance
-from baselines.lyra_state import Decision, LyraMemory, base_demand
+from lyra_baselines.knapsack import DEFAULT_EXACT_LIMIT
+from lyra_baselines.loaning import Loaning
+from lyra_baselines.lyra_admission import admit
+from lyra_baselines.lyra_extras import place_extras
+from lyra_baselines.lyra_rebalance import HOLD_EWMA, rebalance
+from lyra_baselines.lyra_state import Decision, LyraMemory, base_demand
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import Guidance, Scheduler
 from lyra_gym.sim.view import ClusterView, JobView
@@ -162,7 +162,7 @@ class LyraScheduler(Scheduler):
 
     def decide_guided(self, view: ClusterView, guidance: Guidance) -> Plan:
         """Lyra's decision, modulated by an agent (an empty Guidance = plain Lyra): loaning, then
-        the stages over one :class:`~baselines.lyra_state.Decision`: admission (phase 1,
+        the stages over one :class:`~lyra_baselines.lyra_state.Decision`: admission (phase 1,
         ``lyra_admission``), elastic rebalance (phase 2, ``lyra_rebalance``, which places the
         extra workers with ``lyra_extras``).
 

@@ -4,7 +4,7 @@ A job goes on training GPUs (truly free first, then displacing flexible workers)
 fit, onto loaned GPUs if it is expected to finish sooner there than by waiting (``loaned_rule``);
 a job on loaned GPUs keeps its place in line and moves to training GPUs when its turn comes and
 that pays after the migration stall (``move_back``). ``baselines/lyra.py`` describes the rules;
-every function here reads and changes one :class:`~baselines.lyra_state.Decision`.
+every function here reads and changes one :class:`~lyra_baselines.lyra_state.Decision`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
-from baselines.lyra_state import Decision, base_demand, split_alloc
-from baselines.placement import place, place_in_groups
+from lyra_baselines.lyra_state import Decision, base_demand, split_alloc
+from lyra_baselines.placement import place, place_in_groups
 from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL
 from lyra_gym.sim.topology import ServerSet
 from lyra_gym.sim.view import JobView

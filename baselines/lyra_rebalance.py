@@ -5,7 +5,7 @@ At a round (every ``round_s``, and on loaning changes) a multiple-choice knapsac
 keep their extra workers where they are; those displaced by phase 1 are dropped unless moving
 them pays for the stall, and a newly admitted job grows toward its requested size as far as
 that pays. The holds of extra workers are observed for ``flex_horizon="queue"``. Every function
-here reads and changes one :class:`~baselines.lyra_state.Decision`.
+here reads and changes one :class:`~lyra_baselines.lyra_state.Decision`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from itertools import compress
 
 import numpy as np
 
-from baselines.knapsack import solve
-from baselines.lyra_extras import place_admitted, place_extras
-from baselines.lyra_state import Decision
+from lyra_baselines.knapsack import solve
+from lyra_baselines.lyra_extras import place_admitted, place_extras
+from lyra_baselines.lyra_state import Decision
 from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL
 from lyra_gym.sim.view import JobView
 

@@ -18,10 +18,10 @@ from itertools import compress, repeat
 from operator import is_, itemgetter, not_
 from typing import Mapping, Protocol, cast
 
-from baselines.loaning import free_map_after
-from baselines.lyra_estimates import ReleaseTimeline, ReleaseTracker
-from baselines.lyra_rates import LyraRates
-from baselines.placement import capacities
+from lyra_baselines.loaning import free_map_after
+from lyra_baselines.lyra_estimates import ReleaseTimeline, ReleaseTracker
+from lyra_baselines.lyra_rates import LyraRates
+from lyra_baselines.placement import capacities
 from lyra_gym.sim.cluster import Pool
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.topology import FreeMap, ServerSet

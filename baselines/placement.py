@@ -3,7 +3,7 @@
 The rules themselves -- best fit (``spread``) and ``consolidated``, :func:`place`,
 :func:`groups_by_type`, ... -- live in :mod:`lyra_gym.sim.placement` (the allocation env uses them
 too, and ``lyra_gym`` never imports ``baselines``); they are re-exported here, so
-``from baselines.placement import best_fit`` works as before. Defined here: what only the
+``from lyra_baselines.placement import best_fit`` works as before. Defined here: what only the
 policies need -- :func:`spanning_group` (a job too large for every one-type group, as ``lyra``
 lets it span) and :func:`warn_unrunnable` with its :class:`UnrunnableJobWarning`.
 """

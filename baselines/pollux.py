@@ -35,7 +35,7 @@ What is modelled
   requested GPUs on the first training server's type).
 - **Objective**: the power mean (exponent ``p``, default -1 as in Pollux's
   simulator) of the speed-ups of the *admitted* jobs, maximised exactly (for
-  the jobs' pools) by :func:`baselines.pollux_optimizer.best_sizes`, a
+  the jobs' pools) by :func:`lyra_baselines.pollux_optimizer.best_sizes`, a
   dynamic programme where Pollux runs a genetic algorithm.
 - **Pools**: the training servers and the loaned servers are two pools, each
   sized and placed on its own, and a job runs in one of them: a queued job
@@ -49,7 +49,7 @@ What is modelled
   never placed (issue 23: 2 V100 + 12 A100 GPUs, a job of 4-16 never ran).
 - **Spanning** (``allow_mixed_gpu_types`` only, as ``lyra`` does): a queued
   job whose minimum no pool can ever hold runs on all training servers and
-  loaned ones together (``baselines.placement.spanning_group``), at its
+  loaned ones together (``lyra_baselines.placement.spanning_group``), at its
   minimum and the slowest worker's pace. It is admitted after the per-pool
   admission (its minimum is the largest, so Pollux's most-jobs order would
   take it last), before sizing (an unallocated job costs more than any
@@ -66,7 +66,7 @@ What is modelled
   make that order explicit. With ``preempt`` (default, as Pollux, which may
   give any job zero GPUs): per pool, the most jobs whose minimums fit, then
   the most of those already running there, smallest minimums first
-  (:func:`baselines.pollux_optimizer.most_jobs`, exact); a running job left
+  (:func:`lyra_baselines.pollux_optimizer.most_jobs`, exact); a running job left
   out is preempted (a large inelastic job gives way to several small ones).
   With ``preempt=false``: running jobs stay admitted (scaled down to their
   minimum if need be; only a reclaim stops one) and queued jobs are admitted
@@ -134,9 +134,9 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from baselines.loaning import Loaning, free_after
-from baselines.placement import best_fit, spanning_group, take, warn_unrunnable
-from baselines.pollux_optimizer import best_sizes, most_jobs, restart_factor, statistical_efficiency
+from lyra_baselines.loaning import Loaning, free_after
+from lyra_baselines.placement import best_fit, spanning_group, take, warn_unrunnable
+from lyra_baselines.pollux_optimizer import best_sizes, most_jobs, restart_factor, statistical_efficiency
 from lyra_gym.sim.plan import Plan
 from lyra_gym.model.scaling import progress_bin
 from lyra_gym.sim.scheduler import Scheduler
@@ -425,7 +425,7 @@ class PolluxScheduler(Scheduler):
     def _spanning_candidates(self, view: ClusterView, plan: Plan, pools: list["_Pool"],
                              dropped: Sequence[JobView]) -> dict[str, list[int]]:
         """Queued jobs whose minimum no pool can ever hold but the servers a job may span can
-        (``allow_mixed_gpu_types`` only; :func:`baselines.placement.spanning_group`, as ``lyra``):
+        (``allow_mixed_gpu_types`` only; :func:`lyra_baselines.placement.spanning_group`, as ``lyra``):
         job id -> those servers."""
         if not view.allow_mixed_gpu_types or len(pools) < 2:
             return {}

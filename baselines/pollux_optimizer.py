@@ -1,6 +1,6 @@
 """The pure part of the Pollux baseline: goodput model, restart factor, and an exact optimiser.
 
-Nothing here sees the engine or a view; :mod:`baselines.pollux` builds the
+Nothing here sees the engine or a view; :mod:`lyra_baselines.pollux` builds the
 inputs from a :class:`~lyra_gym.sim.view.ClusterView` and places the result.
 
 Objective (Qiao et al., OSDI 2021, section 4.2)::

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from baselines.fifo import FifoScheduler
+from lyra_baselines.fifo import FifoScheduler
 from lyra_gym.sim.view import ClusterView, JobView
 
 

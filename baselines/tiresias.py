@@ -129,9 +129,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from baselines.loaning import Loaning, free_after, free_map_after
-from baselines.placement import (best_fit_in_groups, capacities, groups_by_type, place, place_in_groups, spanning_group,
-                                 take, warn_unrunnable)
+from lyra_baselines.loaning import Loaning, free_after, free_map_after
+from lyra_baselines.placement import (best_fit_in_groups, capacities, groups_by_type, place, place_in_groups,
+                                      spanning_group, take, warn_unrunnable)
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.topology import FreeMap, ServerSet
 from lyra_gym.sim.scheduler import Scheduler
@@ -377,7 +377,7 @@ class TiresiasScheduler(Scheduler):
         """Server-id groups to place on, in order: training servers one GPU type at a time (then
         all of them if ``allow_mixed_gpu_types``), then loaned ones. A job spans training and
         loaned servers only when it is too large for every one of these and mixing is allowed
-        (:func:`~baselines.placement.spanning_group`; it runs at the slower pace)."""
+        (:func:`~lyra_baselines.placement.spanning_group`; it runs at the slower pace)."""
         pools: list[Sequence[int]] = groups_by_type(view, view.training_server_ids)
         loaned = self._loaned(view, plan)
         if loaned and free is not None and all(a < b for a, b in zip(loaned, loaned[1:])):

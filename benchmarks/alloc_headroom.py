@@ -36,8 +36,8 @@ import gymnasium as gym
 import numpy as np
 
 import lyra_gym  # noqa: F401  (registers the ids)
-from agents.evaluate import rollout
-from agents.scenarios import SUITE
+from lyra_agents.evaluate import rollout
+from lyra_agents.scenarios import SUITE
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.envs.alloc import BORROW, RETURN, WAIT, AllocDecision, worker_options
 from lyra_gym.model.jobs import JobState
@@ -74,7 +74,7 @@ def preemptions(decision: AllocDecision, ratio: float) -> Iterator[int]:
 
 
 def probe_policy(ratio: float):
-    """``choose(env, obs)`` for :func:`agents.evaluate.rollout`: the scripted preemptions, then the expert."""
+    """``choose(env, obs)`` for :func:`lyra_agents.evaluate.rollout`: the scripted preemptions, then the expert."""
     state: dict[str, object] = {"decision": None, "script": iter(())}
 
     def choose(env, _obs) -> np.int64:

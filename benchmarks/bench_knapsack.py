@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from baselines.knapsack import solve_exact, solve_greedy, total_value
+from lyra_baselines.knapsack import solve_exact, solve_greedy, total_value
 from lyra_gym.model.profiles import builtin_profiles
 
 

@@ -1,7 +1,7 @@
 """The one output rule of every command that writes files.
 
-simulate, compare, sweep, trace generate/convert, ``agents.export``,
-``agents.benchmark``, ``agents.evaluate`` and ``train.py`` follow it:
+simulate, compare, sweep, trace generate/convert, ``lyra_agents.export``,
+``lyra_agents.benchmark``, ``lyra_agents.evaluate`` and ``train.py`` follow it:
 
 1. The target is checked before any work (:func:`check_out_folder`,
    :func:`check_out_file`): not under a file, writable, and refused when it

@@ -1,6 +1,6 @@
 """A progress bar for long commands: tqdm on stderr, shown only after a delay, never on stdout.
 
-:func:`progress` is what ``python -m agents.benchmark``, ``python -m agents.evaluate``,
+:func:`progress` is what ``python -m lyra_agents.benchmark``, ``python -m lyra_agents.evaluate``,
 ``benchmarks/headline.py`` and ``benchmarks/lyra_ablations.py`` show while they run (the ETA is
 tqdm's). The bar:
 

@@ -8,13 +8,13 @@ import pytest
 import torch
 
 import lyra_gym
-from agents.config import CONFIG_DIR, TrainConfig, TrainConfigError, load_train_config, resolve_config
-from agents.evaluate import evaluate_model, evaluate_scheduler
-from agents.extractors import JobSetExtractor
-from agents.factory import (
+from lyra_agents.config import CONFIG_DIR, TrainConfig, TrainConfigError, load_train_config, resolve_config
+from lyra_agents.evaluate import evaluate_model, evaluate_scheduler
+from lyra_agents.extractors import JobSetExtractor
+from lyra_agents.factory import (
     TiedRunningMeanStd, UntrustedModelFileError, build_training_envs, find_artifacts, make_eval_env, make_model,
 )
-from agents.policy_scheduler import PolicyScheduler
+from lyra_agents.policy_scheduler import PolicyScheduler
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.envs.observation import CLUSTER_FEATURES, JOB_FEATURES, SERVER_FEATURES
 from lyra_gym.run.simulate import simulate

@@ -1,6 +1,6 @@
 """Issue 23 items 3-5: the agents' command lines check every option, input and output before any
 work (one line on stderr, exit status 2, no traceback) and follow the output rule of
-:mod:`lyra_gym.outputs` (``agents.export``, ``train.py``, ``agents.benchmark``, ``agents.evaluate``).
+:mod:`lyra_gym.outputs` (``lyra_agents.export``, ``train.py``, ``lyra_agents.benchmark``, ``lyra_agents.evaluate``).
 
 Every refusal test stops at the up-front check; the evaluation functions are replaced by ones
 that fail, so a check made only after the work shows up at once."""
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agents import benchmark, evaluate
-from agents import export as export_module
-from agents.config import TrainConfig, TrainConfigError, resolve_config
-from agents.factory import OPTIMIZER_MEMBER, build_training_envs, make_model, save_normalizer_stats
+from lyra_agents import benchmark, evaluate
+from lyra_agents import export as export_module
+from lyra_agents.config import TrainConfig, TrainConfigError, resolve_config
+from lyra_agents.factory import OPTIMIZER_MEMBER, build_training_envs, make_model, save_normalizer_stats
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "agents" / "pretrained" / "alloc-contended"
@@ -74,13 +74,13 @@ def members(model_zip: Path) -> set[str]:
         return set(archive.namelist())
 
 
-# ---------------------------------------------------------------------- 3. agents.export
+# ---------------------------------------------------------------------- 3. lyra_agents.export
 def test_export_into_a_non_empty_folder_needs_overwrite(run_copy, tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
     (out / "model.zip").write_bytes(b"an earlier export")
     assert export_module.main([str(run_copy), str(out)]) == 2
-    assert "--overwrite" in one_line_error(capsys, "agents.export")
+    assert "--overwrite" in one_line_error(capsys, "lyra_agents.export")
     assert (out / "model.zip").read_bytes() == b"an earlier export"
     assert export_module.main([str(run_copy), str(out), "--overwrite"]) == 0
     assert OPTIMIZER_MEMBER not in members(out / "model.zip")
@@ -92,7 +92,7 @@ def test_export_overwrite_refuses_a_folder_holding_other_files(run_copy, tmp_pat
     out.mkdir()
     (out / "vecnormalize.pkl").write_bytes(b"stale statistics that a trusted load would pick up")
     assert export_module.main([str(run_copy), str(out), "--overwrite"]) == 2
-    assert "vecnormalize.pkl" in one_line_error(capsys, "agents.export")
+    assert "vecnormalize.pkl" in one_line_error(capsys, "lyra_agents.export")
     assert [p.name for p in out.iterdir()] == ["vecnormalize.pkl"]
 
 
@@ -106,7 +106,7 @@ def test_export_never_writes_over_the_run_it_reads(run_copy, tmp_path, capsys, t
     out = {"same": run_copy, "model": run_copy / "model.zip", "parent": tmp_path,
            "symlink": tmp_path / "link"}[target]
     assert export_module.main([str(run_copy), str(out), *(["--overwrite"] if overwrite else [])]) == 2
-    one_line_error(capsys, "agents.export")
+    one_line_error(capsys, "lyra_agents.export")
     assert {p.name: p.read_bytes() for p in run_copy.iterdir()} == before  # optimizer state kept: still resumable
 
 
@@ -114,7 +114,7 @@ def test_export_to_a_file_is_a_one_line_error(run_copy, tmp_path, capsys):
     out = tmp_path / "a_file"
     out.write_text("keep me")
     assert export_module.main([str(run_copy), str(out)]) == 2
-    assert "is a file" in one_line_error(capsys, "agents.export")
+    assert "is a file" in one_line_error(capsys, "lyra_agents.export")
     assert out.read_text() == "keep me"
 
 
@@ -217,7 +217,7 @@ def test_resume_from_a_run_folder_still_continues(run_copy, tmp_path, monkeypatc
     assert yaml.safe_load((run_dir / "config.yaml").read_text())["resume_from"] == str(run_copy / "model.zip")
 
 
-# ---------------------------------------------------------------------- 5. agents.benchmark / agents.evaluate
+# ---------------------------------------------------------------------- 5. lyra_agents.benchmark / lyra_agents.evaluate
 @pytest.fixture
 def no_benchmark_work(monkeypatch):
     def refuse(*_args, **_kwargs):
@@ -248,7 +248,7 @@ def test_benchmark_checks_every_option_before_any_work(tmp_path, capsys, no_benc
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
     argv = [*SMALL, *[a.format(tmp=tmp_path) for a in args]]
     assert benchmark.main(argv) == 2
-    assert named in one_line_error(capsys, "agents.benchmark")
+    assert named in one_line_error(capsys, "lyra_agents.benchmark")
     assert (tmp_path / "existing.csv").read_text() == "keep me"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["existing.csv", "folder", "tiny.yaml"]
 
@@ -258,7 +258,7 @@ def test_benchmark_out_is_never_one_of_the_models_files(run_copy, capsys, no_ben
     before = (run_copy / member).read_bytes()
     argv = [*SMALL, "--agent", f"ppo={run_copy}", "--out", str(run_copy / member), "--overwrite"]
     assert benchmark.main(argv) == 2
-    assert "which this command reads" in one_line_error(capsys, "agents.benchmark")
+    assert "which this command reads" in one_line_error(capsys, "lyra_agents.benchmark")
     assert (run_copy / member).read_bytes() == before
 
 
@@ -269,7 +269,7 @@ def test_benchmark_out_folder_is_created_and_overwrite_replaces_the_file(tmp_pat
     first = out.read_bytes()
     capsys.readouterr()  # the first run's own warnings (a one-window interval)
     assert benchmark.main(argv) == 2
-    assert "--overwrite" in one_line_error(capsys, "agents.benchmark")
+    assert "--overwrite" in one_line_error(capsys, "lyra_agents.benchmark")
     out.write_text("older")
     assert benchmark.main([*argv, "--overwrite"]) == 0
     assert out.read_bytes() == first
@@ -279,7 +279,7 @@ def test_benchmark_out_folder_is_created_and_overwrite_replaces_the_file(tmp_pat
 @pytest.fixture
 def no_evaluation(monkeypatch):
     def refuse(*_args, **_kwargs):
-        raise AssertionError("agents.evaluate simulated before its options were checked")
+        raise AssertionError("lyra_agents.evaluate simulated before its options were checked")
     monkeypatch.setattr(evaluate, "evaluate_scheduler", refuse)
 
 
@@ -300,7 +300,7 @@ def test_evaluate_checks_every_option_before_evaluating(run_copy, tmp_path, caps
     before = {p.name: p.read_bytes() for p in run_copy.iterdir()}
     argv = [str(run_copy), *[a.format(tmp=tmp_path, run=run_copy) for a in args]]
     assert evaluate.main(argv) == 2
-    assert named in one_line_error(capsys, "agents.evaluate")
+    assert named in one_line_error(capsys, "lyra_agents.evaluate")
     assert (tmp_path / "a_file").read_text() == "keep me"
     assert {p.name: p.read_bytes() for p in run_copy.iterdir()} == before
 
@@ -311,7 +311,7 @@ def test_evaluate_json_folder_is_created_and_overwrite_replaces_it(run_copy, tmp
     assert evaluate.main(argv) == 0
     first = json.loads(out.read_text())
     assert evaluate.main(argv) == 2
-    assert "--overwrite" in one_line_error(capsys, "agents.evaluate")
+    assert "--overwrite" in one_line_error(capsys, "lyra_agents.evaluate")
     out.write_text("older")
     assert evaluate.main([*argv, "--overwrite"]) == 0
     again = json.loads(out.read_text())  # the same rows (sim_wall_s is wall-clock time)
@@ -320,7 +320,7 @@ def test_evaluate_json_folder_is_created_and_overwrite_replaces_it(run_copy, tmp
 
 
 def test_a_train_config_with_a_key_given_twice_is_refused_naming_it(tmp_path):
-    from agents.config import TrainConfigError, read_yaml
+    from lyra_agents.config import TrainConfigError, read_yaml
 
     path = tmp_path / "c.yaml"
     path.write_text("seed: 1\nlearning_rate: 0.001\nseed: 2\n")

@@ -13,7 +13,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import lyra_gym  # noqa: F401  (registers the ids)
-from baselines.lyra import LyraScheduler
+from lyra_baselines.lyra import LyraScheduler
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.envs.alloc import BORROW, JOB, PLACE, PROPOSAL, RETURN, WAIT, AllocDecision, AllocLayout, worker_options
 from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig

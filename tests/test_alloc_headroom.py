@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 import lyra_gym  # noqa: F401
-from agents.scenarios import SUITE
+from lyra_agents.scenarios import SUITE
 from lyra_gym.envs import ALLOC_ENV_ID
 
 PROBE = Path(__file__).resolve().parents[1] / "benchmarks" / "alloc_headroom.py"

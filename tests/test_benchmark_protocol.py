@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import lyra_gym  # noqa: F401  (registers the envs)
-from agents import benchmark
-from agents.benchmark import iqm, normalise, stratified_bootstrap_ci
-from agents.scenarios import SUITE, Scenario
+from lyra_agents import benchmark
+from lyra_agents.benchmark import iqm, normalise, stratified_bootstrap_ci
+from lyra_agents.scenarios import SUITE, Scenario
 
 TINY = Scenario("tiny", "small-1d, 2 h windows", trace="small-1d", window_s=7200.0, windows=(0, 1))
 
@@ -135,5 +135,5 @@ def test_bad_names_are_one_line_errors_with_exit_2(tmp_path, capsys, args, named
     argv = [*args] if "--out" in args else [*args, "--out", str(out)]
     assert benchmark.main([*argv, "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and named in err and err.startswith("agents.benchmark: error:")
+    assert len(err.splitlines()) == 1 and named in err and err.startswith("lyra_agents.benchmark: error:")
     assert list(tmp_path.iterdir()) == []

@@ -1,6 +1,6 @@
 """train.py's comparison table: hand-computed means and ratios, and a window a policy left unfinished."""
 
-from agents.evaluate import comparison_table
+from lyra_agents.evaluate import comparison_table
 
 
 def test_means_and_ratios_are_hand_computed():

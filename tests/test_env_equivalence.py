@@ -144,9 +144,9 @@ def scheduler_digest(case: str) -> str:
         # a freshly initialised (seeded) DeepSets model on Cluster-v0 with its VecNormalize, on a test window
         import torch
 
-        from agents.config import TrainConfig
-        from agents.factory import build_training_envs, make_eval_env, make_model
-        from agents.policy_scheduler import PolicyScheduler
+        from lyra_agents.config import TrainConfig
+        from lyra_agents.factory import build_training_envs, make_eval_env, make_model
+        from lyra_agents.policy_scheduler import PolicyScheduler
 
         torch.manual_seed(0)
         cfg = TrainConfig(env_id="LyraGym/Cluster-v0", window_s=6 * 3600.0, num_job_slots=16, num_server_slots=4,

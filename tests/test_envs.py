@@ -293,8 +293,8 @@ def test_constructor_arguments_are_checked(kwargs, message):
 
 # --- warm-started windows ---------------------------------------------------------------------
 def test_warm_start_runs_the_heuristic_first_and_the_expert_still_reproduces_lyra():
-    from agents.evaluate import evaluate_scheduler
-    from agents.policy_scheduler import PolicyScheduler
+    from lyra_agents.evaluate import evaluate_scheduler
+    from lyra_agents.policy_scheduler import PolicyScheduler
 
     env = gym.make("LyraGym/Elastic-v0", window_s=6 * 3600.0, warmup_s=3 * 3600.0).unwrapped
     obs, info = env.reset(options={"split": "test", "window": 1})
@@ -336,8 +336,8 @@ class _HighestAgent:
     """Built lazily (agents import torch): a guided agent taking :func:`_highest_valid`."""
 
     def __new__(cls):
-        from agents.config import TrainConfig
-        from agents.policy_scheduler import GuidedAgentScheduler
+        from lyra_agents.config import TrainConfig
+        from lyra_agents.policy_scheduler import GuidedAgentScheduler
 
         class Highest(GuidedAgentScheduler):
             def act(self, obs, masks):

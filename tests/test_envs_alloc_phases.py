@@ -12,7 +12,7 @@ import pickle
 import numpy as np
 import pytest
 
-from baselines.lyra import LyraScheduler
+from lyra_baselines.lyra import LyraScheduler
 from lyra_gym.envs.alloc import JOB, PHASES, PLACE, WAIT, AllocDecision, AllocLayout
 from lyra_gym.envs.alloc_phases import BorrowPhase, JobPhase, PlacePhase, ReturnPhase
 from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig

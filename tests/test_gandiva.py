@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from baselines.gandiva import GandivaLoanScheduler, GandivaScheduler
-from baselines.placement import UnrunnableJobWarning
+from lyra_baselines.gandiva import GandivaLoanScheduler, GandivaScheduler
+from lyra_baselines.placement import UnrunnableJobWarning
 from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.run.simulate import simulate
 from lyra_gym.workloads.trace import load_trace

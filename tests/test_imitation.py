@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from agents.config import TrainConfig
-from agents.evaluate import evaluate_model, evaluate_scheduler
-from agents.export import export
-from agents.factory import build_training_envs, make_eval_env, make_model, save_normalizer_stats
-from agents.imitation import behaviour_clone, collect_demonstrations
-from agents.policy_scheduler import AllocPolicyScheduler, load_policy_scheduler
+from lyra_agents.config import TrainConfig
+from lyra_agents.evaluate import evaluate_model, evaluate_scheduler
+from lyra_agents.export import export
+from lyra_agents.factory import build_training_envs, make_eval_env, make_model, save_normalizer_stats
+from lyra_agents.imitation import behaviour_clone, collect_demonstrations
+from lyra_agents.policy_scheduler import AllocPolicyScheduler, load_policy_scheduler
 from lyra_gym.envs import ALLOC_ENV_ID
 
 

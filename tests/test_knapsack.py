@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines.knapsack import solve, solve_exact, solve_greedy, total_value
+from lyra_baselines.knapsack import solve, solve_exact, solve_greedy, total_value
 
 values_st = st.lists(
     st.lists(st.floats(-20, 20, allow_nan=False, allow_infinity=False), min_size=1, max_size=6),

@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from baselines.loaning import Loaning, choose_returns
-from baselines.lyra import BaselineScheduler, LyraScheduler
+from lyra_baselines.loaning import Loaning, choose_returns
+from lyra_baselines.lyra import BaselineScheduler, LyraScheduler
 from lyra_gym.model.config import SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.run.simulate import simulate

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from baselines.lyra import LyraScheduler
+from lyra_baselines.lyra import LyraScheduler
 from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
 from lyra_gym.run.simulate import simulate
 from lyra_gym.workloads.tracegen import generate_trace

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from baselines.lyra import LyraScheduler
+from lyra_baselines.lyra import LyraScheduler
 from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
 from toy import TOY, job

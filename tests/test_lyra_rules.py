@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from baselines.lyra import LyraScheduler
+from lyra_baselines.lyra import LyraScheduler
 from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.sim.plan import FrozenAllocation, Plan
 from toy import config, jct, job, run

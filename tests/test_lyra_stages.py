@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from baselines.lyra_estimates import ReleaseTracker
-from baselines.lyra_state import base_demand, split_alloc
+from lyra_baselines.lyra_estimates import ReleaseTracker
+from lyra_baselines.lyra_state import base_demand, split_alloc
 
 
 def _job(job_id="J", elastic=True, lo=2, hi=8, finish=None, allocation=None):

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from baselines.placement import UnrunnableJobWarning
+from lyra_baselines.placement import UnrunnableJobWarning
 from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.feasibility import capacity, check_feasibility

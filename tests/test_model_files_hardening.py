@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.config import TrainConfig
-from agents.factory import (
+from lyra_agents.config import TrainConfig
+from lyra_agents.factory import (
     MAX_DATA_BYTES, MAX_JSON_DEPTH, TRUST_ENV, ModelFileError, _inference_model, read_model_zip,
 )
-from agents.policy_scheduler import load_policy_scheduler
+from lyra_agents.policy_scheduler import load_policy_scheduler
 from lyra_gym.cli import app as cli
 from lyra_gym.harness.compare import CompareError, check_policies
 from lyra_gym.workloads.trace import write_trace
@@ -250,7 +250,7 @@ def test_a_zip_bomb_is_refused_without_inflating(good, tmp_path):
 
 
 def test_weights_over_the_archive_limit_are_refused_without_inflating(good, tmp_path, monkeypatch):
-    from agents import model_files
+    from lyra_agents import model_files
 
     monkeypatch.setattr(model_files, "MAX_ARCHIVE_BYTES", 2**20)
     bad = copy_run(good, tmp_path)
@@ -261,7 +261,7 @@ def test_weights_over_the_archive_limit_are_refused_without_inflating(good, tmp_
 
 def test_weights_whose_own_records_would_inflate_past_the_limit_are_refused(good, tmp_path, monkeypatch):
     """``policy.pth`` is itself a zip (torch's format): its records are held to the limit too."""
-    from agents import model_files
+    from lyra_agents import model_files
 
     monkeypatch.setattr(model_files, "MAX_ARCHIVE_BYTES", 2**20)
     inner = io.BytesIO()
@@ -293,7 +293,8 @@ def test_a_zip_header_that_understates_the_size_is_caught(good, tmp_path):
 def test_rllib_weights_errors_name_the_file(tmp_path):
     """``rllib:PATH``: a bad ``module_weights.npz`` is refused up front, naming the file."""
     pytest.importorskip("ray.rllib")
-    from agents.rllib_backend import CHECKPOINT_DIR, MODULE_SUBPATH, WEIGHTS_FILE, build_module, save_module_weights
+    from lyra_agents.rllib_backend import (CHECKPOINT_DIR, MODULE_SUBPATH, WEIGHTS_FILE, build_module,
+                                           save_module_weights)
 
     run = tmp_path / "rl"
     module_dir = run / CHECKPOINT_DIR / MODULE_SUBPATH
@@ -314,9 +315,9 @@ def test_rllib_weights_errors_name_the_file(tmp_path):
 
 
 def test_trust_option_loads_an_exported_model_without_optimizer_state(good, trace, tmp_path, capsys):
-    """SB3's own loader insists on the optimizer state that agents.export strips (the shipped agent
+    """SB3's own loader insists on the optimizer state that lyra_agents.export strips (the shipped agent
     has none): ``?trust=1`` on such a model reads its weights the safe way, with the same result."""
-    from agents.export import export
+    from lyra_agents.export import export
 
     exported = tmp_path / "exported"
     export(good, exported)

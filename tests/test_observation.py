@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baselines.lyra import LyraScheduler
+from lyra_baselines.lyra import LyraScheduler
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.envs.observation import (
     CLUSTER_FEATURES, JOB_FEATURES, ObservationBuilder, job_slots, log_time, observation_layout, server_slots,

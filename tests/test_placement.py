@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines.fifo import FifoScheduler
-from baselines.lyra import LyraScheduler
-from baselines.placement import best_fit, consolidated_fit, place
+from lyra_baselines.fifo import FifoScheduler
+from lyra_baselines.lyra import LyraScheduler
+from lyra_baselines.placement import best_fit, consolidated_fit, place
 from lyra_gym.model.config import ConfigError, config_from_dict
 from tests.toy import config, job, run
 

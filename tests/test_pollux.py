@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines.pollux import PolluxLoanScheduler, PolluxScheduler
-from baselines.pollux_optimizer import best_sizes, most_jobs, power_mean, restart_factor, utility
+from lyra_baselines.pollux import PolluxLoanScheduler, PolluxScheduler
+from lyra_baselines.pollux_optimizer import best_sizes, most_jobs, power_mean, restart_factor, utility
 from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.jobspec import JobSpec

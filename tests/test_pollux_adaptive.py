@@ -12,7 +12,7 @@ import dataclasses
 
 import pytest
 
-from baselines.pollux import MAX_BATCH_GROWTH, PolluxScheduler, batch_candidates
+from lyra_baselines.pollux import MAX_BATCH_GROWTH, PolluxScheduler, batch_candidates
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.run.simulate import simulate

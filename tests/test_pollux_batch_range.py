@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from baselines.pollux import BATCH_POINTS, PolluxScheduler, application_batches
+from lyra_baselines.pollux import BATCH_POINTS, PolluxScheduler, application_batches
 from lyra_gym.model.config import load_config
 from lyra_gym.run.simulate import simulate
 from lyra_gym.workloads.realtraces import load_pollux

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from agents import benchmark
-from agents import evaluate as evaluate_mod
+from lyra_agents import benchmark
+from lyra_agents import evaluate as evaluate_mod
 from lyra_gym import progress as progress_mod
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -54,7 +54,7 @@ def test_defaults_two_second_delay_stderr_and_a_slow_redraw_off_a_terminal(monke
     assert progress_mod.progress(3).delay == 0.5 and not progress_mod.progress(3).disable
 
 
-# ---------------------------------------------------------------------- agents.benchmark
+# ---------------------------------------------------------------------- lyra_agents.benchmark
 def test_benchmark_bar_names_policy_and_scenario_and_changes_no_output(tmp_path, monkeypatch, capsys, bar_now):
     def run(disable: bool) -> bytes:
         out = tmp_path / f"bench{int(disable)}.csv"
@@ -69,7 +69,7 @@ def test_benchmark_bar_names_policy_and_scenario_and_changes_no_output(tmp_path,
     assert "\r" not in err_b and "/2 [" not in err_b
     # one window, one run: the interval is the point; said once, on stderr, with or without the bar
     for err in (err_a, err_b):
-        warnings = [line for line in err.splitlines() if "agents.benchmark: warning:" in line]
+        warnings = [line for line in err.splitlines() if "lyra_agents.benchmark: warning:" in line]
         assert len(warnings) == 1 and "rests on 1 unit" in warnings[0] and "lyra, random" in warnings[0]
     assert "warning" not in out_a
 
@@ -90,7 +90,7 @@ def test_evaluation_count_is_runs_times_windows():
     assert benchmark.evaluation_count(policies, scenarios, windows=1) == 3 * 2
 
 
-# ---------------------------------------------------------------------- agents.evaluate
+# ---------------------------------------------------------------------- lyra_agents.evaluate
 class _Windows:
     num_test = 3
 
@@ -105,16 +105,16 @@ def _fake_simulate(jobs, policy, config, seed, profiles=None):
 
 
 def test_evaluate_bar_over_windows_times_policies(tmp_path, monkeypatch, capsys, bar_now):
-    import agents.factory
-    import agents.policy_scheduler
+    import lyra_agents.factory
+    import lyra_agents.policy_scheduler
 
     env = SimpleNamespace(windows=_Windows(), trace=None, sim_config=None, profiles=None)
     env.unwrapped = env
     model = SimpleNamespace(name="policy", config=SimpleNamespace(final_windows=2))
-    monkeypatch.setattr(agents.policy_scheduler, "load_policy_scheduler", lambda *a, **k: model)
-    monkeypatch.setattr(agents.factory, "find_artifacts",
+    monkeypatch.setattr(lyra_agents.policy_scheduler, "load_policy_scheduler", lambda *a, **k: model)
+    monkeypatch.setattr(lyra_agents.factory, "find_artifacts",
                         lambda base: SimpleNamespace(model=None, vecnormalize=None, config=None))
-    monkeypatch.setattr(agents.factory, "make_eval_env", lambda config: env)
+    monkeypatch.setattr(lyra_agents.factory, "make_eval_env", lambda config: env)
     monkeypatch.setattr(evaluate_mod, "simulate", _fake_simulate)
 
     def run(disable: bool) -> bytes:

@@ -23,7 +23,7 @@ def test_scheduler_parameters_reach_the_dataclass():
 
 
 def test_a_registered_scheduler_runs_through_simulate():
-    from baselines.fifo import FifoScheduler
+    from lyra_baselines.fifo import FifoScheduler
 
     class Named(FifoScheduler):
         name = "my-fifo"

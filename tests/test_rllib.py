@@ -14,8 +14,8 @@ pytest.importorskip("ray.rllib", reason="RLlib not installed: pip install lyra-g
 import ray  # noqa: E402
 import torch  # noqa: E402
 
-from agents.config import load_train_config  # noqa: E402
-from agents.factory import make_eval_env  # noqa: E402
+from lyra_agents.config import load_train_config  # noqa: E402
+from lyra_agents.factory import make_eval_env  # noqa: E402
 from lyra_gym.run.simulate import simulate  # noqa: E402
 
 
@@ -33,7 +33,7 @@ def test_masked_module_never_picks_a_masked_value():
     import gymnasium as gym
     from ray.rllib.core.columns import Columns
 
-    from agents.rllib_backend import MaskedMultiDiscreteModule
+    from lyra_agents.rllib_backend import MaskedMultiDiscreteModule
 
     nvec = np.array([5, 5, 3])
     obs_space = gym.spaces.Dict({"observations": gym.spaces.Box(-1, 1, (4,), np.float32),
@@ -53,7 +53,7 @@ def test_masked_module_never_picks_a_masked_value():
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory, local_ray):
     """One RLlib PPO iteration (2 env runners, batch 256) on 3 h windows, K=8, M=4."""
-    from agents.rllib_backend import train_rllib
+    from lyra_agents.rllib_backend import train_rllib
 
     runs = tmp_path_factory.mktemp("rllib_runs")
     args = argparse.Namespace(
@@ -68,7 +68,7 @@ def trained_run(tmp_path_factory, local_ray):
 
 
 def test_one_rllib_iteration_writes_checkpoint_and_tensorboard(trained_run):
-    from agents.rllib_backend import CHECKPOINT_DIR, MODULE_SUBPATH
+    from lyra_agents.rllib_backend import CHECKPOINT_DIR, MODULE_SUBPATH
 
     assert (trained_run / CHECKPOINT_DIR / MODULE_SUBPATH).is_dir()
     assert (trained_run / "config.yaml").is_file()
@@ -83,7 +83,7 @@ def test_one_rllib_iteration_writes_checkpoint_and_tensorboard(trained_run):
 
 
 def test_rllib_checkpoint_runs_through_the_engine_as_a_scheduler(trained_run):
-    from agents.rllib_backend import RllibPolicyScheduler, load_rllib_scheduler
+    from lyra_agents.rllib_backend import RllibPolicyScheduler, load_rllib_scheduler
 
     scheduler = load_rllib_scheduler(str(trained_run))
     assert isinstance(scheduler, RllibPolicyScheduler)
@@ -101,10 +101,10 @@ def test_rllib_loader_by_name(trained_run):
     """``rllib:PATH`` through the registry's loader group, once pyproject declares the entry point."""
     from importlib.metadata import entry_points
 
-    from agents.rllib_backend import RllibPolicyScheduler
+    from lyra_agents.rllib_backend import RllibPolicyScheduler
     from lyra_gym.sim import scheduler as registry
     if "rllib" not in {ep.name for ep in entry_points(group=registry.PREFIX_ENTRY_POINT_GROUP)}:
-        pytest.skip("entry point rllib = agents.rllib_backend:load_rllib_scheduler not installed yet")
+        pytest.skip("entry point rllib = lyra_agents.rllib_backend:load_rllib_scheduler not installed yet")
     assert isinstance(registry.make(f"rllib:{trained_run}"), RllibPolicyScheduler)
 
 
@@ -132,7 +132,7 @@ def _logits(module, obs, masks):
 def test_safe_rllib_load_equals_rllibs_own_checkpoint_loading(trained_run, monkeypatch):
     from ray.rllib.core.rl_module.rl_module import RLModule
 
-    from agents.rllib_backend import CHECKPOINT_DIR, MODULE_SUBPATH, WEIGHTS_FILE, load_rllib_scheduler
+    from lyra_agents.rllib_backend import CHECKPOINT_DIR, MODULE_SUBPATH, WEIGHTS_FILE, load_rllib_scheduler
 
     monkeypatch.delenv("LYRA_GYM_TRUST_MODEL_FILES", raising=False)
     assert (trained_run / CHECKPOINT_DIR / WEIGHTS_FILE).is_file()
@@ -149,8 +149,8 @@ def test_rllib_crafted_checkpoint_pickles_run_only_when_trusted(trained_run, tmp
     import pickle
     import shutil
 
-    from agents.factory import UntrustedModelFileError
-    from agents.rllib_backend import CHECKPOINT_DIR, MODULE_SUBPATH, WEIGHTS_FILE, load_rllib_scheduler, main
+    from lyra_agents.factory import UntrustedModelFileError
+    from lyra_agents.rllib_backend import CHECKPOINT_DIR, MODULE_SUBPATH, WEIGHTS_FILE, load_rllib_scheduler, main
 
     monkeypatch.delenv("LYRA_GYM_TRUST_MODEL_FILES", raising=False)
     run = shutil.copytree(trained_run, tmp_path / "crafted")
@@ -169,7 +169,7 @@ def test_rllib_crafted_checkpoint_pickles_run_only_when_trusted(trained_run, tmp
     (run / CHECKPOINT_DIR / WEIGHTS_FILE).unlink()
     with pytest.raises(UntrustedModelFileError) as err:
         load_rllib_scheduler(run)
-    assert "\n" not in str(err.value) and "agents.rllib_backend convert" in str(err.value)
+    assert "\n" not in str(err.value) and "lyra_agents.rllib_backend convert" in str(err.value)
     monkeypatch.setenv("LYRA_GYM_TRUST_MODEL_FILES", "1")
     load_rllib_scheduler(run)
     monkeypatch.delenv("LYRA_GYM_TRUST_MODEL_FILES")

@@ -2,7 +2,7 @@
 
 A crafted pickle (its ``__reduce__`` creates a marker directory) placed as
 ``vecnormalize.pkl`` and as cloudpickled fields of ``model.zip``'s ``data`` does
-not run on the default load path (``model:PATH``, ``python -m agents.evaluate``,
+not run on the default load path (``model:PATH``, ``python -m lyra_agents.evaluate``,
 ``train.py --resume``), the model still loads and acts as the original, and the
 payload runs only when the files are trusted (``?trust=1``,
 ``LYRA_GYM_TRUST_MODEL_FILES=1``, ``--trust-model-files``).
@@ -24,12 +24,12 @@ import numpy as np
 import pytest
 import torch
 
-from agents.config import TrainConfig, load_train_config
-from agents.factory import (
+from lyra_agents.config import TrainConfig, load_train_config
+from lyra_agents.factory import (
     TRUST_ENV, ModelFileError, UntrustedModelFileError, build_training_envs, find_artifacts, load_model, load_normalizer,
     make_eval_env, make_model, model_spaces, read_model_zip, save_normalizer_stats,
 )
-from agents.policy_scheduler import load_policy_scheduler
+from lyra_agents.policy_scheduler import load_policy_scheduler
 
 ROOT = Path(__file__).resolve().parents[1]
 K, M = 6, 3
@@ -229,7 +229,7 @@ def test_crafted_pickles_do_not_run_on_the_default_load_path(trained, crafted, m
 
 
 def test_evaluate_command_does_not_run_crafted_pickles(crafted, monkeypatch, capsys):
-    from agents import evaluate
+    from lyra_agents import evaluate
 
     monkeypatch.delenv(TRUST_ENV, raising=False)
     run_dir, markers = crafted
@@ -266,20 +266,20 @@ def test_an_old_run_with_only_the_pickle_is_refused_with_a_one_line_error(traine
         load_policy_scheduler(copy)
     message = str(err.value)
     assert "\n" not in message and "vecnormalize.pkl" in message
-    assert "python -m agents.factory convert" in message and "--trust-model-files" in message
+    assert "python -m lyra_agents.factory convert" in message and "--trust-model-files" in message
     assert not marker.exists()
     with pytest.raises(UntrustedModelFileError):
         load_normalizer(copy / "vecnormalize.pkl")
     assert not marker.exists()
     # the error is caught as a FileNotFoundError by the commands: one line, exit status 2
-    from agents import evaluate
+    from lyra_agents import evaluate
 
     assert evaluate.main([str(copy), "--windows", "1"]) == 2
     assert not marker.exists()
 
 
 def test_convert_writes_the_npz_of_a_trusted_old_run(trained, tmp_path, monkeypatch, capsys):
-    from agents import factory
+    from lyra_agents import factory
 
     monkeypatch.delenv(TRUST_ENV, raising=False)
     cfg, model, venv, run_dir = trained
@@ -330,7 +330,7 @@ def test_resume_does_not_run_crafted_pickles_unless_trusted(trained, tmp_path, m
 def test_a_config_cannot_name_a_loader_as_its_heuristic(trained, tmp_path):
     """config.yaml is read with yaml.safe_load; its guided heuristic must be a plain name, so a crafted
     config cannot make loading a model load (and trust) another file through ``model:PATH?trust=1``."""
-    from agents.config import TrainConfigError
+    from lyra_agents.config import TrainConfigError
 
     _, _, _, run_dir = trained
     copy = shutil.copytree(run_dir, tmp_path / "crafted")

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from agents.headroom import headroom, headroom_table, isolated_jct
+from lyra_agents.headroom import headroom, headroom_table, isolated_jct
 from lyra_gym.model.config import config_from_dict
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.model.profiles import builtin_profiles, load_profiles

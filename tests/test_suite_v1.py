@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import benchmark
-from agents.bench_stats import stratified_bootstrap_ci, unit_bootstrap_ci
-from agents.suite import SUITE_FILES, SuiteError, get_suite, load_suite
+from lyra_agents import benchmark
+from lyra_agents.bench_stats import stratified_bootstrap_ci, unit_bootstrap_ci
+from lyra_agents.suite import SUITE_FILES, SuiteError, get_suite, load_suite
 from lyra_gym.model.profiles import builtin_profiles, load_profiles
 from lyra_gym.run.simulate import simulate
 
@@ -58,7 +58,7 @@ def test_a_scenario_needing_the_knowledge_model_is_a_clear_error():
 
 
 def test_v0_is_the_old_fixed_suite_with_its_stratified_bootstrap():
-    from agents.scenarios import SUITE
+    from lyra_agents.scenarios import SUITE
 
     v0 = get_suite("v0")
     assert dict(v0.scenarios) == SUITE and v0.bootstrap == "stratified"
@@ -196,7 +196,7 @@ def test_suite_v1_end_to_end_through_main(tmp_path, capsys):
     assert {(r["units"], r["bootstrap"]) for r in aggregates} == {("2", "units")}
     assert captured.out.startswith("suite v1\n")
     assert "headroom per scenario" in captured.out and "isolated bound (unreachable)" in captured.out
-    assert "fewer than 5" in captured.err and captured.err.count("agents.benchmark: warning:") == 1
+    assert "fewer than 5" in captured.err and captured.err.count("lyra_agents.benchmark: warning:") == 1
 
 
 @pytest.mark.slow

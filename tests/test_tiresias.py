@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baselines.tiresias import TiresiasLoanScheduler, TiresiasScheduler
+from lyra_baselines.tiresias import TiresiasLoanScheduler, TiresiasScheduler
 from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig, load_config
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.run.simulate import simulate
@@ -316,14 +316,14 @@ def test_parameters_are_checked_and_named():
 
 
 def test_one_threshold_from_the_command_line_means_two_queues():
-    from baselines.tiresias import TiresiasScheduler
+    from lyra_baselines.tiresias import TiresiasScheduler
 
     assert TiresiasScheduler(thresholds=57600).thresholds == (57600.0,)
 
 
 # --- the Pollux artifact's switches (issue 25) -----------------------------------------------
 def test_most_free_placement_takes_the_emptiest_server_first():
-    from baselines.tiresias import most_free_in_groups
+    from lyra_baselines.tiresias import most_free_in_groups
 
     # free 1, 3, 2, 4: 5 GPUs = 4 of server 3, then 1 of server 1 (3 free, the most left)
     assert most_free_in_groups([1, 3, 2, 4], 5, [[0, 1, 2, 3]]) == {3: 4, 1: 1}

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines.loaning import free_after, free_map_after
-from baselines.placement import best_fit, consolidated_fit, groups_by_type, place_in_groups, placer, take
+from lyra_baselines.loaning import free_after, free_map_after
+from lyra_baselines.placement import best_fit, consolidated_fit, groups_by_type, place_in_groups, placer, take
 from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.sim.cluster import Pool, Server

@@ -78,7 +78,7 @@ def test_saved_model_runs_as_a_scheduler_in_lyra_gym_compare(quick_run, tmp_path
     from lyra_gym.cli import app as cli
     from lyra_gym.sim import scheduler as registry
     from lyra_gym.workloads.trace import load_trace, write_trace
-    from agents.policy_scheduler import PolicyScheduler
+    from lyra_agents.policy_scheduler import PolicyScheduler
 
     _, run_dir, _ = quick_run
     model_path = run_dir / "model.zip"
@@ -104,7 +104,7 @@ def test_resume_continues_from_a_checkpoint_to_the_total(quick_run):
     config = yaml.safe_load((resumed[0] / "config.yaml").read_text())
     assert config["resume_from"] == str(checkpoint)
     assert config["num_job_slots"] == 16  # the checkpoint's run config is the base
-    from agents.policy_scheduler import load_policy_scheduler
+    from lyra_agents.policy_scheduler import load_policy_scheduler
 
     assert load_policy_scheduler(resumed[0]).model.num_timesteps == 1536
 
@@ -113,7 +113,7 @@ def test_checkpoint_statistics_npz_equal_the_pickled_ones(quick_run):
     """The .npz the callback writes beside each checkpoint holds SB3's pickled statistics."""
     import numpy as np
 
-    from agents.factory import ObsNormalizer, load_normalizer
+    from lyra_agents.factory import ObsNormalizer, load_normalizer
 
     _, run_dir, _ = quick_run
     for stem in ("checkpoints/model_vecnormalize_512_steps", "vecnormalize"):

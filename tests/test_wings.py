@@ -67,9 +67,9 @@ def test_new_paths_import_no_old_path():
 
 
 def _project_errors() -> list[type]:
-    from agents.benchmark import BenchmarkError
-    from agents.config import TrainConfigError
-    from agents.model_files import ModelFileError, UntrustedModelFileError
+    from lyra_agents.benchmark import BenchmarkError
+    from lyra_agents.config import TrainConfigError
+    from lyra_agents.model_files import ModelFileError, UntrustedModelFileError
     from lyra_gym.harness.runspec import CompareError
     from lyra_gym.harness.sweep import SweepError
     from lyra_gym.model.demand import DemandFileError
@@ -92,7 +92,7 @@ def test_every_project_error_shares_the_base():
         assert issubclass(error, errors.LyraGymError), error
         assert issubclass(error, ValueError), error  # every caller that caught ValueError still does
     # the errors that were also a KeyError / FileNotFoundError still are
-    from agents.model_files import UntrustedModelFileError
+    from lyra_agents.model_files import UntrustedModelFileError
     from lyra_gym.sim.scheduler import UnknownSchedulerError
     assert issubclass(UnknownSchedulerError, KeyError) and issubclass(UntrustedModelFileError, FileNotFoundError)
 

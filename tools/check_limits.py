@@ -25,6 +25,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -43,6 +44,7 @@ class Limits:
     long_modules: dict[str, int] = field(default_factory=dict)  # path -> lines when allowed
     complex_functions: dict[str, int] = field(default_factory=dict)  # "path::qualname" -> complexity
     import_cycles: list[list[str]] = field(default_factory=list)  # module names of each allowed cycle
+    import_names: dict[str, str] = field(default_factory=dict)  # folder -> its installed import name
 
 
 @dataclass
@@ -61,8 +63,9 @@ class Report:
 
 def load_limits(pyproject: Path) -> Limits:
     """The limits of ``pyproject``'s ``[tool.check_limits]`` table (defaults where absent)."""
-    table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("check_limits", {})
-    return Limits(**table)
+    tool = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {})
+    renamed = tool.get("setuptools", {}).get("package-dir", {})  # {import name: folder}
+    return Limits(**tool.get("check_limits", {}), import_names={folder: name for name, folder in renamed.items()})
 
 
 def python_files(root: Path, paths: list[str]) -> list[Path]:
@@ -161,11 +164,13 @@ def check_complexity(root: Path, files: list[Path], limits: Limits) -> Report:
 
 
 # --- import cycles ---------------------------------------------------------------------------------
-def module_name(root: Path, path: Path) -> str:
-    """Dotted module name of ``path`` under ``root`` (a package's ``__init__.py`` is the package)."""
+def module_name(root: Path, path: Path, import_names: Mapping[str, str] | None = None) -> str:
+    """Dotted module name of ``path`` under ``root`` (a package's ``__init__.py`` is the package); a
+    top-level folder installed under another name (``import_names``: folder -> name) takes that name."""
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
+    parts[0] = (import_names or {}).get(parts[0], parts[0])
     return ".".join(parts)
 
 
@@ -202,9 +207,11 @@ def imports_of(module: str, is_package: bool, tree: ast.Module, known: set[str])
     return found
 
 
-def import_graph(root: Path, packages: list[str]) -> dict[str, set[str]]:
-    """Module -> the project modules it imports, over every module of ``packages`` under ``root``."""
-    paths = {module_name(root, p): p for p in python_files(root, packages)}
+def import_graph(root: Path, packages: list[str], import_names: Mapping[str, str] | None = None
+                 ) -> dict[str, set[str]]:
+    """Module -> the project modules it imports, over every module of ``packages`` (folders) under
+    ``root``; ``import_names`` maps a folder to its installed import name."""
+    paths = {module_name(root, p, import_names): p for p in python_files(root, packages)}
     known = set(paths)
     return {name: imports_of(name, path.name == "__init__.py", ast.parse(path.read_text(encoding="utf-8")),
                              known)
@@ -259,7 +266,7 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def check_cycles(root: Path, limits: Limits) -> Report:
     """Import cycles that are not within one allowed cycle of the allow-list."""
     report = Report()
-    graph = import_graph(root, limits.cycle_packages)
+    graph = import_graph(root, limits.cycle_packages, limits.import_names)
     cycles = import_cycles(graph)
     allowed = [set(entry) for entry in limits.import_cycles]
     for cycle in cycles:

@@ -1,6 +1,6 @@
 """The shipped agent's inference (``agents/pretrained/alloc-contended``: MaskablePPO, DeepSets over
 K = 64 job slots, ``LyraGym/Alloc-v0`` on ``traces/contended.yaml``), loaded with the project's safe
-loader (``agents.policy_scheduler.load_policy_scheduler``: nothing unpickled).
+loader (``lyra_agents.policy_scheduler.load_policy_scheduler``: nothing unpickled).
 
 * ``AgentSubAction.time_sub_action``: one sub-action's inference: the saved observation statistics
   applied, then the masked deterministic ``model.predict``, on observations recorded from the env
@@ -26,11 +26,15 @@ MODEL_DIR = ROOT / "agents" / "pretrained" / "alloc-contended"
 def _agent():
     """(scheduler, eval env) of the shipped agent; the run config's relative cluster file is
     resolved against the repository root (asv runs from a temporary folder). Torch threads as
-    training sets them (``agents.factory.configure_torch``: half the cores, 1 to 4): the loader
+    training sets them (``lyra_agents.factory.configure_torch``: half the cores, 1 to 4): the loader
     leaves torch's default, and on a busy 2-core machine a second thread makes one small forward
     pass 10-40x slower, which would measure the machine, not the code."""
-    from agents.factory import configure_torch, make_eval_env
-    from agents.policy_scheduler import load_policy_scheduler
+    try:  # installed as lyra_agents since issue 28 item 7
+        from lyra_agents.factory import configure_torch, make_eval_env
+        from lyra_agents.policy_scheduler import load_policy_scheduler
+    except ImportError:  # older commits: the top-level name agents
+        from agents.factory import configure_torch, make_eval_env  # type: ignore[no-redef]
+        from agents.policy_scheduler import load_policy_scheduler  # type: ignore[no-redef]
 
     scheduler = load_policy_scheduler(MODEL_DIR, trust_model_files=False)
     config = scheduler.config

@@ -1,6 +1,6 @@
 """The environments' action layout: per-dimension masks, the neutral action, decoding to Guidance.
 
-Shared by the environments and by ``agents.policy_scheduler`` (a trained model run as a
+Shared by the environments and by ``lyra_agents.policy_scheduler`` (a trained model run as a
 scheduler), so both read an action the same way.
 """
 

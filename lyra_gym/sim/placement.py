@@ -2,11 +2,11 @@
 
 The rule is the run's ``placement`` config key (``lyra_gym/model/config.py``); :func:`place`
 dispatches on it, so every heuristic that honours it, and the allocation env
-(:mod:`lyra_gym.envs.alloc`), calls one function. :mod:`baselines.placement` re-exports
+(:mod:`lyra_gym.envs.alloc`), calls one function. :mod:`lyra_baselines.placement` re-exports
 these rules beside the policies' own helpers (``spanning_group``, ``warn_unrunnable``).
 
 Cost: given a :class:`~lyra_gym.sim.topology.FreeMap` (``view.free_map()``,
-``baselines.loaning.free_map_after``) and a :class:`~lyra_gym.sim.topology.ServerSet`
+``lyra_baselines.loaning.free_map_after``) and a :class:`~lyra_gym.sim.topology.ServerSet`
 (``groups_by_type``, ``view.topology``), a placement is answered from the engine's
 free-capacity index in O(GPUs per server + servers placed on), whatever the size of
 the cluster; given plain lists, by walking the candidates (O(candidates)). Both give

@@ -31,7 +31,7 @@ Server sets
     buckets of its cells instead of walking the ids. That is exact when every
     server of those cells outside the set has no free GPU in the map (true of
     a pool's servers by type, and of the loaned servers of one type in a map
-    made by ``baselines.loaning.free_map_after``).
+    made by ``lyra_baselines.loaning.free_map_after``).
 """
 
 from __future__ import annotations
