@@ -74,7 +74,8 @@ def test_wheel_installs_and_runs_the_shipped_agent_without_the_checkout(tmp_path
     wheel = next(wheels.glob("lyra_gym-*.whl"))
     subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "-q", str(wheel)], check=True)
     where = "import lyra_agents as a, lyra_baselines as b, lyra_gym as g; print(a.__file__, b.__file__, g.__file__)"
-    files = subprocess.run([str(python), "-c", where], cwd=work, capture_output=True, text=True, check=True).stdout.split()
+    files = subprocess.run([str(python), "-c", where], cwd=work, capture_output=True, text=True,
+                           check=True).stdout.split()
     assert all(str(venv) in f for f in files), files
     names = subprocess.run([str(python), "-m", "pip", "show", "-f", "lyra-gym"], capture_output=True, text=True,
                            check=True).stdout
