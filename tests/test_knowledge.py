@@ -267,3 +267,25 @@ def test_policies_cli_shows_reads(capsys):
     assert main(["policies", "--reads"]) == 0
     lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
     assert lines["fifo"].endswith("reads: none") and lines["sjf"].endswith("reads: spec.duration")
+
+
+def test_estimate_engine_copies_mid_run_and_pickles():
+    import copy
+    import pickle
+
+    jobs = [job(f"j{i}", 40.0 * i, 1 + i % 2, 300.0 + 50.0 * i) for i in range(8)]
+    cfg = _with(config(training=1, gpus=2), mode="estimate", sigma=1.0)
+    engine = _engine(jobs, Recorder(order_by_duration=True), cfg)
+    engine.begin()
+    for _ in range(5):
+        engine.next_decision()
+        engine.submit(engine.scheduler.decide(engine.view))
+    twin = copy.deepcopy(engine)
+    view = pickle.loads(pickle.dumps(engine.view.job_at(3)))
+    assert isinstance(view, KnownJobView) and view.total_work == engine.view.job_at(3).total_work
+    for e in (engine, twin):
+        while e.next_decision():
+            e.submit(e.scheduler.decide(e.view))
+        e.finish()
+    assert [j.finish_time for j in twin.jobs] == [j.finish_time for j in engine.jobs]
+    assert twin.scheduler.seen == engine.scheduler.seen

@@ -196,12 +196,13 @@ class KnownJobView(JobView):
                             ("_know", knowledge), ("_shown", None)):
             object.__setattr__(self, name, value)
 
-    def __reduce__(self):
-        return (_bare_known_view, (), (self._job, self._engine, self._know))
+    def __reduce__(self):  # state set after creation: a job and its view refer to each other
+        return (_bare_known_view, (), (self._job, self._engine, self.id, self.index, self._know))
 
     def __setstate__(self, state: tuple) -> None:
-        job, engine, knowledge = state
-        KnownJobView.__init__(self, job, engine, knowledge)
+        for name, value in zip(("_job", "_engine", "id", "index", "_know"), state):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_shown", None)
 
     def _done(self) -> float:
         job = self._job
