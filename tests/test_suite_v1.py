@@ -39,22 +39,26 @@ def test_v1_has_the_issues_scenarios_each_on_two_seeds_and_five_or_more_units():
     suite = get_suite("v1")
     assert suite.version == "v1" and suite.bootstrap == "units"
     assert list(suite.scenarios) == ["default", "contended", "contended-warm", "strong-diurnal", "low-elastic",
-                                     "paper-shape", "elastic-heavy", "overload", "hetero"]
+                                     "paper-shape", "elastic-heavy", "overload", "hetero", "estimates", "history"]
     for s in suite.scenarios.values():
         assert len(s.seeds()) >= 2 and len(s.seeds()) * len(s.windows) >= 5, s.name
     warm = {n for n, s in suite.scenarios.items() if s.warmup_s > 0}
-    assert warm == {"contended-warm", "elastic-heavy", "overload", "hetero"}
+    assert warm == {"contended-warm", "elastic-heavy", "overload", "hetero", "estimates", "history"}
     assert suite.scenarios["elastic-heavy"].elastic_share == 0.7
     assert suite.scenarios["overload"].sim_config().cluster.training_gpus == 64
     types = {g.gpu_type for g in suite.scenarios["hetero"].sim_config().cluster.training}
     assert types == {"v100", "a100"} and suite.scenarios["hetero"].sim_config().cluster.inference.gpu_type == "t4"
-    assert set(suite.unavailable) == {"estimates", "history"}
+    assert not suite.unavailable  # every listed scenario runs in this version
 
 
-def test_a_scenario_needing_the_knowledge_model_is_a_clear_error():
-    with pytest.raises(ValueError, match="'estimates' of suite v1 needs the knowledge model"):
-        get_suite("v1").get("estimates")
-    assert benchmark.main(["--suite", "v1", "--scenarios", "history", "--quiet"]) == 2
+def test_the_knowledge_scenarios_carry_their_setting_into_the_run_config():
+    suite = get_suite("v1")
+    estimates, history = suite.get("estimates").sim_config(), suite.get("history").sim_config()
+    assert (estimates.knowledge.mode, estimates.knowledge.sigma, estimates.knowledge.bias) == ("estimate", 1.0, 1.0)
+    assert history.knowledge.mode == "history"
+    assert suite.get("contended").sim_config().knowledge.mode == "oracle"
+    # the same cluster as contended: only what the schedulers know differs
+    assert estimates.cluster == suite.get("contended").sim_config().cluster
 
 
 def test_v0_is_the_old_fixed_suite_with_its_stratified_bootstrap():
