@@ -142,7 +142,6 @@ from baselines.pollux_batches import application_batches, batch_candidates
 from baselines.pollux_optimizer import best_sizes, restart_factor, statistical_efficiency
 from baselines.pollux_pools import Pool, build_pools, job_limit
 from lyra_gym.sim.plan import Plan
-from lyra_gym.model.scaling import progress_bin
 from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.sim.view import ClusterView, JobView
 
@@ -173,6 +172,8 @@ class PolluxScheduler(Scheduler):
     :param loan: borrow idle inference servers (default False).
     :param reclaim_rule: ``"cost"`` (default) or ``"random"``.
     """
+
+    reads = frozenset()  # no duration: goodput at the job's current (measured) progress part
 
     p: float = -1.0
     noise_scale_ratio: float | None = None
@@ -255,7 +256,7 @@ class PolluxScheduler(Scheduler):
         each count (Pollux's batch-size adaptation), else the rule's
         own batch. Read-only arrays, cached per (model, initial batch, progress part, servers)."""
         adaptive = view.scaling == "adaptive"
-        part = progress_bin(job.total_work - job.remaining_work, job.total_work)
+        part = job.progress_part  # the true part: Pollux measures its gradient statistics as it trains
         key = (job.spec.model, job.init_batch, part, gpu_type, gpus_per_server)
         cached = self._goodputs.get(key)
         if cached is not None and len(cached[0]) >= hi:

@@ -150,6 +150,8 @@ _Entry = tuple[Key, str, dict[int, int] | None, JobView | None]
 class TiresiasScheduler(Scheduler):
     """Discretized 2D-LAS; parameters are documented in the module docstring."""
 
+    reads = frozenset()  # no duration: attained service only (Tiresias's premise)
+
     thresholds: Sequence[float] = (3250.0, 7200.0)
     starvation_factor: float = 0.0
     tick_interval: float | None = 60.0

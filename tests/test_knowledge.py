@@ -289,3 +289,19 @@ def test_estimate_engine_copies_mid_run_and_pickles():
         e.finish()
     assert [j.finish_time for j in twin.jobs] == [j.finish_time for j in engine.jobs]
     assert twin.scheduler.seen == engine.scheduler.seen
+
+
+def test_policies_that_declare_no_duration_read_are_unmoved_by_what_they_are_told():
+    """Every registered policy declaring ``reads`` empty (fifo, tiresias, pollux) gives the same jobs
+    under estimate (sigma 2, biased) and history as under oracle, on a trace with elastic jobs."""
+    from lyra_gym.sim.scheduler import available
+
+    jobs = [job(f"j{i}", 40.0 * i, 1 + i % 4, 300.0 + 113.0 * ((i * 5) % 7), elastic=i % 3 == 0,
+                lo=1 if i % 3 == 0 else None, hi=8 if i % 3 == 0 else None) for i in range(16)]
+    cfg = config(training=2, gpus=4)
+    silent = [name for name in available() if declared_reads(name) == frozenset()]
+    assert {"fifo", "tiresias", "pollux"} <= set(silent)
+    for policy in silent:
+        truth = run(jobs, policy, cfg).jobs
+        for knowledge in ({"mode": "estimate", "sigma": 2.0, "bias": 3.0}, {"mode": "history"}):
+            assert run(jobs, policy, _with(cfg, **knowledge)).jobs == truth, (policy, knowledge)
