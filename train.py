@@ -29,6 +29,7 @@ import pickle
 import sys
 import time
 import zipfile
+from pathlib import Path
 from typing import Any, Sequence
 
 import torch
@@ -132,6 +133,69 @@ def check_start(cfg) -> Any:
         raise StartError(f"{cfg.env_id} with this config: {message}") from None
 
 
+def resolve_start(args: argparse.Namespace, trust: bool) -> tuple[Any, Artifacts | None, Any, Any]:
+    """The run's config, its ``--resume`` source (or None), that source's normalizer statistics file
+    and the evaluation env: config defaults < YAML < ``--quick`` < ``--env``/``--seed`` < ``--set``
+    (a resumed run's config is the base); every option, input file and the resume source checked
+    before the run folder is created (:class:`TrainConfigError`, :class:`FileNotFoundError`,
+    :class:`StartError`)."""
+    resume = find_artifacts(args.resume) if args.resume else None
+    if resume:
+        check_resume_source(resume, args.resume)
+    cfg = resolve_config(args.env, args.config, args.quick, args.overrides, args.seed,
+                         base=load_train_config(resume.config) if resume else None)
+    resume_stats = resume.normalizer_file(trust) if resume else None
+    eval_env = check_start(cfg)
+    return cfg, resume, resume_stats, eval_env
+
+
+def build_model(cfg, resume: Artifacts | None, resume_stats: Any, trust: bool) -> tuple[Any, Any]:
+    """The training envs and the model (seeded: SB3 seed= for the model, reset seeds seed+i for the
+    envs), still before the run folder: a resumed model that does not fit the config is a
+    :class:`ValueError` naming its file (the envs are closed on a ValueError or OSError)."""
+    venv = build_training_envs(cfg, resume_stats, trust=trust)
+    try:
+        if resume is None:
+            return venv, make_model(cfg, venv)
+        try:
+            return venv, load_model(cfg, resume.model, venv, trust=trust)
+        except (RuntimeError, pickle.UnpicklingError) as err:  # torch: a state dict of other shapes
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ValueError(f"{resume.model}: does not fit the config ({first})") from None
+    except (ValueError, OSError):
+        venv.close()
+        raise
+
+
+def train_model(model, venv, eval_env, cfg, run_dir: Path, remaining: int, resumed: bool) -> TestWindowEvalCallback:
+    """Train ``remaining`` more steps (evaluations, checkpoints, progress bar as configured), then
+    save the model and the normalizer (plain arrays and SB3's pickle) into ``run_dir`` and close the
+    envs. Returns the evaluation callback (its history)."""
+    evaluator = TestWindowEvalCallback(eval_env, cfg.eval_windows, cfg.eval_freq)
+    callbacks = [ConfigTextCallback(cfg.to_yaml(), cfg.to_dict()), ClusterMetricsCallback(), evaluator]
+    if cfg.checkpoint_freq:
+        callbacks.append(checkpoint_callback(run_dir, cfg.checkpoint_freq, cfg.n_envs))
+    if cfg.progress_bar:
+        callbacks.append(ProgressBarCallback(max(remaining, 0)))
+    if remaining > 0:
+        model.learn(remaining, callback=callbacks, log_interval=cfg.log_interval, reset_num_timesteps=not resumed)
+    model.save(run_dir / MODEL_FILE)
+    save_normalizer_stats(venv, run_dir / VECNORM_STATS_FILE)  # what loading reads (plain arrays)
+    venv.save(str(run_dir / VECNORM_FILE))  # SB3's pickle, for tools that use VecNormalize.load
+    venv.close()
+    return evaluator
+
+
+def compare_run(run_dir: Path) -> None:
+    """Compare the saved model (run as a PolicyScheduler) with lyra on held-out test windows; print
+    the table and write ``compare.json``."""
+    results = compare_saved(run_dir)
+    print(f"\nmean JCT (s) on {len(results['policy'])} held-out test windows, same seeds "
+          f"(policy = saved model through the engine as a scheduler):")
+    print(comparison_table(results))
+    atomic_write_text(run_dir / "compare.json", json.dumps(results, indent=2) + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.backend == "rllib":
@@ -139,17 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return train_rllib(args)
     start = time.perf_counter()
 
-    # --- config: defaults < YAML < --quick < --env/--seed < --set (a resumed run's config is the base);
-    # every option, input file and the resume source checked before the run folder is created
+    # --- config and every input, checked before the run folder is created
     trust = trust_requested(True if args.trust_model_files else None)
     try:
-        resume = find_artifacts(args.resume) if args.resume else None
-        if resume:
-            check_resume_source(resume, args.resume)
-        cfg = resolve_config(args.env, args.config, args.quick, args.overrides, args.seed,
-                             base=load_train_config(resume.config) if resume else None)
-        resume_stats = resume.normalizer_file(trust) if resume else None
-        eval_env = check_start(cfg)
+        cfg, resume, resume_stats, eval_env = resolve_start(args, trust)
     except (TrainConfigError, FileNotFoundError, StartError) as err:
         print(f"train.py: error: {err}", file=sys.stderr)
         return 2
@@ -159,22 +216,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg = cfg.replace(resume_from=str(resume.model))
     threads = configure_torch(cfg)
 
-    # --- envs and model (seeded: SB3 seed= for the model, reset seeds seed+i for the envs), still before
-    # the run folder: a resumed model that does not fit the config is refused without leaving one behind
-    venv = None
+    # --- envs and model, still before the run folder
     try:
-        venv = build_training_envs(cfg, resume_stats, trust=trust)
-        if resume:
-            try:
-                model = load_model(cfg, resume.model, venv, trust=trust)
-            except (RuntimeError, pickle.UnpicklingError) as err:  # torch: a state dict of other shapes
-                first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-                raise ValueError(f"{resume.model}: does not fit the config ({first})") from None
-        else:
-            model = make_model(cfg, venv)
+        venv, model = build_model(cfg, resume, resume_stats, trust)
     except (ValueError, OSError) as err:
-        if venv is not None:
-            venv.close()
         print(f"train.py: error: {'--resume ' + args.resume + ': ' if resume else ''}{err}", file=sys.stderr)
         return 2
     run_dir = new_run_dir(cfg)
@@ -186,33 +231,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cfg.bc_steps and not resume:
         warm_start(model, venv, cfg)
 
-    # --- train
-    evaluator = TestWindowEvalCallback(eval_env, cfg.eval_windows, cfg.eval_freq)
-    callbacks = [ConfigTextCallback(cfg.to_yaml(), cfg.to_dict()), ClusterMetricsCallback(), evaluator]
-    if cfg.checkpoint_freq:
-        callbacks.append(checkpoint_callback(run_dir, cfg.checkpoint_freq, cfg.n_envs))
-    if cfg.progress_bar:
-        callbacks.append(ProgressBarCallback(max(remaining, 0)))
-    if remaining > 0:
-        model.learn(remaining, callback=callbacks, log_interval=cfg.log_interval, reset_num_timesteps=resume is None)
-    model.save(run_dir / MODEL_FILE)
-    save_normalizer_stats(venv, run_dir / VECNORM_STATS_FILE)  # what loading reads (plain arrays)
-    venv.save(str(run_dir / VECNORM_FILE))  # SB3's pickle, for tools that use VecNormalize.load
-    venv.close()
+    # --- train, then compare the saved model with lyra on held-out test windows
+    evaluator = train_model(model, venv, eval_env, cfg, run_dir, remaining, resumed=resume is not None)
     train_s = time.perf_counter() - start
     if evaluator.history:
         last = evaluator.history[-1]
         print(f"trained {model.num_timesteps} steps in {train_s:.0f} s; last eval on {len(evaluator.windows)} "
               f"test windows: jct policy {last['eval/jct_policy']:.0f} s, lyra {last['eval/jct_lyra']:.0f} s, "
               f"ratio {last['eval/jct_vs_lyra']:.3f}")
-
-    # --- compare the saved model (run as a PolicyScheduler) with lyra on held-out test windows
     if not args.no_compare:
-        results = compare_saved(run_dir)
-        print(f"\nmean JCT (s) on {len(results['policy'])} held-out test windows, same seeds "
-              f"(policy = saved model through the engine as a scheduler):")
-        print(comparison_table(results))
-        atomic_write_text(run_dir / "compare.json", json.dumps(results, indent=2) + "\n")
+        compare_run(run_dir)
     print(f"\nsaved {run_dir / MODEL_FILE} and {VECNORM_STATS_FILE}; total {time.perf_counter() - start:.0f} s")
     print(f"tensorboard --logdir {cfg.runs_dir}")
     return 0

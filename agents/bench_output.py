@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from lyra_agents.headroom import REFERENCE_KINDS
 from lyra_gym.outputs import atomic_path
 
 WINDOW_COLUMNS = ["kind", "policy", "run", "scenario", "window", "trace_seed", "window_seed", "jct_mean_s",
@@ -54,7 +55,7 @@ def table(rows: Sequence[dict[str, Any]], aggregates: Sequence[dict[str, Any]]) 
 
     header = ["policy", "runs", "JCT/lyra IQM [95% CI]", "vs random IQM [95% CI]", *scenarios]
     body = []
-    for policy in dict.fromkeys(r["policy"] for r in rows if r.get("kind") != "bound"):
+    for policy in dict.fromkeys(r["policy"] for r in rows if r.get("kind") not in REFERENCE_KINDS):
         mine = [r for r in rows if r["policy"] == policy]
         means = [np.mean([r["jct_mean_s"] for r in mine if r["scenario"] == s]) for s in scenarios]
         body.append([policy, str(len({r["run"] for r in mine})), ci(agg[policy, "jct_vs_lyra"]),

@@ -76,13 +76,14 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from lyra_gym.errors import LyraGymError
+from lyra_gym.model.knowledge import KnowledgeConfig
 from lyra_gym.sim import scheduler as registry
 from lyra_gym.outputs import OutputError, check_out_file, named_inputs
 from lyra_gym.sim.scheduler import Scheduler
@@ -90,7 +91,7 @@ from lyra_gym.run.simulate import load_profile_set, simulate
 
 from lyra_agents.bench_output import AGGREGATE_COLUMNS, COLUMNS, WINDOW_COLUMNS, table, to_csv, write_atomic
 from lyra_agents.bench_stats import MIN_UNITS, iqm, iqm_ci, normalise, stratified_bootstrap_ci, unit_bootstrap_ci
-from lyra_agents.headroom import BOUND, headroom, headroom_table, isolated_jct
+from lyra_agents.headroom import BOUND, ORACLE, REFERENCE_KINDS, headroom, headroom_table, isolated_jct, row_kind
 from lyra_agents.scenarios import Scenario
 from lyra_agents.suite import Suite, SuiteError, get_suite
 
@@ -274,7 +275,7 @@ def _window_rows(jct: dict[tuple[str, str], float], base: dict[str, Any]) -> lis
     rows = []
     for (name, run), value in jct.items():
         vs_lyra, vs_random = normalise(value, lyra, rand)
-        rows.append({**base, "kind": "bound" if name == BOUND else "window", "policy": name, "run": run,
+        rows.append({**base, "kind": row_kind(name), "policy": name, "run": run,
                      "jct_mean_s": value, "jct_vs_lyra": vs_lyra, "score_vs_random": vs_random})
     return rows
 
@@ -313,6 +314,10 @@ def evaluate(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows:
                             bar.update(1)
                 if bounds:
                     jct[BOUND, ""] = float(np.mean(isolated_jct(jobs, config, profiles))) if jobs else math.nan
+                    if config.knowledge.mode != "oracle":  # what the missing knowledge costs lyra
+                        told = replace(config, knowledge=KnowledgeConfig())
+                        jct[ORACLE, ""] = float(simulate(jobs, registry.make(REFERENCE), told, seed=window.seed,
+                                                         profiles=profiles).metrics["jct_mean_s"])
                 rows += _window_rows(jct, {"scenario": scenario.name, "window": window.index,
                                            "trace_seed": trace_seed, "window_seed": window.seed})
                 if progress:
@@ -322,7 +327,8 @@ def evaluate(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows:
 
 
 def _cells(rows: Sequence[dict[str, Any]], policy: str, scenario: str) -> list[dict[str, Any]]:
-    return [r for r in rows if r["policy"] == policy and r["scenario"] == scenario and r.get("kind") != "bound"]
+    return [r for r in rows if r["policy"] == policy and r["scenario"] == scenario
+            and r.get("kind") not in REFERENCE_KINDS]
 
 
 def score_matrix(rows: Sequence[dict[str, Any]], policy: str, metric: str,
@@ -360,7 +366,7 @@ def aggregate(rows: Sequence[dict[str, Any]], reps: int, seed: int,
     (suite v0, :func:`stratified_bootstrap_ci`) or ``units`` (:func:`unit_bootstrap_ci`)."""
     if bootstrap not in ("stratified", "units"):
         raise ValueError(f"bootstrap: 'stratified' or 'units', got {bootstrap!r}")
-    policies = list(dict.fromkeys(r["policy"] for r in rows if r.get("kind") != "bound"))
+    policies = list(dict.fromkeys(r["policy"] for r in rows if r.get("kind") not in REFERENCE_KINDS))
     scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
     out = []
     for policy in policies:

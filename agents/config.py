@@ -21,7 +21,7 @@ import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import gymnasium as gym
 import yaml
@@ -142,65 +142,12 @@ class TrainConfig:
     def validate(self) -> None:
         """Raise :class:`TrainConfigError` naming the first invalid field. Every number is checked
         finite and in range here (``--set learning_rate=nan`` fails now, not inside torch later),
-        and ``name`` must be one safe path component (it becomes part of the run folder's name)."""
-        name_problem = run_name_problem(self.name)
-        if name_problem:
-            raise TrainConfigError(f"name: {name_problem}")
-        if not isinstance(self.runs_dir, str) or not self.runs_dir.strip() or "\0" in self.runs_dir:
-            raise TrainConfigError(f"runs_dir: must be a folder path, got {self.runs_dir!r}")
-        if not DEVICE_PATTERN.fullmatch(str(self.device)):
-            raise TrainConfigError(f"device: must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
-        for key in _FLOAT_FIELDS:
-            value = getattr(self, key)
-            if value is not None and not math.isfinite(value):
-                raise TrainConfigError(f"{key}: must be a finite number, got {value}")
-        for key in ("seed", "trace_seed"):
-            if getattr(self, key) < 0:
-                raise TrainConfigError(f"{key}: must be >= 0, got {getattr(self, key)}")
-        if self.seed + max(self.n_envs, 1) > 2 ** 32:  # numpy seeds and the vector envs' seed .. seed + n_envs - 1
-            raise TrainConfigError(f"seed: must be at most 2**32 - n_envs = {2 ** 32 - max(self.n_envs, 1)}, "
-                                   f"got {self.seed}")
-        for key in ("window_s", "reward_scale_s", "clip_obs", "clip_range", "max_grad_norm"):
-            if getattr(self, key) <= 0:
-                raise TrainConfigError(f"{key}: must be > 0, got {getattr(self, key)}")
-        for key in ("warmup_s", "ent_coef", "vf_coef"):
-            if getattr(self, key) < 0:
-                raise TrainConfigError(f"{key}: must be >= 0, got {getattr(self, key)}")
-        if not 0 < self.test_fraction < 1:
-            raise TrainConfigError(f"test_fraction: must lie in (0, 1), got {self.test_fraction}")
-        if self.target_kl is not None and self.target_kl <= 0:
-            raise TrainConfigError(f"target_kl: must be > 0 or null, got {self.target_kl}")
-        choices = {"algo": ALGOS, "vec_env": VEC_ENVS, "extractor": EXTRACTORS,
-                   "activation": ACTIVATIONS, "lr_schedule": LR_SCHEDULES}
-        for key, allowed in choices.items():
-            if getattr(self, key) not in allowed:
-                raise TrainConfigError(f"{key}: must be one of {', '.join(allowed)}, got {getattr(self, key)!r}")
-        if ":" in str(self.heuristic):  # a loader name (model:PATH, ...) would load files from a run's config
-            raise TrainConfigError(f"heuristic: must be a registered heuristic name, got {self.heuristic!r}")
-        if not self.env_id.startswith("LyraGym/"):
-            raise TrainConfigError(f"env_id: must be a LyraGym/ id, got {self.env_id!r}")
-        if self.env_id not in gym.registry:
-            known = ", ".join(k for k in gym.registry if k.startswith("LyraGym/"))
-            raise TrainConfigError(f"env_id: {self.env_id!r} is not a registered id (known: {known})")
-        positive = ("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "num_job_slots",
-                    "borrow_levels", "max_steps", "eval_windows", "final_windows", "deepsets_hidden",
-                    "worker_levels", "bc_epochs", "bc_batch_size")
-        for key in positive:
-            if getattr(self, key) < 1:
-                raise TrainConfigError(f"{key}: must be >= 1, got {getattr(self, key)}")
-        for key in ("num_server_slots", "eval_freq", "checkpoint_freq", "torch_threads", "deepsets_slot_dim",
-                    "bc_steps"):
-            if getattr(self, key) < 0:
-                raise TrainConfigError(f"{key}: must be >= 0, got {getattr(self, key)}")
-        if self.n_steps * self.n_envs < 2:
-            raise TrainConfigError("n_steps * n_envs: must be >= 2 (PPO advantage normalisation)")
-        if not 0 < self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
-            raise TrainConfigError(f"gamma/gae_lambda: must lie in (0, 1] / [0, 1], got {self.gamma}/{self.gae_lambda}")
-        for key in ("learning_rate", "bc_learning_rate"):
-            if getattr(self, key) <= 0:
-                raise TrainConfigError(f"{key}: must be > 0, got {getattr(self, key)}")
-        if not self.net_arch or any(int(w) < 1 for w in self.net_arch):
-            raise TrainConfigError(f"net_arch: must be a non-empty list of widths >= 1, got {self.net_arch}")
+        and ``name`` must be one safe path component (it becomes part of the run folder's name).
+        The checks are :data:`_RULES`, in order."""
+        for rule in _RULES:
+            problem = rule(self)
+            if problem:
+                raise TrainConfigError(problem)
 
     # ------------------------------------------------------------------ conversions
     def env_kwargs(self) -> dict[str, Any]:
@@ -257,37 +204,186 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     args = typing.get_args(hint)
     optional = type(None) in args
     kind = next(a for a in args if a is not type(None)) if optional else (typing.get_origin(hint) or hint)
-    if isinstance(value, str) and optional and value.strip().lower() in ("null", "none", "~", ""):
-        value = None
-    elif isinstance(value, str) and kind is not str:
-        try:
-            value = yaml.safe_load(value)
-        except yaml.YAMLError:
-            pass
+    value = _parsed_text(value, optional, kind)
     if value is None:
         if optional:
             return None
         raise TrainConfigError(f"{source}: {key}: may not be null")
     expected = getattr(hint, "__name__", None) or str(hint)
     try:
-        if kind is bool:
-            if isinstance(value, bool):
-                return value
-        elif kind is int:
-            number = float(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
-            if number is not None and number.is_integer():
-                return int(number)
-        elif kind is float:
-            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-                return float(value)
-        elif kind is list:
-            if isinstance(value, (list, tuple)):
-                return [int(v) for v in value]
-        elif kind is str:
-            return str(value)
+        converted = _CONVERTERS.get(kind, _unconvertible)(value)
     except (TypeError, ValueError):
-        pass
-    raise TrainConfigError(f"{source}: {key}: expected {expected}, got {value!r}")
+        converted = _INVALID
+    if converted is _INVALID:
+        raise TrainConfigError(f"{source}: {key}: expected {expected}, got {value!r}")
+    return converted
+
+
+def _parsed_text(value: Any, optional: bool, kind: Any) -> Any:
+    """A ``--set`` string as YAML (kept as text where unparsable, or for a text field); the null
+    words (``null``, ``none``, ``~``, empty) are None for an optional field. Other values as given."""
+    if isinstance(value, str) and optional and value.strip().lower() in ("null", "none", "~", ""):
+        return None
+    if isinstance(value, str) and kind is not str:
+        try:
+            return yaml.safe_load(value)
+        except yaml.YAMLError:
+            pass
+    return value
+
+
+_INVALID = object()  # a converter's answer for a value of the wrong type
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def _to_bool(value: Any) -> Any:
+    return value if isinstance(value, bool) else _INVALID
+
+
+def _to_int(value: Any) -> Any:
+    """A whole number (``3.0``, ``"1e3"`` included), not a bool."""
+    number = float(value) if _is_number(value) else None
+    return int(number) if number is not None and number.is_integer() else _INVALID
+
+
+def _to_float(value: Any) -> Any:
+    return float(value) if _is_number(value) else _INVALID
+
+
+def _to_int_list(value: Any) -> Any:
+    return [int(v) for v in value] if isinstance(value, (list, tuple)) else _INVALID
+
+
+def _unconvertible(value: Any) -> Any:
+    return _INVALID
+
+
+#: Field type -> converter of a parsed value (``_INVALID``, TypeError or ValueError: the wrong type).
+_CONVERTERS: dict[Any, Callable[[Any], Any]] = {
+    bool: _to_bool, int: _to_int, float: _to_float, list: _to_int_list, str: str}
+
+
+# ---------------------------------------------------------------------- validation rules
+# Each rule returns the message naming the first invalid field of its group, or None;
+# TrainConfig.validate reports the first message of _RULES, in this order.
+_Rule = Callable[[TrainConfig], str | None]
+
+
+def _check_name(cfg: TrainConfig) -> str | None:
+    problem = run_name_problem(cfg.name)
+    return f"name: {problem}" if problem else None
+
+
+def _check_runs_dir(cfg: TrainConfig) -> str | None:
+    if not isinstance(cfg.runs_dir, str) or not cfg.runs_dir.strip() or "\0" in cfg.runs_dir:
+        return f"runs_dir: must be a folder path, got {cfg.runs_dir!r}"
+    return None
+
+
+def _check_device(cfg: TrainConfig) -> str | None:
+    if not DEVICE_PATTERN.fullmatch(str(cfg.device)):
+        return f"device: must be auto, cpu, cuda, cuda:N or mps, got {cfg.device!r}"
+    return None
+
+
+def _check_finite(cfg: TrainConfig) -> str | None:
+    for key in _FLOAT_FIELDS:
+        value = getattr(cfg, key)
+        if value is not None and not math.isfinite(value):
+            return f"{key}: must be a finite number, got {value}"
+    return None
+
+
+def _bound(keys: tuple[str, ...], fails: Callable[[Any], bool], requirement: str) -> _Rule:
+    """A rule: the first of ``keys`` whose value ``fails`` must be ``requirement`` (``">= 0"``, ...)."""
+    def check(cfg: TrainConfig) -> str | None:
+        for key in keys:
+            if fails(getattr(cfg, key)):
+                return f"{key}: must be {requirement}, got {getattr(cfg, key)}"
+        return None
+    return check
+
+
+def _check_seed_range(cfg: TrainConfig) -> str | None:
+    if cfg.seed + max(cfg.n_envs, 1) > 2 ** 32:  # numpy seeds and the vector envs' seed .. seed + n_envs - 1
+        return f"seed: must be at most 2**32 - n_envs = {2 ** 32 - max(cfg.n_envs, 1)}, got {cfg.seed}"
+    return None
+
+
+def _check_test_fraction(cfg: TrainConfig) -> str | None:
+    if not 0 < cfg.test_fraction < 1:
+        return f"test_fraction: must lie in (0, 1), got {cfg.test_fraction}"
+    return None
+
+
+def _check_target_kl(cfg: TrainConfig) -> str | None:
+    if cfg.target_kl is not None and cfg.target_kl <= 0:
+        return f"target_kl: must be > 0 or null, got {cfg.target_kl}"
+    return None
+
+
+def _check_choices(cfg: TrainConfig) -> str | None:
+    choices = {"algo": ALGOS, "vec_env": VEC_ENVS, "extractor": EXTRACTORS,
+               "activation": ACTIVATIONS, "lr_schedule": LR_SCHEDULES}
+    for key, allowed in choices.items():
+        if getattr(cfg, key) not in allowed:
+            return f"{key}: must be one of {', '.join(allowed)}, got {getattr(cfg, key)!r}"
+    return None
+
+
+def _check_heuristic(cfg: TrainConfig) -> str | None:
+    if ":" in str(cfg.heuristic):  # a loader name (model:PATH, ...) would load files from a run's config
+        return f"heuristic: must be a registered heuristic name, got {cfg.heuristic!r}"
+    return None
+
+
+def _check_env_id(cfg: TrainConfig) -> str | None:
+    if not cfg.env_id.startswith("LyraGym/"):
+        return f"env_id: must be a LyraGym/ id, got {cfg.env_id!r}"
+    if cfg.env_id not in gym.registry:
+        known = ", ".join(k for k in gym.registry if k.startswith("LyraGym/"))
+        return f"env_id: {cfg.env_id!r} is not a registered id (known: {known})"
+    return None
+
+
+def _check_rollout(cfg: TrainConfig) -> str | None:
+    if cfg.n_steps * cfg.n_envs < 2:
+        return "n_steps * n_envs: must be >= 2 (PPO advantage normalisation)"
+    return None
+
+
+def _check_discounts(cfg: TrainConfig) -> str | None:
+    if not 0 < cfg.gamma <= 1 or not 0 <= cfg.gae_lambda <= 1:
+        return f"gamma/gae_lambda: must lie in (0, 1] / [0, 1], got {cfg.gamma}/{cfg.gae_lambda}"
+    return None
+
+
+def _check_net_arch(cfg: TrainConfig) -> str | None:
+    if not cfg.net_arch or any(int(w) < 1 for w in cfg.net_arch):
+        return f"net_arch: must be a non-empty list of widths >= 1, got {cfg.net_arch}"
+    return None
+
+
+#: TrainConfig.validate's checks, in the order their messages take precedence.
+_RULES: tuple[_Rule, ...] = (
+    _check_name, _check_runs_dir, _check_device, _check_finite,
+    _bound(("seed", "trace_seed"), lambda v: v < 0, ">= 0"),
+    _check_seed_range,
+    _bound(("window_s", "reward_scale_s", "clip_obs", "clip_range", "max_grad_norm"), lambda v: v <= 0, "> 0"),
+    _bound(("warmup_s", "ent_coef", "vf_coef"), lambda v: v < 0, ">= 0"),
+    _check_test_fraction, _check_target_kl, _check_choices, _check_heuristic, _check_env_id,
+    _bound(("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "num_job_slots",
+            "borrow_levels", "max_steps", "eval_windows", "final_windows", "deepsets_hidden",
+            "worker_levels", "bc_epochs", "bc_batch_size"), lambda v: v < 1, ">= 1"),
+    _bound(("num_server_slots", "eval_freq", "checkpoint_freq", "torch_threads", "deepsets_slot_dim",
+            "bc_steps"), lambda v: v < 0, ">= 0"),
+    _check_rollout, _check_discounts,
+    _bound(("learning_rate", "bc_learning_rate"), lambda v: v <= 0, "> 0"),
+    _check_net_arch,
+)
 
 
 def read_yaml(path: str | os.PathLike) -> dict[str, Any]:

@@ -8,7 +8,10 @@ Printed by ``python -m lyra_agents.benchmark`` after its table, from the benchma
 * **per-window best** (reachable with hindsight: a policy that picked, on every window, the
   heuristic that turned out best there; no shipped policy knows which);
 * **isolated-job bound** (unreachable): the mean JCT if every job ran alone from its submission
-  at its best size (:func:`isolated_jct`).
+  at its best size (:func:`isolated_jct`);
+* **oracle reference** (scenarios with ``knowledge`` estimate or history): ``lyra`` on the same
+  jobs told the true durations (:data:`ORACLE`): what the missing knowledge costs the heuristic,
+  reachable only by a policy that recovers the truth.
 
 The isolated-job bound of a job is computed with the run's own engine model (the work the
 engine gives it, :meth:`lyra_gym.model.scaling.ScalingModel.rate_for`, the profile the scenario
@@ -37,6 +40,16 @@ from lyra_gym.model.profiles import ProfileSet
 from lyra_gym.model.scaling import PROGRESS_BINS
 
 BOUND = "isolated-bound"  # the policy name of the bound's rows
+#: The policy name of the reference rows of a scenario whose schedulers are not told the true
+#: durations (``knowledge`` estimate or history): ``lyra`` on the same jobs with oracle knowledge.
+ORACLE = "lyra@oracle"
+#: Row kinds that are references, not policies under test.
+REFERENCE_KINDS = frozenset({"bound", "reference"})
+
+
+def row_kind(policy: str) -> str:
+    """The CSV ``kind`` of a per-window row of ``policy``."""
+    return "bound" if policy == BOUND else "reference" if policy == ORACLE else "window"
 
 
 def _pools(config: SimConfig) -> dict[str, tuple[int, int]]:
@@ -105,13 +118,15 @@ def headroom(rows: Sequence[dict[str, Any]], heuristics: Sequence[str]) -> list[
             if here:
                 per_window.append(min(here))
         bound = [r["jct_vs_lyra"] for r in mine if r["kind"] == "bound"]
+        oracle = [r["jct_vs_lyra"] for r in mine if r["kind"] == "reference"]
         lyra = [r["jct_mean_s"] for r in mine if r["policy"] == "lyra" and r["kind"] == "window"]
         best = min(spread, key=lambda h: (spread[h], h)) if spread else ""
         out.append({"scenario": scenario, "units": len(units), "lyra_jct_s": float(np.mean(lyra)) if lyra else math.nan,
                      "spread": spread, "best": best, "best_vs_lyra": spread.get(best, math.nan),
                      "worst_vs_lyra": max(spread.values(), default=math.nan),
                      "per_window_best": iqm(per_window) if per_window else math.nan,
-                     "isolated_bound": iqm(bound) if bound else math.nan})
+                     "isolated_bound": iqm(bound) if bound else math.nan,
+                     "oracle_reference": iqm(oracle) if oracle else math.nan})
     return out
 
 
@@ -122,9 +137,10 @@ def _fmt(value: float) -> str:
 def headroom_table(entries: Sequence[dict[str, Any]]) -> str:
     """The headroom summary and the spread of every heuristic, as aligned text."""
     header = ["scenario", "units", "lyra JCT s", "best heuristic", "best/lyra", "worst/lyra",
-              "per-window best (hindsight)", "isolated bound (unreachable)"]
+              "per-window best (hindsight)", "lyra told the truth", "isolated bound (unreachable)"]
     body = [[e["scenario"], str(e["units"]), f"{e['lyra_jct_s']:.0f}", e["best"] or "-", _fmt(e["best_vs_lyra"]),
-             _fmt(e["worst_vs_lyra"]), _fmt(e["per_window_best"]), _fmt(e["isolated_bound"])] for e in entries]
+             _fmt(e["worst_vs_lyra"]), _fmt(e["per_window_best"]), _fmt(e.get("oracle_reference", math.nan)),
+             _fmt(e["isolated_bound"])] for e in entries]
     lines = ["headroom per scenario (JCT / lyra, IQM over (trace seed, window) units; lower is better)",
              *_aligned(header, body)]
     heuristics = list(dict.fromkeys(h for e in entries for h in e["spread"]))

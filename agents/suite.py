@@ -17,9 +17,10 @@ A suite file (``traces/suite-v1/suite.yaml``) is YAML read with the config loade
 
 Scenario keys: those of :class:`lyra_agents.scenarios.Scenario` (``trace``, ``trace_seeds``,
 ``elastic_share``, ``window_s``, ``warmup_s``, ``windows``, ``test_fraction``, ...) plus
-``profiles`` and ``requires``. A scenario with ``requires: [knowledge-model]`` names a setting
-this version does not have yet: it is listed, not run, and asking for it is an error saying
-why (its other keys, e.g. ``knowledge``, are kept as written). Every problem is a
+``profiles``, ``knowledge`` (the run config's knowledge section: what schedulers may know of job
+durations, :mod:`lyra_gym.model.knowledge`) and ``requires``. A scenario with ``requires: [NAME]``
+names a setting this version does not have (:data:`NOT_YET`): it is listed, not run, and asking for
+it is an error saying why. Every problem is a
 :class:`SuiteError` naming the file and the field (``scenarios[2].windows``).
 """
 
@@ -39,8 +40,7 @@ FORMAT = "lyra-gym-suite/1"
 #: Built-in suite files by version.
 SUITE_FILES = {"v1": TRACES_DIR / "suite-v1" / "suite.yaml"}
 #: Settings a scenario may require that this version lacks, and why.
-NOT_YET = {"knowledge-model": "the knowledge model (issue 26 item 1: what schedulers may know of job durations, "
-                              "oracle/estimate/history), not available in this version"}
+NOT_YET: dict[str, str] = {}  # none at present (the knowledge model, once required here, has landed)
 _TOP_KEYS = {"format", "version", "description", "defaults", "scenarios"}
 _SCALARS: dict[str, type] = {"name": str, "description": str, "trace": str, "elastic_share": float,
                              "config_file": str, "profiles": str, "window_s": float, "warmup_s": float,
@@ -193,6 +193,11 @@ def _scenario(path: Path, where: str, data: Mapping[str, Any], own: set[str]) ->
     profiles = kwargs.pop("profiles", config.get("profiles"))
     if isinstance(profiles, str):
         config["profiles"] = str((path.parent / profiles).resolve())
+    knowledge = data.get("knowledge")
+    if knowledge is not None:
+        if not isinstance(knowledge, dict):
+            raise SuiteError(f"{path}: {field_name('knowledge')}: a mapping expected, e.g. {{mode: estimate}}")
+        config["knowledge"] = dict(knowledge)
     kwargs["config"] = MappingProxyType(config)
     kwargs.setdefault("description", "")
     scenario = Scenario(**kwargs)

@@ -23,6 +23,7 @@ class FifoScheduler(Scheduler):
 
     backfill: bool = False
     name = "fifo"
+    reads = frozenset()  # nothing of durations: submit order and sizes only
 
     def order(self, view: ClusterView) -> Iterable[JobView]:
         """Queued jobs in the order this policy starts them."""

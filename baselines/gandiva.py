@@ -122,6 +122,8 @@ EPS = 1e-6  # s: tolerance when comparing times with quantum boundaries
 class GandivaScheduler(Scheduler):
     """Gandiva-style time slicing, migration and grow-shrink (parameters: module docstring)."""
 
+    reads = frozenset({"remaining_work", "remaining_time_at"})  # migration and grow-shrink by time left
+
     quantum_s: float = 60.0
     grow_min_gain_s: float = 120.0
     migrate_min_remaining_s: float = 300.0

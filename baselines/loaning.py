@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -122,29 +122,41 @@ def choose_returns(view: ClusterView, plan: Plan, k: int, loaning: Loaning, rng:
     on = _jobs_on_loaned(view, allocations)
     for sid in plan.give_back:
         on.pop(sid, None)
-    chosen: list[int] = []
     picks = min(k, len(on))
     if loaning.reclaim_rule == "random":
-        for _ in range(picks):
-            candidates = sorted(on)
-            sid = candidates[int(rng.integers(len(candidates)))]
-            for job_id in on.pop(sid):
-                release_server(view, allocations, job_id, sid)
-            chosen.append(sid)
-        return chosen
+        return _return_random(view, allocations, on, picks, rng)
 
     def key(s: int) -> tuple:
         return (-levels.get(s, NEUTRAL_RETURN_LEVEL), server_cost(on[s], allocations, view, loaning),
                 sum(on[s].values()), -s)
 
+    return _return_cheapest(view, allocations, on, picks, key)
+
+
+def _return_random(view: ClusterView, allocations: dict, on: dict[int, dict[str, int]], picks: int,
+                   rng: np.random.Generator) -> list[int]:
+    """``picks`` servers of ``on`` drawn uniformly one by one (in server-id order), their jobs released."""
+    chosen: list[int] = []
+    for _ in range(picks):
+        candidates = sorted(on)
+        sid = candidates[int(rng.integers(len(candidates)))]
+        for job_id in on.pop(sid):
+            release_server(view, allocations, job_id, sid)
+        chosen.append(sid)
+    return chosen
+
+
+def _return_cheapest(view: ClusterView, allocations: dict, on: dict[int, dict[str, int]], picks: int,
+                     key: Callable[[int], tuple]) -> list[int]:
+    """The server of ``on`` with the smallest ``key``, ``picks`` times, its jobs released each time."""
     if picks == 1:
         sid = min(on, key=key)
         for job_id in on.pop(sid):
             release_server(view, allocations, job_id, sid)
         return [sid]
-    # the cheapest server, k times: a heap of every server's key, where a pick changes only the keys
-    # of the servers holding the picked server's jobs (the same picks as a scan each time: keys are
-    # unique by server id)
+    # a heap of every server's key, where a pick changes only the keys of the servers holding the
+    # picked server's jobs (the same picks as a scan each time: keys are unique by server id)
+    chosen: list[int] = []
     current = {s: key(s) for s in on}
     heap = [(kk, s) for s, kk in current.items()]
     heapq.heapify(heap)

@@ -128,73 +128,28 @@ Parameters (dataclass fields, defaults and sources)
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from lyra_baselines.loaning import Loaning, free_after
-from lyra_baselines.placement import best_fit, spanning_group, take, warn_unrunnable
-from lyra_baselines.pollux_optimizer import best_sizes, most_jobs, restart_factor, statistical_efficiency
+from lyra_baselines.placement import best_fit, take, warn_unrunnable
+from lyra_baselines.pollux_admission import admit, admit_running, minimum, place_spanning
+from lyra_baselines.pollux_batches import BATCH_POINTS as BATCH_POINTS
+from lyra_baselines.pollux_batches import MAX_BATCH_GROWTH as MAX_BATCH_GROWTH
+from lyra_baselines.pollux_batches import application_batches, batch_candidates
+from lyra_baselines.pollux_optimizer import best_sizes, restart_factor, statistical_efficiency
+from lyra_baselines.pollux_pools import Pool, build_pools, job_limit
 from lyra_gym.sim.plan import Plan
-from lyra_gym.model.scaling import progress_bin
 from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.sim.view import ClusterView, JobView
 
 
 #: What a speed-up is measured against (``speedup_base``).
 SPEEDUP_BASES = ("fair-share", "request")
-#: Batch-size search of the adaptive rule: ``B0 x 2^(k/4)``, k = 0, 1, ..., up to this multiple of ``B0``.
-MAX_BATCH_GROWTH = 64.0
-#: Batches the application range is sampled at (``np.geomspace``'s default in the artifact).
-BATCH_POINTS = 50
 #: Where the adaptive batch is searched (``batch_range``).
 BATCH_RANGES = ("application", "workload")
-
-
-def batch_candidates(b0: float, workers: int, max_local_batch: float | None) -> list[float]:
-    """Global batches of ``batch_range="workload"`` (the old rule) on ``workers`` GPUs: ``B0 x
-    2^(k/4)`` (whole samples) from ``B0`` up to ``MAX_BATCH_GROWTH x B0`` and to ``workers x
-    max_local_batch`` (GPU memory). Never below ``B0``."""
-    top = b0 * MAX_BATCH_GROWTH
-    if max_local_batch is not None:
-        top = min(top, workers * max_local_batch)
-    out, k = [float(b0)], 1
-    while True:
-        m = float(round(b0 * 2.0 ** (k / 4)))
-        if m > top:
-            break
-        if m > out[-1]:
-            out.append(m)
-        k += 1
-    return out
-
-
-def application_batches(lo: float, hi: float, workers: int, min_local: float | None,
-                        max_local: float | None) -> list[float]:
-    """Global batches of ``batch_range="application"`` on ``workers`` GPUs, as the Pollux artifact's
-    ``GoodputFunction.optimize`` (``accumulation=True``): :data:`BATCH_POINTS` batches spaced
-    geometrically from ``max(lo, workers x min_local)`` to ``hi`` (the application's initial and
-    largest measured batch), less those whose micro-batch (the artifact's split with gradient
-    accumulation: ``local = ceil(M / n)``, ``accum = ceil(local / max_local) - 1``, at least 1
-    on one GPU above ``lo``, ``atomic = ceil(local / (accum + 1))``) falls below ``min_local``.
-    The engine splits the chosen batch the same way (:meth:`lyra_gym.model.scaling.ScalingModel.split`)."""
-    start = max(lo, workers * (min_local or 1.0))
-    if start >= hi:
-        return [float(start)]
-    ratio = (hi / start) ** (1.0 / (BATCH_POINTS - 1))
-    out = []
-    for k in range(BATCH_POINTS):
-        m = hi if k == BATCH_POINTS - 1 else start * ratio ** k
-        local = math.ceil(m / workers - 1e-8)
-        accum = 0 if max_local is None else math.ceil(local / max_local - 1e-8) - 1
-        if workers == 1 and m > lo + 1e-8:
-            accum = max(1, accum)
-        atomic = math.ceil(local / (accum + 1) - 1e-8)
-        if min_local is None or atomic >= min_local:
-            out.append(float(m))
-    return out or [float(start)]
 
 
 @dataclass
@@ -217,6 +172,8 @@ class PolluxScheduler(Scheduler):
     :param loan: borrow idle inference servers (default False).
     :param reclaim_rule: ``"cost"`` (default) or ``"random"``.
     """
+
+    reads = frozenset()  # no duration: goodput at the job's current (measured) progress part
 
     p: float = -1.0
     noise_scale_ratio: float | None = None
@@ -299,7 +256,7 @@ class PolluxScheduler(Scheduler):
         each count (Pollux's batch-size adaptation), else the rule's
         own batch. Read-only arrays, cached per (model, initial batch, progress part, servers)."""
         adaptive = view.scaling == "adaptive"
-        part = progress_bin(job.total_work - job.remaining_work, job.total_work)
+        part = job.progress_part  # the true part: Pollux measures its gradient statistics as it trains
         key = (job.spec.model, job.init_batch, part, gpu_type, gpus_per_server)
         cached = self._goodputs.get(key)
         if cached is not None and len(cached[0]) >= hi:
@@ -344,213 +301,31 @@ class PolluxScheduler(Scheduler):
     def decide(self, view: ClusterView) -> Plan:
         plan = view.current_plan()
         self.loaning.prepare(view, plan, self.rng)
-        allocations = plan.allocations
         free = free_after(view, plan)
-        pools = self._pools(view, plan, free)
-        pool_of = {sid: pool for pool in pools for sid in pool.servers}
-
+        pools = build_pools(view, plan, free)
         if view.num_queued:
             if self._limit is None:
-                self._limit = self._job_limit(view)
-            warn_unrunnable(view, self.name, self._limit, self._minimum, self._warned)
-
-        # (1) running jobs stay admitted, in the pool they run in; elastic ones may shrink to their minimum
-        dropped: list[JobView] = []  # stopped by a reclaim: candidates again
-        for job in view.running_jobs():
-            alloc = allocations.get(job.id)
-            if alloc is None:
-                dropped.append(job)
-                continue
-            pool = pool_of[next(iter(alloc))]
-            if any(pool_of[sid] is not pool for sid in alloc):
-                continue  # spans pools (a spanning job, or not made by this policy): left as it is
-            if not job.spec.elastic:
-                pool.fixed.append(job)
-            else:
-                untouched = alloc is job.allocation
-                count = job.workers if untouched else sum(alloc.values())
-                pool.spare += count - job.spec.min_gpus
-                pool.elastic.append((job, count, count if untouched else None))
-
-        # (2) queued jobs in Pollux's order, each at its minimum, while minimums fit (training first);
-        #     with ``preempt``, running jobs are candidates too and the most jobs that fit are admitted;
-        #     a job too large for every pool spans pools where the config lets it (``spans``)
-        spans = self._spanning_candidates(view, plan, pools, dropped)
-        spanning: list[tuple[JobView, list[tuple[_Pool, int]]]] = []  # admitted, with GPUs reserved per pool
-        if self.preempt:
-            self._admit_most(view, pools, allocations, free, dropped, spans)
-            for job in self._admission_order(view, dropped) if spans else ():
-                if job.id in spans:
-                    self._reserve(job, spans[job.id], pools, spanning)
-        elif any(pool.spare for pool in pools):
-            for job in self._admission_order(view, dropped):
-                need = self._minimum(job)
-                if job.id in spans:
-                    if not self._reserve(job, spans[job.id], pools, spanning) and not self.backfill:
-                        break
-                    continue
-                pool = next((pool for pool in pools if need <= pool.spare), None)
-                if pool is None:
-                    if not self.backfill:
-                        break
-                    continue
-                pool.spare -= need
-                if job.spec.elastic:
-                    pool.elastic.append((job, 0, None))
-                else:
-                    pool.started.append(job)
-                if not any(pool.spare for pool in pools):
-                    break
-
-        # (3) per pool: size the elastic jobs by the power mean of (penalised) speed-ups, then place
-        for pool in pools:
-            changed = [(job, job.spec.num_gpus) for job in pool.started]
-            for (job, count, _), x in zip(pool.elastic, self._sizes(view, pool)):
-                if x != count:
-                    changed.append((job, x))
-                    for sid, gpus in allocations.get(job.id, {}).items():
-                        free[sid] += gpus
-            self._place(view, plan, free, pool, changed)
-        for job, reserved in spanning:  # after every pool: each has kept its reserved GPUs free
-            parts = [best_fit(free, gpus, pool.servers) for pool, gpus in reserved]
-            if any(part is None for part in parts):  # not expected: the job waits
-                continue
-            placement: dict[int, int] = {}
-            for part in parts:
-                take(free, part)
-                placement.update(part)
-            allocations[job.id] = placement
+                self._limit = job_limit(view, self.loan)
+            warn_unrunnable(view, self.name, self._limit, minimum, self._warned)
+        dropped = admit_running(view, plan.allocations, pools)  # (1) running jobs stay in their pools
+        spanning = admit(view, plan, pools, free, dropped, self.preempt, self.backfill)  # (2) queued jobs
+        for pool in pools:  # (3) per pool: size the elastic jobs by the power mean of speed-ups, place
+            self._size_and_place(view, plan, free, pool)
+        place_spanning(plan.allocations, free, spanning)
         return plan
 
-    def _spanning_candidates(self, view: ClusterView, plan: Plan, pools: list["_Pool"],
-                             dropped: Sequence[JobView]) -> dict[str, list[int]]:
-        """Queued jobs whose minimum no pool can ever hold but the servers a job may span can
-        (``allow_mixed_gpu_types`` only; :func:`lyra_baselines.placement.spanning_group`, as ``lyra``):
-        job id -> those servers."""
-        if not view.allow_mixed_gpu_types or len(pools) < 2:
-            return {}
-        gpus = [s.num_gpus for s in view.servers]
-        largest = max(sum(gpus[sid] for sid in pool.servers) for pool in pools)
-        returned = set(plan.give_back)
-        loaned = [sid for sid in view.loaned_servers() if sid not in returned] + list(plan.borrow)
-        spans = {}
-        for job in (*view.queued_jobs(), *dropped):
-            need = self._minimum(job)
-            if need > largest:
-                servers = spanning_group(view, loaned, need)
-                if servers is not None:
-                    spans[job.id] = servers
-        return spans
-
-    def _reserve(self, job: JobView, servers: Sequence[int], pools: list["_Pool"],
-                 spanning: list[tuple[JobView, list[tuple["_Pool", int]]]]) -> bool:
-        """Admit a spanning ``job`` at its minimum if the pools within ``servers`` have that many
-        spare GPUs: reserve them, pools in order (training first), and note it in ``spanning``."""
-        within = set(servers)
-        usable = [pool for pool in pools if within.issuperset(pool.servers) and pool.spare]
-        left = self._minimum(job)
-        if sum(pool.spare for pool in usable) < left:
-            return False
-        reserved = []
-        for pool in usable:
-            gpus = min(pool.spare, left)
-            pool.spare -= gpus
-            left -= gpus
-            reserved.append((pool, gpus))
-            if not left:
-                break
-        spanning.append((job, reserved))
-        return True
-
-    def _pools(self, view: ClusterView, plan: Plan, free: list[int]) -> list["_Pool"]:
-        """Training servers, then the loaned ones (if any); each sized and placed separately, one
-        pool per GPU type unless the config lets a job mix types."""
-        returned = set(plan.give_back)
-        loaned = [sid for sid in view.loaned_servers() if sid not in returned] + list(plan.borrow)
-        pools = []
-        for servers in self._server_sets(view, list(view.training_server_ids), loaned):
-            first = view.servers[servers[0]]
-            pools.append(_Pool(servers, [servers], first.gpu_type, first.num_gpus, sum(free[s] for s in servers)))
-        return pools
-
-    @staticmethod
-    def _server_sets(view: ClusterView, training: list[int], loaned: list[int]) -> list[list[int]]:
-        """The pools' server ids: training, then loaned; each split by GPU type (first-seen order)
-        unless ``allow_mixed_gpu_types``. A pool of several types would count GPUs no one job could
-        use together: a job sized to them would never be placed."""
-        sets = []
-        for servers in (training, loaned):
-            if not servers:
-                continue
-            if view.allow_mixed_gpu_types:
-                sets.append(servers)
-                continue
-            by_type: dict[str, list[int]] = {}
-            for sid in servers:
-                by_type.setdefault(view.servers[sid].gpu_type, []).append(sid)
-            sets.extend(by_type.values())
-        return sets
-
-    def _job_limit(self, view: ClusterView) -> int:
-        """The most GPUs one job can ever get: the largest pool with every inference server on loan
-        (if ``loan``), or training and inference servers together where types may mix."""
-        loaned = list(view.inference_server_ids) if self.loan else []
-        sets = self._server_sets(view, list(view.training_server_ids), loaned)
-        if view.allow_mixed_gpu_types and loaned:
-            sets.append([*view.training_server_ids, *loaned])
-        return max((sum(view.servers[s].num_gpus for s in ids) for ids in sets), default=0)
-
-    def _admit_most(self, view: ClusterView, pools: list["_Pool"], allocations: dict, free: list[int],
-                    dropped: Sequence[JobView], spans: Mapping[str, object]) -> None:
-        """Pollux's admission when any job may get zero GPUs: per pool (training first), the largest
-        number of jobs whose minimums fit in the pool (an unallocated job costs 1/1e-3 in Pollux's
-        p = -1 objective, about 1,000 allocated ones); among those, the most of the jobs running
-        there; then the smallest minimums, ties in Pollux's order. A running job left out is
-        preempted (its GPUs are freed); queued jobs not admitted in one pool may join the next."""
-        queued = [job for job in self._admission_order(view, dropped) if job.id not in spans]
-        for pool in pools:
-            running = [job for job, _, _ in pool.elastic] + pool.fixed
-            need = {job.id: self._minimum(job) for job in running}
-            capacity = pool.spare + sum(need.values())  # spare counts GPUs beyond the elastic minimums
-            for job in queued:
-                need[job.id] = self._minimum(job)
-            by_need = sorted(running, key=lambda j: (need[j.id], j.attained_gpu_s, j.index))
-            waiting = sorted(queued, key=lambda j: need[j.id])  # stable: ties keep Pollux's order
-            keep, start = most_jobs([need[j.id] for j in by_need], [need[j.id] for j in waiting], capacity)
-            preempted = {job.id for job in by_need[keep:]}
-            for job in by_need[keep:]:  # preempted: all its GPUs return to the pool
-                for sid, gpus in allocations.pop(job.id).items():
+    def _size_and_place(self, view: ClusterView, plan: Plan, free: list[int], pool: Pool) -> None:
+        """Size the pool's elastic jobs (:meth:`_sizes`), free the GPUs of those whose count changes,
+        and place them with the newly started inelastic jobs (:meth:`_place`)."""
+        changed = [(job, job.spec.num_gpus) for job in pool.started]
+        for (job, count, _), x in zip(pool.elastic, self._sizes(view, pool)):
+            if x != count:
+                changed.append((job, x))
+                for sid, gpus in plan.allocations.get(job.id, {}).items():
                     free[sid] += gpus
-                pool.spare += need[job.id]
-            if preempted:
-                pool.elastic = [e for e in pool.elastic if e[0].id not in preempted]
-                pool.fixed = [job for job in pool.fixed if job.id not in preempted]
-            admitted = {j.id for j in waiting[:start]}
-            for job in [j for j in queued if j.id in admitted]:  # in Pollux's order
-                pool.spare -= need[job.id]
-                if job.spec.elastic:
-                    pool.elastic.append((job, 0, None))
-                else:
-                    pool.started.append(job)
-            queued = [j for j in queued if j.id not in admitted]
+        self._place(view, plan, free, pool, changed)
 
-    @staticmethod
-    def _minimum(job: JobView) -> int:
-        """GPUs a job needs to run: ``min_gpus`` if elastic, else ``num_gpus``."""
-        return job.spec.min_gpus if job.spec.elastic else job.spec.num_gpus
-
-    def _admission_order(self, view: ClusterView, dropped: Sequence[JobView]) -> Iterator[JobView]:
-        """Never-started queued jobs in submit order, then started ones by least attained GPU-time."""
-        resumed = list(dropped)
-        for job in view.queued_jobs():
-            if job.first_start is None:
-                yield job
-            else:
-                resumed.append(job)
-        resumed.sort(key=lambda j: (j.attained_gpu_s, j.index))
-        yield from resumed
-
-    def _sizes(self, view: ClusterView, pool: "_Pool") -> list[int]:
+    def _sizes(self, view: ClusterView, pool: Pool) -> list[int]:
         """GPU counts of the pool's elastic jobs, given its ``spare`` GPUs beyond their minimums."""
         if pool.spare == 0:
             return [job.spec.min_gpus for job, _, _ in pool.elastic]
@@ -574,7 +349,7 @@ class PolluxScheduler(Scheduler):
             options.append((lo, s))
         return best_sizes(options, sum(lo for lo, _ in options) + pool.spare, self.p)
 
-    def _place(self, view: ClusterView, plan: Plan, free: list[int], pool: "_Pool",
+    def _place(self, view: ClusterView, plan: Plan, free: list[int], pool: Pool,
                changed: list[tuple[JobView, int]]) -> None:
         """Best-fit the ``changed`` jobs (largest first) into the pool's ``free`` GPUs."""
         allocations = plan.allocations
@@ -595,7 +370,7 @@ class PolluxScheduler(Scheduler):
         if view.scaling == "adaptive" and not self.assumed_efficiency:
             self._adapt_batches(view, plan, pool)
 
-    def _adapt_batches(self, view: ClusterView, plan: Plan, pool: "_Pool") -> None:
+    def _adapt_batches(self, view: ClusterView, plan: Plan, pool: Pool) -> None:
         """Pollux's batch-size adaptation: every job of the pool in the plan runs at the batch that
         maximises its goodput at its planned GPU count (sent only when it changes)."""
         allocations = plan.allocations
@@ -608,26 +383,6 @@ class PolluxScheduler(Scheduler):
             batch = float(batches[x - 1])
             if batch != job.batch_size:  # the adaptive rule's current batch
                 plan.batch_sizes[job.id] = batch
-
-
-@dataclass
-class _Pool:
-    """One set of servers sized and placed together (training, or loaned), during one decision."""
-
-    servers: list[int]
-    groups: list[list[int]]  # candidate server lists for placement (one per GPU type if types may not mix)
-    gpu_type: str            # throughput of this pool's jobs is taken on this type ...
-    gpus_per_server: int     # ... packed onto servers of this many GPUs
-    spare: int               # GPUs beyond the minimums of the jobs admitted here
-    elastic: list[tuple[JobView, int, int | None]] = field(default_factory=list)  # (job, GPUs now, penalised count)
-    started: list[JobView] = field(default_factory=list)  # inelastic jobs admitted now
-    fixed: list[JobView] = field(default_factory=list)    # inelastic jobs running here already
-
-    def fair_share(self) -> int:
-        """GPUs per job if the pool's GPUs were split evenly among its jobs, rounded up (Pollux's
-        ``a_f``: ``pollux.py`` ``Problem``, ceil(GPUs / jobs))."""
-        jobs = len(self.elastic) + len(self.started) + len(self.fixed)
-        return -(-len(self.servers) * self.gpus_per_server // max(1, jobs))
 
 
 @dataclass

@@ -142,11 +142,15 @@ Key = tuple[int, float, int]
 MODES = ("realistic", "artifact")
 QUEUE_ORDERS = ("running-first", "arrival")
 ARTIFACT_PLACEMENTS = ("best-fit", "most-free")
+# Artifact mode: (key, job id, GPUs per pool if running, the job if waiting)
+_Entry = tuple[Key, str, dict[int, int] | None, JobView | None]
 
 
 @dataclass
 class TiresiasScheduler(Scheduler):
     """Discretized 2D-LAS; parameters are documented in the module docstring."""
+
+    reads = frozenset()  # no duration: attained service only (Tiresias's premise)
 
     thresholds: Sequence[float] = (3250.0, 7200.0)
     starvation_factor: float = 0.0
@@ -259,20 +263,36 @@ class TiresiasScheduler(Scheduler):
             if self._limit is None:
                 self._limit = self._job_limit(view)
             warn_unrunnable(view, self.name, self._limit, _requested, self._warned)
-        allocations, now = plan.allocations, view.now
+        now = view.now
         if now >= self._next_check:
             self._demote(view, now)
-        keys = self._keys
-        waiting = [(keys.get(job.id) or self._key(job, now), job) for job in view.queued_jobs()]  # arrivals first
-        if self.starvation_factor > 0:
-            waiting = [(self._promote(job, key, now) if key[0] > 0 else key, job) for key, job in waiting]
-        if plan.give_back:  # jobs a reclaim just stopped may start again elsewhere
-            waiting += [(self._key(j, now), j) for j in view.running_jobs() if j.id not in allocations]
+        waiting = self._waiting(view, plan, now)
         if not waiting:
             return plan
         if self.artifact:
             return self._artifact_round(view, plan, waiting, now)
         waiting.sort(key=itemgetter(0))
+        self._realistic_round(view, plan, waiting, now)
+        return plan
+
+    def _waiting(self, view: ClusterView, plan: Plan, now: float) -> list[tuple[Key, JobView]]:
+        """The jobs that may start now, with their keys (arrivals first, unsorted): queued jobs
+        (promoted if starving), and running jobs a reclaim just stopped (they may start elsewhere)."""
+        keys = self._keys
+        waiting = [(keys.get(job.id) or self._key(job, now), job) for job in view.queued_jobs()]  # arrivals first
+        if self.starvation_factor > 0:
+            waiting = [(self._promote(job, key, now) if key[0] > 0 else key, job) for key, job in waiting]
+        if plan.give_back:  # jobs a reclaim just stopped may start again elsewhere
+            allocations = plan.allocations
+            waiting += [(self._key(j, now), j) for j in view.running_jobs() if j.id not in allocations]
+        return waiting
+
+    def _realistic_round(self, view: ClusterView, plan: Plan, waiting: list[tuple[Key, JobView]],
+                         now: float) -> None:
+        """Realistic mode: start the ``waiting`` jobs (in key order) that fit, each preempting
+        lower queues if it then fits as a whole; stop at the first job when nothing is free and
+        nothing lower could be preempted."""
+        allocations = plan.allocations
         free = free_map_after(view, plan)  # indexed: placements read the engine's index
         all_cells = range(len(view.topology.cells))
         free_total = free.total(all_cells)  # 0 on servers training may not use
@@ -303,7 +323,6 @@ class TiresiasScheduler(Scheduler):
             free_total -= need
             allocations[job.id] = placement
             self._started(job, key[0], now)
-        return plan
 
     def _started(self, job: JobView, queue: int, now: float) -> None:
         """Note when a job started now can first cross its queue's threshold."""
@@ -418,38 +437,14 @@ class TiresiasScheduler(Scheduler):
         job, running or not, in queue order; a job runs if its pool still has its GPUs (a count,
         not servers); a running job that no longer fits is preempted. Then, in every queue, the
         running jobs move ahead of the waiting ones (order kept otherwise)."""
-        allocations, keys = plan.allocations, self._keys
+        allocations = plan.allocations
         free = free_after(view, plan)
         pools = self._artifact_pools(view, plan)
-        pool_of = {sid: p for p, (ids, _) in enumerate(pools) for sid in ids}
         room = [sum(free[sid] for sid in ids) for ids, _ in pools]  # GPUs per pool, as if empty
-        entries: list[tuple[Key, str, dict[int, int] | None, JobView | None]] = []
-        for job_id, alloc in allocations.items():
-            key = keys.get(job_id)
-            if key is None:  # started by someone else (an env driving part of the cluster)
-                key, self._next_check = self._key(view.job(job_id), now), now
-            by_pool: dict[int, int] = {}
-            for sid, gpus in alloc.items():
-                p = pool_of[sid]
-                by_pool[p] = by_pool.get(p, 0) + gpus
-                room[p] += gpus
-            entries.append((key, job_id, by_pool, None))
+        entries = self._artifact_running(view, allocations, pools, room, now)
         entries += [(key, job.id, None, job) for key, job in waiting]
         entries.sort(key=itemgetter(0))
-        victims, starts = [], []
-        for key, job_id, by_pool, job in entries:
-            if by_pool is not None:  # running
-                if all(room[p] >= gpus for p, gpus in by_pool.items()):
-                    for p, gpus in by_pool.items():
-                        room[p] -= gpus
-                else:
-                    victims.append(job_id)
-                continue
-            need = job.spec.num_gpus
-            p = next((p for p, r in enumerate(room) if r >= need), None)
-            if p is not None:
-                room[p] -= need
-                starts.append((key, job, p))
+        victims, starts = _count_fits(entries, room)
         for job_id in victims:
             for sid, gpus in allocations.pop(job_id).items():
                 free[sid] += gpus
@@ -463,10 +458,36 @@ class TiresiasScheduler(Scheduler):
             self._started(job, key[0], now)
         if self.queue_order == "arrival":  # the Pollux artifact: places kept (arrival, or demotion)
             return plan
+        self._running_first(entries, allocations)
+        return plan
+
+    def _artifact_running(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]],
+                          pools: list[tuple[list[int], list[list[int]]]], room: list[int],
+                          now: float) -> list[_Entry]:
+        """Artifact mode: an entry per running job with its GPUs per pool, which are added to the
+        pools' ``room`` (GPUs per pool, counted as if every job were stopped)."""
+        keys = self._keys
+        pool_of = {sid: p for p, (ids, _) in enumerate(pools) for sid in ids}
+        entries: list[_Entry] = []
+        for job_id, alloc in allocations.items():
+            key = keys.get(job_id)
+            if key is None:  # started by someone else (an env driving part of the cluster)
+                key, self._next_check = self._key(view.job(job_id), now), now
+            by_pool: dict[int, int] = {}
+            for sid, gpus in alloc.items():
+                p = pool_of[sid]
+                by_pool[p] = by_pool.get(p, 0) + gpus
+                room[p] += gpus
+            entries.append((key, job_id, by_pool, None))
+        return entries
+
+    def _running_first(self, entries: list[_Entry], allocations: Mapping[str, Mapping[int, int]]) -> None:
+        """Artifact mode, ``queue_order="running-first"``: in every queue (``entries`` in key
+        order), the jobs now running move to the tail ahead of the waiting ones, order kept."""
+        keys = self._keys
         for queue, group in groupby(entries, key=lambda e: e[0][0]):  # running jobs first
             for key, job_id, _, _ in sorted(group, key=lambda e: e[1] not in allocations):
                 keys[job_id] = (queue, self._tail(), key[2])
-        return plan
 
     def _check_overheads(self, view: ClusterView) -> None:
         """Artifact mode: warn once per run if (re)starts cost time, which the artifact never charges."""
@@ -479,6 +500,29 @@ class TiresiasScheduler(Scheduler):
                 f"{self.name} mode='artifact' assumes free preemption as in the Tiresias artifact, but this run "
                 f"charges up to {restart_s:g} s per (re)start: set overheads.restart_s to 0 "
                 "(traces/tiresias-artifact.yaml)", stacklevel=3)
+
+
+def _count_fits(entries: Sequence[_Entry], room: list[int]) -> tuple[list[str], list[tuple[Key, JobView, int]]]:
+    """Artifact mode's walk over every job in key order, by GPU counts: a running job keeps running
+    if every pool it is in still has its GPUs, else it is a victim; a waiting job starts in the
+    first pool with room for it. Takes from ``room``; returns (victims' ids, (key, job, pool) starts)."""
+    victims: list[str] = []
+    starts: list[tuple[Key, JobView, int]] = []
+    for key, job_id, by_pool, job in entries:
+        if by_pool is not None:  # running
+            if all(room[p] >= gpus for p, gpus in by_pool.items()):
+                for p, gpus in by_pool.items():
+                    room[p] -= gpus
+            else:
+                victims.append(job_id)
+            continue
+        assert job is not None  # a waiting entry carries its job
+        need = job.spec.num_gpus
+        target = next((p for p, r in enumerate(room) if r >= need), None)
+        if target is not None:
+            room[target] -= need
+            starts.append((key, job, target))
+    return victims, starts
 
 
 def most_free_in_groups(free: list[int], need: int, groups: Sequence[Sequence[int]]) -> dict[int, int] | None:

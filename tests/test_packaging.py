@@ -43,7 +43,7 @@ def test_installed_names_collide_with_no_other_package():
 
 
 def test_code_imports_only_the_installed_names():
-    """A module imported as both `baselines.x` and `lyra_baselines.x` would be two modules (two
+    """A module imported as both `lyra_baselines.x` and `lyra_baselines.x` would be two modules (two
     registries, two classes): nothing in the project may use the folder names as import names."""
     bad = re.compile(r"^\s*(from|import) (agents|baselines)(\.|\s|$)", re.M)
     offenders = [str(p.relative_to(ROOT)) for folder in ("lyra_gym", "agents", "baselines", "tests", "benchmarks")

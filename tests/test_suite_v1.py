@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 from lyra_agents import benchmark
 from lyra_agents.bench_stats import stratified_bootstrap_ci, unit_bootstrap_ci
 from lyra_agents.suite import SUITE_FILES, SuiteError, get_suite, load_suite
+from lyra_gym.model.knowledge import KnowledgeConfig
 from lyra_gym.model.profiles import builtin_profiles, load_profiles
 from lyra_gym.run.simulate import simulate
 
@@ -39,22 +41,26 @@ def test_v1_has_the_issues_scenarios_each_on_two_seeds_and_five_or_more_units():
     suite = get_suite("v1")
     assert suite.version == "v1" and suite.bootstrap == "units"
     assert list(suite.scenarios) == ["default", "contended", "contended-warm", "strong-diurnal", "low-elastic",
-                                     "paper-shape", "elastic-heavy", "overload", "hetero"]
+                                     "paper-shape", "elastic-heavy", "overload", "hetero", "estimates", "history"]
     for s in suite.scenarios.values():
         assert len(s.seeds()) >= 2 and len(s.seeds()) * len(s.windows) >= 5, s.name
     warm = {n for n, s in suite.scenarios.items() if s.warmup_s > 0}
-    assert warm == {"contended-warm", "elastic-heavy", "overload", "hetero"}
+    assert warm == {"contended-warm", "elastic-heavy", "overload", "hetero", "estimates", "history"}
     assert suite.scenarios["elastic-heavy"].elastic_share == 0.7
     assert suite.scenarios["overload"].sim_config().cluster.training_gpus == 64
     types = {g.gpu_type for g in suite.scenarios["hetero"].sim_config().cluster.training}
     assert types == {"v100", "a100"} and suite.scenarios["hetero"].sim_config().cluster.inference.gpu_type == "t4"
-    assert set(suite.unavailable) == {"estimates", "history"}
+    assert not suite.unavailable  # every listed scenario runs in this version
 
 
-def test_a_scenario_needing_the_knowledge_model_is_a_clear_error():
-    with pytest.raises(ValueError, match="'estimates' of suite v1 needs the knowledge model"):
-        get_suite("v1").get("estimates")
-    assert benchmark.main(["--suite", "v1", "--scenarios", "history", "--quiet"]) == 2
+def test_the_knowledge_scenarios_carry_their_setting_into_the_run_config():
+    suite = get_suite("v1")
+    estimates, history = suite.get("estimates").sim_config(), suite.get("history").sim_config()
+    assert (estimates.knowledge.mode, estimates.knowledge.sigma, estimates.knowledge.bias) == ("estimate", 1.0, 1.0)
+    assert history.knowledge.mode == "history"
+    assert suite.get("contended").sim_config().knowledge.mode == "oracle"
+    # the same cluster as contended: only what the schedulers know differs
+    assert estimates.cluster == suite.get("contended").sim_config().cluster
 
 
 def test_v0_is_the_old_fixed_suite_with_its_stratified_bootstrap():
@@ -209,3 +215,33 @@ def test_suite_v1_hetero_and_overload_end_to_end(capsys):
         line = next(r for r in headroom.splitlines() if r.startswith(name))
         bound = float(line.split()[-1])
         assert 0 < bound < 1  # the isolated-job bound is below lyra on a loaded cluster
+
+
+def test_an_estimate_scenario_has_lyra_told_the_truth_as_reference(tmp_path, capsys):
+    """Under ``knowledge: estimate`` each window gets one ``reference`` row: lyra on the same jobs
+    with oracle knowledge, equal to a direct simulation; the policies' rows and aggregates ignore it."""
+    from lyra_gym.sim import scheduler as registry
+
+    body = TINY_BODY.replace("    description: small-1d, 2 h windows\n",
+                             "    description: small-1d, 2 h windows\n    knowledge: {mode: estimate, sigma: 1.0}\n")
+    suite = write_suite(tmp_path, body)
+    out = tmp_path / "est.csv"
+    assert benchmark.main(["--suite", str(suite), "--policies", "lyra,fifo,random", "--reps", "100", "--quiet",
+                           "--out", str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    references = [r for r in rows if r["kind"] == "reference"]
+    assert [r["policy"] for r in references] == ["lyra@oracle"] * 2
+    scenario = load_suite(suite).get("tiny")
+    estimated = scenario.sim_config()
+    assert estimated.knowledge.mode == "estimate"
+    oracle = replace(estimated, knowledge=KnowledgeConfig())
+    for seed, ref in zip(scenario.seeds(), references):
+        trace = scenario.build_trace(seed)
+        window = scenario.test_windows(trace)[0]
+        told = simulate(window.jobs(trace), registry.make("lyra"), oracle, seed=window.seed).metrics["jct_mean_s"]
+        guessed = simulate(window.jobs(trace), registry.make("lyra"), estimated, seed=window.seed).metrics["jct_mean_s"]
+        assert float(ref["jct_mean_s"]) == float(told)  # repr round trip of the CSV: exact
+        lyra = next(r for r in rows if r["kind"] == "window" and r["policy"] == "lyra" and r["trace_seed"] == str(seed))
+        assert float(lyra["jct_mean_s"]) == float(guessed)
+    assert "lyra@oracle" not in {r["policy"] for r in rows if r["kind"] == "aggregate"}
+    assert "lyra told the truth" in capsys.readouterr().out

@@ -33,8 +33,8 @@ def _agent():
         from lyra_agents.factory import configure_torch, make_eval_env
         from lyra_agents.policy_scheduler import load_policy_scheduler
     except ImportError:  # older commits: the top-level name agents
-        from agents.factory import configure_torch, make_eval_env  # type: ignore[no-redef]
-        from agents.policy_scheduler import load_policy_scheduler  # type: ignore[no-redef]
+        from lyra_agents.factory import configure_torch, make_eval_env  # type: ignore[no-redef]
+        from lyra_agents.policy_scheduler import load_policy_scheduler  # type: ignore[no-redef]
 
     scheduler = load_policy_scheduler(MODEL_DIR, trust_model_files=False)
     config = scheduler.config

@@ -217,7 +217,7 @@ def _csv_list(text: str, what: str) -> list[str]:
 def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from lyra_gym.harness.report import format_ci_table, summarize_runs, write_plots, write_summary
+    from lyra_gym.harness.report import READS_KEY, format_ci_table, summarize_runs, write_plots, write_summary
 
     _trust_model_files(args)
     policies = _csv_list(args.policies, "--policies")
@@ -264,11 +264,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                extra_metrics=extra, completed=completed)
         manifest["runs"] = _runs(completed)
         rows = [summarize_runs(results[p]) for p in policies]
-        print(format_ci_table(rows, TABLE_KEYS))
+        tags = [registry.knowledge_tag(registry.declared_reads(p)) for p in policies]
+        shown = [{**row, READS_KEY: tag} for row, tag in zip(rows, tags)]  # what each reads of durations
+        print(format_ci_table(shown, TABLE_KEYS))
         _warn_unfinished(rows)
         files: list[Path] = []
         with staged_folder(out, files) as stage:  # each file moved into place whole
-            write_summary(rows, stage)
+            write_summary(shown, stage)
         print(f"wrote {out / 'summary.csv'} and {out / 'summary.json'}")
         if plots:
             with staged_folder(out, files) as stage:
@@ -377,8 +379,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_policies(args: argparse.Namespace) -> int:
-    for name in registry.available():
-        print(name)
+    """Every scheduler's name, one a line; with ``--reads`` also what it reads of job durations
+    (``Scheduler.reads``)."""
+    names = registry.available()
+    width = max(map(len, names), default=0)
+    for name in names:
+        print(f"{name.ljust(width)}  reads: {registry.knowledge_tag(registry.declared_reads(name))}"
+              if getattr(args, "reads", False) else name)
     return 0
 
 
@@ -502,6 +509,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("policies", help="list every scheduler name")
+    p.add_argument("--reads", action="store_true",
+                   help="also what each reads of job durations (Scheduler.reads; see docs/example-config.yaml, "
+                        "knowledge)")
     p.set_defaults(func=cmd_policies)
 
     p = sub.add_parser("trace", help="trace tools")

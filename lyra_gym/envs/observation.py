@@ -17,6 +17,11 @@ features, its rate on the loaned GPU type per progress part, and the row of a qu
 job, which only its wait changes until it runs again), with the same calls and the
 same arithmetic, so observations are identical bit for bit
 (``tests/test_env_equivalence.py``).
+
+Duration features (``remaining_est``, ``remaining_now``, ``remaining_loaned``) and the slot order
+read the run's knowledge model (:mod:`lyra_gym.model.knowledge`, ``engine.knowledge``): under
+``estimate`` or ``history`` the believed remaining work, as the schedulers' views; the progress
+part behind the loaned-type rate stays the true one (visible in every mode).
 """
 
 from __future__ import annotations
@@ -188,7 +193,7 @@ class _EngineConstants:
         requested GPUs, ``B0`` (the scaling model's own memo key, ``ScalingModel.rate``, plus the
         size ``global_batch`` reads), the part and the batch; so jobs of one model and size, in
         any engine of that context, share it."""
-        total = job.total_work
+        total = job._job.total_work  # noqa: SLF001 -- the true total: the progress part is visible
         part = progress_bin(total - remaining, total)
         batch = job.batch_size if self.adaptive else None
         key = (index, part, batch)
@@ -225,13 +230,15 @@ def job_slots(view: ClusterView, k: int) -> list[JobView]:
     engine = view._engine  # noqa: SLF001 -- the engine's job records, read only
     records, now = engine.jobs, engine.now
     statics, reference = constants.jobs, constants.reference
+    knowledge = getattr(engine, "knowledge", None)  # Engine.knowledge; None: the truth (oracle)
     keyed = []
     for i in engine.queue:  # view.queued_jobs(), in the same order
         record = records[i]
         static = statics.get(i)
         # j.remaining_time_at(spec.num_gpus), with the reference throughput looked up once per engine
         ref = static[9] if static is not None else reference(record.spec.model, record.spec.num_gpus)
-        keyed.append((record.remaining_work(now) / ref, i, record.view))
+        left = record.remaining_work(now) if knowledge is None else knowledge.remaining_work(record, now)
+        keyed.append((left / ref, i, record.view))
     keyed.sort(key=_first_two)
     if len(keyed) >= k:
         return [entry[2] for entry in keyed[:k]]
@@ -331,6 +338,7 @@ class ObservationBuilder:
         pad = self._job_pad
         last_bin = PROGRESS_BINS - 1
         shown_queued_gpus = shown_running = 0
+        knowledge = getattr(view._engine, "knowledge", None)  # noqa: SLF001 -- Engine.knowledge; None: the truth
         # (0.0 if x < 0.0 else x) is max(x, 0.0) and (d if d > 0.0 else 0.0) is max(0.0, d), to the
         # bit (-0.0 and NaN included), without the call
         for job in jobs:
@@ -341,7 +349,9 @@ class ObservationBuilder:
                 static = self._static(view, job, constants)
             state = record.state
             queued = state is queued_state
-            remaining = record.remaining_work(now)  # job.remaining_work
+            truth = remaining = record.remaining_work(now)  # job.remaining_work
+            if knowledge is not None:  # what the run's knowledge model shows instead
+                remaining = knowledge.remaining_work(record, now)
             workers = record.workers
             since = now - record.last_update
             attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)  # job.attained_gpu_s
@@ -385,10 +395,10 @@ class ObservationBuilder:
             if loaned_type is not None:
                 # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
                 total = record.total_work
-                part = last_bin if total <= 0 else min(last_bin, int((total - remaining) / total * PROGRESS_BINS))
-                rate = goodputs.get((index, part, batch))  # part: progress_bin(total - remaining, total)
+                part = last_bin if total <= 0 else min(last_bin, int((total - truth) / total * PROGRESS_BINS))
+                rate = goodputs.get((index, part, batch))  # part: progress_bin(total - truth, total)
                 if rate is None:
-                    rate = constants.loaned_rate(job, index, remaining)
+                    rate = constants.loaned_rate(job, index, truth)
                 if rate > 0:
                     left = remaining / rate
                     remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0

@@ -158,14 +158,22 @@ def format_mean_ci(mean: float | None, half: float | None) -> str:
     return text if half is None else f"{text} ± {half:.{d}f}"
 
 
+#: The summary rows' entry naming what a policy reads of durations
+#: (:func:`lyra_gym.sim.scheduler.knowledge_tag`); the compare table shows it as its first line.
+READS_KEY = "reads"
+
+
 def format_ci_table(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> str:
-    """Metrics down, policies across; each cell ``mean ± 95 % CI half-width``."""
+    """Metrics down, policies across; each cell ``mean ± 95 % CI half-width``; first the
+    policies' duration reads (:data:`READS_KEY`) when the rows carry them."""
     seeds = sorted({int(r.get("seeds", 1)) for r in rows})
     seeds_text = "/".join(map(str, seeds))
     note = (f"mean ± 95% CI half-width over {seeds_text} seeds (Student t)" if max(seeds) > 1
             else "one seed: mean only (no confidence interval)")
     header = ["metric", *(str(r["policy"]) for r in rows)]
     body = [[k, *(format_mean_ci(r.get(k), r.get(k + CI_SUFFIX)) for r in rows)] for k in keys]
+    if any(READS_KEY in r for r in rows):  # what each policy reads of durations (Scheduler.reads)
+        body.insert(0, [READS_KEY, *(str(r.get(READS_KEY, "-")) for r in rows)])
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
     lines = [note, "  ".join([header[0].ljust(widths[0]), *(h.rjust(w) for h, w in zip(header[1:], widths[1:]))])]
     lines += ["  ".join([b[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(b[1:], widths[1:]))]) for b in body]

@@ -60,196 +60,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-import yaml
-
-from lyra_gym.harness.compare import BACKENDS, CompareError, RunSpec, check_policies, read_config, run_in_workers, run_one
+from lyra_gym.harness.compare import BACKENDS, RunSpec, run_in_workers, run_one
 from lyra_gym.model.feasibility import drop_infeasible
-from lyra_gym.model.config import ConfigError, SimConfig, _strict_yaml_loader, config_from_dict, config_to_dict, load_config
+from lyra_gym.model.config import SimConfig, config_to_dict, load_config
 from lyra_gym.harness.report import mean_ci
+from lyra_gym.harness.sweep_grid import GRID_KEYS as GRID_KEYS
+from lyra_gym.harness.sweep_grid import set_dotted as set_dotted
+from lyra_gym.harness.sweep_grid import PRESET_PREFIX, Grid, SweepError, apply_params, load_grid, preset_with
 from lyra_gym.outputs import (OutputError, atomic_path, atomic_write_text, check_out_folder, is_temporary,
                               named_inputs)
 from lyra_gym.run.simulate import SimResult, file_sha256, load_profile_set
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.workloads.trace import load_trace
-from lyra_gym.workloads.tracegen import PRESETS, TracePreset, generate_trace
+from lyra_gym.workloads.tracegen import generate_trace
 
-PRESET_PREFIX = "preset:"
-GRID_KEYS = ("policies", "traces", "seeds", "trace_seed", "trace_params", "params", "base_config", "policy_params")
 PLOT_METRICS = (("jct_mean_s", "mean JCT (h)"), ("queue_mean_s", "mean queuing time (h)"))
 SWEEP_FORMAT = 1  # part of the grid hash: a change of the stored files' meaning invalidates old ones
 RUNS_DIR = "sweep_runs"  # one finished run's row per file (see the module docstring)
-
-
-class SweepError(CompareError):
-    """A sweep file asks for something impossible; the message names the key."""
-
-
-@dataclass(frozen=True)
-class Grid:
-    """A parsed sweep file (see the module docstring)."""
-
-    policies: tuple[str, ...]
-    traces: tuple[str, ...]
-    seeds: tuple[int, ...]
-    trace_seed: int | None  # None: each run's seed
-    trace_params: Mapping[str, tuple[Any, ...]]
-    params: Mapping[str, tuple[Any, ...]]
-    base_config: SimConfig
-    base_config_path: str | None
-    policy_params: Mapping[str, Mapping[str, Any]]
-    base_config_file: str | None = None  # base_config_path as found (relative to the sweep file's folder)
-
-    @property
-    def swept(self) -> list[str]:
-        """Every swept parameter's column name: trace parameters, then engine parameters."""
-        return [*self.trace_params, *self.params]
-
-
-def _list(data: Mapping[str, Any], key: str, required: bool, default: Sequence[Any] = ()) -> tuple[Any, ...]:
-    value = data.get(key)
-    if value is None:
-        if required:
-            raise SweepError(f"{key}: required (a list)")
-        return tuple(default)
-    if not isinstance(value, list) or not value:
-        raise SweepError(f"{key}: expected a non-empty list, got {value!r}")
-    return tuple(value)
-
-
-def _axes(data: Mapping[str, Any], key: str) -> dict[str, tuple[Any, ...]]:
-    value = data.get(key) or {}
-    if not isinstance(value, Mapping):
-        raise SweepError(f"{key}: expected a mapping of name -> list of values")
-    axes = {}
-    for name, values in value.items():
-        if not isinstance(values, list):
-            values = [values]
-        if not values:
-            raise SweepError(f"{key}.{name}: empty list of values")
-        for v in values:
-            if isinstance(v, (list, dict)):
-                raise SweepError(f"{key}.{name}: swept values must be scalars (they label the plots), got {v!r}; "
-                                 f"set structured settings in base_config")
-        axes[str(name)] = tuple(values)
-    return axes
-
-
-def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
-    """``data["a"]["b"] = value`` for ``key = "a.b"``, creating missing levels."""
-    *parents, last = key.split(".")
-    node = data
-    for i, part in enumerate(parents):
-        child = node.get(part)
-        if child is None:
-            child = node[part] = {}
-        elif not isinstance(child, dict):
-            raise SweepError(f"params.{key}: {'.'.join(parents[:i + 1])} is not a table of settings")
-        node = child
-    node[last] = value
-
-
-def apply_params(base: SimConfig, values: Mapping[str, Any]) -> SimConfig:
-    """``base`` with dotted engine keys set; an unknown or bad key is a :class:`SweepError` naming it."""
-    data = config_to_dict(base)
-    for key, value in values.items():
-        set_dotted(data, key, value)
-    try:
-        return config_from_dict(data)
-    except (ConfigError, TypeError, ValueError) as err:
-        shown = ", ".join(f"{k}={v!r}" for k, v in values.items())
-        raise SweepError(f"params ({shown}): {err}") from None
-
-
-def preset_with(name: str, values: Mapping[str, Any]) -> TracePreset:
-    """``replace(PRESETS[name], **values)``; an unknown field or bad value is a :class:`SweepError`."""
-    preset = PRESETS[name]
-    fields = {f.name for f in dataclasses.fields(TracePreset)} - {"name"}
-    for key in values:
-        if key not in fields:
-            raise SweepError(f"trace_params.{key}: unknown trace preset field (known: {', '.join(sorted(fields))})")
-    try:
-        return dataclasses.replace(preset, **values)
-    except (TypeError, ValueError) as err:
-        raise SweepError(f"trace_params ({', '.join(f'{k}={v!r}' for k, v in values.items())}): {err}") from None
-
-
-def load_grid(path: str | os.PathLike) -> Grid:
-    """Parse and check a sweep file: unknown keys, policies, presets, trace and engine parameters
-    (every value is tried once, so a typo fails before any run)."""
-    path = Path(path)
-    if path.is_dir():
-        raise SweepError(f"{path}: is a directory, not a sweep file")
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_strict_yaml_loader()) or {}  # YAML 1.2 bools, 1e5
-    except UnicodeDecodeError:
-        raise SweepError(f"{path}: not UTF-8 text") from None
-    except yaml.YAMLError as err:
-        raise SweepError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
-    if not isinstance(data, Mapping):
-        raise SweepError(f"{path}: expected a mapping at the top level")
-    unknown = sorted(set(data) - set(GRID_KEYS))
-    if unknown:
-        raise SweepError(f"{path}: {unknown[0]}: unknown key (known: {', '.join(GRID_KEYS)})")
-    policies = tuple(str(p) for p in _list(data, "policies", True))
-    traces = tuple(str(t) for t in _list(data, "traces", True))
-    try:
-        seeds = tuple(int(s) for s in _list(data, "seeds", False, (0,)))
-    except (TypeError, ValueError):
-        raise SweepError(f"seeds: expected a list of integers, got {data['seeds']!r}") from None
-    negative = [s for s in seeds if s < 0]
-    if negative:
-        raise SweepError(f"seeds: must be integers >= 0, got {negative[0]}")
-    if len(set(seeds)) != len(seeds):
-        raise SweepError(f"seeds: listed twice: {sorted(s for s in set(seeds) if seeds.count(s) > 1)}")
-    trace_seed = data.get("trace_seed", "run")
-    if trace_seed == "run":
-        trace_seed = None
-    elif not isinstance(trace_seed, int) or isinstance(trace_seed, bool) or trace_seed < 0:
-        raise SweepError(f"trace_seed: expected 'run' or an integer >= 0, got {trace_seed!r}")
-    trace_params, params = _axes(data, "trace_params"), _axes(data, "params")
-    both = sorted(set(trace_params) & set(params))
-    if both:
-        raise SweepError(f"{both[0]}: in both trace_params and params")
-    base_path = data.get("base_config")
-    resolved = None
-    if base_path is not None:
-        resolved = Path(base_path)
-        if not resolved.is_absolute() and not resolved.exists():
-            resolved = path.parent / resolved
-        base = read_config(resolved)
-    else:
-        base = SimConfig()
-    policy_params = data.get("policy_params") or {}
-    if not isinstance(policy_params, Mapping) or any(not isinstance(v, Mapping) for v in policy_params.values()):
-        raise SweepError("policy_params: expected a mapping of policy -> mapping of parameters")
-    for name in policy_params:
-        if name not in policies:
-            raise SweepError(f"policy_params.{name}: not among the policies ({', '.join(policies)})")
-    policy_params = {p: dict(policy_params.get(p, {})) for p in policies}
-    check_policies(policies, policy_params)
-
-    for t in traces:
-        if t.startswith(PRESET_PREFIX):
-            name = t[len(PRESET_PREFIX):]
-            if name not in PRESETS:
-                raise SweepError(f"traces: unknown preset {name!r} (known: {', '.join(sorted(PRESETS))})")
-        elif trace_params:
-            raise SweepError(f"traces: {t!r} is a CSV file; trace_params can only be swept on preset:NAME traces")
-        elif not Path(t).exists():
-            raise SweepError(f"traces: {t!r}: no such file")
-    for key, values in trace_params.items():  # each value alone, so the error names it
-        for v in values:
-            for t in traces:
-                preset_with(t[len(PRESET_PREFIX):], {key: v})
-    for key, values in params.items():
-        for v in values:
-            try:
-                apply_params(base, {key: v})
-            except SweepError as err:
-                inner = str(err).split("): ", 1)[-1]
-                raise SweepError(f"params: {key!r} = {v!r} is not a valid engine setting: {inner}") from None
-    return Grid(policies, traces, seeds, trace_seed, trace_params, params, base, base_path, policy_params,
-                None if resolved is None else str(resolved))
 
 
 @dataclass(frozen=True)

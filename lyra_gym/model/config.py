@@ -21,12 +21,14 @@ import numpy as np
 
 from lyra_gym.errors import ConfigError, number_problem
 from lyra_gym.model.demand import MAX_DEMAND_POINTS, DiurnalDemandConfig
+from lyra_gym.model.knowledge import KnowledgeConfig
 
 __all__ = [
     "MAX_CLUSTER_SERVERS",
     "MAX_GPUS_PER_SERVER",
     "ClusterConfig",
     "ConfigError",
+    "KnowledgeConfig",
     "OverheadConfig",
     "ServerGroup",
     "SimConfig",
@@ -232,6 +234,9 @@ class SimConfig:
       reported); ``None`` = run until every job finishes or nothing can change.
     - ``demand_horizon_pad_s``: the synthetic demand curve covers the last
       submit time plus this; after it the last value holds.
+    - ``knowledge``: what schedulers and observations may know of a job's duration:
+      ``oracle`` (default, the truth), ``estimate`` or ``history``
+      (:mod:`lyra_gym.model.knowledge`).
     """
 
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
@@ -251,6 +256,7 @@ class SimConfig:
     reference_gpu: str | None = None
     horizon_s: float | None = None
     demand_horizon_pad_s: float = 3 * 86400.0
+    knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
 
     RULES: ClassVar[dict[str, dict[str, Any]]] = {
         "reclaim_grace_s": _NONNEG,

@@ -99,7 +99,8 @@ def simulate(
     """Simulate ``jobs`` under ``policy`` (a registry name or a Scheduler instance).
 
     The seed feeds one ``numpy.random.SeedSequence``, split into the demand
-    curve's generator and the scheduler's generator: same seed, same run.
+    curve's generator, the scheduler's generator and the duration estimates
+    (:func:`build_engine`): same seed, same run.
     ``profiles`` and ``demand`` override the ones the config names.
     ``record_timeline`` samples the cluster after every decision
     (:mod:`lyra_gym.run.timeline`) into ``result.timeline``; it does not change the run.
@@ -131,15 +132,17 @@ def build_engine(
     demand: DemandCurve | None = None,
     progress: bool = False,
 ) -> Engine:
-    """The engine of one run: the seed feeds ``SeedSequence(seed).spawn(2)`` = (demand noise,
-    scheduler generator). The environments build theirs here too, so an episode and a
-    ``simulate`` call with the same jobs, config and seed start from the same state."""
-    demand_seq, policy_seq = np.random.SeedSequence(seed).spawn(2)
+    """The engine of one run: the seed feeds ``SeedSequence(seed).spawn(3)`` = (demand noise,
+    scheduler generator, duration estimates of ``config.knowledge``; the first two are what
+    ``spawn(2)`` gave before the third existed). The estimates have a stream of their own, so
+    every policy of one seed sees the same ones. The environments build theirs here too, so an
+    episode and a ``simulate`` call with the same jobs, config and seed start from the same state."""
+    demand_seq, policy_seq, knowledge_seq = np.random.SeedSequence(seed).spawn(3)
     if demand is None:
         demand = build_demand(config, jobs, np.random.default_rng(demand_seq))
     return Engine(
         jobs, scheduler, config, profiles or load_profile_set(config), demand,
-        np.random.default_rng(policy_seq), progress=progress,
+        np.random.default_rng(policy_seq), progress=progress, knowledge_seed=knowledge_seq,
     )
 
 

@@ -1,17 +1,15 @@
 """The event-driven co-simulator of a training cluster and an inference cluster.
 
-One engine serves every policy. Events: job arrival, job completion (exact
-time from the current rate), inference-demand change, reclaim deadline and the
-scheduler's own tick. All events at one instant are processed together and
-then form one decision point: the scheduler gets a read-only
-:class:`~lyra_gym.sim.view.ClusterView` and returns a :class:`~lyra_gym.sim.plan.Plan`,
-which the engine validates completely before applying any of it.
+One engine serves every policy. Events: job arrival, job completion (exact time from the current
+rate), inference-demand change, reclaim deadline and the scheduler's own tick. All events at one
+instant are processed together and then form one decision point: the scheduler gets a read-only
+:class:`~lyra_gym.sim.view.ClusterView` and returns a :class:`~lyra_gym.sim.plan.Plan`, which the
+engine validates completely before applying any of it. What the views tell of durations is the
+run's knowledge model (:mod:`lyra_gym.model.knowledge`); the engine keeps the truth.
 
 Modelling choices (DESIGN.md "Model contract"): overheads, suspend/resume and preemption in
-:mod:`lyra_gym.sim.overheads`; reclaiming, reclaim disruptions and returning in
-:mod:`lyra_gym.sim.reclaim`. The other parts that are units of their own live in
-:mod:`lyra_gym.sim` too (event queue, ``validate_plan``, journal of current plans, accounting,
-occupancy); the engine keeps the loop and the application of plans.
+:mod:`lyra_gym.sim.overheads`; reclaiming, reclaim disruptions and returning in :mod:`lyra_gym.sim.reclaim`;
+the other units in :mod:`lyra_gym.sim` too (events, ``validate_plan``, journal, accounting, occupancy).
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.efficiency import EfficiencyTable
 from lyra_gym.model.jobs import EMPTY_ALLOCATION, Job, JobState
 from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.model.knowledge import build_knowledge
 from lyra_gym.model.profiles import ProfileSet
 from lyra_gym.model.scaling import PROGRESS_BINS, ScalingModel, bin_end_work, progress_bin
 from lyra_gym.sim.accounting import Accounting
@@ -45,7 +44,7 @@ from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.sim.topology import Topology
 from lyra_gym.sim.trace_jobs import ELASTIC_CAP_GPUS, as_elastic, build_jobs
 from lyra_gym.sim.validate import validate_batches, validate_plan
-from lyra_gym.sim.view import ClusterView, JobView
+from lyra_gym.sim.view import ClusterView, attach_views
 
 __all__ = ["ELASTIC_CAP_GPUS", "Engine", "as_elastic"]
 
@@ -78,6 +77,7 @@ class Engine:
         (:func:`lyra_gym.sim.inputs.tqdm_bar`), or a factory ``total jobs -> bar``.
     :param efficiency: the statistical-efficiency table; default: the one ``config.efficiency``
         names, else the built-in one (:func:`lyra_gym.sim.inputs.efficiency_of`).
+    :param knowledge_seed: the duration estimates' stream (``config.knowledge``; ``estimate`` only).
     """
 
     used_training = _accounted("used_training", "GPUs allocated on training servers now.")
@@ -99,6 +99,7 @@ class Engine:
         rng: np.random.Generator,
         progress: bool | ProgressFactory = False,
         efficiency: EfficiencyTable | None = None,
+        knowledge_seed: np.random.SeedSequence | None = None,
     ) -> None:
         self.config = config
         self.profiles = profiles
@@ -120,8 +121,8 @@ class Engine:
         self.jobs: list[Job] = build_jobs(jobs, profiles, self.scaling, self.reference_gpu,
                                           self.reference_gpus_per_server, config.all_jobs_elastic)
         self._by_id: dict[str, Job] = {job.spec.job_id: job for job in self.jobs}
-        for job in self.jobs:
-            job.view = JobView(job, self)
+        self.knowledge = build_knowledge(config.knowledge, self.jobs, knowledge_seed)  # None: oracle
+        attach_views(self.jobs, self, self.knowledge)  # what schedulers see of each job
 
         self.now = self.jobs[0].spec.submit_time if self.jobs else 0.0
         self.queue: list[int] = []          # queued job indices, ascending = submit order
@@ -242,15 +243,13 @@ class Engine:
         """With nothing left to happen (no running job, arrival or demand change): True to end
         the run, False to grant one more decision at this instant, None to go on."""
         if self._changed and self.queue and self._last_retry != self.now:
-            # the last decision changed the cluster (e.g. returned servers): let the scheduler
-            # look once more at the same instant before declaring the queued jobs stuck
+            # the last decision changed the cluster (e.g. returned servers): one more look, same instant
             self._last_retry, self._changed = self.now, False
             self.tick_only = False
             return False
         rounds = getattr(self.scheduler, "tick_origin", None) is not None
         if self.scheduler.tick_interval is None or (not self._changed and (not rounds or self._had_tick)):
-            # a scheduler on a round grid (tick_origin) may wait for its next round: stop
-            # only after a decision at a round changed nothing
+            # on a round grid (tick_origin) stop only after a decision at a round changed nothing
             self._over = True  # nothing can change any more: the queued jobs stay unfinished
             return True
         return None
@@ -398,6 +397,8 @@ class Engine:
         del self.running[job.index]
         self.state_version += 1
         self.finished += 1
+        if self.knowledge is not None:  # a history predictor learns of each completion as it happens
+            self.knowledge.finished(job)
 
     # ------------------------------------------------------------------ reclaiming
     def _sync_requests(self) -> None:

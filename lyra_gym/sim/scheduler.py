@@ -54,6 +54,11 @@ NEUTRAL_JOB_LEVEL = 2
 RETURN_LEVELS = 3
 NEUTRAL_RETURN_LEVEL = 1
 
+#: What a policy can read of a job's duration: the :class:`~lyra_gym.sim.view.JobView` fields that
+#: the run's knowledge model answers (:mod:`lyra_gym.model.knowledge`). ``Scheduler.reads`` names
+#: the ones a policy uses.
+DURATION_READS = frozenset({"spec.duration", "total_work", "remaining_work", "remaining_time_at", "expected_finish"})
+
 
 class Scheduler:
     """Base class. Subclasses implement :meth:`decide`.
@@ -65,11 +70,15 @@ class Scheduler:
       fixed rounds from time 0 do).
     - ``reset(rng)`` is called once before a simulation with the run's
       generator; keep any randomness on it.
+    - ``reads``: what the policy reads of job durations, a subset of :data:`DURATION_READS`
+      (empty: nothing; ``None``: not declared). Shown by ``lyra-gym policies`` and in compare's
+      table (:func:`knowledge_tag`), since under ``knowledge: oracle`` those reads are the truth.
     """
 
     name: str = "scheduler"
     tick_interval: float | None = None
     tick_origin: float | None = None
+    reads: frozenset[str] | None = None
 
     def reset(self, rng: np.random.Generator) -> None:  # noqa: B027 - optional hook
         """Start of a simulation; ``rng`` is the run's only source of randomness."""
@@ -102,6 +111,30 @@ def _entry_point_factories() -> dict[str, Any]:
 def available() -> list[str]:
     """Every scheduler name, sorted."""
     return sorted(set(_entry_point_factories()) | set(_registered))
+
+
+def declared_reads(name: str) -> frozenset[str] | None:
+    """``reads`` of scheduler ``name``'s class (None: not declared, or a ``PREFIX:ARGUMENT`` loader's
+    scheduler, known only once built). Raises :class:`UnknownSchedulerError` for an unknown name."""
+    if name in _registered:
+        factory: Any = _registered[name]
+    else:
+        eps = _entry_point_factories()
+        if name not in eps:
+            if ":" in name:
+                return None
+            raise UnknownSchedulerError(f"unknown scheduler {name!r} (available: {', '.join(available())})")
+        factory = eps[name].load()
+    reads = getattr(factory, "reads", None)
+    return frozenset(reads) if reads is not None else None
+
+
+def knowledge_tag(reads: frozenset[str] | None) -> str:
+    """A policy's duration reads as a table cell: ``"none"``, the fields it reads
+    (``"remaining_time_at, remaining_work"``) or ``"undeclared"``."""
+    if reads is None:
+        return "undeclared"
+    return ", ".join(sorted(reads & DURATION_READS)) or "none"
 
 
 def make(name: str, **params: Any) -> Scheduler:

@@ -7,6 +7,7 @@ only way to act is to return a :class:`~lyra_gym.sim.plan.Plan`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Collection, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
@@ -21,6 +22,7 @@ from lyra_gym.sim.topology import FreeMap, Topology
 if TYPE_CHECKING:
     from lyra_gym.model.config import OverheadConfig, SimConfig
     from lyra_gym.model.demand import DemandCurve
+    from lyra_gym.model.knowledge import Knowledge
     from lyra_gym.model.profiles import ProfileSet
     from lyra_gym.model.scaling import ScalingModel
     from lyra_gym.sim.plan import PendingAllocations
@@ -112,6 +114,15 @@ class JobView:
         return self._job.remaining_work(self._engine.now)
 
     @property
+    def progress_part(self) -> int:
+        """The part of training progress the job is in (0 .. ``PROGRESS_BINS - 1``, the parts the
+        statistical efficiency is held over; :func:`lyra_gym.model.scaling.progress_bin`): visible
+        under every knowledge mode (:mod:`lyra_gym.model.knowledge`)."""
+        job = self._job
+        total = job.total_work
+        return progress_bin(total - job.remaining_work(self._engine.now), total)
+
+    @property
     def init_batch(self) -> float:
         """``B0``: the job's global batch at its requested size, samples (:mod:`lyra_gym.model.scaling`)."""
         return self._job.init_batch
@@ -167,6 +178,89 @@ class JobView:
 
 def _bare_job_view() -> JobView:
     return object.__new__(JobView)
+
+
+class KnownJobView(JobView):
+    """A :class:`JobView` that answers duration questions with the run's
+    :class:`~lyra_gym.model.knowledge.Knowledge` (``estimate`` and ``history`` modes), never the
+    truth: ``spec.duration``, ``total_work``, ``remaining_work``, ``expected_finish`` and
+    ``remaining_time_at`` are the believed ones. The work done (``total_work - remaining_work``),
+    the rate, attained service and the progress part are the engine's."""
+
+    __slots__ = ("_know", "_shown")
+
+    def __init__(self, job: Job, engine: EngineState, knowledge: Knowledge) -> None:
+        for name, value in (("_job", job), ("_engine", engine), ("id", job.spec.job_id), ("index", job.index),
+                            ("_know", knowledge), ("_shown", None)):
+            object.__setattr__(self, name, value)
+
+    def __reduce__(self):  # state set after creation: a job and its view refer to each other
+        return (_bare_known_view, (), (self._job, self._engine, self.id, self.index, self._know))
+
+    def __setstate__(self, state: tuple) -> None:
+        for name, value in zip(("_job", "_engine", "id", "index", "_know"), state):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_shown", None)
+
+    def _done(self) -> float:
+        job = self._job
+        return job.total_work - job.remaining_work(self._engine.now)
+
+    @property  # type: ignore[override]
+    def spec(self) -> JobSpec:
+        """The job's record with the believed ``duration`` (s at the requested size)."""
+        job = self._job
+        duration = self._know.duration(job, self._done())
+        shown = self._shown
+        if shown is None or shown.duration != duration:
+            shown = replace(job.spec, duration=duration)
+            object.__setattr__(self, "_shown", shown)
+        return shown
+
+    @property  # type: ignore[override]
+    def total_work(self) -> float:
+        return self._know.total_work(self._job, self._done())
+
+    @property
+    def remaining_work(self) -> float:
+        return self._know.remaining_work(self._job, self._engine.now)
+
+    @property
+    def expected_finish(self) -> float | None:
+        """Time (s) the job would finish at its current rate if its believed total were right."""
+        job = self._job
+        if job.rate <= 0:
+            return None
+        believed = self._know.total_work(job, self._done())
+        return max(job.last_update, job.overhead_until) + (believed - job.work_done) / job.rate
+
+    def remaining_time_at(self, workers: int) -> float:
+        """:meth:`JobView.remaining_time_at` of the believed remaining work (the rate at the job's
+        true progress part, which stays visible)."""
+        if workers < 1:
+            return float("inf")
+        engine, job = self._engine, self._job
+        scaling, spec, b0, total = engine.scaling, job.spec, job.init_batch, job.total_work
+        done = total - job.remaining_work(engine.now)
+        batch = scaling.global_batch(spec, b0, workers, job.batch)
+        rate = scaling.packed_rate(spec, b0, workers, engine.reference_gpu, engine.reference_gpus_per_server,
+                                   batch, progress_bin(done, total))
+        return (self._know.total_work(job, done) - done) / rate
+
+
+def _bare_known_view() -> KnownJobView:
+    return object.__new__(KnownJobView)
+
+
+def attach_views(jobs: Sequence[Job], engine: EngineState, knowledge: Knowledge | None) -> None:
+    """Give every job record its view: the plain :class:`JobView` under ``oracle`` (``knowledge``
+    None), else a :class:`KnownJobView` answering through ``knowledge``."""
+    if knowledge is None:
+        for job in jobs:
+            job.view = JobView(job, engine)
+    else:
+        for job in jobs:
+            job.view = KnownJobView(job, engine, knowledge)
 
 
 class ServerView:
