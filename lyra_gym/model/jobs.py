@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-from typing import Mapping
 
 from lyra_gym.model.jobspec import JobSpec
 
@@ -26,7 +25,7 @@ class FrozenAllocation(dict):
         return hash(frozenset(self.items()))
 
 
-EMPTY_ALLOCATION: Mapping[int, int] = FrozenAllocation()
+EMPTY_ALLOCATION = FrozenAllocation()
 
 
 class JobState(enum.Enum):
@@ -63,7 +62,7 @@ class Job:
         self.spec = spec
         self.total_work = total_work
         self.state = JobState.PENDING
-        self.allocation: Mapping[int, int] = EMPTY_ALLOCATION
+        self.allocation: FrozenAllocation = EMPTY_ALLOCATION
         self.workers = 0
         self.servers_used = 0
         self.rate = 0.0

@@ -368,7 +368,9 @@ class Engine:
             if kind == _TICK:
                 ticks += 1
                 if self.finished < jobs_n:
-                    self._push(t + self.scheduler.tick_interval, _TICK)
+                    tick = self.scheduler.tick_interval
+                    assert tick is not None  # a tick event is pushed only with a tick interval
+                    self._push(t + tick, _TICK)
         demand_times = self._demand_times
         i = self._demand_ptr
         if i < len(demand_times) and demand_times[i] <= t:
