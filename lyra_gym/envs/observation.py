@@ -401,9 +401,8 @@ class ObservationBuilder:
                 # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
                 total = record.total_work
                 part = last_bin if total <= 0 else min(last_bin, int((total - truth) / total * PROGRESS_BINS))
-                rate = goodputs.get((index, part, batch))  # part: progress_bin(total - truth, total)
-                if rate is None:
-                    rate = constants.loaned_rate(job, index, truth)
+                cached = goodputs.get((index, part, batch))  # part: progress_bin(total - truth, total)
+                rate = constants.loaned_rate(job, index, truth) if cached is None else cached
                 if rate > 0:
                     left = remaining / rate
                     remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
