@@ -169,7 +169,8 @@ def safe_loaned_s(d: Decision, placement: Mapping[int, int]) -> float:
     if d.spare is None:  # loaned servers holding no base worker (empty or flexible only)
         capacity = d.facts.capacity
         d.spare = {s for s in d.loaned if avail[s] == capacity[s]}
-    threshold = len(view.inference_server_ids) - len(d.loaned) + len(d.spare.difference(placement))
+    spare = d.spare
+    threshold = len(view.inference_server_ids) - len(d.loaned) + len(spare) - sum(s in spare for s in placement)
     safe = d.safe_s.get(threshold)
     if safe is None:
         safe = d.safe_s[threshold] = view.next_demand_above(threshold) - view.now
