@@ -202,7 +202,7 @@ def move_back_candidates(d: Decision) -> dict[str, JobView]:
     training, candidates, on_loaned, views = d.facts.training_ids, {}, memory.on_loaned, memory.views
     for job_id in list(on_loaned):
         alloc = allocations.get(job_id)
-        if alloc is None or any(s in training for s in alloc):
+        if alloc is None or not training.isdisjoint(alloc):
             del on_loaned[job_id]  # stopped, finished or already on training servers
             continue
         job = views.get(job_id) or view.job(job_id)
