@@ -29,6 +29,7 @@ class LyraRates:
         self._goodputs: dict[tuple, np.ndarray] = {}  # value_rate="goodput": see job_rates
         self._rows: dict[tuple, tuple] = {}  # value-row rates, gains (value_row): lists, or arrays with a rate of 0
         self._queued_times: dict[str, tuple[float, dict[tuple[int, str], float]]] = {}  # see time_on
+        self._fixed_batch: bool | None = None  # the batch at w workers is fixed (not "adaptive"): see job_rates
         self._reference: tuple[str, int] | tuple[()] | None = None  # (GPU type, per server); () under "adaptive"
         self._reference_rates: dict[tuple[str, int, int], float] = {}  # see remaining_at
 
@@ -84,8 +85,16 @@ class LyraRates:
         key = (spec.model, job.init_batch, spec.num_gpus, part, gpu_type, per_server)
         rates = self._goodputs.get(key)
         if rates is None or len(rates) <= top:
-            size = max(top + 1, 2 * len(rates) if rates is not None else 9)
-            rates = np.array([0.0] + [view.goodput(job, w, gpu_type, per_server) for w in range(1, size)])
+            if self._fixed_batch is None:
+                self._fixed_batch = view.scaling != "adaptive"
+            if self._fixed_batch:  # each rate a function of the key and w: compute only the new ones
+                have = len(rates) if rates is not None else 1
+                size = max(top + 1, 2 * have if rates is not None else 1)
+                new = [view.goodput(job, w, gpu_type, per_server) for w in range(have, size)]
+                rates = np.array((rates.tolist() if rates is not None else [0.0]) + new)
+            else:  # the adaptive rule's batch moves as the job runs: every rate from now, as always
+                size = max(top + 1, 2 * len(rates) if rates is not None else 9)
+                rates = np.array([0.0] + [view.goodput(job, w, gpu_type, per_server) for w in range(1, size)])
             self._goodputs[key] = rates
         return rates
 

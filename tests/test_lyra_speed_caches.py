@@ -1,7 +1,8 @@
 """Lyra's kept answers against a fresh computation, at every decision of real runs.
 
 ``LyraRates.remaining_at`` keeps a job's reference rate per (job, size, progress part) instead of
-asking ``JobView.remaining_time_at``; the Decision's loaned servers come from the index's kept
+asking ``JobView.remaining_time_at``; ``LyraRates.job_rates`` grows its goodput rows only as far as
+asked (each entry a fresh ``ClusterView.goodput``); the Decision's loaned servers come from the index's kept
 set (``Topology.loaned_set``) instead of ``Topology.server_set`` over ``loaned()``. Both must give
 the very same floats and sets as the fresh computation, under each scaling rule.
 """
@@ -31,6 +32,12 @@ class _Checking(LyraScheduler):
             for workers in {1, job.spec.num_gpus}:
                 assert rates.remaining_at(view, job, workers) == job.remaining_time_at(workers)
                 type(self).checked += 1
+            if view.scaling != "adaptive" and job.workers:  # kept goodput rows, grown lazily
+                per_server = rates.per_server.get("v100")
+                if per_server:
+                    row = rates.job_rates(view, job, "v100", job.spec.num_gpus)
+                    assert len(row) > job.spec.num_gpus and row[0] == 0.0
+                    assert all(row[w] == view.goodput(job, w, "v100", per_server) for w in range(1, len(row)))
         topology = view.topology
         if topology.loaned():
             free = view.free_map()
