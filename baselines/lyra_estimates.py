@@ -133,11 +133,10 @@ class ReleaseTracker:
         placed in this decision (``placed``: finish, GPUs, type). A job placed or changed by this
         plan is left out."""
         book, counted = self._book, self._counted
-        if not all(map(allocations.__contains__, counted)):  # one C-level pass; a set only when needed
-            for job_id in set(counted).difference(allocations):  # stopped or finished
-                _, typ, finish, held = counted.pop(job_id)
-                if held:
-                    book.remove(typ, finish, held)
+        for job_id in set(counted).difference(allocations):  # stopped or finished
+            _, typ, finish, held = counted.pop(job_id)
+            if held:
+                book.remove(typ, finish, held)
         # the jobs whose counted allocation is not this one (new, changed, or left out before), in
         # start order: found by C-level maps over the running jobs
         keys, allocs = list(allocations), list(allocations.values())

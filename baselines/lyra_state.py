@@ -224,17 +224,16 @@ class Decision:
         only a job seen for the first time or whose allocation changed is visited in Python."""
         memory, view, allocations = self.memory, self.view, self.allocations
         views, splits, kinds = memory.views, memory.splits, memory.elastic_views
-        if not all(map(kinds.__contains__, allocations)):  # one C-level pass; a set only when needed
-            for job_id in set(allocations).difference(kinds):  # first sight: its view, or None if inelastic
-                job = views.get(job_id)
-                if job is None:
-                    job = views[job_id] = view.job(job_id)
-                kinds[job_id] = job if job.spec.elastic else None
+        for job_id in set(allocations).difference(kinds):  # first sight: its view, or None if inelastic
+            job = views.get(job_id)
+            if job is None:
+                job = views[job_id] = view.job(job_id)
+            kinds[job_id] = job if job.spec.elastic else None
         ids = list(filter(kinds.__getitem__, allocations))  # the elastic ones, in start order
         allocs = list(map(allocations.__getitem__, ids))
         entries = list(map(splits.get, ids, _NO_SPLITS))
-        if not all(map(is_, map(_first, entries), allocs)):  # new or changed allocations: split them
-            fresh = list(map(is_, map(_first, entries), allocs))
+        fresh = list(map(is_, map(_first, entries), allocs))
+        if not all(fresh):  # new or changed allocations: split them (and cache the split)
             settings, facts = self.settings, self.facts
             for i in compress(range(len(ids)), map(not_, fresh)):
                 job_id, alloc = ids[i], allocs[i]
