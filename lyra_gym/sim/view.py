@@ -456,3 +456,9 @@ class ClusterView:
         m = scaling.global_batch(spec, b0, workers, inner.batch if batch is None else batch)
         part = progress_bin(total - inner.remaining_work(job._engine.now), total)
         return scaling.packed_rate(spec, b0, workers, gpu_type, gpus_per_server, m, part)
+
+    def reference_server(self) -> tuple[str, int]:
+        """The reference GPU type and its GPUs per server: what ``JobView.remaining_time_at`` packs
+        workers on (``remaining_time_at(w)`` is the remaining work over ``goodput(job, w, *this)``)."""
+        engine = self._engine
+        return engine.reference_gpu, engine.reference_gpus_per_server
