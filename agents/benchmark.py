@@ -161,6 +161,11 @@ class Policy:
     runs: list[tuple[str, Callable[[int], Scheduler | str]]]  # (run label, window seed -> scheduler)
 
 
+def _always(scheduler: Scheduler | str) -> Callable[[int], Scheduler | str]:
+    """A run's factory that gives ``scheduler`` (a loaded model, or a registry name) for every window seed."""
+    return lambda _window_seed: scheduler
+
+
 def _random_policy(seed: int) -> Policy:
     def make(window_seed: int) -> Scheduler:
         child = int(np.random.SeedSequence([seed, window_seed]).generate_state(1)[0])
@@ -184,7 +189,7 @@ def _load_model(path: str, name: str) -> Scheduler:
         raise BenchmarkError(f"model {path!r}: {lines[0]}") from None
 
 
-def model_paths(names: Sequence[str], agents: Sequence[str]) -> dict[str, str]:
+def model_paths(names: Sequence[str], agents: Sequence[str]) -> dict[str, str | os.PathLike[str] | None]:
     """``{option: path}`` of ``model:PATH`` policies and ``--agent`` runs (``?trust=`` dropped) and of
     the files each resolves to: what the command reads, kept apart from ``--out``."""
     from lyra_agents.factory import find_artifacts
@@ -197,7 +202,7 @@ def model_paths(names: Sequence[str], agents: Sequence[str]) -> dict[str, str]:
     for spec in agents:
         _label, _eq, paths = spec.partition("=")
         pairs.extend(("--agent", p.strip()) for p in paths.split(",") if p.strip())
-    found = []
+    found: list[tuple[str, str | os.PathLike[str] | None]] = []
     for option, path in pairs:
         try:
             base, _ = split_trust_option(path)
@@ -230,9 +235,9 @@ def resolve_policies(names: Sequence[str], agents: Sequence[str], random_seed: i
             add(_random_policy(random_seed))
         elif name.startswith("model:"):
             scheduler = _load_model(name[len("model:"):], name)
-            add(Policy(name, [(name[len("model:"):], lambda _s, sch=scheduler: sch)]))
+            add(Policy(name, [(name[len("model:"):], _always(scheduler))]))
         elif name in known:
-            add(Policy(name, [("", lambda _s, n=name: n)]))
+            add(Policy(name, [("", _always(name))]))
         else:
             raise BenchmarkError(f"unknown policy {name!r} (known: {', '.join(sorted(known | {RANDOM}))}, model:PATH)")
     for spec in agents:
@@ -242,8 +247,7 @@ def resolve_policies(names: Sequence[str], agents: Sequence[str], random_seed: i
             raise BenchmarkError(f"--agent {spec!r}: expected NAME=PATH[,PATH...]")
         runs = []
         for path in [p.strip() for p in paths.split(",") if p.strip()]:
-            scheduler = _load_model(path, label)
-            runs.append((path, lambda _s, sch=scheduler: sch))
+            runs.append((path, _always(_load_model(path, label))))
         add(Policy(label, runs))
     return list(policies.values())
 

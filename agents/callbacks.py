@@ -18,9 +18,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 from lyra_agents.evaluate import evaluate_model, evaluate_scheduler, held_out_windows, mean
 
@@ -134,7 +137,7 @@ class ProgressBarCallback(BaseCallback):
     def __init__(self, total: int) -> None:
         super().__init__()
         self.total = total
-        self.bar = None
+        self.bar: tqdm | None = None
 
     def _on_training_start(self) -> None:
         from tqdm.auto import tqdm
@@ -142,10 +145,12 @@ class ProgressBarCallback(BaseCallback):
         self.bar = tqdm(total=self.total, unit="step", dynamic_ncols=True, mininterval=0.5, smoothing=0.1)
 
     def _on_step(self) -> bool:
+        assert self.bar is not None  # made at the training start
         self.bar.update(self.training_env.num_envs)
         return True
 
     def _on_training_end(self) -> None:
+        assert self.bar is not None
         self.bar.close()
 
 

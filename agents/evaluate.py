@@ -228,14 +228,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from lyra_agents.factory import find_artifacts, make_eval_env
         from lyra_agents.policy_scheduler import load_policy_scheduler, split_trust_option
-        from lyra_gym.outputs import check_out_file
+        from lyra_gym.outputs import Inputs, check_out_file
 
         check_window_count(args.windows, "--windows")
         baselines = resolve_baselines([b.strip() for b in args.baselines.split(",") if b.strip()])
         base, _ = split_trust_option(args.path)
         files = find_artifacts(base)
         if args.json is not None:
-            inputs = {"PATH": base, "the model": files.model, "its statistics": files.vecnormalize,
+            inputs: Inputs = {"PATH": base, "the model": files.model, "its statistics": files.vecnormalize,
                       "its config": files.config}
             check_out_file(args.json, args.overwrite, inputs=inputs, what="--json")
         scheduler = load_policy_scheduler(args.path, name="policy",

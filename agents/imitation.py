@@ -24,6 +24,7 @@ log-likelihood is a few lines with ``policy.evaluate_actions``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import torch
@@ -54,9 +55,10 @@ def collect_demonstrations(venv: VecEnv, steps: int, gamma: float) -> Demonstrat
     rounds = max(1, -(-steps // n))
     norm = venv if isinstance(venv, VecNormalize) else None
     obs = venv.reset()
-    obs_raw, actions, masks, rewards, dones = [], [], [], [], []
+    obs_raw: list[np.ndarray] = []
+    actions, masks, rewards, dones = [], [], [], []
     for _ in range(rounds):
-        obs_raw.append(norm.get_original_obs() if norm is not None else obs)
+        obs_raw.append(cast(np.ndarray, norm.get_original_obs() if norm is not None else obs))  # Box observations
         masks.append(_env_masks(venv))
         act = np.stack([np.asarray(a) for a in venv.env_method("expert_action")])
         actions.append(act.reshape(n, -1))

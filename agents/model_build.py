@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from stable_baselines3 import PPO
@@ -21,6 +21,9 @@ from torch import nn
 from lyra_agents.config import TrainConfig
 from lyra_agents.extractors import JobSetExtractor
 from lyra_agents.spaces import model_spaces, observation_widths
+
+if TYPE_CHECKING:
+    from sb3_contrib import MaskablePPO
 
 
 def resolve_device(device: str) -> str:
@@ -39,7 +42,7 @@ def configure_torch(cfg: TrainConfig) -> int:
     return threads
 
 
-def algo_class(cfg: TrainConfig) -> type[BaseAlgorithm]:
+def algo_class(cfg: TrainConfig) -> type[PPO] | type[MaskablePPO]:
     if cfg.algo == "maskable_ppo":
         from sb3_contrib import MaskablePPO
         return MaskablePPO
@@ -80,8 +83,9 @@ def make_model(cfg: TrainConfig, venv: VecEnv) -> BaseAlgorithm:
 def _inference_model(cfg: TrainConfig, device: str) -> BaseAlgorithm:
     """A fresh, untrained model of ``cfg``'s algorithm and policy on ``cfg``'s spaces, without an env."""
     obs_space, act_space = model_spaces(cfg)
+    # ignore: PPO's annotation wants an env, but SB3 (BaseAlgorithm) takes None without _init_setup_model
     model = algo_class(cfg)(
-        "MlpPolicy", None, learning_rate=0.0, n_steps=cfg.n_steps, batch_size=cfg.batch_size,
+        "MlpPolicy", None, learning_rate=0.0, n_steps=cfg.n_steps, batch_size=cfg.batch_size,  # type: ignore[arg-type]
         n_epochs=cfg.n_epochs, gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, clip_range=0.0,
         ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef, max_grad_norm=cfg.max_grad_norm, target_kl=cfg.target_kl,
         policy_kwargs=policy_kwargs(cfg), seed=cfg.seed, device=device, _init_setup_model=False,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import pickle
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from stable_baselines3.common.running_mean_std import RunningMeanStd
@@ -20,16 +20,23 @@ from stable_baselines3.common.vec_env import VecNormalize
 from lyra_agents.model_files import ModelFileError, _untrusted, read_npz
 
 
+def _obs_rms(vecnorm: VecNormalize) -> RunningMeanStd:
+    """``vecnorm.obs_rms``: one RunningMeanStd for the Box observations of these envs (SB3 types
+    the attribute as the dict of its Dict-space case, the first branch of its __init__)."""
+    return cast(RunningMeanStd, vecnorm.obs_rms)
+
+
 def save_normalizer_stats(vecnorm: VecNormalize, path: str | os.PathLike) -> Path:
     """``vecnorm``'s statistics and settings as a plain ``.npz`` (no objects: loads with allow_pickle=False)."""
     path = Path(path)
-    groups = np.asarray(getattr(vecnorm.obs_rms, "groups", []), dtype=np.int64).reshape(-1, 3)
+    obs_rms = _obs_rms(vecnorm)
+    groups = np.asarray(getattr(obs_rms, "groups", []), dtype=np.int64).reshape(-1, 3)
     with open(path, "wb") as fh:  # np.savez on a path would append .npz to other suffixes
         np.savez(
             fh, format_version=np.int64(1),
-            obs_mean=np.asarray(vecnorm.obs_rms.mean, dtype=np.float64),
-            obs_var=np.asarray(vecnorm.obs_rms.var, dtype=np.float64),
-            obs_count=np.float64(vecnorm.obs_rms.count), obs_groups=groups,
+            obs_mean=np.asarray(obs_rms.mean, dtype=np.float64),
+            obs_var=np.asarray(obs_rms.var, dtype=np.float64),
+            obs_count=np.float64(obs_rms.count), obs_groups=groups,
             ret_mean=np.asarray(vecnorm.ret_rms.mean, dtype=np.float64),
             ret_var=np.asarray(vecnorm.ret_rms.var, dtype=np.float64),
             ret_count=np.float64(vecnorm.ret_rms.count),
@@ -90,11 +97,12 @@ class ObsNormalizer:
 def restore_normalizer_stats(vecnorm: VecNormalize, path: str | os.PathLike) -> VecNormalize:
     """Put the statistics of a ``.npz`` into ``vecnorm`` (shapes checked)."""
     s = read_normalizer_stats(path)
-    if s["obs_mean"].shape != np.shape(vecnorm.obs_rms.mean):
+    obs_rms = _obs_rms(vecnorm)
+    if s["obs_mean"].shape != np.shape(obs_rms.mean):
         raise ModelFileError(f"{path}: observation statistics of shape {s['obs_mean'].shape}, "
-                         f"the env's observations are {np.shape(vecnorm.obs_rms.mean)}")
-    vecnorm.obs_rms.mean, vecnorm.obs_rms.var = s["obs_mean"].copy(), s["obs_var"].copy()
-    vecnorm.obs_rms.count = float(s["obs_count"])
+                         f"the env's observations are {np.shape(obs_rms.mean)}")
+    obs_rms.mean, obs_rms.var = s["obs_mean"].copy(), s["obs_var"].copy()
+    obs_rms.count = float(s["obs_count"])
     if "ret_mean" in s:
         vecnorm.ret_rms.mean, vecnorm.ret_rms.var = s["ret_mean"].copy(), s["ret_var"].copy()
         vecnorm.ret_rms.count = float(s["ret_count"])

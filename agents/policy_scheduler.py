@@ -47,7 +47,7 @@ from gymnasium import spaces
 from lyra_gym.sim import scheduler as registry
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.envs.actions import ActionCodec
-from lyra_gym.envs.alloc import AllocLayout, AllocObserver, open_decision
+from lyra_gym.envs.alloc import AllocLayout, AllocObserver, SkippedTick, open_decision
 from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
 from lyra_gym.envs.windows import Window
 from lyra_gym.sim.plan import Plan
@@ -304,8 +304,8 @@ class AllocPolicyScheduler(_Predicting, AgentScheduler):
     def decide(self, view: ClusterView) -> Plan:
         if self.warming_up(view):
             return self.heuristic.decide(view)
-        decision, skip = open_decision(view, self.heuristic, self.layout, self._last_borrow)
-        if skip:
+        decision, _ = open_decision(view, self.heuristic, self.layout, self._last_borrow)
+        if isinstance(decision, SkippedTick):  # the heuristic's no-op at its own tick
             return decision.proposal
         with inference_threads(validate_args=self.config.torch_validate_args):
             while True:
@@ -318,6 +318,7 @@ class AllocPolicyScheduler(_Predicting, AgentScheduler):
                     self.invalid_actions += 1
                 if decision.step(value):
                     self._last_borrow = decision.borrow_fraction
+                    assert decision.plan is not None  # step() True: the plan is committed
                     return decision.plan
 
 
@@ -344,7 +345,7 @@ def split_trust_option(path: str | os.PathLike) -> tuple[str, bool | None]:
 
 
 def load_policy_scheduler(path: str | os.PathLike, deterministic: bool = True, device: str = "cpu",
-                          trust_model_files: bool | None = None, **params: Any) -> Scheduler:
+                          trust_model_files: bool | None = None, **params: Any) -> AgentScheduler:
     """The ``model:PATH`` loader (entry-point group ``lyra_gym.scheduler_loaders``).
 
     :param path: a run directory, its ``model.zip``, or a checkpoint zip; the statistics

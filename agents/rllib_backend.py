@@ -53,7 +53,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 import gymnasium as gym
 import numpy as np
@@ -125,11 +125,12 @@ class MaskedMultiDiscreteModule(TorchRLModule, ValueFunctionAPI):
 
     def setup(self) -> None:
         space = self.observation_space
-        obs_space = space["observations"] if isinstance(space, gym.spaces.Dict) else space
-        config = dict(self.model_config or {})
+        obs_space = cast(gym.spaces.Box, space["observations"] if isinstance(space, gym.spaces.Dict) else space)
+        config = dict(cast("dict[str, Any] | None", self.model_config) or {})  # build_module gives a dict
         hidden = list(config.get("hidden", [256, 256]))
         activation = config.get("activation", "tanh")
-        self.nvec = [int(n) for n in np.asarray(self.action_space.nvec).reshape(-1)]
+        nvec = cast(gym.spaces.MultiDiscrete, self.action_space).nvec
+        self.nvec = [int(n) for n in np.asarray(nvec).reshape(-1)]
         in_dim = int(np.prod(obs_space.shape))
         self.pi = _mlp(in_dim, hidden, sum(self.nvec), activation)
         self.vf = _mlp(in_dim, hidden, 1, activation)
@@ -393,14 +394,16 @@ def save_module_weights(state: Mapping[str, Any], path: str | os.PathLike) -> Pa
     if bad:
         raise ValueError(f"module state entries {bad} are not plain arrays")
     with open(path, "wb") as fh:
-        np.savez(fh, **arrays)
+        # ignore: numpy's stub types savez's **kwds as if one could be its allow_pickle flag
+        np.savez(fh, **arrays)  # type: ignore[arg-type]
     return path
 
 
 def build_module(config: TrainConfig) -> MaskedMultiDiscreteModule:
     """A fresh :class:`MaskedMultiDiscreteModule` on ``config``'s env spaces (as
     :class:`~lyra_gym.envs.ActionMaskObservation` presents them) and network settings."""
-    obs_space, act_space = model_spaces(config)
+    obs_space, space = model_spaces(config)
+    act_space = cast(gym.spaces.MultiDiscrete, space)  # RLlib trains the MultiDiscrete envs only
     mask = gym.spaces.Box(0.0, 1.0, (int(np.sum(act_space.nvec)),), dtype=np.float32)
     return MaskedMultiDiscreteModule(
         observation_space=gym.spaces.Dict({"observations": obs_space, "action_mask": mask}),
@@ -453,7 +456,7 @@ def load_rllib_scheduler(path: str | os.PathLike, deterministic: bool = True,
 
         warn_trusted(module_dir)
         try:
-            module = RLModule.from_checkpoint(str(module_dir))
+            module = cast(TorchRLModule, RLModule.from_checkpoint(str(module_dir)))  # saved by a torch run
         except Exception as err:  # noqa: BLE001 - RLlib's loader on a bad checkpoint: any error
             raise ModelFileError(f"{module_dir}: cannot be loaded ({type(err).__name__}: "
                                  f"{' '.join(str(err).split())[:300]})") from None
@@ -487,7 +490,7 @@ def convert_checkpoint(path: str | os.PathLike) -> Path:
 
     module_dir, _ = find_rllib_checkpoint(path)
     warn_trusted(module_dir)
-    module = RLModule.from_checkpoint(str(module_dir))
+    module = cast(TorchRLModule, RLModule.from_checkpoint(str(module_dir)))  # saved by a torch run
     return save_module_weights(module.state_dict(), weights_file(module_dir))
 
 

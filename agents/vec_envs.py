@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -43,7 +43,7 @@ def make_eval_env(cfg: TrainConfig) -> gym.Env:
     return gym.make(cfg.env_id, **cfg.env_kwargs()).unwrapped
 
 
-def choose_vec_env(cfg: TrainConfig) -> type[VecEnv]:
+def choose_vec_env(cfg: TrainConfig) -> type[DummyVecEnv] | type[SubprocVecEnv]:
     if cfg.vec_env == "subproc" or (cfg.vec_env == "auto" and cfg.n_envs >= 4 and (os.cpu_count() or 1) >= 2):
         return SubprocVecEnv
     return DummyVecEnv
@@ -86,7 +86,9 @@ def normalize(venv: VecEnv, cfg: TrainConfig) -> VecNormalize:
                            clip_obs=cfg.clip_obs, gamma=cfg.gamma)
     if cfg.tie_slot_stats:
         layout = observation_layout(cfg.num_job_slots, cfg.num_server_slots, *observation_widths(cfg))
-        vecnorm.obs_rms = TiedRunningMeanStd(venv.observation_space.shape, [layout["jobs"], layout["servers"]])
+        shape = cast(gym.spaces.Box, venv.observation_space).shape
+        # ignore: SB3 infers obs_rms as the dict of its Dict-space case; these envs' is one statistic
+        vecnorm.obs_rms = TiedRunningMeanStd(shape, [layout["jobs"], layout["servers"]])  # type: ignore[assignment]
     return vecnorm
 
 

@@ -35,7 +35,8 @@ class FifoScheduler(Scheduler):
             return plan
         version = view.topology.version  # changes with every change of free GPUs
         jobs = iter(self.order(view))
-        job = head = next(jobs)
+        head = next(jobs)
+        job: JobView | None = head
         if not self.backfill and self.__dict__.get("_blocked") == (view, version, head.id):
             return plan  # the same first job on the same free GPUs: still blocked
         cached = self.__dict__.get("_cached")

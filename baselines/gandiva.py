@@ -150,13 +150,14 @@ class GandivaScheduler(Scheduler):
         self._left: dict[str, dict[int, int]] = {}  # suspended job id -> the allocation it left
         self._grown: set[str] = set()            # jobs this policy grew above their requested size
         self._next_quantum: float | None = None
-        self._types: list[str] | None = None     # GPU type per server id (static; filled at first decide)
+        self._types: list[str] = []              # GPU type per server id (static; filled at first decide)
         self._limit = 0                          # the most GPUs one job can ever get (filled at first decide)
         self._warned: set[str] = set()           # jobs warned about as never runnable
 
     # ------------------------------------------------------------------ decision
     def decide(self, view: ClusterView) -> Plan:
         plan = view.current_plan()
+        assert self.rng is not None  # the engine calls reset(rng) before any decision
         self.loaning.prepare(view, plan, self.rng)
         now = view.now
         if self._next_quantum is None:  # the engine's ticks run from the first decision point
@@ -164,7 +165,7 @@ class GandivaScheduler(Scheduler):
         at_quantum = now >= self._next_quantum - EPS
         if at_quantum:
             self._next_quantum = now + self.quantum_s
-        if self._types is None:  # the cluster's servers never change during a run
+        if not self._types:  # the cluster's servers never change during a run (and there is one)
             self._types = [s.gpu_type for s in view.servers]
             self._size = capacities(view)
             self._training = list(view.training_server_ids)

@@ -203,7 +203,7 @@ def free_map_after(view: ClusterView, plan: Plan) -> FreeMap:
     delta: dict[int, int] = {}  # GPUs the plan frees (+) or takes (-) per server
     pending = plan._unread()
     if pending is not None:  # a current plan only added to (Plan.assign): its writes are the changes
-        changed: Iterable[tuple[str, Mapping[int, int] | None]] = (pending.writes or {}).items()
+        changed: Iterable[tuple[str, Mapping[int, int] | None]] | None = (pending.writes or {}).items()
     else:
         allocations = plan.allocations
         if isinstance(allocations, TrackedAllocations):  # only the touched jobs differ from now

@@ -70,8 +70,10 @@ from lyra_baselines.lyra_admission import admit
 from lyra_baselines.lyra_extras import place_extras
 from lyra_baselines.lyra_rebalance import HOLD_EWMA, rebalance
 from lyra_baselines.lyra_state import Decision, LyraMemory, base_demand
+from lyra_gym.sim.cluster import Pool
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import Guidance, Scheduler
+from lyra_gym.sim.topology import Topology
 from lyra_gym.sim.view import ClusterView, JobView
 
 __all__ = ["HOLD_EWMA", "BaselineMinScheduler", "BaselineScheduler", "LyraNoElasticScheduler", "LyraNoLoanScheduler",
@@ -110,6 +112,9 @@ class LyraScheduler(Scheduler):
         runs whenever an elastic job is admitted, flexible workers are displaced, or servers are
         borrowed or returned.
     """
+
+    #: shortest-remaining-first admission, the release timeline, loaning and the knapsack's values
+    reads = frozenset({"remaining_work", "remaining_time_at", "total_work", "expected_finish"})
 
     loan: bool = True
     elastic: bool = True
@@ -192,8 +197,15 @@ class LyraScheduler(Scheduler):
         """Might a job on loaned GPUs move to training GPUs now? (one has a free GPU)"""
         if not (self.move_back and self.memory.on_loaned):
             return False
-        free = view.free_gpus()
-        return any(free[s] for s in view.training_server_ids)
+        topology = view.topology  # free GPUs per cell: O(cells), not a walk over the servers
+        return topology.free_total(self._training_cells(topology)) > 0
+
+    def _training_cells(self, topology: Topology) -> list[int]:
+        """The cells of the training servers (the cluster never changes during a run)."""
+        cells = self.memory.training_cells
+        if cells is None:
+            cells = self.memory.training_cells = [c.index for c in topology.cells if c.pool is Pool.TRAINING]
+        return cells
 
 
 def _holds_extras(view: ClusterView, allocations: Mapping[str, Mapping[int, int]], levels: Mapping[str, int]) -> bool:

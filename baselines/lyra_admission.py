@@ -84,7 +84,7 @@ def fit(d: Decision, need: int, groups: list[ServerSet]) -> dict[int, int] | Non
     ``spread`` when the group has fewer than ``need`` such GPUs: best fit finds room iff it has)."""
     facts = d.facts
     rule, capacity = facts.rule, facts.capacity
-    placement = place_in_groups(rule, d.free, capacity, need, groups)  # type: ignore[arg-type]  # a FreeMap: read by the index
+    placement = place_in_groups(rule, d.free, capacity, need, groups)  # a FreeMap: read by the index
     if placement is not None:
         return placement
     avail, totals = d.avail, d.avail_cells
@@ -169,7 +169,8 @@ def safe_loaned_s(d: Decision, placement: Mapping[int, int]) -> float:
     if d.spare is None:  # loaned servers holding no base worker (empty or flexible only)
         capacity = d.facts.capacity
         d.spare = {s for s in d.loaned if avail[s] == capacity[s]}
-    threshold = len(view.inference_server_ids) - len(d.loaned) + len(d.spare.difference(placement))
+    spare = d.spare
+    threshold = len(view.inference_server_ids) - len(d.loaned) + len(spare) - sum(s in spare for s in placement)
     safe = d.safe_s.get(threshold)
     if safe is None:
         safe = d.safe_s[threshold] = view.next_demand_above(threshold) - view.now
@@ -201,7 +202,7 @@ def move_back_candidates(d: Decision) -> dict[str, JobView]:
     training, candidates, on_loaned, views = d.facts.training_ids, {}, memory.on_loaned, memory.views
     for job_id in list(on_loaned):
         alloc = allocations.get(job_id)
-        if alloc is None or any(s in training for s in alloc):
+        if alloc is None or not training.isdisjoint(alloc):
             del on_loaned[job_id]  # stopped, finished or already on training servers
             continue
         job = views.get(job_id) or view.job(job_id)

@@ -5,14 +5,15 @@ rest go largest first, loaned servers first, so that a reclaim becomes a scale-i
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import AbstractSet, Mapping
 
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.view import JobView
 
 
 def place_extras(plan: Plan, typed: list[JobView], choice: list[int], base: dict[str, dict[int, int]],
-                 flex: dict[str, dict[int, int]], avail: list[int], servers: list[int], loaned: set[int]) -> None:
+                 flex: dict[str, dict[int, int]], avail: list[int], servers: list[int],
+                 loaned: AbstractSet[int]) -> None:
     """Place each job's extra workers: first every job keeps what it can of its current
     flexible placement (loaned servers first), then the rest go largest first, loaned servers
     first. Writes changed allocations into ``plan``."""
@@ -58,7 +59,7 @@ def place_extras(plan: Plan, typed: list[JobView], choice: list[int], base: dict
 
 
 def place_admitted(plan: Plan, admitted: list[JobView], wants: list[int], base: dict[str, dict[int, int]],
-                   avail: list[int], servers: list[int], loaned: set[int], flex_on: Mapping[int, int]) -> None:
+                   avail: list[int], servers: list[int], loaned: AbstractSet[int], flex_on: Mapping[int, int]) -> None:
     """:func:`place_extras` for admitted jobs when every running job keeps its extra workers:
     largest first, on the GPUs each server has after those, loaned servers first."""
     loaned_first = [s for s in servers if s in loaned] + [s for s in servers if s not in loaned]

@@ -15,6 +15,7 @@ from lyra_gym.model.scaling import progress_bin
 from lyra_gym.sim.view import ClusterView, JobView
 
 QUEUED_CACHE_SIZE = 50_000  # queued jobs whose time-on answers time_on keeps (then starts afresh)
+REFERENCE_CACHE_SIZE = 200_000  # (job, workers, progress part) reference rates remaining_at keeps (then afresh)
 
 
 class LyraRates:
@@ -28,6 +29,9 @@ class LyraRates:
         self._goodputs: dict[tuple, np.ndarray] = {}  # value_rate="goodput": see job_rates
         self._rows: dict[tuple, tuple] = {}  # value-row rates, gains (value_row): lists, or arrays with a rate of 0
         self._queued_times: dict[str, tuple[float, dict[tuple[int, str], float]]] = {}  # see time_on
+        self._fixed_batch: bool | None = None  # the batch at w workers is fixed (not "adaptive"): see job_rates
+        self._reference: tuple[str, int] | tuple[()] | None = None  # (GPU type, per server); () under "adaptive"
+        self._reference_rates: dict[tuple[str, int, int], float] = {}  # see remaining_at
 
     def remaining_estimate(self, view: ClusterView, job: JobView) -> float:
         """Seconds a queued job has left at its requested size on the reference GPU (cached: its
@@ -42,7 +46,21 @@ class LyraRates:
     def remaining_at(self, view: ClusterView, job: JobView, workers: int) -> float:
         """Seconds left on ``workers`` reference GPUs packed, by ``value_rate``."""
         if self.value_rate == "goodput":
-            return job.remaining_time_at(workers)
+            reference = self._reference
+            if reference is None:
+                reference = self._reference = view.reference_server() if view.scaling != "adaptive" else ()
+            if not reference or workers < 1:  # the adaptive rule's batch changes as the job runs
+                return job.remaining_time_at(workers)
+            # job.remaining_time_at(workers) with the rate kept per job, size and progress part
+            # (the rate is a function of them but for the adaptive rule's batch)
+            remaining, total = job.remaining_work, job.total_work
+            key = (job.id, workers, progress_bin(total - remaining, total))
+            rate = self._reference_rates.get(key)
+            if rate is None:
+                if len(self._reference_rates) > REFERENCE_CACHE_SIZE:
+                    self._reference_rates.clear()
+                rate = self._reference_rates[key] = view.goodput(job, workers, *reference)
+            return remaining / rate
         return job.remaining_work / view.reference_throughput(job.spec.model, workers)
 
     def packed_rates(self, view: ClusterView, model: str, gpu_type: str, per_server: int, top: int) -> np.ndarray:
@@ -67,8 +85,16 @@ class LyraRates:
         key = (spec.model, job.init_batch, spec.num_gpus, part, gpu_type, per_server)
         rates = self._goodputs.get(key)
         if rates is None or len(rates) <= top:
-            size = max(top + 1, 2 * len(rates) if rates is not None else 9)
-            rates = np.array([0.0] + [view.goodput(job, w, gpu_type, per_server) for w in range(1, size)])
+            if self._fixed_batch is None:
+                self._fixed_batch = view.scaling != "adaptive"
+            if self._fixed_batch:  # each rate a function of the key and w: compute only the new ones
+                have = len(rates) if rates is not None else 1
+                size = max(top + 1, 2 * have if rates is not None else 1)
+                new = [view.goodput(job, w, gpu_type, per_server) for w in range(have, size)]
+                rates = np.array((rates.tolist() if rates is not None else [0.0]) + new)
+            else:  # the adaptive rule's batch moves as the job runs: every rate from now, as always
+                size = max(top + 1, 2 * len(rates) if rates is not None else 9)
+                rates = np.array([0.0] + [view.goodput(job, w, gpu_type, per_server) for w in range(1, size)])
             self._goodputs[key] = rates
         return rates
 

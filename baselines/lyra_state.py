@@ -16,7 +16,7 @@ import math
 from functools import partial
 from itertools import compress, repeat
 from operator import is_, itemgetter, not_
-from typing import Mapping, Protocol, cast
+from typing import AbstractSet, Mapping, Protocol, Sequence, cast
 
 from lyra_baselines.loaning import free_map_after
 from lyra_baselines.lyra_estimates import ReleaseTimeline, ReleaseTracker
@@ -116,6 +116,7 @@ class LyraMemory:
         self.granted: dict[str, tuple[float, str]] = {}  # job id -> (when extra workers were granted, GPU type)
         self.held_s: dict[str, float] = {}  # GPU type -> smoothed observed hold of extra workers (s)
         self.on_loaned: dict[str, None] = {}  # jobs whose base sits on loaned servers (move-back candidates)
+        self.training_cells: list[int] | None = None  # cells of the training servers (filled when first needed)
 
     def start(self, view: ClusterView) -> ClusterFacts:
         """The run's :class:`ClusterFacts` (read at the first decision)."""
@@ -147,22 +148,28 @@ def split_alloc(settings: LyraSettings, facts: ClusterFacts, job: JobView, alloc
 
 
 def server_groups(facts: ClusterFacts, view: ClusterView, plan: Plan, free: FreeMap
-                  ) -> tuple[list[ServerSet], list[ServerSet], list[int]]:
+                  ) -> tuple[list[ServerSet], list[ServerSet], Sequence[int], AbstractSet[int]]:
     """Training candidate sets (by GPU type), loaned candidate sets by type, and the loaned ids
-    usable under ``plan``. Each set names its cells in the engine's index, so placements on
-    ``free`` (made by ``free_map_after``) read the index."""
+    usable under ``plan`` (ascending, and as a set). Each set names its cells in the engine's
+    index, so placements on ``free`` (made by ``free_map_after``) read the index. Without
+    loaning changes the loaned servers' sets are the index's own (kept across decisions)."""
     topology = view.topology
     current = topology.loaned()  # ascending (the engine's index)
     if not current and not plan.borrow:
-        return facts.training_groups, [], []
+        return facts.training_groups, [], [], frozenset()
     if plan.give_back or plan.borrow:
         back = set(plan.give_back)
-        loaned = sorted({*(s for s in current if s not in back), *plan.borrow})
+        loaned: Sequence[int] = sorted({*(s for s in current if s not in back), *plan.borrow})
+        members: AbstractSet[int] = set(loaned)
+    elif len(facts.inference_types) == 1:  # one type of inference server: one group, the index's
+        group = topology.loaned_set(free)
+        return facts.training_groups, [group], group, topology.loaned_members()
     else:
         loaned = list(current)
+        members = topology.loaned_members()
     if len(facts.inference_types) == 1:  # one type of inference server: one group
-        return facts.training_groups, [topology.server_set(loaned, free)] if loaned else [], loaned
-    return facts.training_groups, topology.sets_by_type(loaned, free), loaned
+        return facts.training_groups, [topology.server_set(loaned, free)] if loaned else [], loaned, members
+    return facts.training_groups, topology.sets_by_type(loaned, free), loaned, members
 
 
 class Decision:
@@ -180,7 +187,7 @@ class Decision:
         self.rates = memory.rates
         self.allocations = plan.allocations
         free = self.free = free_map_after(view, plan)  # indexed: a placement on free GPUs reads the engine's index
-        self.training_groups, self.loaned_groups, self.loaned = server_groups(facts, view, plan, free)
+        self.training_groups, self.loaned_groups, self.loaned, self.loaned_set = server_groups(facts, view, plan, free)
         self.base: dict[str, dict[int, int]] = {}
         self.flex: dict[str, dict[int, int]] = {}
         self.elastic_jobs: list[JobView] = []  # running elastic jobs in start order, then those admitted now
@@ -200,7 +207,6 @@ class Decision:
         self.admitted: list[JobView] = []  # elastic jobs placed in phase 1, in order
         self.moved = False  # a job moved from loaned to training servers
         # phase 1's book-keeping
-        self.loaned_set = set(self.loaned)
         self.loaned_room = sum(map(avail.__getitem__, self.loaned))
         self.blocked = False  # a job waits for training GPUs and backfill is off
         self.touched: set[int] = set()  # servers a placement took GPUs on (the only ones avail drops on)

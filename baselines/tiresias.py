@@ -132,6 +132,7 @@ import numpy as np
 from lyra_baselines.loaning import Loaning, free_after, free_map_after
 from lyra_baselines.placement import (best_fit_in_groups, capacities, groups_by_type, place, place_in_groups,
                                       spanning_group, take, warn_unrunnable)
+from lyra_gym.sim.placement import FreeGPUs
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.topology import FreeMap, ServerSet
 from lyra_gym.sim.scheduler import Scheduler
@@ -249,7 +250,9 @@ class TiresiasScheduler(Scheduler):
     # --- the policy --------------------------------------------------------------------
     def _off_round(self, view: ClusterView) -> bool:
         """``rounds_only``: True between two rounds (multiples of ``tick_interval`` from 0)."""
-        k = view.now / self.tick_interval
+        interval = self.tick_interval
+        assert interval is not None  # rounds_only needs one (checked in __post_init__)
+        k = view.now / interval
         return abs(k - round(k)) > 1e-9
 
     def decide(self, view: ClusterView) -> Plan:
@@ -340,7 +343,7 @@ class TiresiasScheduler(Scheduler):
             held[key[0]] += sum(alloc.values())
         return held
 
-    def _preempt(self, queue: int, need: int, allocations: dict, free: list[int], pools: list[Sequence[int]],
+    def _preempt(self, queue: int, need: int, allocations: dict, free: FreeGPUs, pools: list[Sequence[int]],
                  held: list[int], rule: str, capacity: Sequence[int]) -> dict[int, int] | None:
         """Stop running jobs of queues below ``queue``, lowest priority first, until ``need`` GPUs
         fit in one server group by the placement ``rule``; keep the victims the fit does not need.
@@ -398,7 +401,7 @@ class TiresiasScheduler(Scheduler):
         loaned servers only when it is too large for every one of these and mixing is allowed
         (:func:`~lyra_baselines.placement.spanning_group`; it runs at the slower pace)."""
         pools: list[Sequence[int]] = groups_by_type(view, view.training_server_ids)
-        loaned = self._loaned(view, plan)
+        loaned: Sequence[int] = self._loaned(view, plan)
         if loaned and free is not None and all(a < b for a, b in zip(loaned, loaned[1:])):
             loaned = view.topology.server_set(loaned, free)  # ascending: placements on it read the index
         return [*pools, loaned] if loaned else pools
@@ -417,13 +420,14 @@ class TiresiasScheduler(Scheduler):
         return max(sizes, default=0)
 
     # --- artifact mode -----------------------------------------------------------------
-    def _artifact_pools(self, view: ClusterView, plan: Plan) -> list[tuple[list[int], list[list[int]]]]:
+    def _artifact_pools(self, view: ClusterView, plan: Plan) -> list[tuple[Sequence[int], list[Sequence[int]]]]:
         """Artifact mode: (servers counted together, groups to place on in order) per pool. A pool
         is the training servers of one GPU type (all training servers if
         ``allow_mixed_gpu_types``; placed on one type when one can hold the job), or the loaned
         servers."""
         training = list(view.training_server_ids)
         groups = groups_by_type(view, training)
+        pools: list[tuple[Sequence[int], list[Sequence[int]]]]
         if view.allow_mixed_gpu_types:
             pools = [(training, groups)]
         else:
@@ -462,7 +466,7 @@ class TiresiasScheduler(Scheduler):
         return plan
 
     def _artifact_running(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]],
-                          pools: list[tuple[list[int], list[list[int]]]], room: list[int],
+                          pools: list[tuple[Sequence[int], list[Sequence[int]]]], room: list[int],
                           now: float) -> list[_Entry]:
         """Artifact mode: an entry per running job with its GPUs per pool, which are added to the
         pools' ``room`` (GPUs per pool, counted as if every job were stopped)."""

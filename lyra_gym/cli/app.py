@@ -42,7 +42,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from lyra_gym.sim import scheduler as registry
 from lyra_gym.harness.compare import (BACKENDS, CompareError, RunError, RunSpec, check_policies, parse_policy_params,
@@ -449,7 +449,7 @@ def _add_output_flags(p: argparse.ArgumentParser, trace: bool = True, overwrite_
 class _Parser(argparse.ArgumentParser):
     """argparse, with a usage error reported as one line (and exit code 2)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"lyra-gym: error: {' '.join(message.split())} (see: {self.prog} --help)\n")
 
 

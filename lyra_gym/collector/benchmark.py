@@ -282,6 +282,7 @@ def benchmark_model(key: str, batches: Sequence[int] | None, settings: BenchSett
             break
         out.batches.append(m)
         if log:
+            assert m.step_s is not None  # a batch that ran has its step time
             inf = f", inference {m.inference_samples_per_s:,.1f}/s" if m.inference_samples_per_s else ""
             log(f"{key}: batch {b} -> step {m.step_s * 1000:.2f} ms, {m.samples_per_s:,.1f} {model.sample_unit}/s{inf}")
     out.checkpoint_roundtrip_s = _checkpoint_roundtrip(model, opt, device)

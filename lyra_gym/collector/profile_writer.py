@@ -137,7 +137,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
 
-def fixed_step_part(points: Sequence[tuple[float, float]], batch: float, step: float) -> float | None:
+def fixed_step_part(points: Sequence[tuple[float, float | None]], batch: float, step: float) -> float | None:
     """``step_fixed_s`` from measured ``(samples, step_s)`` points (module docstring): ``step - b x
     batch`` clamped to ``[0, step]``, ``b`` the weighted least-squares slope; None with fewer than
     two distinct batches or a slope that is not positive."""
@@ -180,6 +180,7 @@ def build_profile(measurements: Sequence[ModelMeasurement], gpu_key: str, allred
             continue
         chosen = ok[-1]
         ar = allreduce[m.key]
+        assert chosen.step_s is not None  # a batch that ran has its step time
         fixed = fixed_step_part([(b.samples, b.step_s) for b in ok], chosen.samples, chosen.step_s)
         oom = sorted(b.samples for b in m.batches if b.status != "ok" and b.samples > chosen.samples)
         batch_source = (

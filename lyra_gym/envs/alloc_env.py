@@ -81,7 +81,8 @@ class AllocEnv(EpisodeEnv):
         self.worker_levels = int(worker_levels)
         self.decision: AllocDecision | None = None
         self._last_borrow: float | None = None  # the loaning the heuristic's ticks follow
-        super().__init__(*args, max_steps=max_steps, **kwargs)
+        kwargs["max_steps"] = max_steps
+        super().__init__(*args, **kwargs)
 
     def _init_spaces(self) -> None:
         self.layout = AllocLayout(self.k, self.m, self.b, self.worker_levels)
@@ -107,8 +108,8 @@ class AllocEnv(EpisodeEnv):
         r = 0.0
         self.decision = None
         while not episode.done:
-            decision, skip = open_decision(episode.engine.view, episode.heuristic, self.layout, self._last_borrow)
-            if not skip:
+            decision, _ = open_decision(episode.engine.view, episode.heuristic, self.layout, self._last_borrow)
+            if isinstance(decision, AllocDecision):  # not a skipped tick: the agent decides
                 self.decision = decision
                 break
             r += episode.run(decision.proposal)
@@ -125,6 +126,7 @@ class AllocEnv(EpisodeEnv):
         r = 0.0
         if decision.step(value):
             self._last_borrow = decision.borrow_fraction  # the loaning the ticks follow
+            assert decision.plan is not None  # step() True: the plan is committed
             r = episode.run(decision.plan) + self._start_decision(episode)
         return self._end_step(episode, r, invalid)
 
@@ -138,8 +140,7 @@ class AllocEnv(EpisodeEnv):
         return int(min(array.reshape(-1)[0], np.iinfo(np.int64).max))
 
     # ------------------------------------------------------------------ observation, masks, expert
-    def _observe(self) -> None:
-        episode = self.episode
+    def _observe(self, episode: Episode) -> None:
         if self.decision is None and not episode.done:
             self._start_decision(episode)
         decision = self.decision

@@ -162,8 +162,8 @@ class LyraClusterEnv(EpisodeEnv):
                 return r
 
     # ------------------------------------------------------------------ observation and actions
-    def _observe(self) -> None:
-        view = self.episode.engine.view
+    def _observe(self, episode: Episode) -> None:
+        view = episode.engine.view
         self.slots = job_slots(view, self.k)
         self.server_ids = server_slots(view, self.m)
         self.obs = self.builder.build(view, self.slots, self.server_ids)

@@ -104,14 +104,14 @@ class EpisodeEnv(gym.Env[np.ndarray, Any]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         split, window = self.source.parse_options(options)
         super().reset(seed=seed)
-        self.episode = self.source.start(self.np_random, split, window)
-        self._observe()
+        self.episode = episode = self.source.start(self.np_random, split, window)
+        self._observe(episode)
         if self.render_mode == "human":
             self.render()
         return self.obs, self._info(0)
 
-    def _observe(self) -> None:
-        """Set ``obs`` and ``_masks`` for the current decision point."""
+    def _observe(self, episode: Episode) -> None:
+        """Set ``obs`` and ``_masks`` for the current decision point of ``episode`` (the current one)."""
         raise NotImplementedError
 
     def _check_can_step(self) -> Episode:
@@ -127,7 +127,7 @@ class EpisodeEnv(gym.Env[np.ndarray, Any]):
     def _end_step(self, episode: Episode, r: float, invalid: int):
         """Count the step, charge what an early end leaves, observe; the step's 5-tuple."""
         r, truncated = episode.end_step(r, invalid)
-        self._observe()
+        self._observe(episode)
         info = self._info(invalid)
         if episode.done or truncated:
             info["final_metrics"] = episode.final_metrics()

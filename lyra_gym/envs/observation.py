@@ -30,6 +30,7 @@ import bisect
 import math
 import struct
 import weakref
+from typing import Mapping
 
 import numpy as np
 
@@ -168,8 +169,8 @@ class _EngineConstants:
         self.adaptive = view.scaling == "adaptive"
         # job index -> ((remaining work, workers, attained GPU-s, batch), row before and after the wait)
         self.queued_rows: dict[int, tuple[tuple, tuple, tuple]] = {}
-        # job index -> ((allocation, rate, workers, any server loaned), (workers, on loaned, rate ratio, flexible))
-        self.running_rows: dict[int, tuple[tuple, tuple]] = {}
+        # job index -> (allocation, rate, workers, any server loaned, (on loaned, rate ratio, flexible))
+        self.running_rows: dict[int, tuple[Mapping[int, int], float, int, bool, tuple[float, float, float]]] = {}
         # inference demand 1 h, 3 h and 6 h ahead of the clock
         demand = view._engine.demand  # noqa: SLF001 -- the curve view.inference_demand_at reads
         self.demand_ahead = tuple(_DemandAhead(demand) for _ in range(3))
@@ -182,7 +183,9 @@ class _EngineConstants:
         key = (model, workers)
         rate = self.ref.get(key)
         if rate is None:
-            rate = self.ref[key] = self._view().reference_throughput(model, workers)
+            view = self._view()
+            assert view is not None  # the engine (and its view) own these constants
+            rate = self.ref[key] = view.reference_throughput(model, workers)
         return rate
 
     def loaned_rate(self, job: JobView, index: int, remaining: float) -> float:
@@ -204,7 +207,9 @@ class _EngineConstants:
             wide = (spec.model, spec.num_gpus, job.init_batch, part, batch)
             rate = shared.get(wide) if shared is not None else None
             if rate is None:
-                rate = self._view().goodput(job, job.spec.num_gpus, *self.loaned_type)
+                view, loaned_type = self._view(), self.loaned_type
+                assert view is not None and loaned_type is not None  # asked only with loaned servers
+                rate = view.goodput(job, job.spec.num_gpus, *loaned_type)
                 if shared is not None:
                     shared[wide] = rate
             self.goodput[key] = rate
@@ -243,7 +248,7 @@ def job_slots(view: ClusterView, k: int) -> list[JobView]:
     if len(keyed) >= k:
         return [entry[2] for entry in keyed[:k]]
     slots = [entry[2] for entry in keyed]
-    inelastic = []
+    inelastic: list[JobView] = []
     for i in engine.running:  # view.running_jobs(), in the same order
         record = records[i]
         (slots if record.spec.elastic else inelastic).append(record.view)
@@ -377,10 +382,10 @@ class ObservationBuilder:
             if not queued and workers:
                 rate = record.rate
                 allocation = record.allocation  # replaced, never changed in place, by the engine
-                kept = running_rows.get(index)
-                if kept is not None and kept[0] is allocation and kept[1] == rate and kept[2] == workers \
-                        and kept[3] is any_loaned:
-                    on_loaned, rate_ratio, flexible = kept[4]
+                held = running_rows.get(index)
+                if held is not None and held[0] is allocation and held[1] == rate and held[2] == workers \
+                        and held[3] is any_loaned:
+                    on_loaned, rate_ratio, flexible = held[4]
                 else:
                     on_loaned = sum(n for s, n in allocation.items() if s in inference) / workers \
                         if any_loaned else 0 / workers
@@ -396,9 +401,8 @@ class ObservationBuilder:
                 # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
                 total = record.total_work
                 part = last_bin if total <= 0 else min(last_bin, int((total - truth) / total * PROGRESS_BINS))
-                rate = goodputs.get((index, part, batch))  # part: progress_bin(total - truth, total)
-                if rate is None:
-                    rate = constants.loaned_rate(job, index, truth)
+                cached = goodputs.get((index, part, batch))  # part: progress_bin(total - truth, total)
+                rate = constants.loaned_rate(job, index, truth) if cached is None else cached
                 if rate > 0:
                     left = remaining / rate
                     remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0

@@ -41,10 +41,10 @@ import signal
 import threading
 import traceback
 from dataclasses import replace
-from multiprocessing.connection import wait as wait_ready
+from multiprocessing.connection import Connection, wait as wait_ready
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, cast
 
 import yaml
 
@@ -247,7 +247,7 @@ def run_in_workers(
         while busy:
             ready = wait_ready([*busy, *(p.sentinel for p, c in workers if c in busy)])
             for item in ready:
-                conn = by_sentinel[item][1] if item in by_sentinel else item
+                conn = by_sentinel[item][1] if item in by_sentinel else cast(Connection, item)  # else a pipe end
                 if conn not in busy:
                     continue
                 index = busy[conn]
@@ -299,7 +299,7 @@ def run_grid(
     out: str | os.PathLike | None = None,
     n_jobs: int = 1,
     record_timeline: bool = False,
-    on_done: Callable[[RunSpec], None] | None = None,
+    on_done: Callable[[RunSpec], object] | None = None,
     backend: str = "local",
     address: str | None = None,
     run_info: Mapping[str, Any] | None = None,

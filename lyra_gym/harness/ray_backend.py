@@ -57,7 +57,7 @@ def run_specs_ray(
     config: SimConfig,
     address: str | None = None,
     num_cpus: int | None = None,
-    on_done: Callable[[RunSpec], None] | None = None,
+    on_done: Callable[[RunSpec], object] | None = None,
 ) -> dict[tuple[str, int], SimResult]:
     """Run ``specs`` (all on ``jobs`` and ``config``) as Ray tasks; returns ``(policy, seed) -> result``.
 
@@ -73,7 +73,7 @@ def run_tasks_ray(
     tasks: Sequence[tuple[RunSpec, Sequence[JobSpec], SimConfig]],
     address: str | None = None,
     num_cpus: int | None = None,
-    on_done: Callable[[int], None] | None = None,
+    on_done: Callable[[int], object] | None = None,
 ) -> list[SimResult]:
     """Run ``(spec, jobs, config)`` tasks as Ray tasks; results in ``tasks`` order.
 

@@ -132,11 +132,11 @@ def summarize_runs(results: Sequence[SimResult], label: str | None = None) -> di
     row: dict[str, Any] = {"policy": label or results[0].policy, "seeds": len(results)}
     cis: dict[str, Any] = {}
     for key, first in results[0].metrics.items():
-        values = [r.metrics.get(key) for r in results]
-        if any(v is None or isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
+        numbers = [v for r in results if isinstance(v := r.metrics.get(key), (int, float)) and not isinstance(v, bool)]
+        if len(numbers) < len(results):  # a run without a number here (None, a flag, text)
             row[key], cis[key + CI_SUFFIX] = None, None
             continue
-        row[key], cis[key + CI_SUFFIX] = mean_ci(values)
+        row[key], cis[key + CI_SUFFIX] = mean_ci(numbers)
     row.update(cis)
     return row
 
@@ -249,11 +249,12 @@ def write_plots(results: Mapping[str, Sequence[SimResult]], out_dir: str | os.Pa
     ax.set_ylim(0, 1.01)
     written.append(_save(fig, ax, out / "jct_cdf.png"))
 
-    timed = [p for p in labels if first[p].timeline is not None]
+    timelines = {p: tl for p in labels if (tl := first[p].timeline) is not None}
+    timed = list(timelines)
 
     fig, ax = _figure(f"Queued jobs over time (seed {seed})", "simulated time (h)", "queued jobs")
     for p in timed:
-        t, v = first[p].timeline.steps("queued")
+        t, v = timelines[p].steps("queued")
         ax.step(t / hours, v, where="post", **style[p])
     ax.set_ylim(bottom=0)
     written.append(_save(fig, ax, out / "queued_jobs.png"))
@@ -261,13 +262,13 @@ def write_plots(results: Mapping[str, Sequence[SimResult]], out_dir: str | os.Pa
     fig, ax = _figure(f"Borrowed inference servers vs. inference demand (seed {seed})",
                       "simulated time (h)", "inference servers")
     if timed:
-        ref = first[timed[0]].timeline
+        ref = timelines[timed[0]]
         t, demand = ref.steps("inference_demand")
         ax.fill_between(t / hours, 0, ref.inference_servers - demand, step="post", color="0.88", linewidth=0,
                         label="idle inference servers\n(most that can be on loan)")
         ax.step(t / hours, demand, where="post", color="black", linewidth=1.6, label="inference demand")
         for p in timed:
-            t, v = first[p].timeline.steps("servers_loaned")
+            t, v = timelines[p].steps("servers_loaned")
             ax.step(t / hours, v, where="post", **{**style[p], "label": f"{p}: on loan"})
         ax.set_ylim(0, ref.inference_servers + 0.5)
     written.append(_save(fig, ax, out / "loaning.png"))
@@ -275,10 +276,10 @@ def write_plots(results: Mapping[str, Sequence[SimResult]], out_dir: str | os.Pa
     fig, ax = _figure(f"GPUs allocated to training jobs (seed {seed})", "simulated time (h)",
                       "GPUs (training + loaned servers)")
     for p in timed:
-        t, v = first[p].timeline.steps("gpus_allocated")
+        t, v = timelines[p].steps("gpus_allocated")
         ax.step(t / hours, v, where="post", **style[p])
     if timed:
-        ax.axhline(first[timed[0]].timeline.training_gpus, color="black", linestyle="--", linewidth=1.0,
+        ax.axhline(timelines[timed[0]].training_gpus, color="black", linestyle="--", linewidth=1.0,
                    label="training cluster\ncapacity")
     ax.set_ylim(bottom=0)
     written.append(_save(fig, ax, out / "gpu_usage.png"))

@@ -152,7 +152,7 @@ def expand(grid: Grid, skip_infeasible: bool = False) -> list[SweepRun]:
 
 
 def execute(runs: Sequence[SweepRun], n_jobs: int = 1, backend: str = "local", address: str | None = None,
-            on_done: Callable[[int], None] | None = None,
+            on_done: Callable[[int], object] | None = None,
             on_result: Callable[[int, SimResult], None] | None = None) -> list[SimResult]:
     """Run every sweep run; results in ``runs`` order, identical for every backend and ``n_jobs``.
 
@@ -256,7 +256,7 @@ def write_sweep_plots(grid: Grid, rows: Sequence[Mapping[str, Any]], out_dir: st
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for param in grid.swept:
-        values = list((grid.trace_params | grid.params)[param])
+        values = list({**grid.trace_params, **grid.params}[param])
         numeric = all(_is_number(v) for v in values)
         others = [k for k in grid.swept if k != param]
         fig = Figure(figsize=(9, 3.6), dpi=90, layout="constrained")
@@ -298,7 +298,7 @@ def summary_table(grid: Grid, rows: Sequence[Mapping[str, Any]]) -> str:
         lines.append(header)
         jct = aggregate(rows, param, "jct_mean_s", grid.policies)
         queue = aggregate(rows, param, "queue_mean_s", grid.policies)
-        for v in (grid.trace_params | grid.params)[param]:
+        for v in {**grid.trace_params, **grid.params}[param]:
             cells = []
             for p in grid.policies:
                 j = next((pt[1] for pt in jct[p] if pt[0] == v), None)
@@ -404,7 +404,7 @@ def open_out(out: str | os.PathLike, path: str | os.PathLike, grid: Grid, runs: 
 
 def run_sweep(path: str | os.PathLike, out: str | os.PathLike, n_jobs: int = 1, backend: str = "local",
               address: str | None = None, plots: bool = True,
-              on_done: Callable[[int], None] | None = None, skip_infeasible: bool = False,
+              on_done: Callable[[int], object] | None = None, skip_infeasible: bool = False,
               overwrite: bool = False, runs: Sequence[SweepRun] | None = None,
               grid: Grid | None = None, on_resume: Callable[[int, int], None] | None = None
               ) -> tuple[Grid, list[dict[str, Any]], list[Path]]:

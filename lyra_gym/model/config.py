@@ -73,7 +73,7 @@ def _check_fields(obj: Any, prefix: str) -> None:
         base, optional = _unpack(_hints(type(obj))[f.name])
         if value is None and optional:
             continue
-        if dataclasses.is_dataclass(base):
+        if isinstance(base, type) and dataclasses.is_dataclass(base):
             if not isinstance(value, base):
                 raise ConfigError(f"{where}: expected a {base.__name__}, got {type(value).__name__}")
         elif typing.get_origin(base) is tuple:
@@ -371,7 +371,7 @@ def _convert(hint: Any, value: Any, where: str, rule: Mapping[str, Any]) -> Any:
     base, optional = _unpack(hint)
     if value is None and optional:
         return None
-    if dataclasses.is_dataclass(base):
+    if isinstance(base, type) and dataclasses.is_dataclass(base):
         return _build(base, value, where)
     if typing.get_origin(base) is tuple:
         item = typing.get_args(base)[0]
@@ -455,7 +455,9 @@ def _strict_yaml_loader() -> type:
     and floats (``1e5`` is a number)."""
     import yaml
 
-    class StrictLoader(unique_key_loader()):
+    base: Any = unique_key_loader()  # a class made at run time: mypy takes no call as a base
+
+    class StrictLoader(base):
         pass
 
     drop = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:float"}

@@ -395,8 +395,8 @@ def load_demand_csv(path: str | os.PathLike[str]) -> DemandCurve:
                 servers_index = header.index(SERVERS_COLUMN)
                 continue
             time_s = _parse_time(name, line, row, time_index)
-            servers = _parse_servers(name, line, row, servers_index)
-            points.append((time_s, servers, line))
+            needed = _parse_servers(name, line, row, servers_index)
+            points.append((time_s, needed, line))
     if header is None:
         raise DemandFileError(
             name, 1, f"{TIME_COLUMN},{SERVERS_COLUMN}", "empty file, expected a header row"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Mapping
+from typing import Any
 
 from lyra_gym.model.jobspec import JobSpec
 
@@ -26,7 +26,7 @@ class FrozenAllocation(dict):
         return hash(frozenset(self.items()))
 
 
-EMPTY_ALLOCATION: Mapping[int, int] = FrozenAllocation()
+EMPTY_ALLOCATION = FrozenAllocation()
 
 
 class JobState(enum.Enum):
@@ -63,7 +63,7 @@ class Job:
         self.spec = spec
         self.total_work = total_work
         self.state = JobState.PENDING
-        self.allocation: Mapping[int, int] = EMPTY_ALLOCATION
+        self.allocation: FrozenAllocation = EMPTY_ALLOCATION
         self.workers = 0
         self.servers_used = 0
         self.rate = 0.0
@@ -81,7 +81,7 @@ class Job:
         self.migrations = 0
         self.suspended = False  # stopped by Plan.suspend: next start costs the resume overhead
         self.version = 0  # bumped on every allocation change; stale completion events are skipped
-        self.view = None  # the JobView handed to schedulers, created once
+        self.view: Any = None  # the JobView handed to schedulers, created once (Any: model does not import sim)
         self.busy_gpu_s = 0.0       # GPU-s held outside overheads
         self.effective_gpu_s = 0.0  # busy GPU-s x speed (reference-GPU-s)
         self.speed = 0.0            # reference-GPU-s per GPU-s of the current allocation outside overheads

@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 
 if TYPE_CHECKING:
+    from lyra_gym.model.jobs import Job
     from lyra_gym.sim.engine import Engine
 
 JOB_COLUMNS = (
@@ -106,12 +107,18 @@ def unfinished_warning(metrics: Mapping[str, Any]) -> str | None:
             f"run{mean}; JCT and queuing statistics cover finished jobs only")
 
 
+def _since_submit(job: Job, t: float | None) -> float:
+    """Seconds from ``job``'s submission to ``t`` (a time the job has reached: not None)."""
+    assert t is not None
+    return t - job.spec.submit_time
+
+
 def summarize(engine: "Engine") -> dict[str, Any]:
     """The metrics dict written to ``metrics.json`` (keys are stable)."""
     jobs = engine.jobs
     finished = [j for j in jobs if j.finish_time is not None]
-    jct = [j.finish_time - j.spec.submit_time for j in finished]
-    queue = [j.first_start - j.spec.submit_time for j in finished]
+    jct = [_since_submit(j, j.finish_time) for j in finished]
+    queue = [_since_submit(j, j.first_start) for j in finished]  # a finished job has started
     queue_total = [j.queued_total for j in finished]
     end = engine.now
     span = end - engine.start_time
@@ -180,7 +187,7 @@ def job_rows(engine: "Engine") -> list[dict[str, Any]]:
         rows.append({
             "job_id": s.job_id, "model": s.model, "num_gpus": s.num_gpus, "elastic": int(s.elastic),
             "submit_time": s.submit_time, "first_start": j.first_start, "finish_time": j.finish_time,
-            "jct_s": j.finish_time - s.submit_time if done else None,
+            "jct_s": j.finish_time - s.submit_time if j.finish_time is not None else None,
             "queue_s": j.first_start - s.submit_time if j.first_start is not None else None,
             "queue_total_s": j.queued_total, "attained_gpu_s": j.attained_gpu_s,
             "preemptions": j.preemptions, "scale_ins": j.scale_ins, "scale_outs": j.scale_outs,

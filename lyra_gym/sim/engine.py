@@ -18,7 +18,7 @@ import math
 import time
 from bisect import bisect_left, insort
 from heapq import heappop, heappush
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -368,7 +368,7 @@ class Engine:
             if kind == _TICK:
                 ticks += 1
                 if self.finished < jobs_n:
-                    self._push(t + self.scheduler.tick_interval, _TICK)
+                    self._push(t + cast(float, self.scheduler.tick_interval), _TICK)  # set: a tick came
         demand_times = self._demand_times
         i = self._demand_ptr
         if i < len(demand_times) and demand_times[i] <= t:

@@ -20,11 +20,14 @@ from typing import Callable, Sequence
 from lyra_gym.sim.cluster import Pool
 from lyra_gym.sim.topology import FreeMap, ServerSet
 
+#: Free GPUs per server id: a plain list, or the engine's indexed copy (``view.free_map()``).
+FreeGPUs = list[int] | FreeMap
+
 __all__ = ["best_fit", "best_fit_in_groups", "capacities", "consolidated_fit", "groups_by_type", "place",
            "place_in_groups", "placer", "take"]
 
 
-def best_fit(free: list[int], need: int, candidates: Sequence[int]) -> dict[int, int] | None:
+def best_fit(free: FreeGPUs, need: int, candidates: Sequence[int]) -> dict[int, int] | None:
     """Place ``need`` GPUs on ``candidates`` (server ids) given ``free`` GPUs per server id.
 
     One server if any can hold them all: the one left with the fewest free GPUs
@@ -81,7 +84,7 @@ def _best_fit_indexed(free: FreeMap, need: int, cells: Sequence[int]) -> dict[in
     return None  # unreachable: total >= need
 
 
-def best_fit_in_groups(free: list[int], need: int, groups: Sequence[Sequence[int]]) -> dict[int, int] | None:
+def best_fit_in_groups(free: FreeGPUs, need: int, groups: Sequence[Sequence[int]]) -> dict[int, int] | None:
     """:func:`best_fit` in the first server group (a list of ids) that can hold ``need`` GPUs."""
     for candidates in groups:
         placement = best_fit(free, need, candidates)
@@ -90,7 +93,7 @@ def best_fit_in_groups(free: list[int], need: int, groups: Sequence[Sequence[int
     return None
 
 
-def take(free: list[int], placement: dict[int, int]) -> None:
+def take(free: FreeGPUs, placement: dict[int, int]) -> None:
     """Subtract a placement from ``free`` in place."""
     if type(free) is FreeMap:
         free.take(placement)
@@ -99,7 +102,7 @@ def take(free: list[int], placement: dict[int, int]) -> None:
         free[sid] -= gpus
 
 
-def consolidated_fit(free: list[int], capacity: Sequence[int], need: int,
+def consolidated_fit(free: FreeGPUs, capacity: Sequence[int], need: int,
                      candidates: Sequence[int]) -> dict[int, int] | None:
     """Consolidated placement (as in production-trace simulators, e.g. Helios).
 
@@ -148,7 +151,7 @@ def _consolidated_indexed(free: FreeMap, need: int, cells: Sequence[int]) -> dic
     return None  # unreachable: enough wholly free GPUs
 
 
-def place(rule: str, free: list[int], capacity: Sequence[int], need: int,
+def place(rule: str, free: FreeGPUs, capacity: Sequence[int], need: int,
           candidates: Sequence[int]) -> dict[int, int] | None:
     """``need`` GPUs on ``candidates`` by ``rule`` (``"spread"``: :func:`best_fit`;
     ``"consolidated"``: :func:`consolidated_fit`)."""
@@ -157,7 +160,7 @@ def place(rule: str, free: list[int], capacity: Sequence[int], need: int,
     return best_fit(free, need, candidates)
 
 
-def place_in_groups(rule: str, free: list[int], capacity: Sequence[int], need: int,
+def place_in_groups(rule: str, free: FreeGPUs, capacity: Sequence[int], need: int,
                     groups: Sequence[Sequence[int]]) -> dict[int, int] | None:
     """:func:`place` in the first server group (a list of ids) that can hold ``need`` GPUs."""
     indexed = type(free) is FreeMap and need > 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from lyra_gym.model.jobs import FrozenAllocation as FrozenAllocation  # re-exported: plans hold the engine's allocations
 
@@ -39,6 +39,9 @@ class Plan:
     give_back: tuple[int, ...] = ()
     suspend: tuple[str, ...] = ()
     batch_sizes: dict[str, float] = field(default_factory=dict)
+    if TYPE_CHECKING:  # the instance's own storage behind ``allocations`` (see ``current_plan``)
+        _allocations: dict[str, Mapping[int, int]] | None = field(init=False, repr=False)
+        _pending: PendingAllocations | None = field(init=False, repr=False)
 
     def assign(self, job_id: str, allocation: Mapping[int, int]) -> None:
         """``self.allocations[job_id] = allocation``, without copying the allocations of a
@@ -173,7 +176,8 @@ class TrackedAllocations(dict):
             self[key] = default
         return self[key]
 
-    def __ior__(self, other):
+    # ignore: mypy checks any __ior__ of a dict subclass against typeshed's widening dict.__or__
+    def __ior__(self, other: Any) -> TrackedAllocations:  # type: ignore[misc]
         self.update(other)
         return self
 

@@ -132,6 +132,9 @@ class Topology:
         self._idle: list[int] = list(self.inference_ids)  # inference server ids not on loan, ascending
         #: Bumped by every change of the index; a :class:`FreeMap` refuses to work on a later one.
         self.version = 0
+        #: Bumped by every loan and return (a change of :meth:`loaned`).
+        self.loan_version = 0
+        self._loaned_cache: tuple | None = None  # (loan_version, named set, bare set, whole cells, ids, cells)
         for s in servers:
             if s.pool is Pool.TRAINING or s.loaned:
                 self._usable[cell_of[s.id]] += 1
@@ -186,6 +189,34 @@ class Topology:
     def loaned(self) -> list[int]:
         """Loaned inference server ids, ascending (the engine's list: do not change it)."""
         return self._loaned
+
+    def loaned_set(self, free: "FreeMap | None" = None) -> ServerSet:
+        """``server_set(self.loaned(), free)``, the same answer without the walk over the loaned
+        servers: their set is kept while the loans stay the same (``loan_version``), and the
+        check against ``free`` reads only the servers ``free`` changed (the others outside the
+        set are inference servers not on loan: no free GPU in the index)."""
+        entry = self._loaned_cache
+        if entry is None or entry[0] != self.loan_version:
+            ids = self._loaned
+            cells = sorted(set(map(self.cell_of.__getitem__, ids)))
+            whole = len(ids) == sum(len(self.cells[c].ids) for c in cells)
+            entry = self._loaned_cache = (self.loan_version, ServerSet(ids, cells), ServerSet(ids, None), whole,
+                                          frozenset(ids), frozenset(cells))
+        _, named, bare, whole, members, cells = entry
+        if whole:
+            return named
+        if free is None or free.topology is not self:
+            return bare
+        cell_of = self.cell_of
+        for sid, value in free._over.items():
+            if value and sid not in members and cell_of[sid] in cells:
+                return bare
+        return named
+
+    def loaned_members(self) -> frozenset[int]:
+        """The loaned inference server ids as a frozenset (kept while the loans stay the same)."""
+        self.loaned_set()
+        return self._loaned_cache[4]  # type: ignore[index]
 
     def not_loaned(self) -> list[int]:
         """Inference server ids not on loan, ascending (the engine's list: do not change it)."""
@@ -258,6 +289,7 @@ class Topology:
         self._usable[self.cell_of[sid]] += 1
         self._set(sid, self.capacity[sid])
         self.version += 1
+        self.loan_version += 1
 
     def _unloan(self, sid: int) -> None:
         """Inference server ``sid`` goes back to inference (holds no job)."""
@@ -266,6 +298,7 @@ class Topology:
         self._usable[self.cell_of[sid]] -= 1
         self._set(sid, 0)
         self.version += 1
+        self.loan_version += 1
 
     def _check(self, servers: Sequence[Server]) -> None:
         """Raise AssertionError unless the index equals a recomputation from ``servers`` (tests)."""

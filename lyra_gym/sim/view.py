@@ -79,6 +79,8 @@ class JobView:
 
     # spec, id and index never change: plain slots (read at C speed), set once; the view refuses writes
     __slots__ = ("_job", "_engine", "spec", "id", "index")
+    _job: Job
+    _engine: EngineState
     spec: JobSpec
     id: str
     index: int
@@ -188,6 +190,8 @@ class KnownJobView(JobView):
     the rate, attained service and the progress part are the engine's."""
 
     __slots__ = ("_know", "_shown")
+    _know: Knowledge
+    _shown: JobSpec | None
 
     def __init__(self, job: Job, engine: EngineState, knowledge: Knowledge) -> None:
         for name, value in (("_job", job), ("_engine", engine), ("id", job.spec.job_id), ("index", job.index),
@@ -206,8 +210,8 @@ class KnownJobView(JobView):
         job = self._job
         return job.total_work - job.remaining_work(self._engine.now)
 
-    @property  # type: ignore[override]
-    def spec(self) -> JobSpec:
+    @property
+    def spec(self) -> JobSpec:  # type: ignore[override]
         """The job's record with the believed ``duration`` (s at the requested size)."""
         job = self._job
         duration = self._know.duration(job, self._done())
@@ -217,8 +221,8 @@ class KnownJobView(JobView):
             object.__setattr__(self, "_shown", shown)
         return shown
 
-    @property  # type: ignore[override]
-    def total_work(self) -> float:
+    @property
+    def total_work(self) -> float:  # type: ignore[override]
         return self._know.total_work(self._job, self._done())
 
     @property
@@ -452,3 +456,9 @@ class ClusterView:
         m = scaling.global_batch(spec, b0, workers, inner.batch if batch is None else batch)
         part = progress_bin(total - inner.remaining_work(job._engine.now), total)
         return scaling.packed_rate(spec, b0, workers, gpu_type, gpus_per_server, m, part)
+
+    def reference_server(self) -> tuple[str, int]:
+        """The reference GPU type and its GPUs per server: what ``JobView.remaining_time_at`` packs
+        workers on (``remaining_time_at(w)`` is the remaining work over ``goodput(job, w, *this)``)."""
+        engine = self._engine
+        return engine.reference_gpu, engine.reference_gpus_per_server

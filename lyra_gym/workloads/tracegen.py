@@ -187,6 +187,7 @@ def _load_scale(p: TracePreset, raw: np.ndarray, sizes: np.ndarray) -> float:
     finds it; 100 halvings of the bracket [1e-6, 1e6] leave a relative error
     far below the 1 ms rounding that follows.
     """
+    assert p.target_load is not None  # called only for a preset with a target load
     target = p.target_load * p.reference_gpus * p.horizon_s  # GPU-seconds
     w = sizes.astype(float)
 
@@ -285,8 +286,8 @@ def generate_trace(preset: str | TracePreset, seed: int, scale: int = 1, days: f
     sizes = rng.choice(sizes_keys, size=n, p=sizes_p / sizes_p.sum())
 
     raw = rng.lognormal(mean=math.log(p.duration_median_s), sigma=p.duration_sigma, size=n)
-    scale = 1.0 if p.target_load is None else _load_scale(p, raw, sizes)
-    durations = np.round(np.clip(raw * scale, p.duration_min_s, p.duration_max_s), 3)
+    load_factor = 1.0 if p.target_load is None else _load_scale(p, raw, sizes)
+    durations = np.round(np.clip(raw * load_factor, p.duration_min_s, p.duration_max_s), 3)
 
     model_keys = list(p.model_mix)
     model_p = np.array([p.model_mix[k] for k in model_keys], dtype=float)
