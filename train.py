@@ -46,6 +46,7 @@ from lyra_agents.factory import (
     build_training_envs, configure_torch, find_artifacts, load_model, make_eval_env, make_model, new_run_dir,
     read_model_zip, save_normalizer_stats, trust_requested, warn_trusted,
 )
+from lyra_gym.provenance import provenance
 from lyra_gym.outputs import OutputError, atomic_write_text, check_out_folder
 
 
@@ -223,7 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"train.py: error: {'--resume ' + args.resume + ': ' if resume else ''}{err}", file=sys.stderr)
         return 2
     run_dir = new_run_dir(cfg)
-    atomic_write_text(run_dir / CONFIG_FILE, cfg.to_yaml())
+    made_by = provenance()  # a comment, so the file still loads as the run's config (issue 27)
+    atomic_write_text(run_dir / CONFIG_FILE, f"# lyra_gym_version: {made_by['lyra_gym_version']}, "
+                      f"lyra_gym_commit: {made_by['lyra_gym_commit']}\n" + cfg.to_yaml())
     model.set_logger(configure(str(run_dir), ["tensorboard", "csv"] + (["stdout"] if cfg.verbose else [])))
     remaining = cfg.total_timesteps - model.num_timesteps
     print(f"run {run_dir}  env {cfg.env_id}  algo {cfg.algo}  {cfg.n_envs} x {type(venv.venv).__name__}  "

@@ -17,7 +17,7 @@ from lyra_gym.outputs import atomic_path
 WINDOW_COLUMNS = ["kind", "policy", "run", "scenario", "window", "trace_seed", "window_seed", "jct_mean_s",
                   "jct_vs_lyra", "score_vs_random"]
 AGGREGATE_COLUMNS = ["metric", "iqm", "ci_low", "ci_high", "reps", "cells", "units", "bootstrap"]
-COLUMNS = WINDOW_COLUMNS + AGGREGATE_COLUMNS + ["suite"]
+COLUMNS = WINDOW_COLUMNS + AGGREGATE_COLUMNS + ["suite", "lyra_gym_version", "lyra_gym_commit"]
 
 
 def _cell(value: Any) -> str:

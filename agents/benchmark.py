@@ -84,6 +84,7 @@ import numpy as np
 
 from lyra_gym.errors import LyraGymError
 from lyra_gym.model.knowledge import KnowledgeConfig
+from lyra_gym.provenance import provenance
 from lyra_gym.sim import scheduler as registry
 from lyra_gym.outputs import OutputError, check_out_file, named_inputs
 from lyra_gym.sim.scheduler import Scheduler
@@ -585,7 +586,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(headroom_table(headroom(rows, [p.name for p in policies if p.name in registry.available()])))
     _warn(aggregates, len(scenarios))
     if args.out:
-        write_atomic(args.out, to_csv([{**r, "suite": suite.version} for r in [*rows, *aggregates]]))
+        made_by = {"suite": suite.version, **provenance()}  # what produced the numbers (issue 27)
+        write_atomic(args.out, to_csv([{**r, **made_by} for r in [*rows, *aggregates]]))
     return 0
 
 

@@ -30,7 +30,12 @@ _FROM_ENVS = frozenset({"ENV_IDS", "ALL_ENV_IDS", "ALLOC_ENV_ID", "register_envs
 
 
 def __getattr__(name: str) -> Any:
-    """``lyra_gym.envs`` and its id constants, imported on first use (PEP 562)."""
+    """``lyra_gym.envs`` and its id constants, imported on first use (PEP 562); ``__version__``,
+    the installed distribution's version (:func:`lyra_gym.provenance.package_version`)."""
+    if name == "__version__":
+        from lyra_gym.provenance import package_version
+
+        return package_version()
     if name == "envs" or name in _FROM_ENVS:
         import lyra_gym.envs as envs
 

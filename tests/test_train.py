@@ -44,6 +44,10 @@ def test_quick_run_writes_a_complete_run_directory(quick_run):
     assert list(run_dir.glob("events.out.tfevents.*"))
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert config["total_timesteps"] == 1024 and config["num_job_slots"] == 16 and config["name"] == "quick"
+    from lyra_gym.provenance import provenance  # what produced the run, as a comment the loader skips
+    made_by = provenance()
+    assert (run_dir / "config.yaml").read_text().splitlines()[0] == (
+        f"# lyra_gym_version: {made_by['lyra_gym_version']}, lyra_gym_commit: {made_by['lyra_gym_commit']}")
     compare = json.loads((run_dir / "compare.json").read_text())
     assert set(compare) == {"policy", "lyra"}
     assert [r["window"] for r in compare["policy"]] == [r["window"] for r in compare["lyra"]] == [0, 1]

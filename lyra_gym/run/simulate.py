@@ -39,6 +39,7 @@ from lyra_gym.model.config import SimConfig, config_to_dict
 from lyra_gym.model.demand import DEMAND_PRESETS, DemandCurve, DiurnalDemandConfig, diurnal_demand, load_demand_csv
 from lyra_gym.sim.engine import Engine
 from lyra_gym.run.metrics import JOB_COLUMNS, job_rows, summarize
+from lyra_gym.provenance import provenance
 from lyra_gym.outputs import TMP_MARK, Inputs, check_out_folder, owned_names, replace_folder
 from lyra_gym.outputs import OutputError  # also for the older ``from lyra_gym.run.simulate import OutputError``
 from lyra_gym.model.profiles import ProfileSet, builtin_profiles, load_profiles
@@ -192,17 +193,8 @@ def _write_files(result: SimResult, out: Path, run_info: Mapping[str, Any]) -> N
         writer.writerow(JOB_COLUMNS)
         writer.writerows(map(itemgetter(*JOB_COLUMNS), result.jobs))
     run = {"policy": result.policy, "seed": result.seed, "policy_params": result.policy_params, **run_info,
-           "config": config, "lyra_gym_version": _version(), "files": _run_files(result)}
+           "config": config, **provenance(), "files": _run_files(result)}
     (out / "run.json").write_text(json.dumps(run, indent=2, default=str) + "\n")
-
-
-def _version() -> str | None:
-    try:
-        from importlib.metadata import version
-
-        return version("lyra-gym")
-    except Exception:  # noqa: BLE001 - not installed as a distribution
-        return None
 
 
 def file_sha256(path: str | os.PathLike) -> str:
