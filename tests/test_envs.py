@@ -157,6 +157,30 @@ def test_dict_observation_wrapper_carries_the_mask():
     assert np.array_equal(obs["action_mask"].astype(bool), env.unwrapped.action_masks())
 
 
+def test_dict_observation_wrapper_on_alloc_masks_its_discrete_action():
+    """Alloc-v0's action is Discrete: the mask has one entry per choice and follows every sub-action."""
+    env = ActionMaskObservation(gym.make("LyraGym/Alloc-v0", window_s=2 * 3600.0))
+    obs, _ = env.reset(seed=0)
+    assert obs["action_mask"].shape == (env.action_space.n,)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        assert env.observation_space.contains(obs)
+        mask = obs["action_mask"].astype(bool)
+        assert np.array_equal(mask, env.unwrapped.action_masks())
+        obs, _, terminated, truncated, _ = env.step(int(rng.choice(np.flatnonzero(mask))))
+        if terminated or truncated:
+            break
+
+
+def test_dict_observation_wrapper_refuses_other_action_spaces():
+    class BoxActions(gym.Env):
+        observation_space = gym.spaces.Box(0.0, 1.0, (1,))
+        action_space = gym.spaces.Box(0.0, 1.0, (2,))
+
+    with pytest.raises(TypeError, match="Discrete or MultiDiscrete action space expected, got Box"):
+        ActionMaskObservation(BoxActions())
+
+
 def test_ansi_render_shows_the_cluster():
     env = gym.make("LyraGym/Loaning-v0", render_mode="ansi", **SMALL)
     env.reset(seed=0)

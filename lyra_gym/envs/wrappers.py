@@ -16,11 +16,19 @@ class MaskedEnv(Protocol):
 
 
 class ActionMaskObservation(gym.ObservationWrapper):
-    """``{"observations": obs, "action_mask": env.action_masks()}`` (mask as float32 0/1)."""
+    """``{"observations": obs, "action_mask": env.action_masks()}`` (mask as float32 0/1): one entry
+    per choice of a ``MultiDiscrete`` action (the guided envs) or of a ``Discrete`` one (Alloc-v0)."""
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
-        size = int(np.sum(cast(spaces.MultiDiscrete, env.action_space).nvec))  # a MultiDiscrete env's
+        action_space = env.action_space
+        if isinstance(action_space, spaces.Discrete):
+            size = int(action_space.n)
+        elif isinstance(action_space, spaces.MultiDiscrete):
+            size = int(np.sum(action_space.nvec))
+        else:
+            raise TypeError(f"ActionMaskObservation: a Discrete or MultiDiscrete action space expected, "
+                            f"got {type(action_space).__name__}")
         self.observation_space = spaces.Dict({
             "observations": env.observation_space,
             "action_mask": spaces.Box(0.0, 1.0, (size,), dtype=np.float32),
