@@ -13,27 +13,16 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import lyra_gym  # noqa: F401  (registers the ids)
-from lyra_baselines.lyra import LyraScheduler
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.envs.alloc import BORROW, JOB, PLACE, PROPOSAL, RETURN, WAIT, AllocDecision, AllocLayout, worker_options
-from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
-from lyra_gym.run.simulate import build_engine, simulate
+from lyra_gym.run.simulate import simulate
 from lyra_gym.sim.plan import Plan
-from toy import TOY, job
+from toy import engine_at_first_decision, job
 
 SMALL = dict(window_s=6 * 3600.0)
 LAYOUT = AllocLayout(k=4, m=2, b=2)
 
-
-def engine_at_first_decision(jobs, training=1, gpus=4, inference=0, demand=None):
-    cfg = SimConfig(cluster=ClusterConfig(training=(ServerGroup(training, "v100", gpus),),
-                                          inference=ServerGroup(inference, "t4", 8)),
-                    overheads=OverheadConfig(rescale_s=0.0, restart_s=0.0, migrate_s=0.0))
-    engine = build_engine(jobs, LyraScheduler(), cfg, 0, TOY, demand=demand or DemandCurve.constant(0))
-    engine.begin()
-    assert engine.next_decision()
-    return engine
 
 
 def slot_of(decision, job_id):

@@ -12,27 +12,15 @@ import pickle
 import numpy as np
 import pytest
 
-from lyra_baselines.lyra import LyraScheduler
 from lyra_gym.envs.alloc import JOB, PHASES, PLACE, WAIT, AllocDecision, AllocLayout
 from lyra_gym.envs.alloc_phases import BorrowPhase, JobPhase, PlacePhase, ReturnPhase
-from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
-from lyra_gym.run.simulate import build_engine
 from lyra_gym.sim.plan import TrackedAllocations, touched_job_ids
-from toy import TOY, job
+from toy import engine_at_first_decision, job
 
 LAYOUT = AllocLayout(k=4, m=2, b=2)
 PHASE_CLASSES = (BorrowPhase, ReturnPhase, JobPhase, PlacePhase)
 
-
-def engine_at_first_decision(jobs, training=1, inference=0, demand=None):
-    cfg = SimConfig(cluster=ClusterConfig(training=(ServerGroup(training, "v100", 4),),
-                                          inference=ServerGroup(inference, "t4", 8)),
-                    overheads=OverheadConfig(rescale_s=0.0, restart_s=0.0, migrate_s=0.0))
-    engine = build_engine(jobs, LyraScheduler(), cfg, 0, TOY, demand=demand or DemandCurve.constant(0))
-    engine.begin()
-    assert engine.next_decision()
-    return engine
 
 
 def test_touched_job_ids_reads_the_writes_of_tracked_allocations_and_else_every_id():

@@ -8,11 +8,13 @@ not scale: more than one worker is slower than one.
 
 from __future__ import annotations
 
+from lyra_baselines.lyra import LyraScheduler
 from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.model.profiles import parse_profiles
-from lyra_gym.run.simulate import SimResult, simulate
+from lyra_gym.run.simulate import SimResult, build_engine, simulate
+from lyra_gym.sim.engine import Engine
 
 TOY = parse_profiles({
     "format": "lyra-gym-profiles/1",
@@ -55,3 +57,15 @@ def run(jobs, policy, cfg: SimConfig, demand: DemandCurve | None = None, seed: i
 
 def jct(result: SimResult, job_id: str) -> float:
     return next(r for r in result.jobs if r["job_id"] == job_id)["jct_s"]
+
+
+def engine_at_first_decision(jobs, training=1, gpus=4, inference=0, demand=None) -> Engine:
+    """A Lyra engine on ``training`` V100 servers of ``gpus`` GPUs (and ``inference`` 8-GPU T4 servers),
+    no overheads, no demand unless given, stopped at its first decision point."""
+    cfg = SimConfig(cluster=ClusterConfig(training=(ServerGroup(training, "v100", gpus),),
+                                          inference=ServerGroup(inference, "t4", 8)),
+                    overheads=OverheadConfig(rescale_s=0.0, restart_s=0.0, migrate_s=0.0))
+    engine = build_engine(jobs, LyraScheduler(), cfg, 0, TOY, demand=demand or DemandCurve.constant(0))
+    engine.begin()
+    assert engine.next_decision()
+    return engine
