@@ -88,21 +88,31 @@ def _rel(root: Path, path: Path) -> str:
 # --- module length ---------------------------------------------------------------------------------
 def check_lines(root: Path, files: list[Path], limits: Limits) -> Report:
     """Modules over ``limits.max_lines`` lines that the allow-list does not name."""
-    report = Report()
     over: dict[str, int] = {}
     for path in files:
         with path.open("rb") as fh:
             over_count = sum(1 for _ in fh)
         if over_count > limits.max_lines:
             over[_rel(root, path)] = over_count
-    for name, count in over.items():
-        allowed = limits.long_modules.get(name)
-        if allowed is None:
-            report.new.append(f"{name}: {count} lines (limit {limits.max_lines})")
-        elif count > allowed:
-            report.notes.append(f"{name}: {count} lines, grew from {allowed} (allowed, limit {limits.max_lines})")
-    report.stale += [f"long_modules: {name} is now within {limits.max_lines} lines"
-                     for name in limits.long_modules if name not in over]
+    limit = limits.max_lines
+    return _against_allow_list(over, limits.long_modules, "long_modules", f"{{name}}: {{value}} lines (limit {limit})",
+                               f"{{name}}: {{value}} lines, grew from {{listed}} (allowed, limit {limit})",
+                               f"within {limit} lines")
+
+
+def _against_allow_list(over: dict[str, int], allowed: dict[str, int], table: str, new: str, grew: str,
+                        within: str) -> Report:
+    """What is over a limit (``over``: name -> measure) against the allow-list ``table`` (``allowed``):
+    unlisted is new, listed but grown a note, listed but no longer over stale. ``new`` and ``grew``
+    are message templates over ``{name}``, ``{value}`` and ``{listed}``."""
+    report = Report()
+    for name, value in over.items():
+        listed = allowed.get(name)
+        if listed is None:
+            report.new.append(new.format(name=name, value=value))
+        elif value > listed:
+            report.notes.append(grew.format(name=name, value=value, listed=listed))
+    report.stale += [f"{table}: {name} is now {within}" for name in allowed if name not in over]
     return report
 
 
@@ -150,17 +160,12 @@ def ruff_complexity(root: Path, files: list[Path], max_complexity: int) -> dict[
 
 def check_complexity(root: Path, files: list[Path], limits: Limits) -> Report:
     """Functions over ``limits.max_complexity`` that the allow-list does not name."""
-    report = Report()
     over = ruff_complexity(root, files, limits.max_complexity)
-    for name, value in sorted(over.items()):
-        allowed = limits.complex_functions.get(name)
-        if allowed is None:
-            report.new.append(f"{name}: complexity {value} (limit {limits.max_complexity})")
-        elif value > allowed:
-            report.notes.append(f"{name}: complexity {value}, grew from {allowed} (allowed)")
-    report.stale += [f"complex_functions: {name} is now within complexity {limits.max_complexity}"
-                     for name in limits.complex_functions if name not in over]
-    return report
+    limit = limits.max_complexity
+    return _against_allow_list(dict(sorted(over.items())), limits.complex_functions, "complex_functions",
+                               f"{{name}}: complexity {{value}} (limit {limit})",
+                               "{name}: complexity {value}, grew from {listed} (allowed)",
+                               f"within complexity {limit}")
 
 
 # --- import cycles ---------------------------------------------------------------------------------
