@@ -235,7 +235,7 @@ def job_slots(view: ClusterView, k: int) -> list[JobView]:
     engine = view._engine  # noqa: SLF001 -- the engine's job records, read only
     records, now = engine.jobs, engine.now
     statics, reference = constants.jobs, constants.reference
-    knowledge = getattr(engine, "knowledge", None)  # Engine.knowledge; None: the truth (oracle)
+    knowledge = engine.knowledge  # None: the truth (oracle)
     keyed = []
     for i in engine.queue:  # view.queued_jobs(), in the same order
         record = records[i]
@@ -343,7 +343,7 @@ class ObservationBuilder:
         pad = self._job_pad
         last_bin = PROGRESS_BINS - 1
         shown_queued_gpus = shown_running = 0
-        knowledge = getattr(view._engine, "knowledge", None)  # noqa: SLF001 -- Engine.knowledge; None: the truth
+        knowledge = view._engine.knowledge  # noqa: SLF001 -- None: the truth (oracle)
         # (0.0 if x < 0.0 else x) is max(x, 0.0) and (d if d > 0.0 else 0.0) is max(0.0, d), to the
         # bit (-0.0 and NaN included), without the call
         for job in jobs:
