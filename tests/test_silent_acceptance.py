@@ -194,7 +194,7 @@ _CLAIM = re.compile(r"allow_mixed_gpu_types`*(?::\s*(true|false))?`*\s*\(default
 
 def test_every_doc_states_the_real_default_of_allow_mixed_gpu_types():
     truth = str(SimConfig().allow_mixed_gpu_types).lower()
-    files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     for package in ("lyra_gym", "baselines", "agents"):
         files += sorted((ROOT / package).rglob("*.py"))
     claims = []
