@@ -4,7 +4,7 @@
 PYTHON ?= python
 LINT_IMPORTS ?= lint-imports
 
-.PHONY: check format lint type imports test docs
+.PHONY: check format lint type imports test docs docs-serve
 
 check: lint type imports test
 
@@ -28,4 +28,7 @@ test:
 	$(PYTHON) -m pytest -q
 
 docs:
-	@echo "docs: no docs site is built yet; docs/ and README.md are Markdown, read as they are."
+	d=$$(mktemp -d); NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --site-dir $$d; rm -rf $$d
+
+docs-serve:
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs serve
