@@ -14,6 +14,12 @@ Lyra, the config as text), ``progress.csv``, ``checkpoints/``, ``model.zip``,
 (``--trust-model-files``: SB3's pickle path, for trusted old runs; see ``docs/trust.md``).
 The saved model runs as a scheduler: ``lyra-gym compare --policies lyra,model:runs/<run>/model.zip``.
 
+Runs from any folder: a path inside a YAML config (``trace``, ``sim_config``, ``profiles``) is
+relative to that file's folder, one given by ``--set`` to the working directory, and ``config.yaml``
+records each so it resolves from anywhere (:mod:`lyra_agents.config`, :mod:`lyra_gym.model.paths`).
+What produced a run (lyra_gym version and commit, env id) is in ``config.yaml``'s first line,
+``compare.json``'s rows and the TensorBoard text ``config/provenance``.
+
 Every option, input file and the ``--resume`` source (a run folder or one of its checkpoints; an
 exported or shipped model has no optimizer state and is refused, saying so) is checked before the
 run folder is created: a refused start is one line on stderr, exit status 2, and leaves nothing
@@ -39,7 +45,7 @@ from lyra_agents.callbacks import (
     ClusterMetricsCallback, ConfigTextCallback, ProgressBarCallback, TestWindowEvalCallback, checkpoint_callback,
 )
 from lyra_agents.config import TrainConfigError, load_train_config, resolve_config
-from lyra_agents.evaluate import compare_saved, comparison_table
+from lyra_agents.evaluate import compare_saved, comparison_table, recorded
 from lyra_agents.imitation import behaviour_clone, collect_demonstrations
 from lyra_agents.factory import (
     CONFIG_FILE, MODEL_FILE, OPTIMIZER_MEMBER, POLICY_MEMBER, VECNORM_FILE, VECNORM_STATS_FILE, Artifacts,
@@ -173,7 +179,8 @@ def train_model(model, venv, eval_env, cfg, run_dir: Path, remaining: int, resum
     save the model and the normalizer (plain arrays and SB3's pickle) into ``run_dir`` and close the
     envs. Returns the evaluation callback (its history)."""
     evaluator = TestWindowEvalCallback(eval_env, cfg.eval_windows, cfg.eval_freq)
-    callbacks = [ConfigTextCallback(cfg.to_yaml(), cfg.to_dict()), ClusterMetricsCallback(), evaluator]
+    made_by = {**provenance(), "env_id": cfg.env_id}  # TensorBoard text config/provenance (issue 27)
+    callbacks = [ConfigTextCallback(cfg.to_yaml(), cfg.to_dict(), made_by), ClusterMetricsCallback(), evaluator]
     if cfg.checkpoint_freq:
         callbacks.append(checkpoint_callback(run_dir, cfg.checkpoint_freq, cfg.n_envs))
     if cfg.progress_bar:
@@ -187,14 +194,14 @@ def train_model(model, venv, eval_env, cfg, run_dir: Path, remaining: int, resum
     return evaluator
 
 
-def compare_run(run_dir: Path) -> None:
+def compare_run(run_dir: Path, env_id: str) -> None:
     """Compare the saved model (run as a PolicyScheduler) with lyra on held-out test windows; print
-    the table and write ``compare.json``."""
+    the table and write ``compare.json`` (each row with the env id, lyra_gym version and commit)."""
     results = compare_saved(run_dir)
     print(f"\nmean JCT (s) on {len(results['policy'])} held-out test windows, same seeds "
           f"(policy = saved model through the engine as a scheduler):")
     print(comparison_table(results))
-    atomic_write_text(run_dir / "compare.json", json.dumps(results, indent=2) + "\n")
+    atomic_write_text(run_dir / "compare.json", json.dumps(recorded(results, env_id), indent=2) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -243,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"test windows: jct policy {last['eval/jct_policy']:.0f} s, lyra {last['eval/jct_lyra']:.0f} s, "
               f"ratio {last['eval/jct_vs_lyra']:.3f}")
     if not args.no_compare:
-        compare_run(run_dir)
+        compare_run(run_dir, cfg.env_id)
     print(f"\nsaved {run_dir / MODEL_FILE} and {VECNORM_STATS_FILE}; total {time.perf_counter() - start:.0f} s")
     print(f"tensorboard --logdir {cfg.runs_dir}")
     return 0

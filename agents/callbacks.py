@@ -8,7 +8,8 @@
   windows and seeds -> ``eval/jct_policy``, ``eval/jct_lyra``,
   ``eval/jct_vs_lyra`` (policy / lyra: lower is better, 1 = parity).
 - :class:`ConfigTextCallback` (``_on_training_start``): the resolved config as
-  TensorBoard text (``config/yaml``, ``config/hyperparameters``).
+  TensorBoard text (``config/yaml``, ``config/hyperparameters``) and what produced the run
+  (``config/provenance``: lyra_gym version and commit, env id).
 - :class:`ProgressBarCallback` (``_on_step``): a tqdm bar. SB3's own
   ``progress_bar=True`` needs ``rich``, which this project does not depend on.
 - Checkpoints: SB3's ``CheckpointCallback`` with ``save_vecnormalize=True``, plus the
@@ -18,7 +19,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 
@@ -112,19 +113,28 @@ class TestWindowEvalCallback(BaseCallback):
         return result
 
 
-class ConfigTextCallback(BaseCallback):
-    """The run's resolved config as TensorBoard text, once, at the start of training."""
+def markdown_table(rows: Mapping[str, Any], header: str = "param") -> str:
+    """``rows`` as a two-column Markdown table (how TensorBoard shows text)."""
+    return f"|{header}|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in rows.items())
 
-    def __init__(self, config_yaml: str, hyperparameters: dict[str, Any]) -> None:
+
+class ConfigTextCallback(BaseCallback):
+    """The run's resolved config as TensorBoard text, once, at the start of training; with
+    ``made_by`` (:func:`lyra_gym.provenance.provenance` and the env id) also ``config/provenance``."""
+
+    def __init__(self, config_yaml: str, hyperparameters: dict[str, Any],
+                 made_by: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         self.config_yaml = config_yaml
         self.hyperparameters = hyperparameters
+        self.made_by = dict(made_by or {})
 
     def _on_training_start(self) -> None:
-        table = "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in self.hyperparameters.items())
         exclude = ("stdout", "log", "json", "csv")
         self.logger.record("config/yaml", "```yaml\n" + self.config_yaml + "```", exclude=exclude)
-        self.logger.record("config/hyperparameters", table, exclude=exclude)
+        self.logger.record("config/hyperparameters", markdown_table(self.hyperparameters), exclude=exclude)
+        if self.made_by:
+            self.logger.record("config/provenance", markdown_table(self.made_by, "what"), exclude=exclude)
         self.logger.dump(self.num_timesteps)
 
     def _on_step(self) -> bool:

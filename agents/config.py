@@ -7,6 +7,13 @@ Precedence, lowest first: the dataclass defaults, a YAML file
 file, and the closest known key. A run writes its resolved config as
 ``config.yaml``; :func:`load_train_config` reads it back unchanged.
 
+Paths (:data:`PATH_FIELDS`): one read from a YAML file is relative to that file's folder
+(:mod:`lyra_gym.model.paths`, with the working directory and then the shipped ``traces/`` as
+fallbacks for older files); one given by ``--set`` is relative to the working directory.
+:meth:`TrainConfig.to_yaml` writes each so that it resolves from any file: absolute, or a shipped
+data file by its shipped name (``traces/contended.yaml``). ``runs_dir`` is an output folder:
+relative to the working directory, wherever it is written.
+
 Frequencies (``eval_freq``, ``checkpoint_freq``) count environment steps over
 all vector envs together, like ``total_timesteps``.
 """
@@ -28,6 +35,8 @@ import yaml
 
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.errors import LyraGymError
+from lyra_gym.model.paths import portable, resolve_beside
+from lyra_gym.workloads.tracegen import PRESETS
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 QUICK_OVERLAY = CONFIG_DIR / "quick.yaml"
@@ -165,7 +174,11 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
     def to_yaml(self) -> str:
-        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+        """The config as a file records it: every path of :data:`PATH_FIELDS` (and ``resume_from``)
+        :func:`~lyra_gym.model.paths.portable`, so it resolves from wherever the file is read."""
+        paths = {key: portable(value) for key in (*PATH_FIELDS, "resume_from")
+                 if _is_path(key, value := getattr(self, key))}
+        return yaml.safe_dump({**self.to_dict(), **paths}, sort_keys=False)
 
     def replace(self, **changes: Any) -> "TrainConfig":
         return dataclasses.replace(self, **changes)
@@ -181,6 +194,24 @@ class TrainConfig:
 
 
 # ---------------------------------------------------------------------- helpers
+#: The fields that hold input file paths (``trace`` only when it is not a preset name).
+PATH_FIELDS = ("trace", "sim_config", "profiles")
+_NULL_WORDS = ("null", "none", "~")
+
+
+def _is_path(key: str, value: Any) -> bool:
+    """Is ``value`` of field ``key`` a file path (not a preset name, not a null word)?"""
+    return (isinstance(value, str) and value.strip().lower() not in ("", *_NULL_WORDS)
+            and not (key == "trace" and value in PRESETS))
+
+
+def _paths_beside(data: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    """``data`` (a YAML file's keys) with each path of :data:`PATH_FIELDS` resolved beside the
+    file (:func:`lyra_gym.model.paths.resolve_beside`)."""
+    return {**data, **{key: resolve_beside(data[key], folder) for key in PATH_FIELDS
+                       if key in data and _is_path(key, data[key])}}
+
+
 _FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
 _HINTS = typing.get_type_hints(TrainConfig)
 _FLOAT_FIELDS = tuple(k for k, h in _HINTS.items() if h is float or float in typing.get_args(h))
@@ -222,7 +253,7 @@ def _coerce(key: str, value: Any, source: str) -> Any:
 def _parsed_text(value: Any, optional: bool, kind: Any) -> Any:
     """A ``--set`` string as YAML (kept as text where unparsable, or for a text field); the null
     words (``null``, ``none``, ``~``, empty) are None for an optional field. Other values as given."""
-    if isinstance(value, str) and optional and value.strip().lower() in ("null", "none", "~", ""):
+    if isinstance(value, str) and optional and value.strip().lower() in (*_NULL_WORDS, ""):
         return None
     if isinstance(value, str) and kind is not str:
         try:
@@ -401,8 +432,10 @@ def read_yaml(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def load_train_config(path: str | os.PathLike, base: TrainConfig | None = None) -> TrainConfig:
-    """``base`` (default: the dataclass defaults) updated with the YAML file at ``path``."""
-    return (base or TrainConfig()).updated(read_yaml(path), source=str(path))
+    """``base`` (default: the dataclass defaults) updated with the YAML file at ``path``; its
+    paths relative to the file's folder (module docstring)."""
+    data = read_yaml(path)
+    return (base or TrainConfig()).updated(_paths_beside(data, Path(path).parent), source=str(path))
 
 
 def parse_overrides(items: Sequence[str]) -> dict[str, str]:
@@ -451,7 +484,7 @@ def resolve_config(
     if env_id is not None:
         cfg = cfg.updated({"env_id": env_id}, source="--env")
     if quick:
-        cfg = cfg.updated(read_yaml(QUICK_OVERLAY), source=str(QUICK_OVERLAY))
+        cfg = load_train_config(QUICK_OVERLAY, cfg)
     if seed is not None:
         cfg = cfg.updated({"seed": seed}, source="--seed")
     if overrides:

@@ -15,7 +15,8 @@ Two harnesses, one engine:
   compare`` measures; the two agree exactly (``tests/test_agents.py``).
 
 Command line: ``python -m lyra_agents.evaluate RUN_DIR_OR_MODEL [--windows N] [--baselines lyra,sjf]
-[--json FILE [--overwrite]] [--trust-model-files]``. The model is loaded without unpickling anything
+[--json FILE [--overwrite]] [--trust-model-files]`` (``--json``: the rows, each with the env id and
+the lyra_gym version and commit, :func:`recorded`). The model is loaded without unpickling anything
 unless ``--trust-model-files`` (or ``LYRA_GYM_TRUST_MODEL_FILES=1``) is given; see ``docs/trust.md``.
 Every option is checked before the first window is simulated (``--windows`` >= 1 and at most the
 run's test windows, ``--baselines`` against the scheduler registry, the model loaded, ``--json``
@@ -183,6 +184,15 @@ def resolve_baselines(names: Sequence[str]) -> dict[str, str | Scheduler]:
     return out
 
 
+def recorded(results: Mapping[str, Sequence[Row]], env_id: str) -> dict[str, list[Row]]:
+    """``results`` as a file records them (``--json``, a run's ``compare.json``): every row also
+    names the env id and what produced it (:func:`lyra_gym.provenance.provenance`)."""
+    from lyra_gym.provenance import provenance
+
+    made_by = {"env_id": env_id, **provenance()}
+    return {label: [{**row, **made_by} for row in rows] for label, rows in results.items()}
+
+
 def _cell(row: Row, key: str) -> str:
     """``row[key]`` rounded, or why it is missing (jobs left unfinished at the end of the run)."""
     value = row.get(key)
@@ -254,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         from lyra_gym.outputs import atomic_write_text
 
-        atomic_write_text(args.json, json.dumps(results, indent=2) + "\n")
+        atomic_write_text(args.json, json.dumps(recorded(results, scheduler.config.env_id), indent=2) + "\n")
     return 0
 
 

@@ -2,7 +2,9 @@
 
 Writes ``OUT_DIR/model.zip`` (the run's model without the optimizer state,
 ``policy.optimizer.pth``, which only resuming needs: about two thirds of the file),
-``vecnormalize.npz`` (observation statistics, plain arrays) and ``config.yaml``.
+``vecnormalize.npz`` (observation statistics, plain arrays) and ``config.yaml`` (the run's,
+its paths rewritten so they resolve from ``OUT_DIR``: absolute, or a shipped data file by its
+shipped name; the run's header comments kept, and a line saying what exported it).
 The result loads the safe way as ``model:OUT_DIR`` (``lyra-gym compare``,
 ``python -m lyra_agents.benchmark --agent``); nothing is unpickled. It cannot be
 resumed with ``train.py --resume`` (no optimizer state): keep the run for that.
@@ -39,6 +41,24 @@ def _owned(entry: Path) -> bool:
     return (entry.name in EXPORT_FILES and not entry.is_dir()) or is_temporary(entry)
 
 
+def exported_config(path: Path) -> str:
+    """The text of an export's ``config.yaml``: the run's header comments (what trained it), a line
+    saying what exported it, then the run's config (:func:`~lyra_agents.model_files.load_run_config`,
+    its paths resolved beside the run) written by :meth:`~lyra_agents.config.TrainConfig.to_yaml`."""
+    from lyra_agents.model_files import load_run_config
+    from lyra_gym.provenance import provenance
+
+    cfg = load_run_config(path)
+    header = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        header.append(line + "\n")
+    made_by = provenance()
+    return "".join(header) + (f"# exported by lyra_gym_version: {made_by['lyra_gym_version']}, "
+                              f"lyra_gym_commit: {made_by['lyra_gym_commit']}\n") + cfg.to_yaml()
+
+
 def export(run: str | os.PathLike, out: str | os.PathLike, overwrite: bool = False) -> dict[str, int]:
     """Export ``run`` (a run directory, its ``model.zip`` or a checkpoint) to ``out``; the bytes of each file.
 
@@ -56,6 +76,7 @@ def export(run: str | os.PathLike, out: str | os.PathLike, overwrite: bool = Fal
             members = src.infolist()
     except zipfile.BadZipFile:
         raise ValueError(f"{files.model}: not a zip file (an SB3 model.zip was expected)") from None
+    config_text = exported_config(files.config)  # a config that does not load is refused before any write
 
     with atomic_path(out / MODEL_FILE) as tmp:
         with zipfile.ZipFile(files.model) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
@@ -65,7 +86,7 @@ def export(run: str | os.PathLike, out: str | os.PathLike, overwrite: bool = Fal
     with atomic_path(out / VECNORM_STATS_FILE) as tmp:
         shutil.copyfile(files.vecnormalize, tmp)
     with atomic_path(out / CONFIG_FILE) as tmp:
-        shutil.copyfile(files.config, tmp)
+        Path(tmp).write_text(config_text)
     return {name: (out / name).stat().st_size for name in EXPORT_FILES}
 
 

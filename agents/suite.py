@@ -13,6 +13,7 @@ A suite file (``traces/suite-v1/suite.yaml``) is YAML read with the config loade
         config_file: ../contended.yaml   # a cluster config, relative to the suite file
         config: {demand_preset: strong}  # keys overriding the file's (or the defaults')
         profiles: my-profile.json        # a throughput profile, relative to the suite file
+                                         # (every path in a suite file is: lyra_gym.model.paths)
         warmup_s: 21600                  # seconds of jobs run before each window (warm start)
 
 Scenario keys: those of :class:`lyra_agents.scenarios.Scenario` (``trace``, ``trace_seeds``,
@@ -34,7 +35,8 @@ from typing import Any, Mapping
 
 from lyra_agents.scenarios import SUITE, TRACES_DIR, Scenario
 from lyra_gym.errors import LyraGymError
-from lyra_gym.model.config import ConfigError
+from lyra_gym.model.config import PATH_FIELDS, ConfigError
+from lyra_gym.model.paths import resolve_beside
 
 FORMAT = "lyra-gym-suite/1"
 #: Built-in suite files by version.
@@ -189,10 +191,12 @@ def _scenario(path: Path, where: str, data: Mapping[str, Any], own: set[str]) ->
         raise SuiteError(f"{path}: {where}.config: a mapping expected")
     config = dict(config)
     if "config_file" in kwargs:
-        kwargs["config_file"] = str((path.parent / kwargs["config_file"]).resolve())
-    profiles = kwargs.pop("profiles", config.get("profiles"))
-    if isinstance(profiles, str):
-        config["profiles"] = str((path.parent / profiles).resolve())
+        kwargs["config_file"] = resolve_beside(kwargs["config_file"], path.parent)
+    if "profiles" in kwargs:
+        config["profiles"] = kwargs.pop("profiles")
+    for key in PATH_FIELDS:  # profiles, demand_csv, efficiency: beside the suite file, as in a config file
+        if isinstance(config.get(key), str) and config[key].strip():
+            config[key] = resolve_beside(config[key], path.parent)
     knowledge = data.get("knowledge")
     if knowledge is not None:
         if not isinstance(knowledge, dict):

@@ -1,6 +1,8 @@
 """What produced an output: the package version and, in a git checkout, the commit (issue 27).
 
-Recorded in every run's ``run.json``, the benchmark CSV and a training run's ``config.yaml``, so a
+Recorded in every run's ``run.json`` and ``metrics.json``, the benchmark CSV (with the suite
+version), a training run's ``config.yaml`` (a header comment), ``compare.json`` and TensorBoard text
+(``config/provenance``, with the env id) and ``lyra_agents.evaluate --json`` (with the env id), so a
 published number can be traced to the behaviour that made it. Imports no project module.
 """
 
@@ -39,6 +41,10 @@ def git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return head.stdout.strip() + ("+dirty" if dirty.returncode == 1 else "")
+
+
+#: The keys :func:`provenance` gives (a reader of ``metrics.json`` that wants the metrics alone drops them).
+PROVENANCE_KEYS = ("lyra_gym_version", "lyra_gym_commit")
 
 
 def provenance() -> dict[str, str | None]:

@@ -70,6 +70,7 @@ from lyra_gym.harness.sweep_grid import PRESET_PREFIX, Grid, SweepError, apply_p
 from lyra_gym.outputs import (OutputError, atomic_path, atomic_write_text, check_out_folder, is_temporary,
                               named_inputs)
 from lyra_gym.run.simulate import SimResult, file_sha256, load_profile_set
+from lyra_gym.provenance import PROVENANCE_KEYS
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.workloads.trace import load_trace
 from lyra_gym.workloads.tracegen import generate_trace
@@ -171,6 +172,8 @@ def execute(runs: Sequence[SweepRun], n_jobs: int = 1, backend: str = "local", a
             def ray_done(i: int) -> None:
                 folder = Path(stage) / f"run-{i}"
                 meta = json.loads((folder / "metrics.json").read_text())
+                for key in PROVENANCE_KEYS:  # what produced the run, not a metric
+                    meta.pop(key, None)
                 on_result(i, SimResult(meta.pop("policy"), meta.pop("seed"), meta, [], runs[i].config))
                 shutil.rmtree(folder, ignore_errors=True)
                 if on_done:

@@ -13,6 +13,7 @@ import yaml
 
 from lyra_gym.harness.compare import CompareError, check_policies, read_config
 from lyra_gym.model.config import ConfigError, SimConfig, _strict_yaml_loader, config_from_dict, config_to_dict
+from lyra_gym.model.paths import resolve_beside
 from lyra_gym.workloads.tracegen import PRESETS, TracePreset
 
 PRESET_PREFIX = "preset:"
@@ -185,13 +186,12 @@ def _sweep_axes(data: Mapping[str, Any]) -> tuple[dict[str, tuple[Any, ...]], di
 
 
 def _base_config(base_path: Any, path: Path) -> tuple[SimConfig, Path | None]:
-    """The base config and where it was found: ``base_path`` as given if absolute or found from
-    here, else relative to the sweep file's folder; the default config (and None) without one."""
+    """The base config and where it was found: relative to the sweep file's folder
+    (:func:`lyra_gym.model.paths.resolve_beside`: then the working directory, then the shipped
+    data); the default config (and None) without one."""
     if base_path is None:
         return SimConfig(), None
-    resolved = Path(base_path)
-    if not resolved.is_absolute() and not resolved.exists():
-        resolved = path.parent / resolved
+    resolved = Path(resolve_beside(base_path, path.parent)) if isinstance(base_path, str) else Path(base_path)
     return read_config(resolved), resolved
 
 

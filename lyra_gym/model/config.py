@@ -512,8 +512,26 @@ def _parse_text(path: Path, raw: bytes) -> Any:
     return {} if data is None else data
 
 
+#: The fields of a config file that hold file paths.
+PATH_FIELDS = ("profiles", "demand_csv", "efficiency")
+
+
+def _paths_beside(data: Any, folder: Path) -> Any:
+    """``data`` with each relative path of :data:`PATH_FIELDS` made relative to ``folder``, the
+    config file's (:func:`lyra_gym.model.paths.resolve_beside`); other values left to the checks."""
+    from lyra_gym.model.paths import resolve_beside
+
+    if not isinstance(data, Mapping):
+        return data
+    paths = {key: resolve_beside(data[key], folder) for key in PATH_FIELDS
+             if isinstance(data.get(key), str) and data[key].strip()}
+    return {**data, **paths}
+
+
 def load_config(path: str | os.PathLike) -> SimConfig:
-    """Load a YAML (.yaml/.yml) or TOML (.toml) file onto SimConfig.
+    """Load a YAML (.yaml/.yml) or TOML (.toml) file onto SimConfig. A relative path in it
+    (``profiles``, ``demand_csv``, ``efficiency``) is relative to the file's folder
+    (:mod:`lyra_gym.model.paths`: then the working directory, then the shipped data, for older files).
 
     YAML is read with YAML 1.2 scalars: ``1e5`` is a number, only ``true``/``false`` are
     booleans (``yes``/``no``/``on``/``off`` are strings, so an error for a bool field). Every
@@ -525,7 +543,7 @@ def load_config(path: str | os.PathLike) -> SimConfig:
         raw = path.read_bytes()
     except OSError as err:
         raise ConfigError(f"{path}: cannot read the config file ({err.strerror or err})") from None
-    data = _parse_text(path, raw)
+    data = _paths_beside(_parse_text(path, raw), path.parent)
     try:
         return config_from_dict(data)
     except ConfigError as err:

@@ -180,7 +180,7 @@ def write_result(result: SimResult, out_dir: str | os.PathLike, run_info: Mappin
 
 
 def _write_files(result: SimResult, out: Path, run_info: Mapping[str, Any]) -> None:
-    meta = {"policy": result.policy, "seed": result.seed, **result.metrics}
+    meta = {"policy": result.policy, "seed": result.seed, **result.metrics, **provenance()}
     (out / "metrics.json").write_text(json.dumps(meta, indent=2) + "\n")
     config = config_to_dict(result.config)
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
