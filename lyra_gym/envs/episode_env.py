@@ -16,6 +16,7 @@ import numpy as np
 from lyra_gym.envs.episode import Episode, EpisodeSource, check_number
 from lyra_gym.envs.render import blank_frame, cluster_frame, cluster_text
 from lyra_gym.envs.rewards import RewardSpec
+from lyra_gym.envs.snapshot import ForkMixin
 from lyra_gym.envs.truncation import FinalMetricsMixin
 from lyra_gym.envs.windows import Window
 from lyra_gym.model.config import SimConfig
@@ -27,9 +28,9 @@ MAX_SLOTS = 4096
 MAX_BORROW_LEVELS = 1024
 
 
-class EpisodeEnv(FinalMetricsMixin, gym.Env[np.ndarray, Any]):
+class EpisodeEnv(ForkMixin, FinalMetricsMixin, gym.Env[np.ndarray, Any]):
     """Base of the LyraGym environments (the Gymnasium plumbing around an :class:`Episode`);
-    ``final_metrics()``: :mod:`lyra_gym.envs.truncation`."""
+    ``fork()`` and ``final_metrics()``: :mod:`lyra_gym.envs.snapshot`, :mod:`lyra_gym.envs.truncation`."""
 
     metadata = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
     obs: np.ndarray
