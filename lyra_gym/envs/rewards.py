@@ -314,9 +314,7 @@ def span_reward(spec: RewardSpec, scale_s: float = 3600.0) -> SpanReward | TermR
         if all(name in REWARD_TERMS for name in weights):
             return SpanReward(weights, scale_s)
         return TermReward(weights, scale_s)
-    if callable(spec):
-        return TermReward(spec, scale_s)
-    return TermReward(spec, scale_s)  # raises parse_reward's error naming what was given
+    return TermReward(spec, scale_s)  # a callable (anything else: parse_reward's error naming it)
 
 
 __all__ = ["BOUNDED_SLOWDOWN_TAU_S", "REWARD_TERMS", "RewardFn", "RewardSpec", "RewardTerm", "SpanReward",
