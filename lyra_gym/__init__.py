@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gymnasium.envs.registration import WrapperSpec as _WrapperSpec
 from gymnasium.envs.registration import register as _register
 from gymnasium.envs.registration import registry as _registry
 
@@ -22,9 +23,14 @@ ENV_ENTRY_POINTS = {
     "LyraGym/Alloc-v0": "lyra_gym.envs.alloc_env:AllocEnv",
 }
 
+#: The ids' extra wrapper (the same in ``lyra_gym.envs``): ``info["final_metrics"]`` on a ``TimeLimit``
+#: truncation, applied only when ``gymnasium.make`` adds a ``TimeLimit`` (lyra_gym/envs/truncation.py).
+ENV_ADDITIONAL_WRAPPERS = (
+    _WrapperSpec("FinalMetricsOnTruncation", "lyra_gym.envs.truncation:after_time_limit", {}),)
+
 for _env_id, _entry_point in ENV_ENTRY_POINTS.items():
     if _env_id not in _registry:
-        _register(id=_env_id, entry_point=_entry_point)
+        _register(id=_env_id, entry_point=_entry_point, additional_wrappers=ENV_ADDITIONAL_WRAPPERS)
 
 _FROM_ENVS = frozenset({"ENV_IDS", "ALL_ENV_IDS", "ALLOC_ENV_ID", "register_envs"})
 

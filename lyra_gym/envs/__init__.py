@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from gymnasium.envs.registration import register, registry
+from gymnasium.envs.registration import WrapperSpec, register, registry
 
 from lyra_gym.envs.alloc_env import AllocEnv
 from lyra_gym.envs.cluster_env import ClusterEnv, ElasticEnv, LoaningEnv, LyraClusterEnv
+from lyra_gym.envs.rewards import register_reward_term, reward_terms, unregister_reward_term
+from lyra_gym.envs.truncation import FinalMetricsOnTruncation
 from lyra_gym.envs.wrappers import ActionMaskObservation
 
 #: The guided environments (MultiDiscrete: the agent's levels modulate a heuristic).
@@ -19,16 +21,21 @@ _ENTRY_POINTS = {
     "LyraGym/Elastic-v0": "lyra_gym.envs.cluster_env:ElasticEnv",
     ALLOC_ENV_ID: "lyra_gym.envs.alloc_env:AllocEnv",
 }
+#: ``info["final_metrics"]`` on a ``TimeLimit`` truncation: applied after ``TimeLimit`` when
+#: ``gymnasium.make`` adds one (``max_episode_steps``), nothing otherwise (lyra_gym/envs/truncation.py);
+#: the same as ``lyra_gym.ENV_ADDITIONAL_WRAPPERS`` (tests/test_truncation_metrics.py checks).
+_ADDITIONAL_WRAPPERS = (WrapperSpec("FinalMetricsOnTruncation", "lyra_gym.envs.truncation:after_time_limit", {}),)
 
 
 def register_envs() -> None:
     """Register the four ids (idempotent)."""
     for env_id in ALL_ENV_IDS:
         if env_id not in registry:
-            register(id=env_id, entry_point=_ENTRY_POINTS[env_id])
+            register(id=env_id, entry_point=_ENTRY_POINTS[env_id], additional_wrappers=_ADDITIONAL_WRAPPERS)
 
 
 register_envs()
 
 __all__ = ["ALLOC_ENV_ID", "ALL_ENV_IDS", "ENV_IDS", "ActionMaskObservation", "AllocEnv", "ClusterEnv",
-           "ElasticEnv", "LoaningEnv", "LyraClusterEnv", "register_envs"]
+           "ElasticEnv", "FinalMetricsOnTruncation", "LoaningEnv", "LyraClusterEnv", "register_envs",
+           "register_reward_term", "reward_terms", "unregister_reward_term"]

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from lyra_gym.envs.rewards import SpanReward, StepOutcome, parse_reward, reward
+from lyra_gym.envs.rewards import RewardSpec, jobs_in_system, span_reward
 from lyra_gym.envs.windows import Window, WindowSampler
 from lyra_gym.model.config import SimConfig, config_from_dict, load_config
 from lyra_gym.model.demand import number_problem
@@ -77,7 +77,7 @@ class EpisodeSource:
     (``ValueError`` naming it, or the config's ``ConfigError``)."""
 
     def __init__(self, trace: str | os.PathLike, trace_seed: int, config: SimConfig | Mapping | str | None,
-                 profiles: str | None, window_s: float, test_fraction: float, reward: str | Mapping[str, float],
+                 profiles: str | None, window_s: float, test_fraction: float, reward: RewardSpec,
                  reward_scale_s: float, heuristic: str, max_steps: int, warmup_s: float) -> None:
         check_number("max_steps", max_steps, integer=True, lo=1)
         check_number("trace_seed", trace_seed, integer=True, lo=0)
@@ -97,9 +97,9 @@ class EpisodeSource:
             self.sim_config = replace(self.sim_config, profiles=profiles)
         self.profiles: ProfileSet = load_profiles(profiles) if profiles else builtin_profiles()
         self.windows = WindowSampler(self.trace, window_s, test_fraction, warmup_s=float(warmup_s))
-        self.reward_weights = parse_reward(reward)
         self.reward_scale_s = float(reward_scale_s)
-        self.span_reward = SpanReward(self.reward_weights, self.reward_scale_s)
+        self.span_reward = span_reward(reward, self.reward_scale_s)
+        self.reward_weights = self.span_reward.weights
 
     def parse_options(self, options: Mapping[str, Any] | None) -> tuple[str, int]:
         """(split, test window index) from reset's ``options``; ``ValueError`` naming the key."""
@@ -165,9 +165,11 @@ class Episode:
         queued = len(engine.queue)
         in_system = queued + len(engine.running)
         usage = engine.used_training / self.training_gpus
+        span = self.span_reward
+        jobs = jobs_in_system(engine) if span.needs_jobs else None  # only for terms that read them (slowdown)
         self.done = not engine.next_decision()
         # reward(weights, StepOutcome(...), scale), computed faster
-        return self.span_reward(engine.now - t0, in_system, queued, usage, engine.counts["preemptions"] - preempt0)
+        return span(engine.now - t0, in_system, queued, usage, engine.counts["preemptions"] - preempt0, jobs)
 
     def end_step(self, r: float, invalid: int) -> tuple[float, bool]:
         """Count a step (and its ``invalid`` sub-actions or dimensions); ``(reward, truncated)``,
@@ -179,9 +181,7 @@ class Episode:
         if self.done and left:
             # Jobs left unfinished when nothing more can happen (e.g. held by the agent) are
             # charged as if they waited one more window, so ending an episode early never pays.
-            source = self.source
-            r += reward(source.reward_weights, StepOutcome(source.windows.length_s, left, left, 0.0, 0),
-                        source.reward_scale_s)
+            r += self.span_reward.leftover(engine, self.source.windows.length_s, left)
         return r, not self.done and self.steps >= self.source.max_steps
 
     def final_metrics(self) -> dict[str, Any]:

@@ -15,6 +15,9 @@ import numpy as np
 
 from lyra_gym.envs.episode import Episode, EpisodeSource, check_number
 from lyra_gym.envs.render import blank_frame, cluster_frame, cluster_text
+from lyra_gym.envs.rewards import RewardSpec
+from lyra_gym.envs.snapshot import ForkMixin
+from lyra_gym.envs.truncation import FinalMetricsMixin
 from lyra_gym.envs.windows import Window
 from lyra_gym.model.config import SimConfig
 from lyra_gym.sim.engine import Engine
@@ -25,8 +28,9 @@ MAX_SLOTS = 4096
 MAX_BORROW_LEVELS = 1024
 
 
-class EpisodeEnv(gym.Env[np.ndarray, Any]):
-    """Base of the LyraGym environments (the Gymnasium plumbing around an :class:`Episode`)."""
+class EpisodeEnv(ForkMixin, FinalMetricsMixin, gym.Env[np.ndarray, Any]):
+    """Base of the LyraGym environments (the Gymnasium plumbing around an :class:`Episode`);
+    ``fork()`` and ``final_metrics()``: :mod:`lyra_gym.envs.snapshot`, :mod:`lyra_gym.envs.truncation`."""
 
     metadata = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
     obs: np.ndarray
@@ -40,7 +44,7 @@ class EpisodeEnv(gym.Env[np.ndarray, Any]):
         profiles: str | None = None,
         window_s: float = 12 * 3600.0,
         test_fraction: float = 0.2,
-        reward: str | Mapping[str, float] = "jct",
+        reward: RewardSpec = "jct",
         reward_scale_s: float = 3600.0,
         num_job_slots: int = 32,
         num_server_slots: int = 16,
