@@ -165,11 +165,13 @@ def test_my_scheduler_entry_point_is_found_by_name(monkeypatch, tmp_path, jobs):
 
 @pytest.mark.slow
 def test_my_scheduler_installs_with_pip_and_runs_by_name(tmp_path):
+    """Into a fresh venv that sees this interpreter's packages (lyra-gym, setuptools), built offline by
+    this interpreter's pip (``--python``: a venv's own older setuptools may not build wheels)."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
-    subprocess.run([python, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-q",
-                    str(EXAMPLES / "my_scheduler")], check=True, cwd=tmp_path)
+    subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-build-isolation",
+                    "-q", str(EXAMPLES / "my_scheduler")], check=True, cwd=tmp_path)
     command = [python, "-m", "lyra_gym.cli", "compare", "--policies", "sjf,smallest-first", "--seeds", "0",
                "--jobs", "2", "--no-plots", "--out", str(tmp_path / "out")]
     done = subprocess.run(command, cwd=tmp_path, env=_env(), capture_output=True, text=True)
