@@ -102,11 +102,12 @@ def check_policies(policies: Sequence[str], params: Mapping[str, Mapping[str, An
     run here, and any error becomes one :class:`CompareError` line (the loader's message names the
     file). A ``MODULE:ATTRIBUTE`` scheduler is always built once here (its import and its type checked)."""
     seen: set[str] = set()
+    known = set(registry.available())
     for p in policies:
         if p in seen:
             raise CompareError(f"policy {p!r} is listed twice")
         seen.add(p)
-        if p not in registry.available() and not registry.is_import_spec(p):
+        if p not in known and not registry.is_import_spec(p):
             if ":" not in p or p.partition(":")[0] not in registry.loader_names():
                 raise registry.unknown_error(p)
     folders: dict[str, str] = {}
@@ -115,14 +116,15 @@ def check_policies(policies: Sequence[str], params: Mapping[str, Mapping[str, An
         if other != p:
             raise CompareError(f"policies {other!r} and {p!r} would share the results folder {run_dirname(p)!r}")
     for p in policies:
-        _check_policy(p, params.get(p, {}))
+        _check_policy(p, params.get(p, {}), p in known)
 
 
-def _check_policy(p: str, params: Mapping[str, Any]) -> None:
-    """Build (or ``check``) policy ``p`` with ``params`` when that can fail; one line if it does."""
+def _check_policy(p: str, params: Mapping[str, Any], known: bool) -> None:
+    """Build (or ``check``) policy ``p`` (``known``: a registry name) with ``params`` when that can
+    fail; one line if it does."""
     shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
-    imported = registry.is_import_spec(p)
-    check = None if imported or p in registry.available() else _loader_check(p)
+    imported = not known and registry.is_import_spec(p)
+    check = None if imported or known else _loader_check(p)
     try:
         if check is not None:
             check(p.partition(":")[2], **params)
