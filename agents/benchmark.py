@@ -14,7 +14,8 @@ Protocol
    ``LyraGym/Cluster-v0``'s masks, decoded into Lyra's guidance as the env does;
    seeded per window from ``--seed`` and the window's seed), ``model:PATH`` (a
    trained run, loaded the safe way: :func:`lyra_agents.policy_scheduler.load_policy_scheduler`),
-   and agents given as several training seeds, ``--agent NAME=PATH,PATH,...``.
+   ``policy:MODULE:FACTORY`` and ``MODULE:CLASS`` (``docs/writing-a-policy.md``; built afresh per
+   window), and agents given as several training seeds, ``--agent NAME=PATH,PATH,...``.
    ``lyra`` and ``random`` are always run: they are the references.
 3. Metric per (policy, scenario, window, run): mean JCT (``jct_mean_s``), and
    ``jct_vs_lyra = JCT / JCT(lyra)`` (lower is better; lyra = 1) and
@@ -239,8 +240,12 @@ def resolve_policies(names: Sequence[str], agents: Sequence[str], random_seed: i
             add(Policy(name, [(name[len("model:"):], _always(scheduler))]))
         elif name in known:
             add(Policy(name, [("", _always(name))]))
+        elif ":" in name:  # policy:MODULE:FACTORY, MODULE:CLASS: built once now (errors name it), then per window
+            registry.make(name)
+            add(Policy(name, [("", lambda _window_seed, name=name: registry.make(name))]))  # type: ignore[misc]
         else:
-            raise BenchmarkError(f"unknown policy {name!r} (known: {', '.join(sorted(known | {RANDOM}))}, model:PATH)")
+            raise BenchmarkError(f"unknown policy {name!r} (known: {', '.join(sorted(known | {RANDOM}))}, model:PATH, "
+                                 f"policy:MODULE:FACTORY, MODULE:CLASS)")
     for spec in agents:
         label, eq, paths = spec.partition("=")
         label = label.strip()
@@ -475,8 +480,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--suite", default="v0",
                         help="v0 (default: the first fixed suite), v1 (traces/suite-v1/suite.yaml) or a suite file")
     parser.add_argument("--policies", default=None,
-                        help="comma-separated registry names, 'random', model:PATH (default: every registry "
-                             "scheduler and random)")
+                        help="comma-separated registry names, 'random', model:PATH, policy:MODULE:FACTORY, "
+                             "MODULE:CLASS (default: every registry scheduler and random)")
     parser.add_argument("--agent", action="append", default=[], metavar="NAME=PATH[,PATH...]",
                         help="a trained agent as runs of several training seeds (repeatable)")
     parser.add_argument("--scenarios", default=None, help="comma-separated (default: every scenario of the suite)")
@@ -560,7 +565,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _check_numbers(args)
         suite, scenarios = _suite_scenarios(args)
         policies = _policies(args)
-    except (BenchmarkError, OutputError) as err:
+    except (OutputError, LyraGymError) as err:  # BenchmarkError, a bad policy spec (SchedulerSpecError), ...
         print(f"lyra_agents.benchmark: error: {err}", file=sys.stderr)
         return 2
     from lyra_gym.progress import progress as progress_bar, write as write_line

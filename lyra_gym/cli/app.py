@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from lyra_gym.sim import scheduler as registry
+from lyra_gym.sim.import_spec import split_spec
 from lyra_gym.harness.compare import (BACKENDS, CompareError, RunError, RunSpec, check_policies, parse_policy_params,
                                read_config, run_dirname, run_grid)
 from lyra_gym.model.config import ConfigError, SimConfig
@@ -141,8 +142,12 @@ PATH_POLICIES = ("model", "rllib")  # policy prefixes whose argument is a path t
 
 
 def _policy_path(policy: str) -> str | None:
-    """The path a ``model:``/``rllib:`` policy reads (a ``?trust=1`` suffix stripped), else None."""
+    """The path a ``model:``/``rllib:`` policy reads (a ``?trust=1`` suffix stripped), or the ``.py``
+    file a ``path.py:NAME`` (``policy:path.py:NAME``) spec imports, else None."""
     prefix, sep, argument = policy.partition(":")
+    if prefix == "policy" or registry.is_import_spec(policy):
+        spec = split_spec(argument if prefix == "policy" else policy)
+        return spec[0] if spec is not None and spec[0].endswith(".py") else None
     if not sep or prefix not in PATH_POLICIES or not argument:
         return None
     base, query, _ = argument.rpartition("?")

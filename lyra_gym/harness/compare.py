@@ -50,6 +50,7 @@ import yaml
 
 from lyra_gym.harness import ray_backend
 from lyra_gym.sim import scheduler as registry
+from lyra_gym.sim.import_spec import SchedulerSpecError
 from lyra_gym.model.config import ConfigError, SimConfig, load_config
 from lyra_gym.harness.runspec import CompareError, RunError, RunSpec, _init_worker, run_one
 from lyra_gym.run.simulate import SimResult, write_result
@@ -96,42 +97,47 @@ def check_policies(policies: Sequence[str], params: Mapping[str, Mapping[str, An
     parameters a scheduler rejects, model files that cannot be loaded.
 
     Schedulers with parameters are built once here to check them. A ``PREFIX:ARG`` name
-    needs a known loader prefix; a loader with a ``check`` attribute (``model:``, ``rllib:``:
-    it opens and validates the files) has ``check(ARG, **params)`` run here, and any error
-    becomes one :class:`CompareError` line (the loader's message names the file)."""
+    needs a known loader prefix; a loader with a ``check`` attribute (``model:``, ``rllib:``,
+    ``policy:``: it opens and validates the files, or imports the policy) has ``check(ARG, **params)``
+    run here, and any error becomes one :class:`CompareError` line (the loader's message names the
+    file). A ``MODULE:ATTRIBUTE`` scheduler is always built once here (its import and its type checked)."""
     seen: set[str] = set()
+    known = set(registry.available())
     for p in policies:
         if p in seen:
             raise CompareError(f"policy {p!r} is listed twice")
         seen.add(p)
-        if p in registry.available():
-            continue
-        prefix, sep, _ = p.partition(":")
-        if not sep:
-            raise registry.UnknownSchedulerError(
-                f"unknown scheduler {p!r} (available: {', '.join(registry.available())})")
-        loaders = sorted(ep.name for ep in entry_points(group=registry.PREFIX_ENTRY_POINT_GROUP))
-        if prefix not in loaders:
-            raise registry.UnknownSchedulerError(
-                f"unknown scheduler loader {prefix!r} in {p!r} (available: {', '.join(loaders) or 'none'})")
+        if p not in known and not registry.is_import_spec(p):
+            if ":" not in p or p.partition(":")[0] not in registry.loader_names():
+                raise registry.unknown_error(p)
     folders: dict[str, str] = {}
     for p in policies:
         other = folders.setdefault(run_dirname(p), p)
         if other != p:
             raise CompareError(f"policies {other!r} and {p!r} would share the results folder {run_dirname(p)!r}")
     for p in policies:
-        shown = ", ".join(f"{k}={v!r}" for k, v in params.get(p, {}).items())
-        check = None if p in registry.available() else _loader_check(p)
-        try:
-            if check is not None:
-                check(p.partition(":")[2], **params.get(p, {}))
-            elif params.get(p):
-                registry.make(p, **params[p])
-        except TypeError as err:
-            raise CompareError(f"--policy-param for {p!r} ({shown}): {err}") from None
-        except (ValueError, OSError) as err:
-            where = f"--policy-param for {p!r} ({shown})" if check is None else f"policy {p!r}"
-            raise CompareError(f"{where}: {' '.join(str(err).split())}") from None
+        _check_policy(p, params.get(p, {}), p in known)
+
+
+def _check_policy(p: str, params: Mapping[str, Any], known: bool) -> None:
+    """Build (or ``check``) policy ``p`` (``known``: a registry name) with ``params`` when that can
+    fail; one line if it does."""
+    shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
+    imported = not known and registry.is_import_spec(p)
+    check = None if imported or known else _loader_check(p)
+    try:
+        if check is not None:
+            check(p.partition(":")[2], **params)
+        elif params or imported:
+            registry.make(p, **params)
+    except SchedulerSpecError:
+        raise  # names the policy already
+    except TypeError as err:
+        where = f"--policy-param for {p!r} ({shown})" if params else f"policy {p!r}"
+        raise CompareError(f"{where}: {err}") from None
+    except (ValueError, OSError) as err:
+        where = f"--policy-param for {p!r} ({shown})" if check is None else f"policy {p!r}"
+        raise CompareError(f"{where}: {' '.join(str(err).split())}") from None
 
 
 def _loader_check(policy: str) -> Callable[..., None] | None:

@@ -4,7 +4,15 @@ A scheduler is a class with ``decide(view) -> Plan``. Schedulers are found by
 name in two places: those registered in this process with :func:`register`,
 and the packaging entry-point group ``lyra_gym.schedulers`` (this project's
 own baselines are declared there in ``pyproject.toml``; a researcher's package
-adds one the same way, with no edit here).
+adds one the same way, with no edit here). Two more forms of name build a
+scheduler without registering it, in any process (``docs/writing-a-policy.md``):
+
+- ``PREFIX:ARGUMENT``, where ``PREFIX`` is a loader of the entry-point group
+  ``lyra_gym.scheduler_loaders`` (``model:PATH``, ``policy:MODULE:FACTORY``);
+- ``MODULE:ATTRIBUTE`` (:mod:`lyra_gym.sim.import_spec`): a :class:`Scheduler` class or a
+  factory returning one, called with the policy's parameters.
+
+A loader's name wins over a module of the same name (``model:X`` is a trained model).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from lyra_gym.errors import LyraGymError
+from lyra_gym.sim.import_spec import SchedulerSpecError, load_object, split_spec
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.view import ClusterView
 
@@ -108,9 +117,33 @@ def _entry_point_factories() -> dict[str, Any]:
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
+def _loaders() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=PREFIX_ENTRY_POINT_GROUP)}
+
+
 def available() -> list[str]:
-    """Every scheduler name, sorted."""
+    """Every scheduler name, sorted (``PREFIX:ARGUMENT`` and ``MODULE:ATTRIBUTE`` names aside)."""
     return sorted(set(_entry_point_factories()) | set(_registered))
+
+
+def loader_names() -> list[str]:
+    """The ``PREFIX`` of every ``PREFIX:ARGUMENT`` loader, sorted."""
+    return sorted(_loaders())
+
+
+def is_import_spec(name: str) -> bool:
+    """Whether ``name`` is a ``MODULE:ATTRIBUTE`` scheduler (not registered, not a loader's prefix)."""
+    return (name not in _registered and name.partition(":")[0] not in _loaders()
+            and name not in _entry_point_factories() and split_spec(name) is not None)
+
+
+def unknown_error(name: str) -> UnknownSchedulerError:
+    """The error for a name that is no scheduler (listing the names, or the loaders for ``X:Y``)."""
+    if ":" not in name:
+        return UnknownSchedulerError(f"unknown scheduler {name!r} (available: {', '.join(available())})")
+    return UnknownSchedulerError(
+        f"unknown scheduler loader {name.partition(':')[0]!r} in {name!r} (available: "
+        f"{', '.join(loader_names()) or 'none'}; or MODULE:ATTRIBUTE, a Scheduler class or factory to import)")
 
 
 def declared_reads(name: str) -> frozenset[str] | None:
@@ -118,12 +151,14 @@ def declared_reads(name: str) -> frozenset[str] | None:
     scheduler, known only once built). Raises :class:`UnknownSchedulerError` for an unknown name."""
     if name in _registered:
         factory: Any = _registered[name]
+    elif is_import_spec(name):
+        factory = load_object(name)
     else:
         eps = _entry_point_factories()
         if name not in eps:
-            if ":" in name:
+            if name.partition(":")[0] in _loaders():
                 return None
-            raise UnknownSchedulerError(f"unknown scheduler {name!r} (available: {', '.join(available())})")
+            raise unknown_error(name)
         factory = eps[name].load()
     reads = getattr(factory, "reads", None)
     return frozenset(reads) if reads is not None else None
@@ -141,20 +176,37 @@ def make(name: str, **params: Any) -> Scheduler:
     """Instantiate scheduler ``name`` with ``params`` (its dataclass fields).
 
     ``PREFIX:ARGUMENT`` names a scheduler built by a loader (entry-point group
-    ``lyra_gym.scheduler_loaders``), e.g. ``model:PATH`` for a trained agent.
+    ``lyra_gym.scheduler_loaders``), e.g. ``model:PATH`` for a trained agent;
+    ``MODULE:ATTRIBUTE`` a class or factory imported and called with ``params``
+    (:func:`make_imported`).
     """
-    prefix, sep, argument = name.partition(":")
-    if sep and name not in _registered:
-        loaders = {ep.name: ep for ep in entry_points(group=PREFIX_ENTRY_POINT_GROUP)}
-        if prefix not in loaders:
-            raise UnknownSchedulerError(
-                f"unknown scheduler loader {prefix!r} in {name!r} (available: {', '.join(sorted(loaders)) or 'none'})")
-        return loaders[prefix].load()(argument, **params)
     if name in _registered:
-        factory = _registered[name]
-    else:
-        eps = _entry_point_factories()
-        if name not in eps:
-            raise UnknownSchedulerError(f"unknown scheduler {name!r} (available: {', '.join(available())})")
-        factory = eps[name].load()
-    return factory(**params)
+        return _registered[name](**params)
+    prefix, sep, argument = name.partition(":")
+    if sep:
+        loaders = _loaders()
+        if prefix in loaders:
+            return loaders[prefix].load()(argument, **params)
+        if is_import_spec(name):
+            return make_imported(name, **params)
+    eps = _entry_point_factories()
+    if name not in eps:
+        raise unknown_error(name)
+    return eps[name].load()(**params)
+
+
+def make_imported(spec: str, **params: Any) -> Scheduler:
+    """``ATTRIBUTE(**params)`` of the ``MODULE:ATTRIBUTE`` spec (:func:`lyra_gym.sim.import_spec.load_object`):
+    a :class:`Scheduler` subclass or a factory returning a Scheduler, else :class:`SchedulerSpecError`.
+    A ``TypeError`` of the call (an unknown parameter) is raised as it is."""
+    factory = load_object(spec)
+    if isinstance(factory, Scheduler) or not callable(factory):
+        raise SchedulerSpecError(f"{spec!r}: {type(factory).__name__} object is not a Scheduler class or factory "
+                                 f"(name the class, or a function returning a new Scheduler)")
+    scheduler = factory(**params)
+    if not isinstance(scheduler, Scheduler):
+        hint = (" (an observation -> action policy? name it policy:" + spec + ")"
+                if callable(scheduler) or hasattr(scheduler, "predict") else "")
+        raise SchedulerSpecError(f"{spec!r}: returned a {type(scheduler).__name__}, not a "
+                                 f"lyra_gym.sim.scheduler.Scheduler{hint}")
+    return scheduler
