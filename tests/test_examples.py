@@ -20,6 +20,7 @@ import gymnasium as gym
 import pytest
 
 from loader_entry_points import declare_missing_loaders
+from lyra_gym.provenance import PROVENANCE_KEYS
 from lyra_gym.run.simulate import simulate
 from lyra_gym.sim import scheduler as registry
 from lyra_gym.sim.import_spec import load_object
@@ -107,6 +108,7 @@ def test_a_policy_spec_through_compare_jobs_2_gives_the_in_process_numbers(entry
         theirs = json.loads((out / folder / f"seed{seed}" / "metrics.json").read_text())
         ours = simulate(jobs, ALLOC, seed=seed).metrics
         theirs.pop("sim_wall_s"), ours.pop("sim_wall_s")
+        assert all(theirs.pop(key) for key in PROVENANCE_KEYS)  # metrics.json says what produced it
         assert theirs == json.loads(json.dumps({**ours, "policy": ALLOC, "seed": seed}))
 
 
