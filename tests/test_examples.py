@@ -194,8 +194,9 @@ def test_the_twenty_line_policy_acts_validly(entry_points_dir, jobs):
     assert result.jobs != simulate(jobs, "lyra", seed=0).jobs  # a policy of its own, not lyra's
 
 
-def test_the_docs_show_the_twenty_line_example_verbatim():
-    doc = (ROOT / "docs" / "writing-a-policy.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize("page", ["docs/writing-a-policy.md", "README.md"])
+def test_the_docs_show_the_twenty_line_example_verbatim(page):
+    doc = (ROOT / page).read_text(encoding="utf-8")
     block = doc.split("<!-- your_policy_in_20_lines.py -->\n```python\n", 1)[1].split("```", 1)[0]
     assert block == TWENTY.read_text(encoding="utf-8")
 
