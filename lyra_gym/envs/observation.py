@@ -92,7 +92,6 @@ SERVER_FEATURES = (
 )
 
 
-FREE_BINS = (0, 1, 2, 2, 3, 3, 3, 3)  # free GPUs (0..7) -> histogram bin; 8 or more -> bin 4
 
 
 def observation_layout(num_job_slots: int, num_server_slots: int, job_width: int = len(JOB_FEATURES),
@@ -148,7 +147,7 @@ class _EngineConstants:
 
     __slots__ = ("_view", "ref", "jobs", "goodput", "training_ids", "inference_ids", "inference_set",
                  "training_gpus", "inference_gpus", "loaned_type", "adaptive", "queued_rows", "running_rows",
-                 "demand_ahead", "shared_goodput", "__weakref__")
+                 "demand_ahead", "shared_goodput", "training_cells", "inelastic", "__weakref__")
 
     def __init__(self, view: ClusterView) -> None:
         self._view = weakref.ref(view)
@@ -157,6 +156,11 @@ class _EngineConstants:
         self.inference_ids = view.inference_server_ids
         self.inference_set = frozenset(s for s in range(len(servers)) if servers[s].pool is Pool.INFERENCE)
         self.training_gpus = sum(servers[s].num_gpus for s in self.training_ids)
+        topology = view.topology
+        #: the topology cells of the training servers (their free GPUs: running totals and buckets)
+        self.training_cells = tuple(c.index for c in topology.cells if c.pool is Pool.TRAINING)
+        #: per job index, 1 if the job is inelastic (its spec never changes)
+        self.inelastic = [0 if job.spec.elastic else 1 for job in view._engine.jobs]  # noqa: SLF001
         self.inference_gpus = sum(servers[s].num_gpus for s in self.inference_ids) or 1
         self.loaned_type: tuple[str, int] | None = None
         if self.inference_ids:
@@ -489,15 +493,16 @@ class ObservationBuilder:
         now = engine.now
         n_inf = max(1, len(constants.inference_ids))
         free = engine.free  # view.free_gpus(), not copied
-        training_ids = constants.training_ids
         training_gpus = constants.training_gpus
-        histogram = [0.0] * 5
-        free_training = 0
-        for s in training_ids:  # every training server is usable (Server.usable)
-            f = free[s]
-            free_training += f
-            histogram[FREE_BINS[f] if f < 8 else 4] += 1.0
-        usable = len(training_ids)
+        # every training server is usable (Server.usable): the free-GPU histogram and total of the
+        # training servers, read off the topology's index (counts as ints: h / usable is the same
+        # float as the per-server float sum over usable)
+        topology = engine.topology
+        training_cells = constants.training_cells
+        free_training = topology.free_total(training_cells)
+        by_free = topology.free_histogram(Pool.TRAINING)
+        histogram = (by_free[0], sum(by_free[1:2]), sum(by_free[2:4]), sum(by_free[4:8]), sum(by_free[8:]))
+        usable = len(constants.training_ids)
         queue = engine.queue
         if queue:
             # the longest wait, max(now - queued_since): now - the earliest queued_since (same rounding)
@@ -531,11 +536,11 @@ class ObservationBuilder:
         )
         values += self._cluster_pad
         servers_all = engine.servers
+        inelastic = constants.inelastic.__getitem__
         for sid in servers:
             server = servers_all[sid]
             on = server.jobs
-            inelastic = sum([1 for idx in on if not records[idx].spec.elastic])
-            values += (1.0, server.used / server.num_gpus, len(on) / 8.0, inelastic / 8.0)
+            values += (1.0, server.used / server.num_gpus, len(on) / 8.0, sum(map(inelastic, on)) / 8.0)
         values += self._empty_server * (self.m - len(servers))
         # float64 values -> float32, as assigning them into a float32 array does; then clipped
         obs = np.frombuffer(struct.pack(self._format, *values), dtype=np.float64).astype(np.float32)
