@@ -93,7 +93,6 @@ SERVER_FEATURES = (
 
 
 
-
 def observation_layout(num_job_slots: int, num_server_slots: int, job_width: int = len(JOB_FEATURES),
                        cluster_width: int = len(CLUSTER_FEATURES)) -> dict[str, tuple[int, int, int]]:
     """``{"jobs": (start, slots, width), "cluster": (start, 1, width), "servers": (start, slots, width)}``."""
@@ -103,6 +102,22 @@ def observation_layout(num_job_slots: int, num_server_slots: int, job_width: int
         "cluster": (cluster, 1, cluster_width),
         "servers": (cluster + cluster_width, num_server_slots, len(SERVER_FEATURES)),
     }
+
+
+def observation_names(num_job_slots: int, num_server_slots: int, job_features: tuple[str, ...] = JOB_FEATURES,
+                      cluster_features: tuple[str, ...] = CLUSTER_FEATURES) -> tuple[str, ...]:
+    """One name per observation entry, in order (:func:`observation_layout`'s blocks):
+    ``job[i].<feature>``, ``cluster.<feature>``, ``server[j].<feature>``."""
+    layout = observation_layout(num_job_slots, num_server_slots, len(job_features), len(cluster_features))
+    names: list[str] = []
+    for block, prefix, features in (("jobs", "job", job_features), ("cluster", "cluster", cluster_features),
+                                    ("servers", "server", SERVER_FEATURES)):
+        start, slots, width = layout[block]
+        assert start == len(names) and width == len(features), block  # the layout's own offsets
+        for slot in range(slots):
+            head = prefix if block == "cluster" else f"{prefix}[{slot}]"
+            names += [f"{head}.{feature}" for feature in features]
+    return tuple(names)
 
 
 def log_time(seconds: float) -> float:
@@ -288,8 +303,10 @@ class ObservationBuilder:
         self.job_width = len(JOB_FEATURES) + len(extra_job_features)
         self.cluster_width = len(CLUSTER_FEATURES) + len(extra_cluster_features)
         self.layout = observation_layout(self.k, self.m, self.job_width, self.cluster_width)
-        start, slots, width = self.layout["servers"]
-        self.size = start + slots * width
+        #: one name per entry of the observations :meth:`build` makes, in order
+        self.names = observation_names(self.k, self.m, JOB_FEATURES + tuple(extra_job_features),
+                                       CLUSTER_FEATURES + tuple(extra_cluster_features))
+        self.size = len(self.names)
         self._efficiency: dict[tuple[str, int, int], float] = {}
         # (profiles, config) -> {(model, GPUs, B0, progress part, batch): rate on the loaned type}: the
         # engines this builder sees one after another (an env's episodes) share what they computed
