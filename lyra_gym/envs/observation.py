@@ -470,7 +470,9 @@ class ObservationBuilder:
             remaining_now = remaining_est
         if loaned_type is not None:
             # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
-            rate = constants.loaned_rate(job, index, truth)
+            total = record.total_work
+            cached = constants.goodput.get((index, progress_bin(total - truth, total), batch))
+            rate = constants.loaned_rate(job, index, truth) if cached is None else cached
             if rate > 0:
                 left = remaining / rate
                 remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
