@@ -6,6 +6,8 @@ computing them afresh (issue 24's speed work on ``lyra_gym/envs``).
 - ``SpanReward`` is ``reward(weights, StepOutcome(...), scale)`` to the bit, for every term mix.
 - ``_DemandAhead`` is ``DemandCurve.at`` at every time, going forward, back, and on the steps.
 - ``ActionCodec.masks``/``decode`` against a plain per-dimension reading of the same layout.
+- The job rows built from kept rows (a running job's allocation-derived part, a queued job's row)
+  against the same rows built with nothing kept, at every step.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from hypothesis import strategies as st
 
 import lyra_gym  # noqa: F401  (registers the envs)
 from lyra_gym.envs.actions import ActionCodec
-from lyra_gym.envs.observation import JOB_FEATURES, _DemandAhead
+from lyra_gym.envs.observation import JOB_FEATURES, _constants, _DemandAhead
 from lyra_gym.envs.rewards import REWARD_TERMS, SpanReward, StepOutcome, reward
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.sim.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS
@@ -55,6 +57,36 @@ def _remaining_loaned_is_view_goodputs(env, obs) -> None:
         rate = view.goodput(job, job.spec.num_gpus, first.gpu_type, first.num_gpus)
         value = math.log1p(max(job.remaining_work / rate, 0.0) / 60.0) / 10.0 if rate > 0 else 1.0
         assert obs[i * width + column] == np.float32(min(value, 1.0)), (i, job)
+
+
+NO_INFERENCE = {"training": [{"count": 11, "gpu_type": "v100", "gpus_per_server": 8}],
+                "inference": {"count": 0, "gpu_type": "t4", "gpus_per_server": 8}}
+
+
+def _rows_match_rows_built_afresh(env, obs) -> None:
+    """The observation against one built with no kept job rows (and the kept rows rebuilt)."""
+    view = env.engine.view
+    constants = _constants(view)
+    kept = len(constants.running_rows) + len(constants.queued_rows)
+    constants.running_rows.clear()
+    constants.queued_rows.clear()
+    fresh = env.builder.build(view, env.slots, env.server_ids)
+    assert fresh.tobytes() == obs.tobytes(), f"step {env.steps}: {kept} kept rows"
+
+
+@pytest.mark.parametrize("env_id, config", [
+    ("LyraGym/Cluster-v0", {}),
+    ("LyraGym/Elastic-v0", {"scaling": "adaptive"}),
+    ("LyraGym/Loaning-v0", {"knowledge": {"mode": "estimate"}}),
+    ("LyraGym/Cluster-v0", {"knowledge": {"mode": "history"}, "cluster": NO_INFERENCE}),
+])
+def test_rows_built_from_kept_rows_are_the_rows_built_afresh(env_id, config):
+    env = gym.make(env_id, config=config, num_job_slots=12, num_server_slots=4)
+    checked = []
+    _episode(env, 3, 150, check=lambda e, obs: (_rows_match_rows_built_afresh(e, obs), checked.append(1)))
+    assert len(checked) > 20
+    # the fast path ran: running jobs with kept rows were shown
+    assert _constants(env.unwrapped.engine.view).running_rows
 
 
 # "absolute": a job's rate on the loaned type changes with its progress part

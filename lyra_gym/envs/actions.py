@@ -6,6 +6,7 @@ scheduler), so both read an action the same way.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Sequence
 
 import numpy as np
@@ -13,6 +14,8 @@ import numpy as np
 from lyra_gym.model.jobs import JobState
 from lyra_gym.sim.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS, Guidance
 from lyra_gym.sim.view import JobView
+
+_job_id = attrgetter("id")
 
 
 class ActionCodec:
@@ -109,9 +112,9 @@ class ActionCodec:
         guidance = Guidance()
         pos = 0
         if self.controls_jobs:
-            guidance.job_levels = {job.id: vals[i] for i, job in enumerate(slots)}
+            guidance.job_levels = dict(zip(map(_job_id, slots), vals))  # slot i's job id -> vals[i]
             pos = self.k
         if self.controls_loaning:
             guidance.borrow_fraction = vals[pos] / self.b
-            guidance.return_levels = {sid: vals[pos + 1 + j] for j, sid in enumerate(server_ids)}
+            guidance.return_levels = dict(zip(server_ids, vals[pos + 1:]))  # server j -> vals[pos + 1 + j]
         return guidance, invalid

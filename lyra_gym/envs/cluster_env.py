@@ -31,15 +31,19 @@ class LyraClusterEnv(EpisodeEnv):
     """Base of the three environments; see each subclass for its manual.
 
     ## Observation Space
-    ``Box(-1, 1, (K*12 + 14 + M*4,), float32)``: K job slots x 12 features, 14
-    cluster features, M loaned-server slots x 4 features (all normalised; see
-    ``lyra_gym/envs/observation.py`` for the formula of each):
+    ``Box(-1, 1, (K*17 + 22 + M*4,), float32)`` (630 entries with the default
+    K = 32, M = 16): K job slots x 17 features, 22 cluster features, M
+    loaned-server slots x 4 features, all normalised (formulas in
+    ``lyra_gym/envs/observation.py``; meaning and scale of each in
+    ``docs/observations.md``, written by ``python -m
+    lyra_gym.envs.observation_docs``). ``env.unwrapped.observation_names``
+    names every entry in order:
 
-    | index | meaning |
+    | index | names |
     |---|---|
-    | 12*i + 0..11 | job slot i: present, queued, elastic, requested/64, min/64, max/64, workers/64, waiting (log-time), attained GPU-h (log), estimated remaining time (log-time), scaling efficiency max vs min, in overhead |
-    | 12*K + 0..13 | free training GPUs share, free loaned GPUs share, loaned servers, loanable servers, inference demand now, +1 h, +3 h, +6 h, reclaim pending, time of day sin, cos, weekend, log queued, log running |
-    | 12*K + 14 + 4*j + 0..3 | loaned-server slot j: present, GPUs used share, jobs/8, inelastic jobs/8 |
+    | 17*i + 0..16 | ``job[i].``: present, queued, elastic, requested_gpus, min_gpus, max_gpus, workers, waiting, attained, remaining_est, scaling_efficiency, in_overhead, on_loaned, rate_ratio, flexible_workers, remaining_now, remaining_loaned |
+    | 17*K + 0..21 | ``cluster.``: free_training, free_loaned, loaned, loanable, demand_now, demand_1h, demand_3h, demand_6h, reclaim_pending, time_of_day_sin, time_of_day_cos, weekend, queued_jobs, running_jobs, servers_free_0, servers_free_1, servers_free_2_3, servers_free_4_7, servers_free_8, queue_head_wait, queue_tail_gpus, running_unseen |
+    | 17*K + 22 + 4*j + 0..3 | ``server[j].``: present, used, jobs, inelastic_jobs |
 
     Job slots hold queued jobs in the heuristic's admission order, then running
     elastic jobs, then running inelastic jobs. Min 0 (or -1 for the sine and

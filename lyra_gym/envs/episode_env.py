@@ -14,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 
 from lyra_gym.envs.episode import Episode, EpisodeSource, check_number
+from lyra_gym.envs.observation import ObservationBuilder
 from lyra_gym.envs.render import blank_frame, cluster_frame, cluster_text
 from lyra_gym.envs.rewards import RewardSpec
 from lyra_gym.envs.snapshot import ForkMixin
@@ -35,6 +36,7 @@ class EpisodeEnv(ForkMixin, FinalMetricsMixin, gym.Env[np.ndarray, Any]):
     metadata = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
     obs: np.ndarray
     _masks: np.ndarray
+    builder: ObservationBuilder  # set by _init_spaces
 
     def __init__(
         self,
@@ -79,6 +81,13 @@ class EpisodeEnv(ForkMixin, FinalMetricsMixin, gym.Env[np.ndarray, Any]):
     reward_scale_s = property(lambda self: self.source.reward_scale_s, doc="seconds per unit of reward")
     heuristic_name = property(lambda self: self.source.heuristic_name, doc="the guided scheduler's name")
     max_steps = property(lambda self: self.source.max_steps, doc="truncation, steps")
+
+    @property
+    def observation_names(self) -> tuple[str, ...]:
+        """One name per observation entry, in order: ``job[i].<feature>`` (K job slots),
+        ``cluster.<feature>``, ``server[j].<feature>`` (M loaned-server slots); the builder
+        lays out its values by the same names (``docs/observations.md`` says what each means)."""
+        return self.builder.names
 
     # ------------------------------------------------------------------ the current episode
     @property

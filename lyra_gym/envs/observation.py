@@ -92,8 +92,6 @@ SERVER_FEATURES = (
 )
 
 
-FREE_BINS = (0, 1, 2, 2, 3, 3, 3, 3)  # free GPUs (0..7) -> histogram bin; 8 or more -> bin 4
-
 
 def observation_layout(num_job_slots: int, num_server_slots: int, job_width: int = len(JOB_FEATURES),
                        cluster_width: int = len(CLUSTER_FEATURES)) -> dict[str, tuple[int, int, int]]:
@@ -104,6 +102,22 @@ def observation_layout(num_job_slots: int, num_server_slots: int, job_width: int
         "cluster": (cluster, 1, cluster_width),
         "servers": (cluster + cluster_width, num_server_slots, len(SERVER_FEATURES)),
     }
+
+
+def observation_names(num_job_slots: int, num_server_slots: int, job_features: tuple[str, ...] = JOB_FEATURES,
+                      cluster_features: tuple[str, ...] = CLUSTER_FEATURES) -> tuple[str, ...]:
+    """One name per observation entry, in order (:func:`observation_layout`'s blocks):
+    ``job[i].<feature>``, ``cluster.<feature>``, ``server[j].<feature>``."""
+    layout = observation_layout(num_job_slots, num_server_slots, len(job_features), len(cluster_features))
+    names: list[str] = []
+    for block, prefix, features in (("jobs", "job", job_features), ("cluster", "cluster", cluster_features),
+                                    ("servers", "server", SERVER_FEATURES)):
+        start, slots, width = layout[block]
+        assert start == len(names) and width == len(features), block  # the layout's own offsets
+        for slot in range(slots):
+            head = prefix if block == "cluster" else f"{prefix}[{slot}]"
+            names += [f"{head}.{feature}" for feature in features]
+    return tuple(names)
 
 
 def log_time(seconds: float) -> float:
@@ -148,7 +162,7 @@ class _EngineConstants:
 
     __slots__ = ("_view", "ref", "jobs", "goodput", "training_ids", "inference_ids", "inference_set",
                  "training_gpus", "inference_gpus", "loaned_type", "adaptive", "queued_rows", "running_rows",
-                 "demand_ahead", "shared_goodput", "__weakref__")
+                 "demand_ahead", "shared_goodput", "training_cells", "inelastic", "__weakref__")
 
     def __init__(self, view: ClusterView) -> None:
         self._view = weakref.ref(view)
@@ -157,6 +171,11 @@ class _EngineConstants:
         self.inference_ids = view.inference_server_ids
         self.inference_set = frozenset(s for s in range(len(servers)) if servers[s].pool is Pool.INFERENCE)
         self.training_gpus = sum(servers[s].num_gpus for s in self.training_ids)
+        topology = view.topology
+        #: the topology cells of the training servers (their free GPUs: running totals and buckets)
+        self.training_cells = tuple(c.index for c in topology.cells if c.pool is Pool.TRAINING)
+        #: per job index, 1 if the job is inelastic (its spec never changes)
+        self.inelastic = [0 if job.spec.elastic else 1 for job in view._engine.jobs]  # noqa: SLF001
         self.inference_gpus = sum(servers[s].num_gpus for s in self.inference_ids) or 1
         self.loaned_type: tuple[str, int] | None = None
         if self.inference_ids:
@@ -169,8 +188,10 @@ class _EngineConstants:
         self.adaptive = view.scaling == "adaptive"
         # job index -> ((remaining work, workers, attained GPU-s, batch), row before and after the wait)
         self.queued_rows: dict[int, tuple[tuple, tuple, tuple]] = {}
-        # job index -> (allocation, rate, workers, any server loaned, (on loaned, rate ratio, flexible))
-        self.running_rows: dict[int, tuple[Mapping[int, int], float, int, bool, tuple[float, float, float]]] = {}
+        # job index -> (allocation, rate, workers, any server loaned, the row's first 8 features,
+        # scaling efficiency, reference throughput, on loaned, rate ratio, flexible workers)
+        self.running_rows: dict[int, tuple[Mapping[int, int], float, int, bool, tuple[float, ...], float, float,
+                                           float, float, float]] = {}
         # inference demand 1 h, 3 h and 6 h ahead of the clock
         demand = view._engine.demand  # noqa: SLF001 -- the curve view.inference_demand_at reads
         self.demand_ahead = tuple(_DemandAhead(demand) for _ in range(3))
@@ -282,8 +303,10 @@ class ObservationBuilder:
         self.job_width = len(JOB_FEATURES) + len(extra_job_features)
         self.cluster_width = len(CLUSTER_FEATURES) + len(extra_cluster_features)
         self.layout = observation_layout(self.k, self.m, self.job_width, self.cluster_width)
-        start, slots, width = self.layout["servers"]
-        self.size = start + slots * width
+        #: one name per entry of the observations :meth:`build` makes, in order
+        self.names = observation_names(self.k, self.m, JOB_FEATURES + tuple(extra_job_features),
+                                       CLUSTER_FEATURES + tuple(extra_cluster_features))
+        self.size = len(self.names)
         self._efficiency: dict[tuple[str, int, int], float] = {}
         # (profiles, config) -> {(model, GPUs, B0, progress part, batch): rate on the loaned type}: the
         # engines this builder sees one after another (an env's episodes) share what they computed
@@ -332,108 +355,150 @@ class ObservationBuilder:
                   loaned_type: tuple[str, int] | None, any_loaned: bool, out: list) -> tuple[int, int]:
         """Append the job slots' features (``JOB_FEATURES``, then this builder's zero padding) to
         ``out``, row after row. ``any_loaned``: False when no server is on loan (no job then has
-        GPUs on one). Returns (GPUs the queued ones among them request, how many of them run)."""
+        GPUs on one). Returns (GPUs the queued ones among them request, how many of them run).
+
+        The common row, a running job whose allocation and rate are those of its kept row
+        (``_EngineConstants.running_rows``), is built here with only its time-dependent features
+        computed; every other row by :meth:`_row` (the same numbers either way)."""
         now = view.now
         log1p = math.log1p
-        queued_state, running_state = JobState.QUEUED, JobState.RUNNING
-        inference = constants.inference_set
-        ref_cache, reference = constants.ref, constants.reference
-        statics, goodputs, adaptive = constants.jobs, constants.goodput, constants.adaptive
-        queued_rows, running_rows = constants.queued_rows, constants.running_rows
+        running_state = JobState.RUNNING
+        goodputs, adaptive, running_rows = constants.goodput, constants.adaptive, constants.running_rows
         pad = self._job_pad
-        last_bin = PROGRESS_BINS - 1
+        last_bin, bins = PROGRESS_BINS - 1, PROGRESS_BINS
         shown_queued_gpus = shown_running = 0
         knowledge = view._engine.knowledge  # noqa: SLF001 -- None: the truth (oracle)
-        # (0.0 if x < 0.0 else x) is max(x, 0.0) and (d if d > 0.0 else 0.0) is max(0.0, d), to the
-        # bit (-0.0 and NaN included), without the call
+        # (0.0 if x < 0.0 else x) is max(x, 0.0), (x if x > 0.0 else 0.0) is max(0.0, x) and
+        # (b if b > a else a) is max(a, b), to the bit (-0.0 and NaN included), without the call
         for job in jobs:
-            index = job.index
             record = job._job  # noqa: SLF001 -- the engine's record behind the view, read only
-            static = statics.get(index)
-            if static is None:
-                static = self._static(view, job, constants)
-            state = record.state
-            queued = state is queued_state
-            truth = remaining = record.remaining_work(now)  # job.remaining_work
+            index = record.index
+            rate, workers = record.rate, record.workers
+            held = running_rows.get(index)
+            if held is None or record.state is not running_state or held[0] is not record.allocation \
+                    or held[1] != rate or held[2] != workers or held[3] is not any_loaned or not workers:
+                queued_gpus, running = self._row(view, job, constants, loaned_type, any_loaned, out)
+                shown_queued_gpus += queued_gpus
+                shown_running += running
+                continue
+            shown_running += 1
+            head, eff, ref, on_loaned, rate_ratio, flexible = held[4:]
+            last, begin = record.last_update, record.overhead_until
+            busy = now - (begin if begin > last else last)  # record.remaining_work(now), inline
+            left = record.total_work - (record.work_done + rate * busy if busy > 0 else record.work_done)
+            truth = remaining = left if left > 0.0 else 0.0
             if knowledge is not None:  # what the run's knowledge model shows instead
                 remaining = knowledge.remaining_work(record, now)
-            workers = record.workers
-            since = now - record.last_update
+            since = now - last
             attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)  # job.attained_gpu_s
-            batch = job.batch_size if adaptive and loaned_type is not None else None
-            if queued:
-                shown_queued_gpus += static[1]
-                waiting = now - record.queued_since  # job.waiting_s
-                waiting = log1p((0.0 if waiting < 0.0 else waiting) / 60.0) / 10.0
-                # a queued job's row changes with its wait only, until it runs again: kept
-                key = (remaining, workers, attained, batch)
-                kept = queued_rows.get(index)
-                if kept is not None and kept[0] == key:
-                    out += kept[1]
-                    out.append(waiting)
-                    out += kept[2]
-                    if pad:
-                        out += pad
-                    continue
-            elif state is running_state:
-                shown_running += 1
-            model, num_gpus, min_gpus, elastic, f_elastic, f_req, f_min, f_max, eff, ref = static
             remaining_est = remaining / ref  # job.remaining_time_at(spec.num_gpus)
-            if not queued and workers:
-                rate = record.rate
-                allocation = record.allocation  # replaced, never changed in place, by the engine
-                held = running_rows.get(index)
-                if held is not None and held[0] is allocation and held[1] == rate and held[2] == workers \
-                        and held[3] is any_loaned:
-                    on_loaned, rate_ratio, flexible = held[4]
-                else:
-                    on_loaned = sum(n for s, n in allocation.items() if s in inference) / workers \
-                        if any_loaned else 0 / workers
-                    base = ref_cache.get((model, workers))
-                    rate_ratio = rate / (base if base is not None else reference(model, workers))
-                    flexible = (workers - min_gpus) / GPU_NORM if elastic else 0.0
-                    running_rows[index] = (allocation, rate, workers, any_loaned, (on_loaned, rate_ratio, flexible))
-                remaining_now = remaining / rate if rate > 0 else remaining_est
-            else:
-                on_loaned = rate_ratio = flexible = 0.0
-                remaining_now = remaining_est
+            remaining_now = remaining / rate if rate > 0 else remaining_est
+            remaining_loaned = 0.0
             if loaned_type is not None:
                 # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
                 total = record.total_work
-                part = last_bin if total <= 0 else min(last_bin, int((total - truth) / total * PROGRESS_BINS))
-                cached = goodputs.get((index, part, batch))  # part: progress_bin(total - truth, total)
-                rate = constants.loaned_rate(job, index, truth) if cached is None else cached
-                if rate > 0:
-                    left = remaining / rate
-                    remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
-                else:
-                    remaining_loaned = 1.0
-            else:
-                remaining_loaned = 0.0
-            est = log1p((0.0 if remaining_est < 0.0 else remaining_est) / 60.0) / 10.0
-            now_left = log1p((0.0 if remaining_now < 0.0 else remaining_now) / 60.0) / 10.0
-            if queued:
-                head = (1.0, 1.0, f_elastic, f_req, f_min, f_max, workers / GPU_NORM)
-                tail = (
-                    log1p(attained / 3600.0) / 10.0, est,
-                    eff, 0.0,  # in overhead: never while queued
-                    on_loaned, rate_ratio, flexible, now_left, remaining_loaned,
-                )
-                queued_rows[index] = (key, head, tail)
-                out += head
-                out.append(waiting)
-                out += tail
-            else:
-                out += (
-                    1.0, 0.0, f_elastic, f_req, f_min, f_max, workers / GPU_NORM,
-                    0.0,  # waiting: job.waiting_s is 0 while not queued
-                    log1p(attained / 3600.0) / 10.0, est,
-                    eff, float(record.overhead_until > now),
-                    on_loaned, rate_ratio, flexible, now_left, remaining_loaned,
-                )
+                part = last_bin if total <= 0 else int((total - truth) / total * bins)
+                part = part if part < last_bin else last_bin  # progress_bin(total - truth, total)
+                cached = goodputs.get((index, part, job.batch_size if adaptive else None))
+                loaned_rate = constants.loaned_rate(job, index, truth) if cached is None else cached
+                left = remaining / loaned_rate if loaned_rate > 0 else 0.0
+                remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0 if loaned_rate > 0 else 1.0
+            out += head
+            out += (
+                log1p(attained / 3600.0) / 10.0,
+                log1p((0.0 if remaining_est < 0.0 else remaining_est) / 60.0) / 10.0,
+                eff, 1.0 if begin > now else 0.0,
+                on_loaned, rate_ratio, flexible,
+                log1p((0.0 if remaining_now < 0.0 else remaining_now) / 60.0) / 10.0,
+                remaining_loaned,
+            )
             if pad:
                 out += pad
         return shown_queued_gpus, shown_running
+
+    def _row(self, view: ClusterView, job: JobView, constants: _EngineConstants,
+             loaned_type: tuple[str, int] | None, any_loaned: bool, out: list) -> tuple[int, int]:
+        """Append one job row (as :meth:`_job_rows`) and keep what the next steps can reuse;
+        (GPUs it requests if queued else 0, 1 if it runs else 0)."""
+        now = view.now
+        log1p = math.log1p
+        index = job.index
+        record = job._job  # noqa: SLF001 -- the engine's record behind the view, read only
+        static = constants.jobs.get(index)
+        if static is None:
+            static = self._static(view, job, constants)
+        state = record.state
+        queued = state is JobState.QUEUED
+        truth = remaining = record.remaining_work(now)  # job.remaining_work
+        knowledge = view._engine.knowledge  # noqa: SLF001 -- None: the truth (oracle)
+        if knowledge is not None:  # what the run's knowledge model shows instead
+            remaining = knowledge.remaining_work(record, now)
+        workers = record.workers
+        since = now - record.last_update
+        attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)  # job.attained_gpu_s
+        batch = job.batch_size if constants.adaptive and loaned_type is not None else None
+        pad = self._job_pad
+        if queued:
+            waiting = now - record.queued_since  # job.waiting_s
+            waiting = log1p((0.0 if waiting < 0.0 else waiting) / 60.0) / 10.0
+            # a queued job's row changes with its wait only, until it runs again: kept
+            key = (remaining, workers, attained, batch)
+            kept = constants.queued_rows.get(index)
+            if kept is not None and kept[0] == key:
+                out += kept[1]
+                out.append(waiting)
+                out += kept[2]
+                if pad:
+                    out += pad
+                return static[1], 0
+        model, num_gpus, min_gpus, elastic, f_elastic, f_req, f_min, f_max, eff, ref = static
+        remaining_est = remaining / ref  # job.remaining_time_at(spec.num_gpus)
+        if not queued and workers:
+            rate = record.rate
+            allocation = record.allocation  # replaced, never changed in place, by the engine
+            on_loaned = sum(n for s, n in allocation.items() if s in constants.inference_set) / workers \
+                if any_loaned else 0 / workers
+            base = constants.ref.get((model, workers))
+            rate_ratio = rate / (base if base is not None else constants.reference(model, workers))
+            flexible = (workers - min_gpus) / GPU_NORM if elastic else 0.0
+            first: tuple[float, ...] = (1.0, 0.0, f_elastic, f_req, f_min, f_max, workers / GPU_NORM, 0.0)
+            constants.running_rows[index] = (allocation, rate, workers, any_loaned, first, eff, ref, on_loaned,
+                                             rate_ratio, flexible)
+            remaining_now = remaining / rate if rate > 0 else remaining_est
+        else:
+            on_loaned = rate_ratio = flexible = 0.0
+            remaining_now = remaining_est
+        if loaned_type is not None:
+            # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
+            total = record.total_work
+            cached = constants.goodput.get((index, progress_bin(total - truth, total), batch))
+            rate = constants.loaned_rate(job, index, truth) if cached is None else cached
+            if rate > 0:
+                left = remaining / rate
+                remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
+            else:
+                remaining_loaned = 1.0
+        else:
+            remaining_loaned = 0.0
+        est = log1p((0.0 if remaining_est < 0.0 else remaining_est) / 60.0) / 10.0
+        now_left = log1p((0.0 if remaining_now < 0.0 else remaining_now) / 60.0) / 10.0
+        tail = (
+            log1p(attained / 3600.0) / 10.0, est,
+            eff, 0.0 if queued else float(record.overhead_until > now),  # in overhead: never while queued
+            on_loaned, rate_ratio, flexible, now_left, remaining_loaned,
+        )
+        if queued:
+            head = (1.0, 1.0, f_elastic, f_req, f_min, f_max, workers / GPU_NORM)
+            constants.queued_rows[index] = (key, head, tail)
+            out += head
+            out.append(waiting)
+        else:
+            out += (1.0, 0.0, f_elastic, f_req, f_min, f_max, workers / GPU_NORM,
+                    0.0)  # waiting: job.waiting_s is 0 while not queued
+        out += tail
+        if pad:
+            out += pad
+        return (static[1], 0) if queued else (0, 1 if state is JobState.RUNNING else 0)
 
     def build(self, view: ClusterView, jobs: list[JobView], servers: list[int]) -> np.ndarray:
         constants = self._constants(view)
@@ -447,15 +512,16 @@ class ObservationBuilder:
         now = engine.now
         n_inf = max(1, len(constants.inference_ids))
         free = engine.free  # view.free_gpus(), not copied
-        training_ids = constants.training_ids
         training_gpus = constants.training_gpus
-        histogram = [0.0] * 5
-        free_training = 0
-        for s in training_ids:  # every training server is usable (Server.usable)
-            f = free[s]
-            free_training += f
-            histogram[FREE_BINS[f] if f < 8 else 4] += 1.0
-        usable = len(training_ids)
+        # every training server is usable (Server.usable): the free-GPU histogram and total of the
+        # training servers, read off the topology's index (counts as ints: h / usable is the same
+        # float as the per-server float sum over usable)
+        topology = engine.topology
+        training_cells = constants.training_cells
+        free_training = topology.free_total(training_cells)
+        by_free = topology.free_histogram(Pool.TRAINING)
+        histogram = (by_free[0], sum(by_free[1:2]), sum(by_free[2:4]), sum(by_free[4:8]), sum(by_free[8:]))
+        usable = len(constants.training_ids)
         queue = engine.queue
         if queue:
             # the longest wait, max(now - queued_since): now - the earliest queued_since (same rounding)
@@ -489,11 +555,11 @@ class ObservationBuilder:
         )
         values += self._cluster_pad
         servers_all = engine.servers
+        inelastic = constants.inelastic.__getitem__
         for sid in servers:
             server = servers_all[sid]
             on = server.jobs
-            inelastic = sum([1 for idx in on if not records[idx].spec.elastic])
-            values += (1.0, server.used / server.num_gpus, len(on) / 8.0, inelastic / 8.0)
+            values += (1.0, server.used / server.num_gpus, len(on) / 8.0, sum(map(inelastic, on)) / 8.0)
         values += self._empty_server * (self.m - len(servers))
         # float64 values -> float32, as assigning them into a float32 array does; then clipped
         obs = np.frombuffer(struct.pack(self._format, *values), dtype=np.float64).astype(np.float32)
