@@ -109,7 +109,7 @@ class LyraClusterEnv(EpisodeEnv):
     | profiles | str | None | profile JSON path (built-in when None) |
     | window_s | float | 43200 | episode window length, s |
     | test_fraction | float | 0.2 | last share of the trace kept for test windows |
-    | reward | str or dict | "jct" | reward name or weights |
+    | reward | str, dict or callable | "jct" | a term name, weights or fn(StepOutcome) (docs/rewards-and-forking.md) |
     | reward_scale_s | float | 3600 | seconds per unit of reward (finite, > 0) |
     | num_job_slots | int | 32 | K (1..4096) |
     | num_server_slots | int | 16 | M (0..4096) |
