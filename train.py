@@ -1,9 +1,9 @@
 """Train an RL agent on a LyraGym environment, then compare it with the Lyra heuristic.
 
     python train.py --quick                          # ~2 min train-evaluate-compare cycle
-    python train.py --env LyraGym/Elastic-v0         # agents/configs/elastic.yaml (~1 h)
+    python train.py --env LyraGym/Elastic-v1         # agents/configs/elastic.yaml (~1 h)
     python train.py --config my.yaml --set n_envs=4 learning_rate=1e-4 --seed 3
-    python train.py --env LyraGym/Alloc-v0           # full control, BC warm start, contended cluster
+    python train.py --env LyraGym/Alloc-v1           # full control, BC warm start, contended cluster
     python train.py --resume runs/<run>/checkpoints/model_250000_steps.zip --set total_timesteps=3000000
 
 A run writes ``runs/<env>__<config>__<seed>__<time>/``: ``config.yaml`` (resolved),
@@ -58,7 +58,7 @@ from lyra_gym.outputs import OutputError, atomic_write_text, check_out_folder
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env", help="LyraGym/ env id; picks agents/configs/<env>.yaml (default LyraGym/Cluster-v0)")
+    parser.add_argument("--env", help="LyraGym/ env id; picks agents/configs/<env>.yaml (default LyraGym/Cluster-v1)")
     parser.add_argument("--config", help="a YAML file mapping onto lyra_agents.config.TrainConfig")
     parser.add_argument("--quick", action="store_true", help="apply agents/configs/quick.yaml (~2 min on 2 cores)")
     parser.add_argument("--seed", type=int, help="run seed (model and vector envs)")

@@ -11,7 +11,7 @@ Protocol
    environments (paired: every policy sees the same jobs and the same simulation seed on a window).
 2. Policies: scheduler registry names (``lyra``, ``baseline``, ``tiresias``, ...),
    ``random`` (uniform over the valid values of every action dimension of
-   ``LyraGym/Cluster-v0``'s masks, decoded into Lyra's guidance as the env does;
+   ``LyraGym/Cluster-v1``'s masks, decoded into Lyra's guidance as the env does;
    seeded per window from ``--seed`` and the window's seed), ``model:PATH`` (a
    trained run, loaded the safe way: :func:`lyra_agents.policy_scheduler.load_policy_scheduler`),
    ``policy:MODULE:FACTORY`` and ``MODULE:CLASS`` (``docs/writing-a-policy.md``; built afresh per
@@ -113,7 +113,7 @@ class BenchmarkError(LyraGymError):
 # ---------------------------------------------------------------------- policies
 class RandomMaskedScheduler(Scheduler):
     """Uniform over the valid values of every action dimension (``action_masks()`` of
-    ``LyraGym/Cluster-v0``), decoded into guidance for Lyra as the env decodes an agent's action.
+    ``LyraGym/Cluster-v1``), decoded into guidance for Lyra as the env decodes an agent's action.
 
     :param seed: seeds ``numpy.random.default_rng`` at every ``reset`` (one run = one seed).
     """

@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping, Sequence
 import gymnasium as gym
 import yaml
 
+import lyra_gym
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.errors import LyraGymError
 from lyra_gym.model.paths import portable, resolve_beside
@@ -78,7 +79,7 @@ class TrainConfig:
 
     # --- experiment
     name: str = "cluster"                 # config name, the second part of the run directory
-    env_id: str = "LyraGym/Cluster-v0"    # any registered LyraGym/ id
+    env_id: str = "LyraGym/Cluster-v1"    # any registered LyraGym/ id
     seed: int = 1                         # model seed (SB3 seed=) and vector env seeds seed..seed+n_envs-1
     total_timesteps: int = 1_500_000      # env steps over all vector envs; on --resume, the total to reach
     runs_dir: str = "runs"                # runs/<env>__<name>__<seed>__<time>/
@@ -96,7 +97,7 @@ class TrainConfig:
     borrow_levels: int = 4                # B
     heuristic: str = "lyra"               # guided heuristic, registry name
     max_steps: int = 5000                 # decision points before truncation (Alloc: sub-actions)
-    worker_levels: int = 10               # L, worker-count options per job (LyraGym/Alloc-v0 only)
+    worker_levels: int = 10               # L, worker-count options per job (LyraGym/Alloc-v1 only)
     warmup_s: float = 0.0                 # warm start: s of jobs before each window run by the heuristic first
     # --- vector envs and normalisation
     n_envs: int = 8
@@ -146,6 +147,7 @@ class TrainConfig:
 
     # ------------------------------------------------------------------ validation
     def __post_init__(self) -> None:
+        self.env_id = lyra_gym.current_env_id(self.env_id)  # a config saved under a -v0 id
         self.validate()
 
     def validate(self) -> None:

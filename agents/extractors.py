@@ -5,7 +5,7 @@ The environments' flat observation is laid out as (``lyra_gym/envs/observation.p
     [ K job slots x job_width | cluster_width | M server slots x len(SERVER_FEATURES) ]
 
 (``job_width`` = ``len(JOB_FEATURES)`` in the guided environments, plus the Alloc features in
-``LyraGym/Alloc-v0``; likewise ``cluster_width``.)
+``LyraGym/Alloc-v1``; likewise ``cluster_width``.)
 
 :class:`JobSetExtractor` applies one small MLP ``phi`` to every job slot (shared
 weights), pools the K codes by mean and max (both invariant to the slots'
@@ -19,8 +19,8 @@ the result stays invariant, and it does not depend on reading the "present"
 flag, which observation normalisation shifts and scales.
 
 Per-slot actions. The pooled summary cannot tell the policy *which* slot is
-which, but ``Cluster-v0`` and ``Elastic-v0`` set a level per job slot (and
-``Loaning-v0`` / ``Cluster-v0`` a level per loaned-server slot). With
+which, but ``Cluster-v1`` and ``Elastic-v1`` set a level per job slot (and
+``Loaning-v1`` / ``Cluster-v1`` a level per loaned-server slot). With
 ``slot_dim > 0`` the extractor also appends a ``slot_dim``-wide code of every
 slot in slot order; those codes are permutation-*equivariant* (permuting the
 slots permutes them), the pooled part stays invariant. ``slot_dim = 0`` gives

@@ -13,7 +13,7 @@ the factory returns is one of
   ``action_masks=`` and ``deterministic=True`` when its signature names them.
 
 The env the policy acts in is the returned object's ``env_id`` attribute (default
-``LyraGym/Alloc-v0``), with the layout keywords of ``gymnasium.make`` in an optional ``env_kwargs``
+``LyraGym/Alloc-v1``), with the layout keywords of ``gymnasium.make`` in an optional ``env_kwargs``
 mapping (:data:`LAYOUT_KEYS`; defaults: the env's). Observations are the env's raw ones (no
 normalisation). The factory is called once per simulation, so a policy may keep state for a run.
 See ``docs/writing-a-policy.md``.

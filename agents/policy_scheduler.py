@@ -272,7 +272,7 @@ class PolicyScheduler(_Predicting, GuidedAgentScheduler):
 
 
 class AllocPolicyScheduler(_Predicting, AgentScheduler):
-    """A model trained on ``LyraGym/Alloc-v0`` run as a scheduler: at each decision point the
+    """A model trained on ``LyraGym/Alloc-v1`` run as a scheduler: at each decision point the
     env's :class:`~lyra_gym.envs.alloc.AllocDecision` sub-actions are asked of the model until it
     commits, with the env's observation, masks and tick rule, so ``simulate`` reproduces the
     env's episode. Parameters as :class:`PolicyScheduler`."""

@@ -1,7 +1,7 @@
 """RLlib PPO (new API stack) on the LyraGym environments, and its checkpoints as schedulers.
 
     python train.py --backend rllib --quick
-    python train.py --backend rllib --env LyraGym/Elastic-v0 --set num_env_runners=2 iterations=50
+    python train.py --backend rllib --env LyraGym/Elastic-v1 --set num_env_runners=2 iterations=50
 
 Pieces, mirroring the SB3 side (``agents/factory.py``, ``agents/callbacks.py``,
 ``agents/policy_scheduler.py``):

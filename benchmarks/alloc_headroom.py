@@ -1,9 +1,9 @@
-"""Headroom probe for ``LyraGym/Alloc-v0``: what a scripted policy that preempts gets over ``lyra``.
+"""Headroom probe for ``LyraGym/Alloc-v1``: what a scripted policy that preempts gets over ``lyra``.
 
 Run: python benchmarks/alloc_headroom.py [--scenario contended] [--windows 3] [--ratios 2,4,8]
 
 Lyra never preempts a running job's base workers: a short job that arrives at a
-full cluster waits behind long ones. Alloc-v0 lets the agent preempt (place
+full cluster waits behind long ones. Alloc-v1 lets the agent preempt (place
 value ``wait`` for a running job), so shortest-remaining-time-first with
 preemption is expressible there. This probe plays it through the env's own
 sub-actions, so it measures what the action space allows, not a new scheduler:

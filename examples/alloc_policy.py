@@ -1,4 +1,4 @@
-"""A hand-written ``LyraGym/Alloc-v0`` policy: each queued job, in the observation's order, runs at its
+"""A hand-written ``LyraGym/Alloc-v1`` policy: each queued job, in the observation's order, runs at its
 requested size on training GPUs when it fits there, else on loaned GPUs, else it waits.
 
 It reads only what the env gives an agent (the observation and the action masks), so the same
@@ -41,14 +41,14 @@ TRAINING, LOANED = 0, 1                              # the pools of the place ph
 
 
 class GreedyFit:
-    """The policy: ``policy(obs, action_masks) -> int``, one sub-action of ``LyraGym/Alloc-v0``.
+    """The policy: ``policy(obs, action_masks) -> int``, one sub-action of ``LyraGym/Alloc-v1``.
 
     :param backfill: after a queued job that must wait, still place the ones behind it (default True).
     :param borrow: borrow every loanable inference server when asked (default True), else none.
     :param num_job_slots: K of the env (its default, 32); ``borrow_levels`` B (4); ``worker_levels`` L (10).
     """
 
-    env_id = "LyraGym/Alloc-v0"
+    env_id = "LyraGym/Alloc-v1"
 
     def __init__(self, backfill: bool = True, borrow: bool = True, num_job_slots: int = 32,
                  borrow_levels: int = 4, worker_levels: int = 10) -> None:

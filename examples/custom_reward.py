@@ -1,4 +1,4 @@
-"""A custom reward term: GPU-weighted slowdown, mixed with the built-in JCT term, on Elastic-v0.
+"""A custom reward term: GPU-weighted slowdown, mixed with the built-in JCT term, on Elastic-v1.
 
 A job's slowdown is its completion time over its ideal run time (its trace duration); weighting it
 by the job's requested GPUs makes a large job that waits cost more than a small one. Per step the
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> float:
 
     if "gpu_slowdown" not in reward_terms():  # registered once per process
         register_reward_term("gpu_slowdown", gpu_weighted_slowdown)
-    env = gym.make("LyraGym/Elastic-v0", window_s=3 * 3600.0, reward="jct+0.01*gpu_slowdown")
+    env = gym.make("LyraGym/Elastic-v1", window_s=3 * 3600.0, reward="jct+0.01*gpu_slowdown")
     print("reward terms:", env.unwrapped.reward_weights)
     obs, info = env.reset(seed=0)
     total = 0.0

@@ -2,7 +2,7 @@
 from lyra_gym.envs.alloc_layout import ALLOC_JOB_FEATURES, JOB, PLACE, PROPOSAL, RETURN, WORKER_LEVELS
 from lyra_gym.envs.observation import CLUSTER_FEATURES, JOB_FEATURES
 
-K, W = 32, len(JOB_FEATURES) + len(ALLOC_JOB_FEATURES)  # LyraGym/Alloc-v0: job slots, width of a job row
+K, W = 32, len(JOB_FEATURES) + len(ALLOC_JOB_FEATURES)  # LyraGym/Alloc-v1: job slots, width of a job row
 PHASE = K * W + len(CLUSTER_FEATURES)  # where the one-hot phase (borrow, return, job, place) starts
 def make():  # the factory a `policy:` spec names; it returns the policy: observation, masks -> action
     def policy(obs, action_masks):

@@ -22,7 +22,7 @@ from lyra_gym.run.simulate import simulate
 K, M = 6, 3
 
 
-def small_config(env_id: str = "LyraGym/Cluster-v0", **changes) -> TrainConfig:
+def small_config(env_id: str = "LyraGym/Cluster-v1", **changes) -> TrainConfig:
     base = dict(env_id=env_id, window_s=6 * 3600.0, num_job_slots=K, num_server_slots=M, n_envs=1,
                 vec_env="dummy", n_steps=64, batch_size=64, net_arch=[32, 32], device="cpu")
     return TrainConfig(**{**base, **changes})

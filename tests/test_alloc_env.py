@@ -1,4 +1,4 @@
-"""``LyraGym/Alloc-v0``: full control by masked sub-actions.
+"""``LyraGym/Alloc-v1``: full control by masked sub-actions.
 
 Hand-computed decisions on toy clusters (tests/toy.py: a V100 trains 1 sample/s, all-reduce
 free), exact masks under random rollouts, the expert reproducing ``lyra`` bit for bit, and

@@ -1,4 +1,4 @@
-"""The headroom probe (benchmarks/alloc_headroom.py) plays only valid Alloc-v0 sub-actions and preempts."""
+"""The headroom probe (benchmarks/alloc_headroom.py) plays only valid Alloc-v1 sub-actions and preempts."""
 
 from __future__ import annotations
 

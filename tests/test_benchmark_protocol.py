@@ -67,7 +67,7 @@ def test_random_masked_action_takes_only_valid_values():
 # ---------------------------------------------------------------------- scenarios
 def test_suite_scenarios_are_the_envs_test_windows():
     scenario = SUITE["default"]
-    env = gym.make("LyraGym/Cluster-v0", **scenario.env_kwargs()).unwrapped
+    env = gym.make("LyraGym/Cluster-v1", **scenario.env_kwargs()).unwrapped
     trace = scenario.build_trace()
     for window in scenario.test_windows(trace):
         env.reset(options={"split": "test", "window": window.index})

@@ -228,14 +228,15 @@ def test_import_lyra_gym_registers_every_env_without_loading_it():
         "import sys, gymnasium, lyra_gym\n"
         "print('lyra_gym.envs' in sys.modules)\n"
         "print(sorted(i for i in gymnasium.registry if i.startswith('LyraGym/')))\n"
-        "env = gymnasium.make('LyraGym/Loaning-v0')\n"
+        "env = gymnasium.make('LyraGym/Loaning-v1')\n"
         "print(type(env.unwrapped).__name__, 'lyra_gym.envs.cluster_env' in sys.modules)\n"
         "import lyra_gym.envs as envs\n"
         "print(envs._ENTRY_POINTS == lyra_gym.ENV_ENTRY_POINTS, lyra_gym.ENV_IDS == envs.ENV_IDS)\n"
         "print({i: gymnasium.registry[i].entry_point for i in envs.ALL_ENV_IDS} == envs._ENTRY_POINTS)")
     assert out.split("\n")[:5] == [
         "False",
-        "['LyraGym/Alloc-v0', 'LyraGym/Cluster-v0', 'LyraGym/Elastic-v0', 'LyraGym/Loaning-v0']",
+        "['LyraGym/Alloc-v0', 'LyraGym/Alloc-v1', 'LyraGym/Cluster-v0', 'LyraGym/Cluster-v1', "
+        "'LyraGym/Elastic-v0', 'LyraGym/Elastic-v1', 'LyraGym/Loaning-v0', 'LyraGym/Loaning-v1']",  # -v0: deprecated names
         "LoaningEnv True",
         "True True",
         "True",

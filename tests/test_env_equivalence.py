@@ -33,27 +33,27 @@ UNMASKED_SHARE = 0.05  # share of steps whose action ignores the mask (counted n
 
 #: case name -> (env id, constructor keywords, policy, reset options)
 ENV_CASES: dict[str, tuple[str, dict, str, dict | None]] = {
-    "cluster": ("LyraGym/Cluster-v0", {}, "random", None),
-    "loaning": ("LyraGym/Loaning-v0", {}, "random", None),
-    "elastic": ("LyraGym/Elastic-v0", {}, "random", None),
-    "alloc": ("LyraGym/Alloc-v0", {}, "random", None),
-    "cluster-contended-short": ("LyraGym/Cluster-v0", dict(config=CONTENDED, window_s=2 * 3600.0,
+    "cluster": ("LyraGym/Cluster-v1", {}, "random", None),
+    "loaning": ("LyraGym/Loaning-v1", {}, "random", None),
+    "elastic": ("LyraGym/Elastic-v1", {}, "random", None),
+    "alloc": ("LyraGym/Alloc-v1", {}, "random", None),
+    "cluster-contended-short": ("LyraGym/Cluster-v1", dict(config=CONTENDED, window_s=2 * 3600.0,
                                                            num_server_slots=4), "random", None),
-    "loaning-contended-test": ("LyraGym/Loaning-v0", dict(config=CONTENDED), "random",
+    "loaning-contended-test": ("LyraGym/Loaning-v1", dict(config=CONTENDED), "random",
                                {"split": "test", "window": 1}),
-    "elastic-warm-k8": ("LyraGym/Elastic-v0", dict(num_job_slots=8, window_s=4 * 3600.0,
+    "elastic-warm-k8": ("LyraGym/Elastic-v1", dict(num_job_slots=8, window_s=4 * 3600.0,
                                                    warmup_s=3 * 3600.0), "random", None),
-    "cluster-expert": ("LyraGym/Cluster-v0", dict(config=CONTENDED, window_s=3 * 3600.0), "expert", None),
-    "alloc-contended-k64": ("LyraGym/Alloc-v0", dict(config=CONTENDED, num_job_slots=64), "random", None),
-    "alloc-contended-expert": ("LyraGym/Alloc-v0", dict(config=CONTENDED, num_job_slots=64, window_s=3 * 3600.0),
+    "cluster-expert": ("LyraGym/Cluster-v1", dict(config=CONTENDED, window_s=3 * 3600.0), "expert", None),
+    "alloc-contended-k64": ("LyraGym/Alloc-v1", dict(config=CONTENDED, num_job_slots=64), "random", None),
+    "alloc-contended-expert": ("LyraGym/Alloc-v1", dict(config=CONTENDED, num_job_slots=64, window_s=3 * 3600.0),
                                "expert", None),
-    "alloc-short-b2-l4": ("LyraGym/Alloc-v0", dict(config=CONTENDED, window_s=2 * 3600.0, borrow_levels=2,
+    "alloc-short-b2-l4": ("LyraGym/Alloc-v1", dict(config=CONTENDED, window_s=2 * 3600.0, borrow_levels=2,
                                                    worker_levels=4, num_job_slots=12, num_server_slots=3),
                           "random", None),
-    "alloc-1h-expert": ("LyraGym/Alloc-v0", dict(window_s=3600.0, num_job_slots=16), "expert", None),
-    "elastic-adaptive": ("LyraGym/Elastic-v0", dict(config={"scaling": "adaptive"}, num_job_slots=16), "random",
+    "alloc-1h-expert": ("LyraGym/Alloc-v1", dict(window_s=3600.0, num_job_slots=16), "expert", None),
+    "elastic-adaptive": ("LyraGym/Elastic-v1", dict(config={"scaling": "adaptive"}, num_job_slots=16), "random",
                          None),
-    "alloc-fixed-global": ("LyraGym/Alloc-v0", dict(config={"scaling": "fixed-global"}, num_job_slots=16),
+    "alloc-fixed-global": ("LyraGym/Alloc-v1", dict(config={"scaling": "fixed-global"}, num_job_slots=16),
                            "random", None),
 }
 SCHEDULER_CASES = ("alloc-contended-agent", "guided-untrained-agent")
@@ -141,7 +141,7 @@ def scheduler_digest(case: str) -> str:
                           load_config(CONTENDED), seed=0)
         return _result_digest(result)
     if case == "guided-untrained-agent":
-        # a freshly initialised (seeded) DeepSets model on Cluster-v0 with its VecNormalize, on a test window
+        # a freshly initialised (seeded) DeepSets model on Cluster-v1 with its VecNormalize, on a test window
         import torch
 
         from lyra_agents.config import TrainConfig
@@ -149,7 +149,7 @@ def scheduler_digest(case: str) -> str:
         from lyra_agents.policy_scheduler import PolicyScheduler
 
         torch.manual_seed(0)
-        cfg = TrainConfig(env_id="LyraGym/Cluster-v0", window_s=6 * 3600.0, num_job_slots=16, num_server_slots=4,
+        cfg = TrainConfig(env_id="LyraGym/Cluster-v1", window_s=6 * 3600.0, num_job_slots=16, num_server_slots=4,
                           n_envs=1, vec_env="dummy", n_steps=64, batch_size=64, net_arch=[32, 32], device="cpu",
                           extractor="deepsets", deepsets_slot_dim=4, seed=3, sim_config=CONTENDED)
         venv = build_training_envs(cfg)

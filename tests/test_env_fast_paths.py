@@ -75,10 +75,10 @@ def _rows_match_rows_built_afresh(env, obs) -> None:
 
 
 @pytest.mark.parametrize("env_id, config", [
-    ("LyraGym/Cluster-v0", {}),
-    ("LyraGym/Elastic-v0", {"scaling": "adaptive"}),
-    ("LyraGym/Loaning-v0", {"knowledge": {"mode": "estimate"}}),
-    ("LyraGym/Cluster-v0", {"knowledge": {"mode": "history"}, "cluster": NO_INFERENCE}),
+    ("LyraGym/Cluster-v1", {}),
+    ("LyraGym/Elastic-v1", {"scaling": "adaptive"}),
+    ("LyraGym/Loaning-v1", {"knowledge": {"mode": "estimate"}}),
+    ("LyraGym/Cluster-v1", {"knowledge": {"mode": "history"}, "cluster": NO_INFERENCE}),
 ])
 def test_rows_built_from_kept_rows_are_the_rows_built_afresh(env_id, config):
     env = gym.make(env_id, config=config, num_job_slots=12, num_server_slots=4)
@@ -93,11 +93,11 @@ def test_rows_built_from_kept_rows_are_the_rows_built_afresh(env_id, config):
 @pytest.mark.parametrize("config", [{}, {"scaling": "adaptive"}, {"noise_scale": "absolute"}])
 def test_an_episode_after_others_observes_what_it_does_in_a_fresh_env(config):
     kwargs = dict(config=config, window_s=4 * 3600.0, num_job_slots=12, num_server_slots=4)
-    warm = gym.make("LyraGym/Cluster-v0", **kwargs)
+    warm = gym.make("LyraGym/Cluster-v1", **kwargs)
     for seed in (11, 12, 13):  # fill the builder's shared rates with other windows' jobs
         _episode(warm, seed, 150)
     assert warm.unwrapped.builder._shared_goodput, "the episodes shared nothing"
-    fresh = gym.make("LyraGym/Cluster-v0", **kwargs)
+    fresh = gym.make("LyraGym/Cluster-v1", **kwargs)
     assert _episode(warm, 14, 200, _remaining_loaned_is_view_goodputs) == _episode(fresh, 14, 200)
 
 

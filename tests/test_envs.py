@@ -60,7 +60,7 @@ def test_same_seed_same_rollout(env_id):
 
 
 def test_env_pickles_mid_episode_and_continues_identically():
-    env = gym.make("LyraGym/Cluster-v0", **SMALL).unwrapped
+    env = gym.make("LyraGym/Cluster-v1", **SMALL).unwrapped
     env.reset(seed=1)
     rng = np.random.default_rng(0)
     for _ in range(40):
@@ -102,7 +102,7 @@ def test_the_agent_is_asked_at_events_and_lyras_rounds_keep_its_guidance():
     step per event decision point of the same run through the engine."""
     from lyra_gym.run.simulate import build_engine
 
-    env = gym.make("LyraGym/Elastic-v0", **SMALL).unwrapped
+    env = gym.make("LyraGym/Elastic-v1", **SMALL).unwrapped
     steps = rollout(env, 7, lambda e, rng: e.expert_action())
     engine = build_engine(env.window.jobs(env.trace), registry.make("lyra"), env.sim_config, env.window.seed,
                           env.profiles)
@@ -116,7 +116,7 @@ def test_the_agent_is_asked_at_events_and_lyras_rounds_keep_its_guidance():
 
 
 def test_jct_reward_sums_to_minus_total_jct():
-    env = gym.make("LyraGym/Elastic-v0", **SMALL).unwrapped
+    env = gym.make("LyraGym/Elastic-v1", **SMALL).unwrapped
     steps = rollout(env, 4, masked_random_action)
     final = steps[-1][2]["final_metrics"]
     assert final["jobs_unfinished"] == 0
@@ -125,7 +125,7 @@ def test_jct_reward_sums_to_minus_total_jct():
 
 
 def test_test_windows_are_disjoint_from_train_windows_and_fixed():
-    env = gym.make("LyraGym/Elastic-v0").unwrapped
+    env = gym.make("LyraGym/Elastic-v1").unwrapped
     split = env.windows.split_s
     for seed in range(20):
         env.reset(seed=seed)
@@ -142,24 +142,24 @@ def test_test_windows_are_disjoint_from_train_windows_and_fixed():
 
 
 def test_named_rewards_and_their_combination():
-    env = gym.make("LyraGym/Elastic-v0", reward="queue+0.5*preemption", **SMALL).unwrapped
+    env = gym.make("LyraGym/Elastic-v1", reward="queue+0.5*preemption", **SMALL).unwrapped
     env.reset(seed=0)
     _, r, *_ = env.step(env.expert_action())
     assert r <= 0
     with pytest.raises(ValueError, match="reward: unknown term 'speed'"):
-        gym.make("LyraGym/Elastic-v0", reward="speed")
+        gym.make("LyraGym/Elastic-v1", reward="speed")
 
 
 def test_dict_observation_wrapper_carries_the_mask():
-    env = ActionMaskObservation(gym.make("LyraGym/Cluster-v0", **SMALL))
+    env = ActionMaskObservation(gym.make("LyraGym/Cluster-v1", **SMALL))
     obs, _ = env.reset(seed=0)
     assert env.observation_space.contains(obs)
     assert np.array_equal(obs["action_mask"].astype(bool), env.unwrapped.action_masks())
 
 
 def test_dict_observation_wrapper_on_alloc_masks_its_discrete_action():
-    """Alloc-v0's action is Discrete: the mask has one entry per choice and follows every sub-action."""
-    env = ActionMaskObservation(gym.make("LyraGym/Alloc-v0", window_s=2 * 3600.0))
+    """Alloc-v1's action is Discrete: the mask has one entry per choice and follows every sub-action."""
+    env = ActionMaskObservation(gym.make("LyraGym/Alloc-v1", window_s=2 * 3600.0))
     obs, _ = env.reset(seed=0)
     assert obs["action_mask"].shape == (env.action_space.n,)
     rng = np.random.default_rng(0)
@@ -182,7 +182,7 @@ def test_dict_observation_wrapper_refuses_other_action_spaces():
 
 
 def test_ansi_render_shows_the_cluster():
-    env = gym.make("LyraGym/Loaning-v0", render_mode="ansi", **SMALL)
+    env = gym.make("LyraGym/Loaning-v1", render_mode="ansi", **SMALL)
     env.reset(seed=0)
     text = env.render()
     assert "queued=" in text and "train:" in text and "infer:" in text
@@ -190,16 +190,16 @@ def test_ansi_render_shows_the_cluster():
 
 def test_bad_arguments_name_the_field():
     with pytest.raises(ValueError, match="window_s"):
-        gym.make("LyraGym/Elastic-v0", window_s=30 * 86400.0)
+        gym.make("LyraGym/Elastic-v1", window_s=30 * 86400.0)
     with pytest.raises(ValueError, match="render_mode"):  # "human" and "rgb_array" are supported now
-        gym.make("LyraGym/Elastic-v0", render_mode="depth_array")
+        gym.make("LyraGym/Elastic-v1", render_mode="depth_array")
 
 
 def test_holding_every_job_cannot_end_an_episode_for_free():
     # Hold (level 0) every queued job (enough slots for all of them): nothing ever runs, the
     # episode ends when the arrivals and the demand curve are exhausted, and the unfinished jobs
     # are charged one more window each.
-    env = gym.make("LyraGym/Elastic-v0", num_job_slots=256, **SMALL).unwrapped
+    env = gym.make("LyraGym/Elastic-v1", num_job_slots=256, **SMALL).unwrapped
     env.reset(seed=0)
     done, last = False, 0.0
     while not done:
@@ -226,7 +226,7 @@ def test_holding_every_job_cannot_end_an_episode_for_free():
     lambda n: None,
 ])
 def test_actions_must_be_integer_arrays_of_the_space_shape(make_action):
-    env = gym.make("LyraGym/Elastic-v0", **SMALL).unwrapped
+    env = gym.make("LyraGym/Elastic-v1", **SMALL).unwrapped
     env.reset(seed=0)
     with pytest.raises(ValueError, match=r"^action: must be an integer array of shape \(32,\)"):
         env.step(make_action(32))
@@ -236,14 +236,14 @@ def test_actions_must_be_integer_arrays_of_the_space_shape(make_action):
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, np.uint64, np.int64])
 def test_any_integer_dtype_and_lists_of_ints_are_actions(dtype):
-    env = gym.make("LyraGym/Elastic-v0", **SMALL).unwrapped
+    env = gym.make("LyraGym/Elastic-v1", **SMALL).unwrapped
     env.reset(seed=0)
     env.step(env.expert_action().astype(dtype))
     env.step(env.expert_action().tolist())
 
 
 def test_out_of_range_values_stay_counted_noops():
-    env = gym.make("LyraGym/Cluster-v0", **SMALL).unwrapped
+    env = gym.make("LyraGym/Cluster-v1", **SMALL).unwrapped
     env.reset(seed=0)
     action = env.expert_action()
     action[:3] = [-1, 5, 2**62]
@@ -255,7 +255,7 @@ def test_out_of_range_values_stay_counted_noops():
 
 
 def test_test_windows_are_checked_not_wrapped():
-    env = gym.make("LyraGym/Elastic-v0", **SMALL).unwrapped
+    env = gym.make("LyraGym/Elastic-v1", **SMALL).unwrapped
     n = env.windows.num_test
     _, info = env.reset(options={"split": "test", "window": n - 1})
     assert info["window"] == n - 1 and env.window.seed == 1_000_000 + n - 1
@@ -277,7 +277,7 @@ def test_test_windows_are_checked_not_wrapped():
     ("test", r"options: must be a dict"),
 ])
 def test_reset_options_are_checked(options, message):
-    env = gym.make("LyraGym/Elastic-v0", **SMALL).unwrapped
+    env = gym.make("LyraGym/Elastic-v1", **SMALL).unwrapped
     with pytest.raises(ValueError, match=message):
         env.reset(options=options)
 
@@ -312,7 +312,7 @@ def test_reset_options_are_checked(options, message):
 ])
 def test_constructor_arguments_are_checked(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        gym.make("LyraGym/Elastic-v0", **kwargs)
+        gym.make("LyraGym/Elastic-v1", **kwargs)
 
 
 # --- warm-started windows ---------------------------------------------------------------------
@@ -320,7 +320,7 @@ def test_warm_start_runs_the_heuristic_first_and_the_expert_still_reproduces_lyr
     from lyra_agents.evaluate import evaluate_scheduler
     from lyra_agents.policy_scheduler import PolicyScheduler
 
-    env = gym.make("LyraGym/Elastic-v0", window_s=6 * 3600.0, warmup_s=3 * 3600.0).unwrapped
+    env = gym.make("LyraGym/Elastic-v1", window_s=6 * 3600.0, warmup_s=3 * 3600.0).unwrapped
     obs, info = env.reset(options={"split": "test", "window": 1})
     window = env.window
     assert window.warmup_s == 3 * 3600.0 and env.engine.now >= window.start_s
@@ -367,9 +367,9 @@ class _HighestAgent:
             def act(self, obs, masks):
                 return _highest_valid(masks, self.codec.nvec)
 
-        return Highest(TrainConfig(env_id="LyraGym/Elastic-v0", window_s=6 * 3600.0, warmup_s=3 * 3600.0))
+        return Highest(TrainConfig(env_id="LyraGym/Elastic-v1", window_s=6 * 3600.0, warmup_s=3 * 3600.0))
 
 
 def test_warmup_must_be_a_non_negative_number():
     with pytest.raises(ValueError, match="warmup_s"):
-        gym.make("LyraGym/Cluster-v0", warmup_s=-1.0)
+        gym.make("LyraGym/Cluster-v1", warmup_s=-1.0)

@@ -86,7 +86,7 @@ def test_the_environments_compose_the_runner_and_alloc_is_not_a_guided_env():
         assert env.engine is env.episode.engine and env.window is env.episode.window
         assert env.done is env.episode.done and env.heuristic is env.episode.heuristic
         assert env.trace is env.source.trace and env.max_steps == env.source.max_steps
-        assert hasattr(env, "codec") == (env_id != "LyraGym/Alloc-v0")  # Alloc has no codec to discard
+        assert hasattr(env, "codec") == (env_id != "LyraGym/Alloc-v1")  # Alloc has no codec to discard
 
 
 @pytest.mark.parametrize("clone", [copy.deepcopy, lambda env: pickle.loads(pickle.dumps(env))])
@@ -98,7 +98,7 @@ def test_a_copy_mid_episode_keeps_its_runner_and_continues_identically(env_id, c
 
     def action(e):
         masks = e.action_masks()
-        if env_id == "LyraGym/Alloc-v0":
+        if env_id == "LyraGym/Alloc-v1":
             return np.int64(rng.choice(np.flatnonzero(masks)))
         parts = np.split(masks, np.cumsum(e.action_space.nvec)[:-1])
         return np.array([rng.choice(np.flatnonzero(p)) for p in parts])

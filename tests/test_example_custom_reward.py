@@ -23,7 +23,7 @@ def _load():
 
 
 def _return(reward, steps: int) -> float:
-    env = gym.make("LyraGym/Elastic-v0", window_s=3 * 3600.0, reward=reward)
+    env = gym.make("LyraGym/Elastic-v1", window_s=3 * 3600.0, reward=reward)
     env.reset(seed=0)
     total = 0.0
     for _ in range(steps):

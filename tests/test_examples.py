@@ -79,10 +79,10 @@ def test_alloc_policy_parameters_change_what_it_does(entry_points_dir, jobs, mon
 
 
 def test_alloc_policy_steps_the_env_itself(monkeypatch):
-    """The same object acts in ``LyraGym/Alloc-v0``: every action valid, the episode ends."""
+    """The same object acts in ``LyraGym/Alloc-v1``: every action valid, the episode ends."""
     monkeypatch.chdir(ROOT)
     policy = load_object("examples.alloc_policy:make")()
-    env = gym.make("LyraGym/Alloc-v0", trace="small-1d", window_s=3 * 3600.0, max_steps=100_000)
+    env = gym.make("LyraGym/Alloc-v1", trace="small-1d", window_s=3 * 3600.0, max_steps=100_000)
     obs, _ = env.reset(seed=0)
     steps, done = 0, False
     while not done:

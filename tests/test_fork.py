@@ -68,7 +68,7 @@ def test_a_fork_continues_identically_and_leaves_the_original_alone(env_id):
     assert play(original, 2, 30) == play(reference, 2, 30) == ahead
 
 
-@pytest.mark.parametrize("env_id", ["LyraGym/Cluster-v0", "LyraGym/Alloc-v0"])
+@pytest.mark.parametrize("env_id", ["LyraGym/Cluster-v1", "LyraGym/Alloc-v1"])
 def test_forks_of_a_fork_and_before_the_first_reset(env_id):
     env = gym.make(env_id, **KWARGS).unwrapped
     blank = env.fork()  # no episode yet: a fresh copy

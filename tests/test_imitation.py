@@ -1,4 +1,4 @@
-"""Agents on ``LyraGym/Alloc-v0``: behaviour cloning of the expert, the model run as a scheduler
+"""Agents on ``LyraGym/Alloc-v1``: behaviour cloning of the expert, the model run as a scheduler
 (also on warm-started windows), and the inference-only export."""
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ CHECKS = [
     ({"lr_schedule": "x"}, "lr_schedule: must be one of constant, linear, got 'x'"),
     ({"heuristic": "model:x"}, "heuristic: must be a registered heuristic name, got 'model:x'"),
     ({"env_id": "CartPole-v1"}, "env_id: must be a LyraGym/ id, got 'CartPole-v1'"),
-    ({"env_id": "LyraGym/Nope-v0"}, "env_id: 'LyraGym/Nope-v0' is not a registered id (known: LyraGym/Cluster-v0, "),
+    ({"env_id": "LyraGym/Nope-v0"}, "env_id: 'LyraGym/Nope-v0' is not a registered id (known: LyraGym/Cluster-v1, "),
     *[({key: 0}, f"{key}: must be >= 1, got 0") for key in (
         "total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "num_job_slots", "borrow_levels",
         "max_steps", "eval_windows", "final_windows", "deepsets_hidden", "worker_levels", "bc_epochs",

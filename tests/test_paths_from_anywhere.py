@@ -99,7 +99,7 @@ def test_the_shipped_alloc_config_and_agent_find_the_contended_cluster_from_any_
     from lyra_agents.config import resolve_config
     from lyra_agents.model_files import load_run_config
 
-    assert resolve_config("LyraGym/Alloc-v0", quick=True).sim_config == str(CONTENDED)
+    assert resolve_config("LyraGym/Alloc-v1", quick=True).sim_config == str(CONTENDED)
     agent = load_run_config(PRETRAINED / "config.yaml")
     assert agent.sim_config == str(CONTENDED)
     assert yaml.safe_load(agent.to_yaml())["sim_config"] == "traces/contended.yaml"  # written as shipped
@@ -163,9 +163,9 @@ def test_metrics_json_records_version_and_commit(tmp_path):
 def test_evaluation_rows_as_written_name_the_env_and_what_produced_them():
     from lyra_agents.evaluate import recorded
 
-    rows = recorded({"policy": [{"window": 0, "jct_mean_s": 5.0}], "lyra": [{"window": 0}]}, "LyraGym/Alloc-v0")
+    rows = recorded({"policy": [{"window": 0, "jct_mean_s": 5.0}], "lyra": [{"window": 0}]}, "LyraGym/Alloc-v1")
     assert list(rows) == ["policy", "lyra"]
-    assert rows["policy"] == [{"window": 0, "jct_mean_s": 5.0, "env_id": "LyraGym/Alloc-v0", **made_by()}]
+    assert rows["policy"] == [{"window": 0, "jct_mean_s": 5.0, "env_id": "LyraGym/Alloc-v1", **made_by()}]
 
 
 # ---------------------------------------------------------------------- the README's commands, from elsewhere
@@ -191,16 +191,16 @@ def test_lyra_gym_simulate_with_a_shipped_config_from_elsewhere(tmp_path):
 
 @pytest.mark.slow
 def test_train_quick_on_alloc_from_elsewhere(tmp_path):
-    proc = run_here(tmp_path, str(ROOT / "train.py"), "--quick", "--env", "LyraGym/Alloc-v0", "--set",
+    proc = run_here(tmp_path, str(ROOT / "train.py"), "--quick", "--env", "LyraGym/Alloc-v1", "--set",
                "total_timesteps=64", "n_envs=2", "n_steps=32", "batch_size=64", "n_epochs=1", "eval_freq=0",
                "eval_windows=1", "final_windows=1", "checkpoint_freq=0", "progress_bar=false", "window_s=7200")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = (tmp_path / "runs").iterdir()
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    assert config["sim_config"] == "traces/contended.yaml" and config["env_id"] == "LyraGym/Alloc-v0"
+    assert config["sim_config"] == "traces/contended.yaml" and config["env_id"] == "LyraGym/Alloc-v1"
     compare = json.loads((run_dir / "compare.json").read_text())
     assert set(compare) == {"policy", "lyra"}
-    assert all(r["env_id"] == "LyraGym/Alloc-v0" and r["lyra_gym_commit"] == made_by()["lyra_gym_commit"]
+    assert all(r["env_id"] == "LyraGym/Alloc-v1" and r["lyra_gym_commit"] == made_by()["lyra_gym_commit"]
                for rows in compare.values() for r in rows)
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -208,7 +208,7 @@ def test_train_quick_on_alloc_from_elsewhere(tmp_path):
     events.Reload()
     (text,) = [t for t in events.Tags()["tensors"] if t.startswith("config/provenance")]
     summary = events.Tensors(text)[0].tensor_proto.string_val[0].decode()
-    for value in (*made_by().values(), "LyraGym/Alloc-v0"):
+    for value in (*made_by().values(), "LyraGym/Alloc-v1"):
         assert f"|{value}|" in summary
 
 
@@ -218,7 +218,7 @@ def test_evaluate_the_shipped_agent_from_elsewhere(tmp_path):
                "--json", "rows.json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (row,) = json.loads((tmp_path / "rows.json").read_text())["policy"]
-    assert row["env_id"] == "LyraGym/Alloc-v0" and row["lyra_gym_version"] == made_by()["lyra_gym_version"]
+    assert row["env_id"] == "LyraGym/Alloc-v1" and row["lyra_gym_version"] == made_by()["lyra_gym_version"]
 
 
 @pytest.mark.slow

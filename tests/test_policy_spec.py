@@ -30,7 +30,7 @@ PHASE = K * (len(JOB_FEATURES) + len(ALLOC_JOB_FEATURES)) + len(CLUSTER_FEATURES
 NEUTRAL = (B, 0, K + 1, 1)  # borrow: the heuristic's; return: the heuristic's; job: auto; place: proposal
 
 class Neutral:
-    env_id = "LyraGym/Alloc-v0"
+    env_id = "LyraGym/Alloc-v1"
     env_kwargs = {{"num_job_slots": K}}
     calls = 0
 

@@ -110,7 +110,7 @@ def test_evaluate_bar_over_windows_times_policies(tmp_path, monkeypatch, capsys,
 
     env = SimpleNamespace(windows=_Windows(), trace=None, sim_config=None, profiles=None)
     env.unwrapped = env
-    model = SimpleNamespace(name="policy", config=SimpleNamespace(final_windows=2, env_id="LyraGym/Alloc-v0"))
+    model = SimpleNamespace(name="policy", config=SimpleNamespace(final_windows=2, env_id="LyraGym/Alloc-v1"))
     monkeypatch.setattr(lyra_agents.policy_scheduler, "load_policy_scheduler", lambda *a, **k: model)
     monkeypatch.setattr(lyra_agents.factory, "find_artifacts",
                         lambda base: SimpleNamespace(model=None, vecnormalize=None, config=None))

@@ -236,7 +236,7 @@ def test_an_env_reset_reuses_the_rates_of_the_episode_before():
     gym = pytest.importorskip("gymnasium")
     import lyra_gym  # noqa: F401  (registers the envs)
 
-    env = gym.make("LyraGym/Cluster-v0")
+    env = gym.make("LyraGym/Cluster-v1")
     env.reset(seed=1)
     first = env.unwrapped.engine.scaling
     env.reset(seed=2)

@@ -77,7 +77,7 @@ def test_the_default_stays_on_the_fast_path_without_collecting_jobs(monkeypatch)
         raise AssertionError("jobs collected for a reward that does not read them")
 
     monkeypatch.setattr("lyra_gym.envs.episode.jobs_in_system", boom)
-    env = gym.make("LyraGym/Elastic-v0", **SHORT).unwrapped
+    env = gym.make("LyraGym/Elastic-v1", **SHORT).unwrapped
     assert env.reward_weights == {"jct": 1.0}
     env.reset(seed=0)
     for _ in range(5):
@@ -93,7 +93,7 @@ def _time_in_system(env) -> list[tuple[JobSpec, float]]:
             for j in engine.jobs if j.spec.submit_time <= now]
 
 
-@pytest.mark.parametrize("env_id", ["LyraGym/Elastic-v0", "LyraGym/Alloc-v0"])
+@pytest.mark.parametrize("env_id", ["LyraGym/Elastic-v1", "LyraGym/Alloc-v1"])
 def test_returns_are_the_episode_totals_of_jct_and_slowdown(env_id):
     """With gamma = 1 the return so far is -(sum over jobs of time in the system / 3600) for jct,
     -(sum of time in the system / ideal run time) for slowdown (max(ideal, 10 s) bounded)."""
@@ -119,7 +119,7 @@ def test_returns_are_the_episode_totals_of_jct_and_slowdown(env_id):
 def test_jobs_left_unfinished_are_charged_one_more_window(spec_):
     """All jobs held: the episode terminates with every job queued; the return is each job's time
     in the system plus one window, in the term's units."""
-    env = gym.make("LyraGym/Elastic-v0", reward=spec_, **SHORT).unwrapped
+    env = gym.make("LyraGym/Elastic-v1", reward=spec_, **SHORT).unwrapped
     env.reset(seed=0)
     total, terminated = 0.0, False
     while not terminated:
@@ -146,7 +146,7 @@ def test_a_user_term_mixes_with_the_built_ins_by_weight(user_terms):
     user_terms.append("gpu_slowdown")
     assert reward_terms()[:6] == ("jct", "queue", "usage", "preemption", "slowdown", "bounded_slowdown")
     assert reward_terms()[-1] == "gpu_slowdown"
-    envs = [gym.make("LyraGym/Elastic-v0", reward=s, **SHORT).unwrapped
+    envs = [gym.make("LyraGym/Elastic-v1", reward=s, **SHORT).unwrapped
             for s in ("jct", "gpu_slowdown", "jct+0.25*gpu_slowdown", {"jct": 1, "gpu_slowdown": 0.25})]
     assert envs[2].reward_weights == envs[3].reward_weights == {"jct": 1.0, "gpu_slowdown": 0.25}
     for env in envs:
@@ -168,8 +168,8 @@ def test_a_callable_reward_sees_the_outcome_and_can_reproduce_jct_bit_for_bit():
         seen.append(o)
         return -o.in_system * o.elapsed_s / o.scale_s
 
-    ref = gym.make("LyraGym/Elastic-v0", reward_scale_s=600.0, **SHORT).unwrapped
-    env = gym.make("LyraGym/Elastic-v0", reward=my_jct, reward_scale_s=600.0, **SHORT).unwrapped
+    ref = gym.make("LyraGym/Elastic-v1", reward_scale_s=600.0, **SHORT).unwrapped
+    env = gym.make("LyraGym/Elastic-v1", reward=my_jct, reward_scale_s=600.0, **SHORT).unwrapped
     assert list(env.reward_weights) == ["<callable test_a_callable_reward_sees_the_outcome_and_can_reproduce_jct_"
                                         "bit_for_bit.<locals>.my_jct>"]
     for e in (ref, env):
@@ -187,11 +187,11 @@ def test_a_callable_reward_sees_the_outcome_and_can_reproduce_jct_bit_for_bit():
 def test_a_term_returning_no_finite_number_is_an_error_naming_it(user_terms):
     register_reward_term("broken", lambda o: math.nan, needs_jobs=False)
     user_terms.append("broken")
-    env = gym.make("LyraGym/Elastic-v0", reward="jct+broken", **SHORT).unwrapped
+    env = gym.make("LyraGym/Elastic-v1", reward="jct+broken", **SHORT).unwrapped
     env.reset(seed=0)
     with pytest.raises(ValueError, match="reward: term 'broken' returned a value that must be a finite number"):
         env.step(env.expert_action())
-    env = gym.make("LyraGym/Elastic-v0", reward=lambda o: "lots", **SHORT).unwrapped
+    env = gym.make("LyraGym/Elastic-v1", reward=lambda o: "lots", **SHORT).unwrapped
     env.reset(seed=0)
     with pytest.raises(ValueError, match="returned a value that must be a finite number, got 'lots'"):
         env.step(env.expert_action())
@@ -203,10 +203,10 @@ def test_an_unknown_term_names_it_and_lists_the_known_ones(user_terms):
     user_terms.append("mine")
     with pytest.raises(ValueError, match=r"reward: unknown term 'speed' \(known: jct, queue, usage, preemption, "
                                          r"slowdown, bounded_slowdown, mine\)"):
-        gym.make("LyraGym/Elastic-v0", reward="jct+speed")
+        gym.make("LyraGym/Elastic-v1", reward="jct+speed")
     with pytest.raises(ValueError, match="reward: must be a term name, a 'w\\*term\\+...' string, a mapping or a "
                                          "callable, got 3"):
-        gym.make("LyraGym/Elastic-v0", reward=3)
+        gym.make("LyraGym/Elastic-v1", reward=3)
 
 
 def test_registering_checks_the_name_and_protects_the_built_ins(user_terms):
@@ -234,9 +234,9 @@ def test_registering_checks_the_name_and_protects_the_built_ins(user_terms):
 def test_train_config_set_reward_reaches_the_env():
     from lyra_agents.config import resolve_config
 
-    cfg = resolve_config(env_id="LyraGym/Elastic-v0", overrides=["reward=jct+0.1*bounded_slowdown",
+    cfg = resolve_config(env_id="LyraGym/Elastic-v1", overrides=["reward=jct+0.1*bounded_slowdown",
                                                                   "window_s=1800"])
     env = gym.make(cfg.env_id, **cfg.env_kwargs()).unwrapped
     assert env.reward_weights == {"jct": 1.0, "bounded_slowdown": 0.1}
-    cfg = resolve_config(env_id="LyraGym/Elastic-v0", overrides=["reward={slowdown: 2}", "window_s=1800"])
+    cfg = resolve_config(env_id="LyraGym/Elastic-v1", overrides=["reward={slowdown: 2}", "window_s=1800"])
     assert gym.make(cfg.env_id, **cfg.env_kwargs()).unwrapped.reward_weights == {"slowdown": 2.0}

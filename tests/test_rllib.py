@@ -57,7 +57,7 @@ def trained_run(tmp_path_factory, local_ray):
 
     runs = tmp_path_factory.mktemp("rllib_runs")
     args = argparse.Namespace(
-        env="LyraGym/Cluster-v0", config=None, quick=False, seed=3, resume=None, no_compare=True,
+        env="LyraGym/Cluster-v1", config=None, quick=False, seed=3, resume=None, no_compare=True,
         overrides=[f"runs_dir={runs}", "window_s=10800", "num_job_slots=8", "num_server_slots=4",
                    "net_arch=[32,32]", "n_epochs=1", "num_env_runners=2", "iterations=1",
                    "train_batch_size=256", "minibatch_size=128", "device=cpu"],

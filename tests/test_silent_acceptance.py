@@ -168,7 +168,7 @@ def test_rgb_array_frames_are_deterministic_and_show_the_cluster():
 
     frames = []
     for _ in range(2):
-        env = gym.make("LyraGym/Cluster-v0", render_mode="rgb_array").unwrapped
+        env = gym.make("LyraGym/Cluster-v1", render_mode="rgb_array").unwrapped
         blank = env.render()
         env.reset(seed=3)
         for _ in range(5):
@@ -181,7 +181,7 @@ def test_rgb_array_frames_are_deterministic_and_show_the_cluster():
 def test_human_mode_prints_the_text_frame(capsys):
     import gymnasium as gym
 
-    env = gym.make("LyraGym/Elastic-v0", render_mode="human").unwrapped
+    env = gym.make("LyraGym/Elastic-v1", render_mode="human").unwrapped
     env.reset(seed=0)
     env.step(env.expert_action())
     assert capsys.readouterr().out.count("train: ") == 2

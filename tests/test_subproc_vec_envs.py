@@ -27,7 +27,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("env_id", ["LyraGym/Elastic-v0", pytest.param("LyraGym/Alloc-v0", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("env_id", ["LyraGym/Elastic-v1", pytest.param("LyraGym/Alloc-v1", marks=pytest.mark.slow)])
 def test_make_vec_env_with_worker_processes(tmp_path, env_id):
     pytest.importorskip("stable_baselines3")
     script = tmp_path / "user_script.py"
@@ -50,7 +50,7 @@ def test_maskable_ppo_learns_on_worker_processes(tmp_path):
         import lyra_gym  # noqa: F401
 
         if __name__ == "__main__":
-            venv = make_vec_env("LyraGym/Loaning-v0", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv)
+            venv = make_vec_env("LyraGym/Loaning-v1", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv)
             model = MaskablePPO("MlpPolicy", venv, n_steps=16, batch_size=16, n_epochs=1, seed=0, device="cpu")
             model.learn(32)
             venv.close()
@@ -62,7 +62,7 @@ def test_maskable_ppo_learns_on_worker_processes(tmp_path):
 
 
 def test_module_qualified_id_needs_no_import(tmp_path):
-    code = "import gymnasium as gym; env = gym.make('lyra_gym:LyraGym/Cluster-v0'); print(env.reset(seed=0)[0].shape)"
+    code = "import gymnasium as gym; env = gym.make('lyra_gym:LyraGym/Cluster-v1'); print(env.reset(seed=0)[0].shape)"
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().startswith("(")

@@ -52,8 +52,8 @@ def test_time_limit_truncation_gives_final_metrics(env_id):
 
 
 def test_the_env_own_truncation_and_a_time_limit_give_the_same_metrics():
-    own = gym.make("LyraGym/Elastic-v0", max_steps=5, **SHORT)
-    limited = gym.make("LyraGym/Elastic-v0", max_episode_steps=5, **SHORT)
+    own = gym.make("LyraGym/Elastic-v1", max_steps=5, **SHORT)
+    limited = gym.make("LyraGym/Elastic-v1", max_episode_steps=5, **SHORT)
     (n1, out1), (n2, out2) = run(own, 10), run(limited, 10)
     assert n1 == n2 == 5 and out1[3] and out2[3]
     assert without_wall_clock(out1[4]["final_metrics"]) == without_wall_clock(out2[4]["final_metrics"])
@@ -62,7 +62,7 @@ def test_the_env_own_truncation_and_a_time_limit_give_the_same_metrics():
 
 
 def test_steps_before_the_limit_have_no_final_metrics_and_the_spec_round_trips():
-    env = gym.make("LyraGym/Cluster-v0", max_episode_steps=3, **SHORT)
+    env = gym.make("LyraGym/Cluster-v1", max_episode_steps=3, **SHORT)
     env.reset(seed=1)
     for _ in range(2):
         assert "final_metrics" not in env.step(expert(env))[4]
@@ -73,26 +73,26 @@ def test_steps_before_the_limit_have_no_final_metrics_and_the_spec_round_trips()
 
 
 def test_without_a_time_limit_the_stack_is_unchanged():
-    env = gym.make("LyraGym/Elastic-v0", **SHORT)
+    env = gym.make("LyraGym/Elastic-v1", **SHORT)
     stack = []
     while isinstance(env, gym.Wrapper):
         stack.append(type(env).__name__)
         env = env.env
     assert stack == ["OrderEnforcing", "PassiveEnvChecker"]
-    assert gym.spec("LyraGym/Elastic-v0").additional_wrappers == lyra_gym.ENV_ADDITIONAL_WRAPPERS
+    assert gym.spec("LyraGym/Elastic-v1").additional_wrappers == lyra_gym.ENV_ADDITIONAL_WRAPPERS
     import lyra_gym.envs as envs
 
     assert envs._ADDITIONAL_WRAPPERS == lyra_gym.ENV_ADDITIONAL_WRAPPERS
 
 
 def test_a_hand_made_time_limit_with_the_wrapper():
-    env = FinalMetricsOnTruncation(TimeLimit(gym.make("LyraGym/Alloc-v0", **SHORT).unwrapped, 4))
+    env = FinalMetricsOnTruncation(TimeLimit(gym.make("LyraGym/Alloc-v1", **SHORT).unwrapped, 4))
     steps, (_, _, _, truncated, info) = run(env, 10)
     assert steps == 4 and truncated and info["final_metrics"]["jobs_total"] == info["jobs_total"]
 
 
 def test_termination_keeps_the_env_own_final_metrics():
-    env = gym.make("LyraGym/Elastic-v0", max_episode_steps=100_000, window_s=1800.0)
+    env = gym.make("LyraGym/Elastic-v1", max_episode_steps=100_000, window_s=1800.0)
     env.reset(seed=0)
     while True:
         _, _, terminated, truncated, info = env.step(np.zeros(env.action_space.shape, dtype=np.int64))
@@ -103,8 +103,8 @@ def test_termination_keeps_the_env_own_final_metrics():
 
 
 def test_final_metrics_on_demand_leave_the_episode_as_it_was():
-    a = gym.make("LyraGym/Alloc-v0", **SHORT).unwrapped
-    b = gym.make("LyraGym/Alloc-v0", **SHORT).unwrapped
+    a = gym.make("LyraGym/Alloc-v1", **SHORT).unwrapped
+    b = gym.make("LyraGym/Alloc-v1", **SHORT).unwrapped
     with pytest.raises(RuntimeError, match=r"final_metrics\(\): call reset\(\) first"):
         a.final_metrics()
     for env in (a, b):

@@ -1,5 +1,5 @@
 """The shipped agent's inference (``agents/pretrained/alloc-contended``: MaskablePPO, DeepSets over
-K = 64 job slots, ``LyraGym/Alloc-v0`` on ``traces/contended.yaml``), loaded with the project's safe
+K = 64 job slots, ``LyraGym/Alloc-v1`` on ``traces/contended.yaml``), loaded with the project's safe
 loader (``lyra_agents.policy_scheduler.load_policy_scheduler``: nothing unpickled).
 
 * ``AgentSubAction.time_sub_action``: one sub-action's inference: the saved observation statistics

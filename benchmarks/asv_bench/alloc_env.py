@@ -1,4 +1,4 @@
-"""``LyraGym/Alloc-v0`` (full control): sub-actions/s and decision points/s over whole train
+"""``LyraGym/Alloc-v1`` (full control): sub-actions/s and decision points/s over whole train
 episodes (12 h windows of env-14d, reset seed 0, K = 32 and 64 job slots), under the expert (the heuristic's own
 sub-actions: it runs ``lyra``'s decision and reproduces it) and under random masked sub-actions.
 
@@ -17,7 +17,7 @@ import numpy as np
 
 import lyra_gym  # noqa: F401  (registers the ids)
 
-ALLOC_ENV_ID = "LyraGym/Alloc-v0"
+ALLOC_ENV_ID = "LyraGym/Alloc-v1"
 POLICIES = ["expert", "random"]
 
 

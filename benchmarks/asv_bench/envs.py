@@ -1,4 +1,4 @@
-"""The guided environments (``LyraGym/Cluster-v0``, ``Loaning-v0``, ``Elastic-v0``) under random
+"""The guided environments (``LyraGym/Cluster-v1``, ``Loaning-v1``, ``Elastic-v1``) under random
 masked actions, K = 32 job slots, the default trace (env-14d, 12 h train windows).
 
 * ``time_steps``: ``steps`` consecutive ``env.step`` calls with the masked action sampling
@@ -19,7 +19,7 @@ import lyra_gym  # noqa: F401  (registers the ids)
 
 from ._common import masked_action
 
-ENV_IDS = ["LyraGym/Cluster-v0", "LyraGym/Loaning-v0", "LyraGym/Elastic-v0"]
+ENV_IDS = ["LyraGym/Cluster-v1", "LyraGym/Loaning-v1", "LyraGym/Elastic-v1"]
 
 
 class GuidedEnvStep:

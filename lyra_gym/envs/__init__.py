@@ -11,14 +11,14 @@ from lyra_gym.envs.truncation import FinalMetricsOnTruncation
 from lyra_gym.envs.wrappers import ActionMaskObservation
 
 #: The guided environments (MultiDiscrete: the agent's levels modulate a heuristic).
-ENV_IDS = ("LyraGym/Cluster-v0", "LyraGym/Loaning-v0", "LyraGym/Elastic-v0")
+ENV_IDS = ("LyraGym/Cluster-v1", "LyraGym/Loaning-v1", "LyraGym/Elastic-v1")
 #: The full-control environment (Discrete sub-actions build each decision).
-ALLOC_ENV_ID = "LyraGym/Alloc-v0"
+ALLOC_ENV_ID = "LyraGym/Alloc-v1"
 ALL_ENV_IDS = (*ENV_IDS, ALLOC_ENV_ID)
 _ENTRY_POINTS = {
-    "LyraGym/Cluster-v0": "lyra_gym.envs.cluster_env:ClusterEnv",
-    "LyraGym/Loaning-v0": "lyra_gym.envs.cluster_env:LoaningEnv",
-    "LyraGym/Elastic-v0": "lyra_gym.envs.cluster_env:ElasticEnv",
+    "LyraGym/Cluster-v1": "lyra_gym.envs.cluster_env:ClusterEnv",
+    "LyraGym/Loaning-v1": "lyra_gym.envs.cluster_env:LoaningEnv",
+    "LyraGym/Elastic-v1": "lyra_gym.envs.cluster_env:ElasticEnv",
     ALLOC_ENV_ID: "lyra_gym.envs.alloc_env:AllocEnv",
 }
 #: ``info["final_metrics"]`` on a ``TimeLimit`` truncation: applied after ``TimeLimit`` when
@@ -28,10 +28,11 @@ _ADDITIONAL_WRAPPERS = (WrapperSpec("FinalMetricsOnTruncation", "lyra_gym.envs.t
 
 
 def register_envs() -> None:
-    """Register the four ids (idempotent)."""
+    """Register the four ids and their deprecated ``-v0`` names (idempotent; ``lyra_gym.DEPRECATED_ENV_IDS``)."""
     for env_id in ALL_ENV_IDS:
-        if env_id not in registry:
-            register(id=env_id, entry_point=_ENTRY_POINTS[env_id], additional_wrappers=_ADDITIONAL_WRAPPERS)
+        for name in (env_id, env_id.replace("-v1", "-v0")):
+            if name not in registry:
+                register(id=name, entry_point=_ENTRY_POINTS[env_id], additional_wrappers=_ADDITIONAL_WRAPPERS)
 
 
 register_envs()

@@ -1,6 +1,6 @@
 """Full control of one decision point: a short sequence of masked sub-actions that builds a Plan.
 
-:class:`AllocDecision` is one decision point of ``LyraGym/Alloc-v0``
+:class:`AllocDecision` is one decision point of ``LyraGym/Alloc-v1``
 (``lyra_gym/envs/alloc_env.py``) and of a trained Alloc agent run as a
 scheduler. It goes through these phases, one small class each
 (:mod:`lyra_gym.envs.alloc_phases`), each one sub-action of one ``Discrete(n)``

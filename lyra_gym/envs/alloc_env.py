@@ -1,4 +1,4 @@
-"""``LyraGym/Alloc-v0``: full control, the agent builds each decision from masked sub-actions."""
+"""``LyraGym/Alloc-v1``: full control, the agent builds each decision from masked sub-actions."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max
 
 
 class AllocEnv(EpisodeEnv):
-    """``LyraGym/Alloc-v0``: the agent decides loaning and every job's pool and size itself.
+    """``LyraGym/Alloc-v1``: the agent decides loaning and every job's pool and size itself.
 
     ## Description
-    As ``Cluster-v0``, but no heuristic turns the action into the decision:
+    As ``Cluster-v1``, but no heuristic turns the action into the decision:
     each decision point is a short sequence of sub-actions (``lyra_gym/envs/alloc.py``
     has the phases): borrow a share of the loanable servers, pick the servers to
     return on a reclaim, then pick jobs one at a time and give each a pool

@@ -1,4 +1,4 @@
-"""The sub-action space of ``LyraGym/Alloc-v0``: its phases, the meaning of each value, the worker
+"""The sub-action space of ``LyraGym/Alloc-v1``: its phases, the meaning of each value, the worker
 options of a job and the features the Alloc observation appends (see :mod:`lyra_gym.envs.alloc`)."""
 
 from __future__ import annotations

@@ -183,7 +183,7 @@ class LyraClusterEnv(EpisodeEnv):
 
 
 class ClusterEnv(LyraClusterEnv):
-    """``LyraGym/Cluster-v0``: the agent guides job allocation and loaning.
+    """``LyraGym/Cluster-v1``: the agent guides job allocation and loaning.
 
     ## Description
     Training and inference clusters co-simulated (Lyra, EuroSys 2023). At each
@@ -208,10 +208,10 @@ class ClusterEnv(LyraClusterEnv):
 
 
 class LoaningEnv(LyraClusterEnv):
-    """``LyraGym/Loaning-v0``: the agent decides borrowing and returning; Lyra allocates jobs.
+    """``LyraGym/Loaning-v1``: the agent decides borrowing and returning; Lyra allocates jobs.
 
     ## Description
-    As ``Cluster-v0`` without the job slots' actions: admission and elastic
+    As ``Cluster-v1`` without the job slots' actions: admission and elastic
     scaling are Lyra's own.
 
     ## Action Space
@@ -227,10 +227,10 @@ class LoaningEnv(LyraClusterEnv):
 
 
 class ElasticEnv(LyraClusterEnv):
-    """``LyraGym/Elastic-v0``: the agent guides job allocation; Lyra borrows and reclaims.
+    """``LyraGym/Elastic-v1``: the agent guides job allocation; Lyra borrows and reclaims.
 
     ## Description
-    As ``Cluster-v0`` without the loaning actions: borrowing (all loanable
+    As ``Cluster-v1`` without the loaning actions: borrowing (all loanable
     servers) and reclaiming (by preemption cost) are Lyra's own.
 
     ## Action Space

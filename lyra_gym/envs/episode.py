@@ -6,7 +6,7 @@ reward and the truncation); :meth:`EpisodeSource.start` builds an :class:`Episod
 An :class:`Episode` owns the engine of one window: it warms up with the heuristic, runs a plan
 to the next decision point and pays the span (the reward), counts steps, says when the episode
 terminates or is truncated, and gives the final metrics and the info items every environment
-shares. The guided environments (``cluster_env.py``) and ``Alloc-v0`` (``alloc_env.py``) differ
+shares. The guided environments (``cluster_env.py``) and ``Alloc-v1`` (``alloc_env.py``) differ
 only in how an action becomes the plans an episode runs.
 """
 

@@ -1,4 +1,4 @@
-"""What the guided environments and ``Alloc-v0`` share: the arguments, reset, the end of a step,
+"""What the guided environments and ``Alloc-v1`` share: the arguments, reset, the end of a step,
 info and rendering, over an :class:`~lyra_gym.envs.episode.Episode` each reset builds.
 
 A subclass sets its spaces (:meth:`EpisodeEnv._init_spaces`), observes (``_observe``: sets

@@ -41,7 +41,7 @@ JOB_DOCS: dict[str, tuple[str, str]] = {
     "remaining_now": ("time to finish at its current rate (queued: remaining_est)", LOG_TIME),
     "remaining_loaned": ("time to finish at its requested size on the loaned GPU type (1 if that rate is 0; 0 "
                          "with no inference servers)", LOG_TIME),
-    # Alloc-v0's own (lyra_gym/envs/alloc_layout.py)
+    # Alloc-v1's own (lyra_gym/envs/alloc_layout.py)
     "picked": ("decided at this decision point", FLAG),
     "selected": ("the job being placed now", FLAG),
     "must_decide": ("it holds GPUs on a server being returned", FLAG),
@@ -73,7 +73,7 @@ CLUSTER_DOCS: dict[str, tuple[str, str]] = {
     "queue_head_wait": ("time the longest-waiting queued job has waited", LOG_TIME),
     "queue_tail_gpus": ("GPUs requested by the queued jobs outside the K slots", "GPUs / training GPUs"),
     "running_unseen": ("running jobs outside the K slots", "log1p(jobs) / 6"),
-    # Alloc-v0's own (lyra_gym/envs/alloc_layout.py)
+    # Alloc-v1's own (lyra_gym/envs/alloc_layout.py)
     "phase_borrow": ("the decision is in its borrow phase", FLAG),
     "phase_return": ("... in its return phase", FLAG),
     "phase_job": ("... choosing the next job", FLAG),
@@ -93,9 +93,9 @@ SERVER_DOCS: dict[str, tuple[str, str]] = {
 
 #: (title, env ids, job features, cluster features) of each observation layout
 LAYOUTS = (
-    ("Guided environments", "LyraGym/Cluster-v0, LyraGym/Loaning-v0, LyraGym/Elastic-v0", JOB_FEATURES,
+    ("Guided environments", "LyraGym/Cluster-v1, LyraGym/Loaning-v1, LyraGym/Elastic-v1", JOB_FEATURES,
      CLUSTER_FEATURES),
-    ("Full control", "LyraGym/Alloc-v0", JOB_FEATURES + ALLOC_JOB_FEATURES, CLUSTER_FEATURES + ALLOC_CLUSTER_FEATURES),
+    ("Full control", "LyraGym/Alloc-v1", JOB_FEATURES + ALLOC_JOB_FEATURES, CLUSTER_FEATURES + ALLOC_CLUSTER_FEATURES),
 )
 
 
@@ -139,7 +139,7 @@ def markdown() -> str:
         "`cluster.<feature>`, `server[j].<feature>`). \"log-time\" is `log1p(seconds / 60) / 10` "
         "(one minute 0.07, one hour 0.41, ten days 0.96). Job slots hold queued jobs in the heuristic's "
         "admission order (shortest estimated remaining time first), then running elastic jobs, then "
-        "running inelastic ones (Alloc-v0: jobs holding GPUs on servers being returned first); loaned-server "
+        "running inelastic ones (Alloc-v1: jobs holding GPUs on servers being returned first); loaned-server "
         "slots the first M loaned servers by id; empty slots are all 0.",
         "",
     ]

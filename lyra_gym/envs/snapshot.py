@@ -10,8 +10,8 @@ either one never affects the other.
 What no episode changes is shared, not copied: the environment's
 :class:`~lyra_gym.envs.episode.EpisodeSource` (the trace and its windows, the cluster config, the
 profiles, the reward) and the profiles' memos of pure functions, which makes a fork several times
-cheaper than ``copy.deepcopy(env)`` (measured after 30 expert steps of the default ``Elastic-v0``
-and ``Alloc-v0``: about 9 ms of CPU instead of 63-69 ms).
+cheaper than ``copy.deepcopy(env)`` (measured after 30 expert steps of the default ``Elastic-v1``
+and ``Alloc-v1``: about 9 ms of CPU instead of 63-69 ms).
 Wrappers are not part of the fork: wrap it again if needed (``copy.deepcopy`` of a wrapped stack
 copies the wrappers, and the source with them).
 """

@@ -17,7 +17,7 @@ class MaskedEnv(Protocol):
 
 class ActionMaskObservation(gym.ObservationWrapper):
     """``{"observations": obs, "action_mask": env.action_masks()}`` (mask as float32 0/1): one entry
-    per choice of a ``MultiDiscrete`` action (the guided envs) or of a ``Discrete`` one (Alloc-v0)."""
+    per choice of a ``MultiDiscrete`` action (the guided envs) or of a ``Discrete`` one (Alloc-v1)."""
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
