@@ -99,6 +99,7 @@ class TrainConfig:
     max_steps: int = 5000                 # decision points before truncation (Alloc: sub-actions)
     worker_levels: int = 10               # L, worker-count options per job (LyraGym/Alloc-v1 only)
     warmup_s: float = 0.0                 # warm start: s of jobs before each window run by the heuristic first
+    observation_extras: bool = False      # append lyra_gym.envs.learner_extras (duration history, queue mix)
     # --- vector envs and normalisation
     n_envs: int = 8
     vec_env: str = "auto"                 # auto (subproc when it pays) | dummy | subproc

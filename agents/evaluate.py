@@ -37,6 +37,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from lyra_gym.envs.learner_extras import LearnerExtrasObservation
 from lyra_gym.run.simulate import simulate
 from lyra_gym.sim.scheduler import Scheduler
 
@@ -50,12 +51,14 @@ def held_out_windows(env: Any, count: int) -> list[int]:
 
 def rollout(env: Any, choose: Callable[[Any, np.ndarray], np.ndarray], window: int) -> Row:
     """Play test window ``window`` to its end with ``choose(env, obs) -> action``; its final metrics."""
+    # the learner-extras wrapper is stepped (it extends the observation); any other wrapper is not
+    stepper = env if isinstance(env, LearnerExtrasObservation) else env.unwrapped
     env = env.unwrapped
-    obs, _ = env.reset(options={"split": "test", "window": window})
+    obs, _ = stepper.reset(options={"split": "test", "window": window})
     info: dict[str, Any] = {}
     done = env.done
     while not done:
-        obs, _, terminated, truncated, info = env.step(choose(env, obs))
+        obs, _, terminated, truncated, info = stepper.step(choose(env, obs))
         done = terminated or truncated
     if "final_metrics" not in info:  # a window with no decision point at all
         from lyra_gym.run.metrics import summarize

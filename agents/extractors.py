@@ -70,21 +70,23 @@ class JobSetExtractor(BaseFeaturesExtractor):
 
     def __init__(self, observation_space: gym.spaces.Box, num_job_slots: int, num_server_slots: int,
                  hidden: int = 64, slot_dim: int = 0, job_width: int = len(JOB_FEATURES),
-                 cluster_width: int = len(CLUSTER_FEATURES)) -> None:
+                 cluster_width: int = len(CLUSTER_FEATURES), slot_extras: int = 0, cluster_extras: int = 0) -> None:
         layout = observation_layout(num_job_slots, num_server_slots, job_width, cluster_width)
         start, m, ns = layout["servers"]
-        size = start + m * ns
+        self.base_size = start + m * ns
+        size = self.base_size + num_job_slots * slot_extras + cluster_extras
         if observation_space.shape != (size,):
             raise ValueError(
                 f"JobSetExtractor: observation shape {observation_space.shape} does not match K={num_job_slots} "
                 f"job slots x {job_width} + {cluster_width} cluster + M={num_server_slots} server "
-                f"slots x {ns} = {size}")
+                f"slots x {ns} + learner extras ({slot_extras} per slot, {cluster_extras}) = {size}")
         k, nj, nc = num_job_slots, job_width, cluster_width
-        features = 2 * hidden + nc + (2 * hidden if m else 0) + slot_dim * (k + m)
+        self.slot_extras, self.cluster_extras = slot_extras, cluster_extras
+        features = 2 * hidden + nc + cluster_extras + (2 * hidden if m else 0) + slot_dim * (k + m)
         super().__init__(observation_space, features_dim=features)
         self.k, self.m, self.nj, self.ns, self.nc = k, m, nj, ns, nc
         self.slot_dim = slot_dim
-        self.phi_job = _mlp(nj, hidden)
+        self.phi_job = _mlp(nj + slot_extras, hidden)
         self.phi_server = _mlp(ns, hidden) if m else None
         self.job_code = nn.Linear(hidden, slot_dim) if slot_dim else None
         self.server_code = nn.Linear(hidden, slot_dim) if slot_dim and m else None
@@ -92,13 +94,20 @@ class JobSetExtractor(BaseFeaturesExtractor):
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
         batch = observations.shape[0]
         kj = self.k * self.nj
-        jobs = self.phi_job(observations[:, :kj].reshape(batch, self.k, self.nj))
+        rows = observations[:, :kj].reshape(batch, self.k, self.nj)
+        tail = observations[:, self.base_size:]  # learner extras (lyra_gym.envs.learner_extras), if any
+        if self.slot_extras:  # each slot's extras join its row
+            per_slot = tail[:, :self.k * self.slot_extras].reshape(batch, self.k, self.slot_extras)
+            rows = torch.cat([rows, per_slot], dim=2)
+        jobs = self.phi_job(rows)
         parts = [jobs.mean(dim=1), jobs.amax(dim=1), observations[:, kj:kj + self.nc]]
+        if self.cluster_extras:
+            parts.append(tail[:, self.k * self.slot_extras:])
         codes = []
         if self.job_code is not None:
             codes.append(self.job_code(jobs).reshape(batch, -1))
         if self.phi_server is not None:
-            servers = self.phi_server(observations[:, kj + self.nc:].reshape(batch, self.m, self.ns))
+            servers = self.phi_server(observations[:, kj + self.nc:self.base_size].reshape(batch, self.m, self.ns))
             parts += [servers.mean(dim=1), servers.amax(dim=1)]
             if self.server_code is not None:
                 codes.append(self.server_code(servers).reshape(batch, -1))

@@ -66,6 +66,10 @@ def policy_kwargs(cfg: TrainConfig) -> dict[str, Any]:
             "hidden": cfg.deepsets_hidden, "slot_dim": cfg.deepsets_slot_dim,
             "job_width": (widths := observation_widths(cfg))[0], "cluster_width": widths[1],
         }
+        if cfg.observation_extras:
+            from lyra_gym.envs.learner_extras import CLUSTER_EXTRAS, SLOT_FEATURES
+            kwargs["features_extractor_kwargs"].update(slot_extras=len(SLOT_FEATURES),
+                                                       cluster_extras=len(CLUSTER_EXTRAS))
     return kwargs
 
 

@@ -48,6 +48,7 @@ from lyra_gym.sim import scheduler as registry
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.envs.actions import ActionCodec
 from lyra_gym.envs.alloc import AllocLayout, AllocObserver, SkippedTick, open_decision
+from lyra_gym.envs.learner_extras import LearnerExtras, extras_size
 from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
 from lyra_gym.envs.windows import Window
 from lyra_gym.sim.plan import Plan
@@ -197,6 +198,7 @@ class GuidedAgentScheduler(AgentScheduler):
         self.codec = ActionCodec(config.num_job_slots, config.num_server_slots, config.borrow_levels,
                                  *env_controls(config.env_id))
         self.builder = ObservationBuilder(config.num_job_slots, config.num_server_slots)
+        self.extras = LearnerExtras(config.num_job_slots) if config.observation_extras else None
         self.heuristic = registry.make(config.heuristic)
         self.invalid_actions = 0
         self._last: Guidance | None = None
@@ -211,13 +213,18 @@ class GuidedAgentScheduler(AgentScheduler):
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
         self.builder = ObservationBuilder(self.config.num_job_slots, self.config.num_server_slots)
+        if self.extras is not None:
+            self.extras.reset()
         self._last = None
 
     def observe(self, view: ClusterView) -> tuple[np.ndarray, np.ndarray, list[JobView], list[int]]:
         """(observation, masks, job slots, server slots) exactly as the env builds them."""
         slots = job_slots(view, self.config.num_job_slots)
         server_ids = server_slots(view, self.config.num_server_slots)
-        return self.builder.build(view, slots, server_ids), self.codec.masks(slots, server_ids), slots, server_ids
+        obs = self.builder.build(view, slots, server_ids)
+        if self.extras is not None:  # learner extras (issue 26 item 4), as LearnerExtrasObservation
+            obs = self.extras.extend(obs, view, slots)
+        return obs, self.codec.masks(slots, server_ids), slots, server_ids
 
     def act(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """The agent's action for one raw observation."""
@@ -259,9 +266,10 @@ class PolicyScheduler(_Predicting, GuidedAgentScheduler):
         self.model = model
         self.normalizer = normalizer
         self._check_action_space(model.action_space, "model")
-        if model.observation_space.shape != (self.builder.size,):
+        size = self.builder.size + (self.extras.size if self.extras is not None else 0)
+        if model.observation_space.shape != (size,):
             raise ValueError(f"model observation shape {model.observation_space.shape} does not match "
-                             f"K={config.num_job_slots}, M={config.num_server_slots} ({self.builder.size})")
+                             f"K={config.num_job_slots}, M={config.num_server_slots} ({size})")
         self.use_masks = supports_action_masks(model)
 
     def act(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -287,8 +295,10 @@ class AllocPolicyScheduler(_Predicting, AgentScheduler):
         self.layout = AllocLayout(config.num_job_slots, config.num_server_slots, config.borrow_levels,
                                   config.worker_levels)
         self.observer = AllocObserver(config.num_job_slots, config.num_server_slots)
+        self.extras = LearnerExtras(config.num_job_slots) if config.observation_extras else None
+        size = self.observer.size + (extras_size(config.num_job_slots) if config.observation_extras else 0)
         n = getattr(model.action_space, "n", None)
-        if n != self.layout.n or model.observation_space.shape != (self.observer.size,):
+        if n != self.layout.n or model.observation_space.shape != (size,):
             raise ValueError(f"model spaces {model.observation_space.shape} / {model.action_space} do not match "
                              f"{config.env_id} with K={config.num_job_slots}, M={config.num_server_slots}, "
                              f"B={config.borrow_levels}, L={config.worker_levels}")
@@ -300,6 +310,8 @@ class AllocPolicyScheduler(_Predicting, AgentScheduler):
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
         self._last_borrow = None
+        if self.extras is not None:
+            self.extras.reset()
 
     def decide(self, view: ClusterView) -> Plan:
         if self.warming_up(view):
@@ -310,6 +322,8 @@ class AllocPolicyScheduler(_Predicting, AgentScheduler):
         with inference_threads(validate_args=self.config.torch_validate_args):
             while True:
                 obs, masks = self.observer.observe(view, decision), decision.masks()
+                if self.extras is not None:  # learner extras (issue 26 item 4), as LearnerExtrasObservation
+                    obs = self.extras.extend(obs, view, decision.slots)
                 if self.normalizer is not None:
                     obs = self.normalizer.normalize_obs(obs)
                 value = int(np.asarray(self._action(obs, masks)).reshape(-1)[0])

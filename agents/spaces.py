@@ -41,7 +41,11 @@ def model_spaces(cfg: TrainConfig) -> tuple[gym.spaces.Box, gym.spaces.Space]:
 
     layout = observation_layout(cfg.num_job_slots, cfg.num_server_slots, *observation_widths(cfg))
     start, slots, width = layout["servers"]
-    obs_space = gym.spaces.Box(-1.0, 1.0, (start + slots * width,), dtype=np.float32)
+    size = start + slots * width
+    if cfg.observation_extras:
+        from lyra_gym.envs.learner_extras import extras_size
+        size += extras_size(cfg.num_job_slots)
+    obs_space = gym.spaces.Box(-1.0, 1.0, (size,), dtype=np.float32)
     if cfg.env_id == ALLOC_ENV_ID:
         alloc = AllocLayout(cfg.num_job_slots, cfg.num_server_slots, cfg.borrow_levels, cfg.worker_levels)
         return obs_space, gym.spaces.Discrete(alloc.n)

@@ -30,17 +30,23 @@ from lyra_agents.config import TrainConfig
 from lyra_agents.model_files import _untrusted
 from lyra_agents.normalizer_stats import restore_normalizer_stats
 from lyra_agents.spaces import observation_widths
+from lyra_gym.envs.learner_extras import LearnerExtrasObservation
 from lyra_gym.envs.observation import observation_layout
 
 
-def make_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
-    """One env in a ``Monitor`` (episode returns and lengths for SB3's rollout/ scalars)."""
-    return Monitor(gym.make(env_id, **env_kwargs))
+def make_env(env_id: str, env_kwargs: dict[str, Any], extras: bool = False) -> gym.Env:
+    """One env in a ``Monitor`` (episode returns and lengths for SB3's rollout/ scalars); with
+    ``extras``, its observation extended by :class:`LearnerExtrasObservation`."""
+    env = gym.make(env_id, **env_kwargs)
+    return Monitor(LearnerExtrasObservation(env) if extras else env)
 
 
 def make_eval_env(cfg: TrainConfig) -> gym.Env:
-    """A bare env for test-window evaluation (unwrapped: ``options`` and ``expert_action`` reach it)."""
-    return gym.make(cfg.env_id, **cfg.env_kwargs()).unwrapped
+    """A bare env for test-window evaluation (unwrapped: ``options`` and ``expert_action`` reach it);
+    with ``observation_extras``, the bare env in :class:`LearnerExtrasObservation` (the rollouts
+    step the wrapper, :func:`lyra_agents.evaluate.rollout`)."""
+    env = gym.make(cfg.env_id, **cfg.env_kwargs()).unwrapped
+    return LearnerExtrasObservation(env) if cfg.observation_extras else env
 
 
 def choose_vec_env(cfg: TrainConfig) -> type[DummyVecEnv] | type[SubprocVecEnv]:
@@ -51,7 +57,7 @@ def choose_vec_env(cfg: TrainConfig) -> type[DummyVecEnv] | type[SubprocVecEnv]:
 
 def make_vec_env(cfg: TrainConfig) -> VecEnv:
     """``n_envs`` seeded copies (reset seeds ``seed + i``), not yet normalised."""
-    thunk = functools.partial(make_env, cfg.env_id, cfg.env_kwargs())
+    thunk = functools.partial(make_env, cfg.env_id, cfg.env_kwargs(), cfg.observation_extras)
     venv = choose_vec_env(cfg)([thunk] * cfg.n_envs)
     venv.seed(cfg.seed)
     return venv

@@ -1,0 +1,206 @@
+"""Opt-in observation extras for learners (issue 26 item 4): what a heuristic ignores.
+
+:class:`LearnerExtras` appends, after an env's own observation (which stays bit for bit what it
+was), two blocks computed from the engine at the decision point:
+
+- per job slot (``K`` rows of :data:`SLOT_FEATURES`, in the env's slot order, zeros for empty
+  slots): the duration history of the job's group, i.e. the jobs that *finished before now* with
+  the same model and requested GPUs (falling back to the same model, then to every finished job,
+  while a group has fewer than :data:`MIN_GROUP` completions): their mean duration, the share of
+  them that ran longer than this job has run so far, and their mean remaining time beyond that
+  point (``E[D - d | D > d]``, the quantity a size-based rule such as Gittins' index reads). ``d``
+  is the job's work done in seconds at its requested size, visible under every knowledge mode.
+- cluster (:data:`CLUSTER_EXTRAS`): completions so far, and the queue's composition: queued jobs
+  and their requested GPUs by size class (:data:`SIZE_CLASSES`), jobs split elastic or not.
+
+No look-ahead: a job counts in the history only once ``finish_time <= now`` (the engine's record
+of a completion that happened); durations are the finished jobs' ``spec.duration`` (s at the
+requested size), the statistic the ``history`` knowledge mode uses too
+(:mod:`lyra_gym.model.knowledge`). Under ``oracle`` the heuristics see true remaining times
+anyway; the extras are the same in every mode. Features are scaled into [0, 1] (logs of hours).
+
+:class:`LearnerExtrasObservation` is the Gymnasium wrapper for training; a scheduler running a
+trained model calls :meth:`LearnerExtras.extend` with the same view and slots, so both see the
+same numbers.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from lyra_gym.sim.view import ClusterView, JobView
+
+__all__ = ["CLUSTER_EXTRAS", "LearnerExtras", "LearnerExtrasObservation", "MIN_GROUP", "SIZE_CLASSES",
+           "SLOT_FEATURES", "extras_size"]
+
+SLOT_FEATURES = ("group_mean_duration", "group_survival", "group_mean_residual")
+#: requested GPUs, upper bounds of the size classes (the last is open)
+SIZE_CLASSES = (1, 4, 8)
+CLUSTER_EXTRAS = (
+    "finished_jobs",
+    *(f"queued_{kind}_{size}" for kind in ("rigid", "elastic") for size in ("1", "2-4", "5-8", "9+")),
+    *(f"queued_gpus_{size}" for size in ("1", "2-4", "5-8", "9+")),
+)
+#: completions a group needs before its own history is used (else the next coarser group)
+MIN_GROUP = 3
+_HOURS_CAP = math.log1p(14 * 24.0)  # log1p of 14 days in hours: the scale of duration features
+_COUNT_CAP = math.log1p(1000.0)
+
+
+def extras_size(k: int) -> int:
+    """Entries :class:`LearnerExtras` appends for ``k`` job slots."""
+    return k * len(SLOT_FEATURES) + len(CLUSTER_EXTRAS)
+
+
+def _size_class(gpus: int) -> int:
+    return bisect.bisect_left(SIZE_CLASSES, gpus)
+
+
+def _hours(seconds: float) -> float:
+    return min(1.0, math.log1p(max(0.0, seconds) / 3600.0) / _HOURS_CAP)
+
+
+class _Group:
+    """The finished durations of one group: sorted, with suffix sums once asked."""
+
+    __slots__ = ("durations", "_suffix")
+
+    def __init__(self) -> None:
+        self.durations: list[float] = []
+        self._suffix: list[float] | None = None
+
+    def add(self, duration: float) -> None:
+        bisect.insort(self.durations, duration)
+        self._suffix = None
+
+    def features(self, done_s: float) -> tuple[float, float, float]:
+        """(mean, share longer than ``done_s``, mean residual beyond ``done_s``), scaled."""
+        durations = self.durations
+        n = len(durations)
+        if self._suffix is None:
+            suffix = [0.0] * (n + 1)
+            for i in range(n - 1, -1, -1):
+                suffix[i] = suffix[i + 1] + durations[i]
+            self._suffix = suffix
+        first = bisect.bisect_right(durations, done_s)
+        longer = n - first
+        residual = (self._suffix[first] / longer - done_s) if longer else 0.0
+        return _hours(self._suffix[0] / n), longer / n, _hours(residual)
+
+
+class LearnerExtras:
+    """The extras of one run (module docstring); stateful: it reads each completion once.
+
+    :param k: job slots of the env (its ``num_job_slots``).
+    """
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.size = extras_size(k)
+        self._engine: Any = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the history (a new episode or run)."""
+        self._engine = None
+        self._next = 0  # next job record (submit order) not yet seen submitted
+        self._open: list[int] = []  # submitted, not yet seen finished
+        self._groups: dict[tuple, _Group] = {}
+        self._finished = 0
+        self._last_now = -math.inf
+
+    def _catch_up(self, engine: Any, now: float) -> None:
+        """Read the completions up to ``now`` (jobs submitted by now, finished at or before now)."""
+        if engine is not self._engine or now < self._last_now:
+            self.reset()
+            self._engine = engine
+        self._last_now = now
+        jobs = engine.jobs
+        while self._next < len(jobs) and jobs[self._next].spec.submit_time <= now:
+            self._open.append(self._next)
+            self._next += 1
+        still = []
+        for i in self._open:
+            job = jobs[i]
+            finish = job.finish_time
+            if finish is not None and finish <= now:
+                spec = job.spec
+                for key in ((spec.model, spec.num_gpus), (spec.model,), ()):
+                    self._groups.setdefault(key, _Group()).add(spec.duration)
+                self._finished += 1
+            else:
+                still.append(i)
+        self._open = still
+
+    def _group(self, job: JobView) -> _Group | None:
+        spec = job.spec
+        for key in ((spec.model, spec.num_gpus), (spec.model,), ()):
+            group = self._groups.get(key)
+            if group is not None and (len(group.durations) >= MIN_GROUP or key == ()):
+                return group
+        return None
+
+    def compute(self, view: ClusterView, slots: Sequence[JobView]) -> np.ndarray:
+        """The extras at ``view`` for the env's job ``slots`` (at most ``k``), float32."""
+        engine = view._engine  # noqa: SLF001 -- the engine's job records, read only
+        self._catch_up(engine, view.now)
+        out = np.zeros(self.size, dtype=np.float32)
+        width = len(SLOT_FEATURES)
+        for row, job in enumerate(slots[: self.k]):
+            group = self._group(job)
+            if group is None:
+                continue
+            total = job.total_work
+            done_s = (total - job.remaining_work) / total * job.spec.duration if total > 0 else 0.0
+            out[row * width:(row + 1) * width] = group.features(done_s)
+        base = self.k * width
+        out[base] = math.log1p(self._finished) / _COUNT_CAP
+        counts = np.zeros(8)
+        gpus = np.zeros(4)
+        for job in view.queued_jobs():
+            spec = job.spec
+            size = _size_class(spec.num_gpus)
+            counts[4 * int(bool(spec.elastic)) + size] += 1
+            gpus[size] += spec.num_gpus
+        out[base + 1:base + 9] = np.log1p(counts) / _COUNT_CAP
+        out[base + 9:base + 13] = np.log1p(gpus) / math.log1p(10_000.0)
+        np.clip(out, 0.0, 1.0, out=out)
+        return out
+
+    def extend(self, obs: np.ndarray, view: ClusterView, slots: Sequence[JobView]) -> np.ndarray:
+        """``obs`` with the extras appended (a new float32 array)."""
+        return np.concatenate([obs, self.compute(view, slots)]).astype(np.float32, copy=False)
+
+
+class LearnerExtrasObservation(gym.ObservationWrapper):
+    """A LyraGym env's observation with :class:`LearnerExtras` appended. The slots are the env's
+    own: ``decision.slots`` on ``LyraGym/Alloc-v0``, ``slots`` on the guided envs; an episode
+    that is over gets zeros."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        base = env.unwrapped
+        self.extras = LearnerExtras(int(base.k))  # type: ignore[attr-defined]
+        inner = env.observation_space
+        assert isinstance(inner, spaces.Box)
+        size = int(inner.shape[0]) + self.extras.size
+        self.observation_space = spaces.Box(-1.0, 1.0, (size,), dtype=np.float32)
+
+    def reset(self, **kwargs: Any) -> Any:
+        self.extras.reset()
+        return super().reset(**kwargs)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        base: Any = self.env.unwrapped
+        episode = getattr(base, "episode", None)
+        decision = getattr(base, "decision", None)
+        slots = decision.slots if decision is not None else getattr(base, "slots", None)
+        if episode is None or episode.done or slots is None:
+            return np.concatenate([observation, np.zeros(self.extras.size, dtype=np.float32)])
+        return self.extras.extend(observation, episode.engine.view, slots)
