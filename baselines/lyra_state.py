@@ -211,6 +211,7 @@ class Decision:
         self._available_by_type: dict[str, int] = {}  # cleared whenever avail changes
         self.spare: set[int] | None = None  # loaned servers holding no base worker (admission's safe_loaned_s)
         self.safe_s: dict[int, float] = {}  # servers needed -> seconds until demand exceeds them
+        self.loaned_fits: dict[int, dict[int, int] | None] = {}  # need -> fit on loaned GPUs (cleared on any change)
 
     def _split_running(self) -> dict[int, int]:
         """Base and flexible workers of every running elastic job (in start order) and the
@@ -309,6 +310,7 @@ class Decision:
         loaned = self.loaned_set
         self.loaned_room += sum(g for s, g in held.items() if s in loaned)
         self._available_by_type.clear()
+        self.loaned_fits.clear()
         self._update_spare(held)
 
     def _update_spare(self, servers: Mapping[int, int]) -> None:
@@ -334,6 +336,7 @@ class Decision:
             free[sid] -= min(g, free[sid])
             avail[sid] -= g
         self.touched.update(placement)
+        self.loaned_fits.clear()
         if on_loaned:
             self._update_spare(placement)
         facts = self.facts
