@@ -67,7 +67,8 @@ def _placement(d: Decision, job: JobView, need: int) -> dict[int, int] | None:
     is allowed; else None."""
     placement = None if d.blocked else fit_training(d, need, d.training_groups)
     if placement is None and d.loaned_groups and d.loaned_room >= need:
-        candidate = fit(d, need, d.loaned_groups)
+        fits = d.loaned_fits  # the same need on unchanged GPUs fits the same way (a long queue asks often)
+        candidate = fits[need] if need in fits else fits.setdefault(need, fit(d, need, d.loaned_groups))
         if candidate is not None and loaned_pays(d, job, need, candidate):
             placement = candidate
             d.memory.on_loaned[job.id] = None

@@ -14,21 +14,17 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from itertools import compress, repeat
-from operator import is_, itemgetter, not_
-from typing import AbstractSet, Mapping, Protocol, Sequence, cast
+from typing import AbstractSet, Mapping, Protocol, Sequence
 
 from lyra_baselines.loaning import free_map_after
 from lyra_baselines.lyra_estimates import ReleaseTimeline, ReleaseTracker
 from lyra_baselines.lyra_rates import LyraRates
+from lyra_baselines.lyra_running import RunningElastic, add_flex
 from lyra_baselines.placement import capacities
 from lyra_gym.sim.cluster import Pool
-from lyra_gym.sim.plan import Plan
+from lyra_gym.sim.plan import Plan, TrackedAllocations
 from lyra_gym.sim.topology import FreeMap, ServerSet
 from lyra_gym.sim.view import ClusterView, JobView
-
-_NO_SPLITS = repeat((None, None, None))  # splits.get's default for a job not split yet
-_first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
 class LyraSettings(Protocol):
@@ -112,7 +108,7 @@ class LyraMemory:
         cap = partial(base_demand, settings) if settings.elastic else None  # picklable (envs pickle mid-episode)
         self.releases = ReleaseTracker(self.views, cap)  # servers filled at the first decision
         self.elastic_views: dict[str, JobView | None] = {}  # job id -> its view if elastic, else None
-        self.splits: dict[str, tuple[Mapping[int, int], dict[int, int], dict[int, int]]] = {}
+        self.running: RunningElastic | None = None  # the running elastic jobs' splits (filled when first needed)
         self.granted: dict[str, tuple[float, str]] = {}  # job id -> (when extra workers were granted, GPU type)
         self.held_s: dict[str, float] = {}  # GPU type -> smoothed observed hold of extra workers (s)
         self.on_loaned: dict[str, None] = {}  # jobs whose base sits on loaned servers (move-back candidates)
@@ -125,6 +121,9 @@ class LyraMemory:
             facts = self.facts = ClusterFacts(view)
             self.rates.per_server = facts.per_server
             self.releases.gpu_types, self.releases.training_ids = facts.gpu_types, facts.training_ids
+            if self.settings.elastic:
+                self.running = RunningElastic(partial(split_alloc, self.settings, facts), facts.cell_of,
+                                              self.elastic_views, self.views)
         return facts
 
 
@@ -191,19 +190,14 @@ class Decision:
         self.base: dict[str, dict[int, int]] = {}
         self.flex: dict[str, dict[int, int]] = {}
         self.elastic_jobs: list[JobView] = []  # running elastic jobs in start order, then those admitted now
-        if settings.elastic:
-            self._split_running()
+        self.flex_on: Mapping[int, int] = {}  # flexible GPUs per server (non-zero; read only)
+        flex_cells = self._split_running() if settings.elastic else {}
         avail = self.avail = free.tolist()
         avail_cells = self.avail_cells = free.totals()  # free and flexible GPUs per cell of the index
-        cell_of = facts.cell_of
-        flex_on: dict[int, int] = {}  # flexible GPUs per server
-        for f in filter(None, self.flex.values()):  # jobs with flexible workers
-            for sid, g in f.items():
-                avail[sid] += g
-                flex_on[sid] = flex_on.get(sid, 0) + g
-        for sid, g in flex_on.items():
-            avail_cells[cell_of[sid]] += g
-        self.flex_on = flex_on
+        for sid, g in self.flex_on.items():
+            avail[sid] += g
+        for c, g in flex_cells.items():
+            avail_cells[c] += g
         self.admitted: list[JobView] = []  # elastic jobs placed in phase 1, in order
         self.moved = False  # a job moved from loaned to training servers
         # phase 1's book-keeping
@@ -217,32 +211,65 @@ class Decision:
         self._available_by_type: dict[str, int] = {}  # cleared whenever avail changes
         self.spare: set[int] | None = None  # loaned servers holding no base worker (admission's safe_loaned_s)
         self.safe_s: dict[int, float] = {}  # servers needed -> seconds until demand exceeds them
+        self.loaned_fits: dict[int, dict[int, int] | None] = {}  # need -> fit on loaned GPUs (cleared on any change)
 
-    def _split_running(self) -> None:
-        """Base and flexible workers of every running elastic job (in start order): the cached
-        split of each (per allocation object), gathered by C-level maps over the running jobs;
-        only a job seen for the first time or whose allocation changed is visited in Python."""
-        memory, view, allocations = self.memory, self.view, self.allocations
-        views, splits, kinds = memory.views, memory.splits, memory.elastic_views
-        for job_id in set(allocations).difference(kinds):  # first sight: its view, or None if inelastic
-            job = views.get(job_id)
-            if job is None:
-                job = views[job_id] = view.job(job_id)
-            kinds[job_id] = job if job.spec.elastic else None
-        ids = list(filter(kinds.__getitem__, allocations))  # the elastic ones, in start order
-        allocs = list(map(allocations.__getitem__, ids))
-        entries = list(map(splits.get, ids, _NO_SPLITS))
-        fresh = list(map(is_, map(_first, entries), allocs))
-        if not all(fresh):  # new or changed allocations: split them (and cache the split)
-            settings, facts = self.settings, self.facts
-            for i in compress(range(len(ids)), map(not_, fresh)):
-                job_id, alloc = ids[i], allocs[i]
-                entries[i] = splits[job_id] = (alloc, *split_alloc(settings, facts, cast(JobView, kinds[job_id]),
-                                                                   alloc))
-        # shared with the cache: read only
-        self.base = dict(zip(ids, map(_second, entries)))
-        self.flex = dict(zip(ids, map(_third, entries)))
-        self.elastic_jobs = cast("list[JobView]", list(map(kinds.__getitem__, ids)))
+    def _split_running(self) -> dict[int, int]:
+        """Base and flexible workers of every running elastic job (in start order) and the
+        flexible GPUs per server (``flex_on``); returns those per cell. From the memory's
+        :class:`~lyra_baselines.lyra_running.RunningElastic` (kept by the engine's change feed: a
+        copy, O(running jobs) at C speed), with the plan's own edits so far (a reclaim answer's)
+        laid over the copy."""
+        memory, allocations = self.memory, self.allocations
+        touched = allocations.touched if type(allocations) is TrackedAllocations else None
+        running = memory.running
+        if touched is None or running is None:  # not a current plan's allocations: split them all
+            return self._split_all()
+        running.sync(self.view)
+        base = self.base = dict(running.base)
+        flex = self.flex = dict(running.flex)
+        jobs = running.jobs
+        flex_on, flex_cells = running.flex_on, running.flex_cells
+        if touched:
+            jobs, flex_on, flex_cells = dict(jobs), dict(flex_on), dict(flex_cells)
+            cell_of, known = self.facts.cell_of, running.allocs
+            for job_id in touched:
+                old, new = known.get(job_id), allocations.get(job_id)
+                if old is None:
+                    if new is not None and running._kind(self.view, job_id) is not None:
+                        return self._split_all()  # (a job the plan started: not Lyra's own edits)
+                    continue
+                if new is old:
+                    continue
+                add_flex(flex_on, flex_cells, cell_of, flex[job_id], -1)
+                if new is None:
+                    del base[job_id], flex[job_id], jobs[job_id]
+                    continue
+                base[job_id], flex[job_id] = split_alloc(self.settings, self.facts, jobs[job_id], new)
+                add_flex(flex_on, flex_cells, cell_of, flex[job_id], 1)
+        self.elastic_jobs = list(jobs.values())
+        self.flex_on = flex_on
+        return flex_cells
+
+    def _split_all(self) -> dict[int, int]:
+        """:meth:`_split_running` from scratch: every job of the plan's allocations visited."""
+        view, settings, facts = self.view, self.settings, self.facts
+        kinds, views = self.memory.elastic_views, self.memory.views
+        self.base, self.flex, self.elastic_jobs = {}, {}, []
+        flex_on: dict[int, int] = {}
+        flex_cells: dict[int, int] = {}
+        for job_id, alloc in self.allocations.items():
+            job = kinds.get(job_id)
+            if job_id not in kinds:
+                job = views.get(job_id) or view.job(job_id)
+                views[job_id] = job
+                job = kinds[job_id] = job if job.spec.elastic else None
+            if job is not None:
+                self.base[job_id], flex = split_alloc(settings, facts, job, alloc)
+                self.flex[job_id] = flex
+                self.elastic_jobs.append(job)
+                add_flex(flex_on, flex_cells, facts.cell_of, flex, 1)
+        self.flex_on = flex_on
+        return flex_cells
 
     # ------------------------------------------------------------------ training GPUs
     def available(self, gpu_type: str) -> int:
@@ -283,6 +310,7 @@ class Decision:
         loaned = self.loaned_set
         self.loaned_room += sum(g for s, g in held.items() if s in loaned)
         self._available_by_type.clear()
+        self.loaned_fits.clear()
         self._update_spare(held)
 
     def _update_spare(self, servers: Mapping[int, int]) -> None:
@@ -308,6 +336,7 @@ class Decision:
             free[sid] -= min(g, free[sid])
             avail[sid] -= g
         self.touched.update(placement)
+        self.loaned_fits.clear()
         if on_loaned:
             self._update_spare(placement)
         facts = self.facts

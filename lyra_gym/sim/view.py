@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from lyra_gym.model.knowledge import Knowledge
     from lyra_gym.model.profiles import ProfileSet
     from lyra_gym.model.scaling import ScalingModel
+    from lyra_gym.sim.journal import AllocationJournal, ChangeFeed
     from lyra_gym.sim.plan import PendingAllocations
 
 
@@ -70,6 +71,8 @@ class EngineState(Protocol):
     def reclaim_owed(self) -> int: ...
     def reclaim_deadline(self) -> float | None: ...
     def pending_allocations(self) -> PendingAllocations: ...
+    @property
+    def journal(self) -> AllocationJournal: ...  # every change of the running allocations (change feeds)
     def job_by_id(self, job_id: str) -> Job: ...
     def reference_throughput(self, model: str, workers: int) -> float: ...
     @property
@@ -423,6 +426,13 @@ class ClusterView:
         """A Plan that keeps every running job where it is and changes nothing else. O(1): its
         ``allocations`` are copied when first read (``Plan.assign`` adds a job without that)."""
         return current_plan(self._engine.pending_allocations())
+
+    def change_feed(self) -> "ChangeFeed":
+        """A feed of the jobs that start, stop, finish or change allocation from now on
+        (:class:`lyra_gym.sim.journal.ChangeFeed`): a scheduler keeps its own state of the running
+        jobs up to date in O(changes) per decision. Keep it for the run; each one pins the
+        engine's journal until read (up to a bound, past which it reports itself lost)."""
+        return self._engine.journal.follow()
 
     def job(self, job_id: str) -> JobView:
         return self._engine.job_by_id(job_id).view
