@@ -98,7 +98,7 @@ def test_queue_composition():
 
 
 def test_wrapper_space_and_reset():
-    env = gym.make("LyraGym/Alloc-v0", trace="env-14d", window_s=3600.0, num_job_slots=8,
+    env = gym.make("LyraGym/Alloc-v1", trace="env-14d", window_s=3600.0, num_job_slots=8,
                    num_server_slots=2).unwrapped
     wrapped = LearnerExtrasObservation(env)
     assert extras_size(8) == 8 * W + len(CLUSTER_EXTRAS)
@@ -112,6 +112,6 @@ def test_wrapper_space_and_reset():
         if terminated or truncated:
             break
     again, _ = wrapped.reset(seed=3)
-    first, _ = LearnerExtrasObservation(gym.make("LyraGym/Alloc-v0", trace="env-14d", window_s=3600.0,
+    first, _ = LearnerExtrasObservation(gym.make("LyraGym/Alloc-v1", trace="env-14d", window_s=3600.0,
                                                  num_job_slots=8, num_server_slots=2).unwrapped).reset(seed=3)
     np.testing.assert_array_equal(again, first)  # reset forgets the history

@@ -180,7 +180,7 @@ class LearnerExtras:
 
 class LearnerExtrasObservation(gym.ObservationWrapper):
     """A LyraGym env's observation with :class:`LearnerExtras` appended. The slots are the env's
-    own: ``decision.slots`` on ``LyraGym/Alloc-v0``, ``slots`` on the guided envs; an episode
+    own: ``decision.slots`` on ``LyraGym/Alloc-v1``, ``slots`` on the guided envs; an episode
     that is over gets zeros."""
 
     def __init__(self, env: gym.Env) -> None:
