@@ -12,7 +12,6 @@ import io
 import json
 import shutil
 import struct
-import time
 import tracemalloc
 import zipfile
 from pathlib import Path
@@ -150,13 +149,11 @@ MALFORMED = [
 def test_every_malformed_model_is_refused_up_front_in_one_line(good, tmp_path, mutate, file, problem):
     bad = copy_run(good, tmp_path)
     mutate(bad)
-    start = time.perf_counter()
     with pytest.raises(CompareError) as err:
         check_policies(["fifo", f"model:{bad}"], {})
     message = str(err.value)
     assert "\n" not in message and "Traceback" not in message
     assert f"model:{bad}" in message and file in message and problem in message, message
-    assert time.perf_counter() - start < 5
 
 
 def test_compare_fails_before_any_run_with_one_line_naming_the_file(good, trace, tmp_path, capsys):
@@ -239,14 +236,13 @@ def test_a_zip_bomb_is_refused_without_inflating(good, tmp_path):
     bomb_member(bad / "model.zip", "data", 200)
     assert (bad / "model.zip").stat().st_size < 2**20
     tracemalloc.start()
-    start = time.perf_counter()
     try:
         with pytest.raises(ModelFileError, match=f"member 'data' inflates to {200 * 2**20} bytes"):
             read_model_zip(bad / "model.zip")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - start < 2 and peak < 20 * 2**20, peak
+    assert peak < 20 * 2**20, peak  # not inflated: the peak stays far below the 200 MiB member
 
 
 def test_weights_over_the_archive_limit_are_refused_without_inflating(good, tmp_path, monkeypatch):
