@@ -316,18 +316,7 @@ def train_rllib(args: argparse.Namespace, ray_init: bool = True) -> int:
     print(f"trained {iterations} iterations in {train_s:.0f} s; checkpoint {checkpoint}")
 
     if not args.no_compare:
-        from lyra_agents.evaluate import comparison_table, evaluate_scheduler, held_out_windows
-        from lyra_agents.factory import make_eval_env
-
-        scheduler = load_rllib_scheduler(run_dir, name="policy")
-        env = make_eval_env(cfg)
-        windows = held_out_windows(env, cfg.final_windows)
-        results = {"policy": evaluate_scheduler(scheduler, env, windows, label="policy"),
-                   "lyra": evaluate_scheduler("lyra", env, windows, label="lyra")}
-        print(f"\nmean JCT (s) on {len(windows)} held-out test windows, same seeds "
-              f"(policy = the RLlib module through the engine as a scheduler):")
-        print(comparison_table(results))
-        (run_dir / "compare.json").write_text(json.dumps(results, indent=2) + "\n")
+        compare_checkpoint(run_dir, cfg)
     print(f"\nsaved {run_dir / CHECKPOINT_DIR}; total {time.perf_counter() - start:.0f} s")
     print(f"lyra-gym compare --policies lyra,rllib:{run_dir}")
     print(f"tensorboard --logdir {cfg.runs_dir}")
@@ -335,6 +324,26 @@ def train_rllib(args: argparse.Namespace, ray_init: bool = True) -> int:
 
 
 # ---------------------------------------------------------------------- scheduler
+def compare_checkpoint(run_dir: Path, cfg: TrainConfig) -> dict[str, list[dict[str, Any]]]:
+    """Run the checkpoint in ``run_dir`` (as a scheduler) and lyra on ``cfg.final_windows`` held-out
+    test windows, print the table and write ``compare.json``: the rows of :func:`lyra_agents.evaluate.
+    recorded`, each with the env id and the lyra_gym version and commit, as train.py's SB3 runs."""
+    from lyra_agents.evaluate import comparison_table, evaluate_scheduler, held_out_windows, recorded
+    from lyra_agents.factory import make_eval_env
+
+    scheduler = load_rllib_scheduler(run_dir, name="policy")
+    env = make_eval_env(cfg)
+    windows = held_out_windows(env, cfg.final_windows)
+    results = {"policy": evaluate_scheduler(scheduler, env, windows, label="policy"),
+               "lyra": evaluate_scheduler("lyra", env, windows, label="lyra")}
+    print(f"\nmean JCT (s) on {len(windows)} held-out test windows, same seeds "
+          f"(policy = the RLlib module through the engine as a scheduler):")
+    print(comparison_table(results))
+    rows = recorded(results, cfg.env_id)
+    (run_dir / "compare.json").write_text(json.dumps(rows, indent=2) + "\n")
+    return rows
+
+
 def find_rllib_checkpoint(path: str | os.PathLike) -> tuple[Path, Path]:
     """(module directory, config.yaml) of a run directory, its ``checkpoint/``, or the module directory."""
     path = Path(path).resolve()

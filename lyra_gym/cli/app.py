@@ -26,7 +26,9 @@ but a run's files is refused; ``compare`` and ``sweep`` leave other entries of
 run folder records what produced it in ``run.json``
 (:func:`lyra_gym.run.simulate.write_result`). ``compare.json`` says which runs the
 folder holds and whether the comparison completed (``status``: ``running``,
-``complete``, ``interrupted``, ``failed``). ``sweep`` writes each run's result as
+``complete``, ``interrupted``, ``failed``); it, ``summary.csv``/``.json`` (the last
+columns) and the TensorBoard text ``config/provenance`` record what produced them
+(``lyra_gym_version``, ``lyra_gym_commit``: :mod:`lyra_gym.provenance`). ``sweep`` writes each run's result as
 it finishes and resumes: called again on the same grid and ``--out``, it skips
 the runs already done (:mod:`lyra_gym.harness.sweep`).
 
@@ -58,6 +60,7 @@ from lyra_gym.outputs import (OutputError, atomic_path, atomic_write_text, check
 from lyra_gym.run.simulate import (RUN_FILES, SimResult, check_out_dir, load_profile_set, simulate, trace_info,
                                 write_result)
 from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.provenance import provenance
 from lyra_gym.workloads.trace import TraceError, load_trace, write_trace
 from lyra_gym.workloads.tracegen import PRESETS, generate_trace
 from lyra_gym.collector.cli import add_profile_parser
@@ -252,7 +255,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "jobs": len(jobs), "policies": policies, "seeds": seeds,
         "policy_params": {p: v for p, v in params.items() if v},
         "run_folders": {p: run_dirname(p) for p in policies},
-        "runs": [],
+        "runs": [], **provenance(),  # what produced the comparison (issue 27)
     }
     if args.skip_infeasible:
         manifest["jobs_skipped_infeasible"] = skipped

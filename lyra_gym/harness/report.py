@@ -38,6 +38,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from lyra_gym.provenance import provenance
 from lyra_gym.run.simulate import SimResult
 
 CI_SUFFIX = "_ci95"
@@ -180,8 +181,13 @@ def format_ci_table(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> s
     return "\n".join(lines)
 
 
-def write_summary(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike) -> tuple[Path, Path]:
-    """``summary.json`` (None as null) and ``summary.csv`` (None as an empty cell)."""
+def write_summary(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike,
+                  made_by: Mapping[str, Any] | None = None) -> tuple[Path, Path]:
+    """``summary.json`` (None as null) and ``summary.csv`` (None as an empty cell); every row ends
+    with what produced it, ``made_by`` (default :func:`lyra_gym.provenance.provenance`: the
+    ``lyra_gym_version`` and ``lyra_gym_commit`` columns, the last ones)."""
+    made_by = provenance() if made_by is None else made_by
+    rows = [{**r, **made_by} for r in rows]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(list(rows), indent=2) + "\n")

@@ -4,7 +4,8 @@
 YAML grid::
 
     policies: [baseline, lyra]            # scheduler names (required)
-    traces: [preset:small-1d, traces/default.csv]   # CSV paths and/or preset:NAME (required)
+    traces: [preset:small-1d, traces/default.csv]   # CSV paths (relative to the sweep file's
+                                          # folder) and/or preset:NAME (required)
     seeds: [0, 1]                         # default [0]
     trace_seed: run                       # preset traces: generated with each run's seed
                                           # (``run``, the default) or with this fixed integer
@@ -19,14 +20,18 @@ YAML grid::
 and writes into ``--out``:
 
 - ``runs.csv``: one row per run: ``trace``, ``trace_seed``, one column per swept
-  parameter (its name as written in the grid), ``policy``, ``seed``, then every
-  metric of ``metrics.json``;
+  parameter (its name as written in the grid), ``policy``, ``seed``, every
+  metric of ``metrics.json``, then what produced the run: ``lyra_gym_version`` and
+  ``lyra_gym_commit`` (:mod:`lyra_gym.provenance`; empty in a row stored by an older
+  lyra_gym and resumed). ``trace`` is the label as written in the sweep file;
 - ``sweep_<param>.png`` for each swept parameter: mean JCT and mean queuing time
   per policy against the parameter's values (mean over seeds, traces and the other
   swept parameters' values; shaded band: min to max over those runs);
 - ``sweep.json``: the grid as run, its hash (``grid_sha256``: the runs, configs, policy
-  parameters and the SHA-256 of every file they read) and ``status`` (``running``,
-  ``complete``, ``interrupted``, ``failed``);
+  parameters and the SHA-256 of every file they read), ``status`` (``running``,
+  ``complete``, ``interrupted``, ``failed``), ``trace_files`` (each CSV trace's label ->
+  the file read, :func:`lyra_gym.model.paths.resolve_beside`), ``lyra_gym_version`` and
+  ``lyra_gym_commit``;
 - ``sweep_runs/run-NNNNN.json``: each run's ``runs.csv`` row, written (atomically) as
   soon as the run finishes.
 
@@ -70,7 +75,7 @@ from lyra_gym.harness.sweep_grid import PRESET_PREFIX, Grid, SweepError, apply_p
 from lyra_gym.outputs import (OutputError, atomic_path, atomic_write_text, check_out_folder, is_temporary,
                               named_inputs)
 from lyra_gym.run.simulate import SimResult, file_sha256, load_profile_set
-from lyra_gym.provenance import PROVENANCE_KEYS
+from lyra_gym.provenance import PROVENANCE_KEYS, provenance
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.workloads.trace import load_trace
 from lyra_gym.workloads.tracegen import generate_trace
@@ -124,7 +129,7 @@ def expand(grid: Grid, skip_infeasible: bool = False) -> list[SweepRun]:
             def jobs_for(seed: int) -> tuple[list[JobSpec], int | None]:
                 if preset is None:
                     if trace not in csv_cache:
-                        csv_cache[trace] = load_trace(trace, known_models=profiles.models)
+                        csv_cache[trace] = load_trace(grid.trace_file(trace), known_models=profiles.models)
                     return csv_cache[trace], None
                 ts = seed if grid.trace_seed is None else grid.trace_seed
                 if ts not in gen_cache:
@@ -204,11 +209,13 @@ def execute(runs: Sequence[SweepRun], n_jobs: int = 1, backend: str = "local", a
 
 
 def run_row(grid: Grid, run: SweepRun, metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """The tidy row of one run in ``runs.csv``: grid position, then every metric."""
+    """The tidy row of one run in ``runs.csv``: grid position, every metric, then what produced
+    it (this process's :func:`lyra_gym.provenance.provenance`)."""
     row = {"trace": run.trace, "trace_seed": run.trace_seed}
     row.update({k: run.values[k] for k in grid.swept})
     row.update({"policy": run.spec.policy, "seed": run.spec.seed})
-    row.update({k: v for k, v in metrics.items() if k not in row})
+    row.update({k: v for k, v in metrics.items() if k not in row and k not in PROVENANCE_KEYS})
+    row.update(provenance())
     return row
 
 
@@ -333,7 +340,7 @@ def sweep_inputs(path: str | os.PathLike, grid: Grid, runs: Sequence[SweepRun]) 
     """``{what: path}`` of every file a sweep reads: the sweep file, its CSV traces, its
     base config and the profile and demand files its configs name."""
     pairs: list[tuple[str, Any]] = [("the sweep file", path), ("base_config", grid.base_config_file)]
-    pairs += [("traces", t) for t in grid.traces if not t.startswith(PRESET_PREFIX)]
+    pairs += [("traces", grid.trace_file(t)) for t in grid.traces if not t.startswith(PRESET_PREFIX)]
     for config in _configs(runs):
         pairs += [("profiles", config.profiles), ("demand_csv", config.demand_csv)]
     unique = list(dict.fromkeys((k, os.fspath(v)) for k, v in pairs if v))
@@ -344,14 +351,15 @@ def grid_sha256(grid: Grid, runs: Sequence[SweepRun], skip_infeasible: bool = Fa
     """The identity of a sweep's results: every run's grid position, the base config, the
     policy parameters, ``skip_infeasible`` and the SHA-256 of every data file read (traces,
     profiles, demand curves). Two sweeps with the same hash give the same ``runs.csv``."""
-    files = [t for t in grid.traces if not t.startswith(PRESET_PREFIX)]
+    # a trace by its label as written (so the hash does not depend on the folder it was run from)
+    files = [(t, grid.trace_file(t)) for t in grid.traces if not t.startswith(PRESET_PREFIX)]
     for config in _configs(runs):
-        files += [f for f in (config.profiles, config.demand_csv) if f]
+        files += [(f, f) for f in (config.profiles, config.demand_csv) if f]
     identity = {
         "format": SWEEP_FORMAT, "runs": [_position(r) for r in runs], "skip_infeasible": skip_infeasible,
         "base_config": config_to_dict(grid.base_config),
         "policy_params": {p: dict(v) for p, v in grid.policy_params.items()},
-        "files_sha256": {f: file_sha256(f) for f in dict.fromkeys(files) if Path(f).is_file()},
+        "files_sha256": {k: file_sha256(f) for k, f in dict.fromkeys(files) if Path(f).is_file()},
     }
     return hashlib.sha256(json.dumps(identity, default=str).encode()).hexdigest()
 
@@ -369,7 +377,10 @@ def _stored_row(out: Path, i: int, run: SweepRun, ident: str) -> dict[str, Any] 
     if not isinstance(data, dict) or data.get("grid_sha256") != ident or data.get("index") != i \
             or data.get("run") != _position(run) or not isinstance(data.get("row"), dict):
         return None
-    return data["row"]
+    row = data["row"]
+    for key in PROVENANCE_KEYS:  # a row stored before rows recorded what produced them: unknown
+        row.setdefault(key, None)
+    return row
 
 
 def open_out(out: str | os.PathLike, path: str | os.PathLike, grid: Grid, runs: Sequence[SweepRun],
@@ -425,7 +436,7 @@ def run_sweep(path: str | os.PathLike, out: str | os.PathLike, n_jobs: int = 1, 
     if done is not None and on_resume:
         on_resume(len(done), len(runs))
     rows: dict[int, dict[str, Any]] = dict(done or {})
-    hashes = {t: file_sha256(t) for t in grid.traces if not t.startswith(PRESET_PREFIX)}
+    hashes = {t: file_sha256(grid.trace_file(t)) for t in grid.traces if not t.startswith(PRESET_PREFIX)}
     manifest: dict[str, Any] = {
         "status": "running", "grid_sha256": ident, "runs_total": len(runs),
         "sweep_file": str(path), "sweep_file_sha256": file_sha256(path), "trace_sha256": hashes,
@@ -435,6 +446,7 @@ def run_sweep(path: str | os.PathLike, out: str | os.PathLike, n_jobs: int = 1, 
         "trace_params": {k: list(v) for k, v in grid.trace_params.items()},
         "params": {k: list(v) for k, v in grid.params.items()}, "base_config": grid.base_config_path,
         "policy_params": {p: v for p, v in grid.policy_params.items() if v}, "runs": len(rows),
+        "trace_files": dict(grid.trace_files), **provenance(),  # what was read, what produced it (issue 27)
     }
 
     def save_manifest() -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -38,11 +38,17 @@ class Grid:
     base_config_path: str | None
     policy_params: Mapping[str, Mapping[str, Any]]
     base_config_file: str | None = None  # base_config_path as found (relative to the sweep file's folder)
+    #: every CSV trace's label (as written in ``traces``) -> its file as found (beside the sweep file)
+    trace_files: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def swept(self) -> list[str]:
         """Every swept parameter's column name: trace parameters, then engine parameters."""
         return [*self.trace_params, *self.params]
+
+    def trace_file(self, label: str) -> str:
+        """The file a CSV trace's label names (the label itself in a grid built without a file)."""
+        return self.trace_files.get(label, label)
 
 
 def _list(data: Mapping[str, Any], key: str, required: bool, default: Sequence[Any] = ()) -> tuple[Any, ...]:
@@ -127,10 +133,11 @@ def load_grid(path: str | os.PathLike) -> Grid:
     base, resolved = _base_config(base_path, path)
     policy_params = _policy_params(data, policies)
     check_policies(policies, policy_params)
-    _check_traces(traces, trace_params)
+    trace_files = {t: resolve_beside(t, path.parent) for t in traces if not t.startswith(PRESET_PREFIX)}
+    _check_traces(traces, trace_params, trace_files)
     _check_values(base, traces, trace_params, params)
     return Grid(policies, traces, seeds, trace_seed, trace_params, params, base, base_path, policy_params,
-                None if resolved is None else str(resolved))
+                None if resolved is None else str(resolved), trace_files)
 
 
 def _read_grid_file(path: Path) -> Mapping[str, Any]:
@@ -206,8 +213,9 @@ def _policy_params(data: Mapping[str, Any], policies: tuple[str, ...]) -> dict[s
     return {p: dict(policy_params.get(p, {})) for p in policies}
 
 
-def _check_traces(traces: Sequence[str], trace_params: Mapping[str, Any]) -> None:
-    """Every trace is a known preset or an existing CSV file; trace parameters need presets."""
+def _check_traces(traces: Sequence[str], trace_params: Mapping[str, Any], files: Mapping[str, str]) -> None:
+    """Every trace is a known preset or an existing CSV file (``files``: label -> file as found);
+    trace parameters need presets."""
     for t in traces:
         if t.startswith(PRESET_PREFIX):
             name = t[len(PRESET_PREFIX):]
@@ -215,8 +223,8 @@ def _check_traces(traces: Sequence[str], trace_params: Mapping[str, Any]) -> Non
                 raise SweepError(f"traces: unknown preset {name!r} (known: {', '.join(sorted(PRESETS))})")
         elif trace_params:
             raise SweepError(f"traces: {t!r} is a CSV file; trace_params can only be swept on preset:NAME traces")
-        elif not Path(t).exists():
-            raise SweepError(f"traces: {t!r}: no such file")
+        elif not Path(files[t]).exists():
+            raise SweepError(f"traces: {t!r}: no such file")  # beside the sweep file, nor from the cwd
 
 
 def _check_values(base: SimConfig, traces: Sequence[str], trace_params: Mapping[str, Sequence[Any]],

@@ -13,7 +13,10 @@ policies on every chart. Tags:
   each second is kept, and a series longer than ``max_points`` is sampled at
   ``max_points`` evenly spaced instants (TensorBoard keeps about 1,000 points
   per chart for display anyway). The event wall time is set to the simulated
-  time too, so TensorBoard's "Relative" axis reads as simulated hours.
+  time too, so TensorBoard's "Relative" axis reads as simulated hours;
+- ``config/provenance`` — text: what produced the comparison, the lyra_gym version and
+  commit (:func:`lyra_gym.provenance.provenance`), as a Markdown table (the tag and layout
+  of a training run's, ``train.py``).
 
 Written with TensorBoard's own event-file writer and protobufs (no torch import).
 """
@@ -30,10 +33,18 @@ import numpy as np
 
 from lyra_gym.harness.compare import run_dirname
 from lyra_gym.harness.report import CI_SUFFIX
+from lyra_gym.provenance import provenance
 from lyra_gym.run.simulate import SimResult
 from lyra_gym.run.timeline import COLUMNS, Timeline
 
 TIMELINE_TAGS = (*COLUMNS[1:], "gpus_allocated")
+#: The text tag naming what produced the comparison (a training run's tag too, ``train.py``).
+PROVENANCE_TAG = "config/provenance"
+
+
+def provenance_markdown(made_by: Mapping[str, Any]) -> str:
+    """``made_by`` as the two-column Markdown table TensorBoard shows as text (None: ``-``)."""
+    return "|what|value|\n|-|-|\n" + "\n".join(f"|{k}|{'-' if v is None else v}|" for k, v in made_by.items())
 
 
 class _ScalarWriter:
@@ -49,6 +60,11 @@ class _ScalarWriter:
         summary = self._summary(value=[self._summary.Value(tag=tag, simple_value=float(value))])
         wall = self._start if wall_time is None else wall_time
         self._writer.add_event(self._event(wall_time=wall, step=int(step), summary=summary))
+
+    def text(self, tag: str, text: str, step: int = 0) -> None:
+        from tensorboard.plugins.text.summary_v2 import text_pb
+
+        self._writer.add_event(self._event(wall_time=self._start, step=int(step), summary=text_pb(tag, text)))
 
     def close(self) -> None:
         self._writer.flush()
@@ -73,10 +89,13 @@ def write_tensorboard(
     rows: Sequence[Mapping[str, Any]],
     results: Mapping[str, Sequence[SimResult]],
     max_points: int = 5000,
+    made_by: Mapping[str, Any] | None = None,
 ) -> list[Path]:
     """Write one run per policy under ``logdir``; ``rows`` are the summary rows (same order
-    and labels as ``results``). Returns the run folders."""
+    and labels as ``results``); ``made_by`` the text ``config/provenance`` (default: this
+    process's :func:`lyra_gym.provenance.provenance`). Returns the run folders."""
     root = Path(logdir)
+    made_by_text = provenance_markdown(provenance() if made_by is None else made_by)
     folders: list[Path] = []
     for row in rows:
         label = str(row["policy"])
@@ -89,6 +108,7 @@ def write_tensorboard(
                           "in one run (use a fresh --tensorboard folder)", stacklevel=2)
         writer = _ScalarWriter(folder)
         try:
+            writer.text(PROVENANCE_TAG, made_by_text)
             for key, value in row.items():
                 if key in ("policy", "seeds") or key.endswith(CI_SUFFIX) or value is None:
                     continue
