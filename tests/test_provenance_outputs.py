@@ -181,7 +181,7 @@ def test_rllib_compare_json_rows_record_env_id_version_and_commit(tmp_path, monk
     from lyra_agents import rllib_backend
     from lyra_agents.config import resolve_config
 
-    cfg = resolve_config("LyraGym/Cluster-v0", None, False, ["window_s=10800", "final_windows=1"], 3)
+    cfg = resolve_config("LyraGym/Cluster-v1", None, False, ["window_s=10800", "final_windows=1"], 3)
     # the checkpoint stands in for a baseline: what is checked is the file the comparison writes
     monkeypatch.setattr(rllib_backend, "load_rllib_scheduler", lambda run_dir, name=None: "fifo")
     rows = rllib_backend.compare_checkpoint(tmp_path, cfg)
@@ -190,6 +190,6 @@ def test_rllib_compare_json_rows_record_env_id_version_and_commit(tmp_path, monk
     for label_rows in written.values():
         assert len(label_rows) == 1
         for row in label_rows:
-            assert row["env_id"] == "LyraGym/Cluster-v0"
+            assert row["env_id"] == "LyraGym/Cluster-v1"
             assert {k: row[k] for k in PROVENANCE_KEYS} == MADE_BY
             assert list(row)[-3:] == ["env_id", *PROVENANCE_KEYS]
