@@ -212,7 +212,7 @@ def test_resume_from_a_run_folder_still_continues(run_copy, tmp_path, monkeypatc
     assert train.main(["--resume", str(run_copy), "--set", "total_timesteps=128", f"runs_dir={runs}",
                        "--no-compare"]) == 0
     (run_dir,) = runs.iterdir()
-    assert run_dir.name.startswith("LyraGym-Cluster-v0__tiny__1__")
+    assert run_dir.name.startswith("LyraGym-Cluster-v1__tiny__1__")
     assert {"config.yaml", "model.zip", "vecnormalize.npz"} <= {p.name for p in run_dir.iterdir()}
     assert yaml.safe_load((run_dir / "config.yaml").read_text())["resume_from"] == str(run_copy / "model.zip")
 

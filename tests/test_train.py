@@ -35,7 +35,7 @@ def quick_run(tmp_path_factory):
 
 def test_quick_run_writes_a_complete_run_directory(quick_run):
     _, run_dir, stdout = quick_run
-    assert run_dir.name.startswith("LyraGym-Cluster-v0__quick__1__")
+    assert run_dir.name.startswith("LyraGym-Cluster-v1__quick__1__")
     for name in ("config.yaml", "model.zip", "vecnormalize.npz", "vecnormalize.pkl", "compare.json", "progress.csv"):
         assert (run_dir / name).is_file(), name
     assert (run_dir / "checkpoints" / "model_512_steps.zip").is_file()
