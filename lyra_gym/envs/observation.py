@@ -384,9 +384,7 @@ class ObservationBuilder:
             shown_running += 1
             head, eff, ref, on_loaned, rate_ratio, flexible = held[4:]
             last, begin = record.last_update, record.overhead_until
-            busy = now - (begin if begin > last else last)  # record.remaining_work(now), inline
-            left = record.total_work - (record.work_done + rate * busy if busy > 0 else record.work_done)
-            truth = remaining = left if left > 0.0 else 0.0
+            truth = remaining = record.remaining_work(now)
             if knowledge is not None:  # what the run's knowledge model shows instead
                 remaining = knowledge.remaining_work(record, now)
             since = now - last
