@@ -28,7 +28,7 @@ import numpy as np
 from gymnasium import spaces
 
 from lyra_agents.config import TrainConfig
-from lyra_agents.policy_scheduler import AgentScheduler, AllocPolicyScheduler, PolicyScheduler
+from lyra_agents.policy_scheduler import AgentScheduler, scheduler_class
 from lyra_agents.spaces import model_spaces
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.errors import LyraGymError
@@ -137,8 +137,7 @@ def load_observation_policy(argument: str, **params: Any) -> AgentScheduler:
                                  f"an object with predict(obs, ...) -> (action, state)")
     config = policy_config(policy, spec)
     model = ObservationPolicy(policy, config, spec)
-    scheduler = AllocPolicyScheduler if config.env_id == ALLOC_ENV_ID else PolicyScheduler
-    return scheduler(model, config, None, True, name=spec)
+    return scheduler_class(config)(model, config, None, True, name=spec)
 
 
 def check_observation_policy(argument: str, **params: Any) -> None:

@@ -358,6 +358,12 @@ def split_trust_option(path: str | os.PathLike) -> tuple[str, bool | None]:
     return base, trust
 
 
+def scheduler_class(config: TrainConfig) -> type[AllocPolicyScheduler] | type[PolicyScheduler]:
+    """The scheduler that runs a model or policy of ``config``'s env: Alloc's sub-actions, or the
+    guided envs' levels."""
+    return AllocPolicyScheduler if config.env_id == ALLOC_ENV_ID else PolicyScheduler
+
+
 def load_policy_scheduler(path: str | os.PathLike, deterministic: bool = True, device: str = "cpu",
                           trust_model_files: bool | None = None, **params: Any) -> AgentScheduler:
     """The ``model:PATH`` loader (entry-point group ``lyra_gym.scheduler_loaders``).
@@ -392,7 +398,7 @@ def load_policy_scheduler(path: str | os.PathLike, deterministic: bool = True, d
     if normalizer is not None and np.shape(normalizer.obs_rms.mean) != model.observation_space.shape:
         raise ModelFileError(f"{stats}: statistics of observations of shape {np.shape(normalizer.obs_rms.mean)}, "
                              f"the model's are {model.observation_space.shape}")
-    scheduler = AllocPolicyScheduler if config.env_id == ALLOC_ENV_ID else PolicyScheduler
+    scheduler = scheduler_class(config)
     try:
         return scheduler(model, config, normalizer, deterministic, name=name)
     except ValueError as err:  # spaces that do not match the config (a trusted model)
