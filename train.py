@@ -77,7 +77,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def warm_start(model, venv, cfg) -> None:
-    """Behaviour cloning of the env's expert (``cfg.bc_*``; :mod:`lyra_agents.imitation`), logged as ``bc/*``."""
+    """Behaviour cloning of the expert (``cfg.bc_*``: the env's heuristic or a rule of
+    :mod:`lyra_agents.experts`; :mod:`lyra_agents.imitation`), logged as ``bc/*``."""
     t0 = time.perf_counter()
     demos = collect_demonstrations(venv, cfg.bc_steps, cfg.gamma)
     history = behaviour_clone(model, demos, cfg.bc_epochs, cfg.bc_batch_size, cfg.bc_learning_rate, cfg.seed,
@@ -87,8 +88,9 @@ def warm_start(model, venv, cfg) -> None:
             model.logger.record(f"bc/{key}", value)
         model.logger.dump(epoch)
     last = history[-1]
-    print(f"behaviour cloning: {len(demos.obs)} expert steps ({demos.episodes} episodes), {cfg.bc_epochs} epochs "
-          f"in {time.perf_counter() - t0:.0f} s; agreement {last['agreement']:.3f}, nll {last['nll']:.3f}")
+    print(f"behaviour cloning of {cfg.bc_expert}: {len(demos.obs)} expert steps ({demos.episodes} episodes), "
+          f"{cfg.bc_epochs} epochs in {time.perf_counter() - t0:.0f} s; agreement {last['agreement']:.3f}, "
+          f"nll {last['nll']:.3f}")
 
 
 class StartError(ValueError):
@@ -178,7 +180,8 @@ def train_model(model, venv, eval_env, cfg, run_dir: Path, remaining: int, resum
     """Train ``remaining`` more steps (evaluations, checkpoints, progress bar as configured), then
     save the model and the normalizer (plain arrays and SB3's pickle) into ``run_dir`` and close the
     envs. Returns the evaluation callback (its history)."""
-    evaluator = TestWindowEvalCallback(eval_env, cfg.eval_windows, cfg.eval_freq)
+    evaluator = TestWindowEvalCallback(eval_env, cfg.eval_windows, cfg.eval_freq,
+                                       at_start=bool(cfg.bc_steps) and not resumed)
     made_by = {**provenance(), "env_id": cfg.env_id}  # TensorBoard text config/provenance (issue 27)
     callbacks = [ConfigTextCallback(cfg.to_yaml(), cfg.to_dict(), made_by), ClusterMetricsCallback(), evaluator]
     if cfg.checkpoint_freq:
@@ -244,6 +247,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # --- train, then compare the saved model with lyra on held-out test windows
     evaluator = train_model(model, venv, eval_env, cfg, run_dir, remaining, resumed=resume is not None)
     train_s = time.perf_counter() - start
+    if evaluator.history and evaluator.history[0]["timesteps"] == 0 and len(evaluator.history) > 1:
+        first = evaluator.history[0]  # the imitation warm start alone, before any PPO update
+        print(f"after behaviour cloning (step 0): jct policy {first['eval/jct_policy']:.0f} s, "
+              f"ratio {first['eval/jct_vs_lyra']:.3f}")
     if evaluator.history:
         last = evaluator.history[-1]
         print(f"trained {model.num_timesteps} steps in {train_s:.0f} s; last eval on {len(evaluator.windows)} "

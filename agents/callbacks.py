@@ -67,24 +67,27 @@ class TestWindowEvalCallback(BaseCallback):
     :param windows: how many test windows.
     :param eval_freq: env steps (all vector envs together) between evaluations.
     :param reference: the heuristic compared against (registry name), default ``lyra``.
+    :param at_start: also evaluate before the first update (after an imitation warm start: what
+        behaviour cloning alone gives, logged at step 0, so the curve shows what PPO adds).
     """
 
     __test__ = False  # not a pytest test class, despite the name
 
-    def __init__(self, env: Any, windows: int, eval_freq: int, reference: str = "lyra", verbose: int = 0) -> None:
+    def __init__(self, env: Any, windows: int, eval_freq: int, reference: str = "lyra", verbose: int = 0,
+                 at_start: bool = False) -> None:
         super().__init__(verbose)
         self.env = env
         self.windows = held_out_windows(env, windows)
         self.eval_freq = eval_freq
         self.reference = reference
         self._reference_jct: float | None = None
-        self._last_eval = 0
+        self._last_eval = -eval_freq if at_start else 0
         self.history: list[dict[str, float]] = []
 
     def _on_rollout_start(self) -> None:
         # at a rollout boundary the policy is the one just updated (mid-rollout it would be
         # evaluated before the update that follows the rollout)
-        if self.eval_freq and self.num_timesteps - self._last_eval >= self.eval_freq:
+        if self.eval_freq and self.num_timesteps - self._last_eval >= self.eval_freq or self._last_eval < 0:
             self.evaluate()
 
     def _on_step(self) -> bool:

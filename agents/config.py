@@ -47,6 +47,7 @@ VEC_ENVS = ("auto", "dummy", "subproc")
 EXTRACTORS = ("mlp", "deepsets")
 ACTIVATIONS = ("tanh", "relu")
 LR_SCHEDULES = ("constant", "linear")
+JOB_LEVEL_ENV_IDS = ("LyraGym/Cluster-v1", "LyraGym/Elastic-v1")  # envs whose actions set job levels
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]+)?|mps")
 MAX_NAME_LENGTH = 100
 
@@ -100,6 +101,9 @@ class TrainConfig:
     worker_levels: int = 10               # L, worker-count options per job (LyraGym/Alloc-v1 only)
     warmup_s: float = 0.0                 # warm start: s of jobs before each window run by the heuristic first
     observation_extras: bool = False      # append lyra_gym.envs.learner_extras (duration history, queue mix)
+    scenarios: list[str] = field(default_factory=list)  # train env i on scenarios[i % len] of `suite` (a
+    #   generalist: each scenario's trace, cluster config, knowledge, window and warm start); [] = the fields above
+    suite: str = "v1"                     # the suite whose scenario names `scenarios` lists
     # --- vector envs and normalisation
     n_envs: int = 8
     vec_env: str = "auto"                 # auto (subproc when it pays) | dummy | subproc
@@ -126,6 +130,7 @@ class TrainConfig:
     bc_epochs: int = 10                   # passes over them
     bc_batch_size: int = 256
     bc_learning_rate: float = 1e-3
+    bc_expert: str = "heuristic"          # whose actions: heuristic (the env's own) | small_first (agents/experts.py)
     # --- network
     net_arch: list[int] = field(default_factory=lambda: [256, 256])  # policy and value MLPs
     activation: str = "tanh"
@@ -198,14 +203,15 @@ class TrainConfig:
 
 # ---------------------------------------------------------------------- helpers
 #: The fields that hold input file paths (``trace`` only when it is not a preset name).
-PATH_FIELDS = ("trace", "sim_config", "profiles")
+PATH_FIELDS = ("trace", "sim_config", "profiles", "suite")
+_NAMED_SUITES = ("v0", "v1")  # suite names that are not paths (lyra_agents.suite.SUITE_FILES and v0)
 _NULL_WORDS = ("null", "none", "~")
 
 
 def _is_path(key: str, value: Any) -> bool:
     """Is ``value`` of field ``key`` a file path (not a preset name, not a null word)?"""
     return (isinstance(value, str) and value.strip().lower() not in ("", *_NULL_WORDS)
-            and not (key == "trace" and value in PRESETS))
+            and not (key == "trace" and value in PRESETS) and not (key == "suite" and value in _NAMED_SUITES))
 
 
 def _paths_beside(data: Mapping[str, Any], folder: Path) -> dict[str, Any]:
@@ -235,6 +241,8 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     hint = _HINTS[key]
     if hint is Any:  # free-form (reward: a name or {name: weight})
         return yaml.safe_load(value) if isinstance(value, str) else value
+    if hint == list[str] and isinstance(value, str) and not value.strip().startswith("["):
+        return _to_str_list(value)  # "a,b" (or "" for none), not YAML
     args = typing.get_args(hint)
     optional = type(None) in args
     kind = next(a for a in args if a is not type(None)) if optional else (typing.get_origin(hint) or hint)
@@ -245,7 +253,7 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         raise TrainConfigError(f"{source}: {key}: may not be null")
     expected = getattr(hint, "__name__", None) or str(hint)
     try:
-        converted = _CONVERTERS.get(kind, _unconvertible)(value)
+        converted = _CONVERTERS.get(hint, _CONVERTERS.get(kind, _unconvertible))(value)
     except (TypeError, ValueError):
         converted = _INVALID
     if converted is _INVALID:
@@ -291,13 +299,19 @@ def _to_int_list(value: Any) -> Any:
     return [int(v) for v in value] if isinstance(value, (list, tuple)) else _INVALID
 
 
+def _to_str_list(value: Any) -> Any:
+    if isinstance(value, str):  # --set scenarios=a,b (YAML reads it as one text)
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else _INVALID
+
+
 def _unconvertible(value: Any) -> Any:
     return _INVALID
 
 
 #: Field type -> converter of a parsed value (``_INVALID``, TypeError or ValueError: the wrong type).
 _CONVERTERS: dict[Any, Callable[[Any], Any]] = {
-    bool: _to_bool, int: _to_int, float: _to_float, list: _to_int_list, str: str}
+    bool: _to_bool, int: _to_int, float: _to_float, list: _to_int_list, list[str]: _to_str_list, str: str}
 
 
 # ---------------------------------------------------------------------- validation rules
@@ -383,6 +397,37 @@ def _check_env_id(cfg: TrainConfig) -> str | None:
     return None
 
 
+def _check_expert(cfg: TrainConfig) -> str | None:
+    from lyra_agents.experts import EXPERTS, NEEDS_JOB_LEVELS
+
+    if cfg.bc_expert not in EXPERTS:
+        return f"bc_expert: must be one of {', '.join(EXPERTS)}, got {cfg.bc_expert!r}"
+    if cfg.bc_expert in NEEDS_JOB_LEVELS and cfg.env_id not in JOB_LEVEL_ENV_IDS:
+        return (f"bc_expert: {cfg.bc_expert!r} sets job levels, which {cfg.env_id} has not "
+                f"(use {' or '.join(JOB_LEVEL_ENV_IDS)})")
+    return None
+
+
+def _check_scenarios(cfg: TrainConfig) -> str | None:
+    if not cfg.scenarios:
+        return None
+    from lyra_agents.suite import get_suite
+
+    try:
+        suite = get_suite(cfg.suite)
+    except ValueError as err:  # SuiteError included: names the suite or its file
+        return f"suite: {err}"
+    for name in cfg.scenarios:
+        try:
+            kwargs = suite.get(name).env_kwargs()
+        except ValueError as err:
+            return f"scenarios: {err}"
+        if kwargs is None:
+            return (f"scenarios: {name!r} redraws its trace preset's elastic share, which an env cannot "
+                    "express (train on the others; the benchmark still evaluates it)")
+    return None
+
+
 def _check_rollout(cfg: TrainConfig) -> str | None:
     if cfg.n_steps * cfg.n_envs < 2:
         return "n_steps * n_envs: must be >= 2 (PPO advantage normalisation)"
@@ -414,7 +459,7 @@ _RULES: tuple[_Rule, ...] = (
             "worker_levels", "bc_epochs", "bc_batch_size"), lambda v: v < 1, ">= 1"),
     _bound(("num_server_slots", "eval_freq", "checkpoint_freq", "torch_threads", "deepsets_slot_dim",
             "bc_steps"), lambda v: v < 0, ">= 0"),
-    _check_rollout, _check_discounts,
+    _check_rollout, _check_discounts, _check_expert, _check_scenarios,
     _bound(("learning_rate", "bc_learning_rate"), lambda v: v <= 0, "> 0"),
     _check_net_arch,
 )

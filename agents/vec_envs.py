@@ -6,6 +6,11 @@
   on a machine with 2 or more cores: on 2 cores 8 subprocess envs measured
   ~450 steps/s against ~340 in one process, rollouts being dominated by the
   env and by the masked distributions).
+- A generalist (``scenarios``): env ``i`` takes scenario ``scenarios[i % len]`` of ``suite``: its
+  trace, cluster config (knowledge included), window and warm start, on its train windows; every
+  other keyword from the config, so every env has the same spaces.
+- ``bc_expert`` other than ``heuristic``: each env in :class:`~lyra_agents.experts.ExpertRule`,
+  whose ``expert_action()`` the imitation warm start calls.
 - ``VecNormalize`` around them: observation statistics (saved by
   :mod:`lyra_agents.normalizer_stats`), return scaling for training only. With
   ``tie_slot_stats`` the statistics of every job slot (and every loaned-server
@@ -17,7 +22,7 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Callable, cast
 
 import gymnasium as gym
 import numpy as np
@@ -27,18 +32,39 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 
 import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
 from lyra_agents.config import TrainConfig
+from lyra_agents.experts import ExpertRule
 from lyra_agents.model_files import _untrusted
 from lyra_agents.normalizer_stats import restore_normalizer_stats
 from lyra_agents.spaces import observation_widths
+from lyra_agents.suite import get_suite
 from lyra_gym.envs.learner_extras import LearnerExtrasObservation
 from lyra_gym.envs.observation import observation_layout
 
 
-def make_env(env_id: str, env_kwargs: dict[str, Any], extras: bool = False) -> gym.Env:
+def make_env(env_id: str, env_kwargs: dict[str, Any], extras: bool = False, expert: str = "heuristic") -> gym.Env:
     """One env in a ``Monitor`` (episode returns and lengths for SB3's rollout/ scalars); with
-    ``extras``, its observation extended by :class:`LearnerExtrasObservation`."""
-    env = gym.make(env_id, **env_kwargs)
-    return Monitor(LearnerExtrasObservation(env) if extras else env)
+    ``extras``, its observation extended by :class:`LearnerExtrasObservation`; with an ``expert``
+    rule, in :class:`~lyra_agents.experts.ExpertRule`."""
+    env: gym.Env = gym.make(env_id, **env_kwargs)
+    if extras:
+        env = LearnerExtrasObservation(env)
+    if expert != "heuristic":
+        env = ExpertRule(env, expert)
+    return Monitor(env)
+
+
+def env_kwargs_of(cfg: TrainConfig) -> list[dict[str, Any]]:
+    """``gymnasium.make`` keywords of each of the ``n_envs`` training envs (module docstring)."""
+    base = cfg.env_kwargs()
+    if not cfg.scenarios:
+        return [base] * cfg.n_envs
+    suite = get_suite(cfg.suite)
+    scenario_kwargs = []
+    for name in cfg.scenarios:
+        kwargs = suite.get(name).env_kwargs()
+        assert kwargs is not None  # TrainConfig.validate refuses scenarios an env cannot express
+        scenario_kwargs.append({**base, **kwargs, "trace_seed": cfg.trace_seed})
+    return [scenario_kwargs[i % len(scenario_kwargs)] for i in range(cfg.n_envs)]
 
 
 def make_eval_env(cfg: TrainConfig) -> gym.Env:
@@ -57,8 +83,9 @@ def choose_vec_env(cfg: TrainConfig) -> type[DummyVecEnv] | type[SubprocVecEnv]:
 
 def make_vec_env(cfg: TrainConfig) -> VecEnv:
     """``n_envs`` seeded copies (reset seeds ``seed + i``), not yet normalised."""
-    thunk = functools.partial(make_env, cfg.env_id, cfg.env_kwargs(), cfg.observation_extras)
-    venv = choose_vec_env(cfg)([thunk] * cfg.n_envs)
+    thunks: list[Callable[[], gym.Env]] = [functools.partial(make_env, cfg.env_id, kwargs, cfg.observation_extras, cfg.bc_expert)
+              for kwargs in env_kwargs_of(cfg)]
+    venv = choose_vec_env(cfg)(thunks)
     venv.seed(cfg.seed)
     return venv
 
