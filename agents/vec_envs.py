@@ -83,8 +83,9 @@ def choose_vec_env(cfg: TrainConfig) -> type[DummyVecEnv] | type[SubprocVecEnv]:
 
 def make_vec_env(cfg: TrainConfig) -> VecEnv:
     """``n_envs`` seeded copies (reset seeds ``seed + i``), not yet normalised."""
-    thunks: list[Callable[[], gym.Env]] = [functools.partial(make_env, cfg.env_id, kwargs, cfg.observation_extras, cfg.bc_expert)
-              for kwargs in env_kwargs_of(cfg)]
+    extras, expert = cfg.observation_extras, cfg.bc_expert
+    thunks: list[Callable[[], gym.Env]] = [functools.partial(make_env, cfg.env_id, kwargs, extras, expert)
+                                           for kwargs in env_kwargs_of(cfg)]
     venv = choose_vec_env(cfg)(thunks)
     venv.seed(cfg.seed)
     return venv
