@@ -27,9 +27,17 @@ def total_value(values: Sequence[Sequence[float]], choice: Sequence[int]) -> flo
     return float(sum(values[g][k] for g, k in enumerate(choice)))
 
 
-def solve_exact(values: Sequence[Sequence[float]], capacity: int) -> list[int]:
-    """Optimal item index per group (ties: the smallest k in the earliest group that decides)."""
+def solve_exact(values: Sequence[Sequence[float]], capacity: int, trim: bool = True) -> list[int]:
+    """Optimal item index per group (ties: the smallest k in the earliest group that decides).
+
+    The DP runs to ``min(capacity, W)``, W the largest total weight the groups can take: beyond W
+    every dp row holds the same value, so each group's argmax, and the choice traced back from
+    ``capacity``, are those traced back from W (the same doubles, the same choice). ``trim=False``:
+    the DP to ``capacity`` (tests compare the two)."""
     capacity = max(0, int(capacity))
+    if trim:
+        most = sum(max(0, len(items) - 1) for items in values)  # W (items[: W + 1] is whole)
+        capacity = min(capacity, most)
     dp = np.zeros(capacity + 1)  # best value using the groups so far with weight <= c
     rows = np.arange(capacity + 1)
     choice = [0] * len(values)
@@ -37,6 +45,9 @@ def solve_exact(values: Sequence[Sequence[float]], capacity: int) -> list[int]:
     for g, items in enumerate(values):
         if len(items) == 1 and items[0] == 0:
             continue  # one item worth 0: dp + 0 is dp (dp never holds -0.0), and its choice is 0
+        if len(items) == 1:
+            dp = dp + float(items[0])  # cand[c, 0] = dp[c] + v[0], argmax 0: the choice stays 0
+            continue
         v = np.asarray(items[: capacity + 1], dtype=np.float64)
         n = len(v)
         # cand[c, k] = dp[c - k] + v[k] (-inf where k > c): a strided view of dp padded with n - 1

@@ -154,6 +154,7 @@ class LyraScheduler(Scheduler):
     def reset(self, rng: np.random.Generator) -> None:
         self.rng = rng
         self.memory = LyraMemory(self)  # what the stages keep across decisions
+        self._held_kept: tuple[dict[str, int], list[str]] | None = None  # levels -> held jobs (_held)
 
     def base_demand(self, job: JobView) -> int:
         """GPUs ``job`` is admitted at (``lyra_state.base_demand``)."""
@@ -185,13 +186,21 @@ class LyraScheduler(Scheduler):
         levels = guidance.job_levels
         plan = view.current_plan()
         self.loaning.prepare(view, plan, self.rng, guidance.borrow_fraction, guidance.return_levels)
-        hold = self.elastic and _holds_extras(view, plan.allocations, levels)
+        hold = self.elastic and bool(levels) and _holds_extras(view, plan.allocations, self._held(levels))
         if not (view.num_queued or round_due or plan.give_back or plan.borrow or hold or self._may_move_back(view)):
             return plan  # nothing to admit, return, move back or rebalance: keep everything
         decision = Decision(self, memory, view, plan, levels)
         admit(decision)
         rebalance(decision, round_due, hold, self._admitted_fast_path)
         return plan
+
+    def _held(self, levels: Mapping[str, int]) -> list[str]:
+        """The jobs ``levels`` holds (level 0), kept while the levels are equal to the last ones
+        (an env's ticks apply the same guidance again)."""
+        kept = self._held_kept
+        if kept is None or kept[0] != levels:
+            kept = self._held_kept = (dict(levels), [job_id for job_id, level in levels.items() if level == 0])
+        return kept[1]
 
     def _may_move_back(self, view: ClusterView) -> bool:
         """Might a job on loaned GPUs move to training GPUs now? (one has a free GPU)"""
@@ -208,11 +217,11 @@ class LyraScheduler(Scheduler):
         return cells
 
 
-def _holds_extras(view: ClusterView, allocations: Mapping[str, Mapping[int, int]], levels: Mapping[str, int]) -> bool:
-    """Does an agent hold (level 0) a running elastic job above its minimum? That takes effect at
-    once, not at the next round."""
-    return any(level == 0 and job_id in allocations and sum(allocations[job_id].values()) > view.job(job_id).spec.min_gpus
-               for job_id, level in levels.items())
+def _holds_extras(view: ClusterView, allocations: Mapping[str, Mapping[int, int]], held: list[str]) -> bool:
+    """Does an agent hold (level 0; ``held``) a running elastic job above its minimum? That takes
+    effect at once, not at the next round."""
+    return any(job_id in allocations and sum(allocations[job_id].values()) > view.job(job_id).spec.min_gpus
+               for job_id in held)
 
 
 @dataclass

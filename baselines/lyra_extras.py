@@ -17,21 +17,7 @@ def place_extras(plan: Plan, typed: list[JobView], choice: list[int], base: dict
     """Place each job's extra workers: first every job keeps what it can of its current
     flexible placement (loaned servers first), then the rest go largest first, loaned servers
     first. Writes changed allocations into ``plan``."""
-    extras: list[dict[int, int]] = []
-    left = list(choice)
-    for i, job in enumerate(typed):
-        extra: dict[int, int] = {}
-        current = flex[job.id]
-        if current and left[i]:
-            items = current.items() if len(current) == 1 else \
-                sorted(current.items(), key=lambda kv: (kv[0] not in loaned, kv[0]))
-            for sid, g in items:
-                keep = min(g, avail[sid], left[i])
-                if keep:
-                    extra[sid] = keep
-                    avail[sid] -= keep
-                    left[i] -= keep
-        extras.append(extra)
+    extras, left = _kept_extras(typed, choice, flex, avail, loaned)
     growing = [i for i in range(len(typed)) if left[i] > 0]  # the others take nothing more
     if growing:  # servers is ascending: loaned ones first, then the others, each ascending
         loaned_first = [s for s in servers if s in loaned] + [s for s in servers if s not in loaned]
@@ -56,6 +42,35 @@ def place_extras(plan: Plan, typed: list[JobView], choice: list[int], base: dict
                 alloc[sid] = alloc.get(sid, 0) + g
         if alloc != allocations.get(job.id):
             allocations[job.id] = alloc if extra else dict(alloc)
+
+
+def _kept_extras(typed: list[JobView], choice: list[int], flex: dict[str, dict[int, int]], avail: list[int],
+                 loaned: AbstractSet[int]) -> tuple[list[dict[int, int]], list[int]]:
+    """:func:`place_extras`' first pass: what each job keeps of its current flexible placement
+    (loaned servers first), taken from ``avail``; (kept per job, extra workers still to place)."""
+    extras: list[dict[int, int]] = []
+    left = list(choice)
+    for i, job in enumerate(typed):
+        extra: dict[int, int] = {}
+        current = flex[job.id]
+        if current and left[i] == sum(current.values()) and all(avail[sid] >= g for sid, g in current.items()):
+            # it keeps them all (the loop below would take each whole, in any order): the same dict
+            for sid, g in current.items():
+                avail[sid] -= g
+            left[i] = 0
+            extras.append(current)  # read only: a job with nothing left never grows below
+            continue
+        if current and left[i]:
+            items = current.items() if len(current) == 1 else \
+                sorted(current.items(), key=lambda kv: (kv[0] not in loaned, kv[0]))
+            for sid, g in items:
+                keep = min(g, avail[sid], left[i])
+                if keep:
+                    extra[sid] = keep
+                    avail[sid] -= keep
+                    left[i] -= keep
+        extras.append(extra)
+    return extras, left
 
 
 def place_admitted(plan: Plan, admitted: list[JobView], wants: list[int], base: dict[str, dict[int, int]],

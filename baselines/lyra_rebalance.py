@@ -233,7 +233,7 @@ def knapsack_choice(d: Decision, typed: list[JobView], capacity: int, gpu_type: 
             # what value_row and the penalty below give for top = 0, without the arrays
             if job.workers > 0 and current > 0:
                 if stay is None:
-                    stay = np.array([0.0 - rescale])
+                    stay = [0.0 - rescale]
                 values.append(stay)
             else:
                 values.append(_ZERO_ROW)
