@@ -27,8 +27,10 @@ import math
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import is_not, itemgetter
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
+from lyra_gym.sim.journal import ChangeFeed
+from lyra_gym.sim.plan import TrackedAllocations
 from lyra_gym.sim.view import ClusterView, JobView
 
 _NOT_COUNTED = repeat((None,))  # counted.get's default for a job without an entry
@@ -116,6 +118,14 @@ class ReleaseTracker:
         (an elastic job under Lyra's scaling), or None when no job has flexible workers.
 
     ``gpu_types`` (per server id) and ``training_ids`` are set before the first timeline.
+
+    The book follows the allocations a timeline is asked with: each job's entry is its allocation's
+    (cached per allocation object), none for a job without one. Given a current plan's allocations
+    (a ``TrackedAllocations``), only the jobs that may have changed since the last timeline are
+    visited: those the engine's change feed (``ClusterView.change_feed``) names, those the last and
+    this plan edited, and those without an entry; any other allocations, a new view or a lost feed
+    visit every job (:meth:`_sync_all`). ``tests/test_lyra_admission_speed.py`` checks the book
+    against one built from scratch at every decision.
     """
 
     def __init__(self, views: dict[str, JobView], cap: Callable[[JobView], int] | None) -> None:
@@ -125,6 +135,10 @@ class ReleaseTracker:
         self._releases: dict[str, tuple[Mapping[int, int], str, float, int]] = {}  # see _entry
         self._counted: dict[str, tuple[Mapping[int, int], str, float, int]] = {}  # entries in _book now
         self._book = ReleaseBook()
+        self._feed: ChangeFeed | None = None  # the engine's changes since the last timeline
+        self._view: ClusterView | None = None  # the view whose engine the feed follows
+        self._uncounted: set[str] = set()  # jobs of the last allocations without an entry
+        self._edited: tuple[str, ...] = ()  # jobs the last plan edited (its allocations were synced)
 
     def timeline(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]], gpu_type: str,
                  placed: list[tuple[float, int, str]]) -> ReleaseTimeline:
@@ -132,25 +146,61 @@ class ReleaseTracker:
         finish and the base GPUs it then frees there (cached per allocation object), plus the jobs
         placed in this decision (``placed``: finish, GPUs, type). A job placed or changed by this
         plan is left out."""
-        book, counted = self._book, self._counted
-        for job_id in set(counted).difference(allocations):  # stopped or finished
-            _, typ, finish, held = counted.pop(job_id)
-            if held:
-                book.remove(typ, finish, held)
-        # the jobs whose counted allocation is not this one (new, changed, or left out before), in
-        # start order: found by C-level maps over the running jobs
+        self._sync(view, allocations)
+        return self._book.timeline(view.now, gpu_type, [(t, g) for t, g, typ in placed if typ == gpu_type])
+
+    def _sync(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]]) -> None:
+        """Bring the book in step with ``allocations``."""
+        edits = allocations.touched if type(allocations) is TrackedAllocations else None
+        feed = self._feed if self._view is view else None
+        changes = feed.changed() if feed is not None and edits is not None else None
+        if changes is None or edits is None:
+            self._sync_all(view, allocations)
+            self._view, self._feed = (view, feed or view.change_feed()) if edits is not None else (None, None)
+            self._edited = tuple(edits or ())
+            return
+        dirty = dict.fromkeys(changes)
+        dirty.update(dict.fromkeys(self._edited))
+        dirty.update(dict.fromkeys(self._uncounted))
+        dirty.update(edits)
+        self._edited = tuple(edits)
+        self._visit(view, allocations, dirty)
+
+    def _sync_all(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]]) -> None:
+        """:meth:`_sync` visiting every job: those counted and not in ``allocations`` (stopped or
+        finished), then those whose counted allocation is not theirs (new, changed, or without an
+        entry), in start order, found by C-level maps over the running jobs."""
+        counted = self._counted
+        self._visit(view, allocations, set(counted).difference(allocations))
         keys, allocs = list(allocations), list(allocations.values())
         stale = list(map(is_not, map(_first, map(counted.get, keys, _NOT_COUNTED)), allocs))
-        for job_id, alloc in zip(compress(keys, stale), compress(allocs, stale)):
-            old = counted.pop(job_id, None)
-            if old is not None and old[3]:
-                book.remove(old[1], old[2], old[3])
-            entry = self._entry(view, job_id, alloc)
-            if entry is not None:
-                counted[job_id] = entry
-                if entry[3]:
-                    book.add(entry[1], entry[2], entry[3])
-        return book.timeline(view.now, gpu_type, [(t, g) for t, g, typ in placed if typ == gpu_type])
+        self._visit(view, allocations, compress(keys, stale))
+        self._uncounted = set(allocations).difference(counted)
+
+    def _visit(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]], job_ids: Iterable[str]) -> None:
+        """Make the entry of each of ``job_ids`` that of its allocation in ``allocations`` (none
+        when it has none, or when it is placed or changed by this plan)."""
+        book, counted, uncounted = self._book, self._counted, self._uncounted
+        for job_id in job_ids:
+            alloc = allocations.get(job_id)
+            old = counted.get(job_id)
+            if old is not None:
+                if old[0] is alloc:
+                    continue
+                del counted[job_id]
+                if old[3]:
+                    book.remove(old[1], old[2], old[3])
+            entry = self._entry(view, job_id, alloc) if alloc is not None else None
+            if entry is None:
+                if alloc is None:
+                    uncounted.discard(job_id)
+                else:
+                    uncounted.add(job_id)
+                continue
+            uncounted.discard(job_id)
+            counted[job_id] = entry
+            if entry[3]:
+                book.add(entry[1], entry[2], entry[3])
 
     def _entry(self, view: ClusterView, job_id: str, alloc: Mapping[int, int]
                ) -> tuple[Mapping[int, int], str, float, int] | None:

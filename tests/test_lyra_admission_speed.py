@@ -1,0 +1,142 @@
+"""Lyra's phase-1 shortcuts against a from-scratch reference, decision for decision.
+
+``lyra_estimates.ReleaseTracker`` keeps its book of expected releases through the engine's change
+feed and the plan's own edits (visiting only the jobs that may have changed); the reference is a
+second tracker shown a plain copy of the same allocations, which visits every job (the path it
+always took before). At every timeline asked, in every decision, both must list the same
+releases (the same (finish, GPUs) pairs: the order of equal finish times is documented as
+irrelevant, so the lists are compared sorted) and answer every wait the same.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import lyra_baselines.lyra as lyra_module
+from lyra_baselines.lyra import LyraScheduler
+from lyra_baselines.lyra_estimates import ReleaseTimeline, ReleaseTracker
+from lyra_baselines.lyra_state import Decision, LyraMemory
+from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
+from lyra_gym.run.simulate import simulate
+from lyra_gym.sim.plan import TrackedAllocations
+from lyra_gym.workloads.tracegen import generate_trace
+from test_lyra_invariants import CONFIG, SWITCHES, workloads
+from toy import TOY
+
+
+def _pairs(timeline: ReleaseTimeline) -> list[tuple[float, int]]:
+    return sorted(zip(timeline.times, timeline.gpus))
+
+
+_REFERENCES: dict[int, tuple[LyraMemory, ReleaseTracker]] = {}  # id(memory) -> (that memory, its from-scratch tracker)
+
+
+class _CheckedTimelines(Decision):
+    """A Decision whose every release timeline is compared with a from-scratch tracker's."""
+
+    checked = 0
+    nonempty = 0
+
+    def timeline(self, gpu_type: str) -> ReleaseTimeline:
+        fresh = gpu_type not in self._timelines
+        timeline = super().timeline(gpu_type)
+        if fresh:
+            memory = self.memory
+            entry = _REFERENCES.get(id(memory))
+            if entry is None or entry[0] is not memory:  # a new run: a new reference
+                kept = memory.releases
+                tracker = ReleaseTracker(dict(memory.views), kept.cap)
+                tracker.gpu_types, tracker.training_ids = kept.gpu_types, kept.training_ids
+                entry = _REFERENCES[id(memory)] = (memory, tracker)
+            expected = entry[1].timeline(self.view, dict(self.allocations), gpu_type, self.placed)
+            assert _pairs(timeline) == _pairs(expected)
+            assert timeline.cumulative[-1:] == expected.cumulative[-1:]
+            for deficit in range(1, (timeline.cumulative[-1] if timeline.cumulative else 0) + 2):
+                assert timeline.wait_for(deficit) == expected.wait_for(deficit)
+            type(self).checked += 1
+            type(self).nonempty += bool(timeline.times)
+        return timeline
+
+
+@pytest.fixture
+def checked(monkeypatch):
+    monkeypatch.setattr(lyra_module, "Decision", _CheckedTimelines)
+    _CheckedTimelines.checked = _CheckedTimelines.nonempty = 0
+    yield _CheckedTimelines
+    _REFERENCES.clear()
+
+
+@pytest.mark.parametrize("backfill, loaned_rule, move_back, flex_horizon", SWITCHES[::3])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=workloads())
+def test_kept_release_book_equals_a_rebuild_at_every_decision(case, backfill, loaned_rule, move_back,
+                                                              flex_horizon, checked):
+    jobs, demand = case
+    switches = dict(backfill=backfill, loaned_rule=loaned_rule, move_back=move_back, flex_horizon=flex_horizon)
+    simulate(jobs, LyraScheduler(**switches), CONFIG, seed=0, profiles=TOY, demand=demand)
+
+
+@pytest.mark.parametrize("elastic", [True, False])
+def test_kept_release_book_equals_a_rebuild_on_a_loaded_cluster(elastic, checked):
+    jobs = generate_trace("bench-15d", 3)[:700]  # a small cluster: long queues, loaning, move-backs
+    config = SimConfig(cluster=ClusterConfig(training=(ServerGroup(5, "v100", 8),), inference=ServerGroup(6, "t4", 8)))
+    simulate(jobs, LyraScheduler(elastic=elastic), config, seed=0)
+    assert checked.checked > 300 and checked.nonempty > 300
+
+
+# ------------------------------------------------------------------ each path, by hand
+class _Feed:
+    """A change feed whose next answer the test sets (None: lost)."""
+
+    def __init__(self) -> None:
+        self.next: dict | None = {}
+
+    def changed(self):
+        answer, self.next = self.next, {}
+        return answer
+
+
+def _job(job_id, finish, allocation):
+    spec = SimpleNamespace(elastic=False, min_gpus=1, num_gpus=4)
+    return SimpleNamespace(id=job_id, spec=spec, expected_finish=finish, allocation=allocation)
+
+
+def test_the_release_tracker_visits_the_feeds_changes_the_plans_edits_and_the_jobs_without_entries():
+    a, b, c = {0: 4}, {1: 4}, {2: 4}
+    jobs = {"A": _job("A", 100.0, a), "B": _job("B", 50.0, b), "C": _job("C", None, c)}
+    feed = _Feed()
+    view = SimpleNamespace(now=10.0, job=jobs.__getitem__, change_feed=lambda: feed)
+    tracker = ReleaseTracker({}, cap=None)
+    tracker.gpu_types, tracker.training_ids = ["v100"] * 3, frozenset({0, 1, 2})
+
+    def plan(**edits):
+        allocations = TrackedAllocations({"A": a, "B": b, "C": c}, token=None)
+        for job_id, alloc in edits.items():
+            allocations[job_id] = alloc
+        return allocations
+
+    def releases(allocations):
+        return _pairs(tracker.timeline(view, allocations, "v100", placed=[]))
+
+    assert releases(plan()) == [(50.0, 4), (100.0, 4)]  # C has no expected finish yet
+    assert releases(plan(A={0: 2})) == [(50.0, 4)]  # edited by this plan: left out
+    assert releases(plan()) == [(50.0, 4), (100.0, 4)]  # that plan was not applied: A is back
+    stopping = plan()
+    del stopping["A"]
+    assert releases(stopping) == [(50.0, 4)]  # stopped by this plan
+    assert releases(plan()) == [(50.0, 4), (100.0, 4)]  # not applied either
+    jobs["C"].expected_finish = 70.0
+    assert releases(plan()) == [(50.0, 4), (70.0, 4), (100.0, 4)]  # a job without an entry is asked again
+    b2 = {1: 2}
+    jobs["B"].allocation, jobs["B"].expected_finish = b2, 40.0
+    feed.next = {"B": (b2, 2)}
+    allocations = TrackedAllocations({"A": a, "B": b2, "C": c}, token=None)
+    assert releases(allocations) == [(40.0, 2), (70.0, 4), (100.0, 4)]  # resized by the engine
+    feed.next = {"A": (None, 1)}
+    allocations = TrackedAllocations({"B": b2, "C": c}, token=None)
+    assert releases(allocations) == [(40.0, 2), (70.0, 4)]  # A finished
+    feed.next = None  # lost: every job visited
+    assert releases(TrackedAllocations({"C": c}, token=None)) == [(70.0, 4)]
