@@ -30,26 +30,28 @@ class FifoScheduler(Scheduler):
         return view.queued_jobs()
 
     def decide(self, view: ClusterView) -> Plan:
-        plan = view.current_plan()
         if not view.num_queued:
-            return plan
+            return view.current_plan()
         version = view.topology.version  # changes with every change of free GPUs
         jobs = iter(self.order(view))
         head = next(jobs)
-        job: JobView | None = head
         if not self.backfill and self.__dict__.get("_blocked") == (view, version, head.id):
-            return plan  # the same first job on the same free GPUs: still blocked
+            return view.current_plan()  # the same first job on the same free GPUs: still blocked
+        plan = view.current_plan()
         cached = self.__dict__.get("_cached")
         if cached is None or cached[0] is not view:
             cached = self._cache(view)
         place = cached[1]
         # the engine's free-capacity index (a FreeMap): each placement costs O(GPUs per server), not O(servers)
         free = view.free_map()
+        job: JobView | None = head
+        placed = None  # the last placement, taken from ``free`` only if another job is tried after it
         while job is not None:
-            placement = place(free, job.spec.num_gpus)
-            if placement is not None:
-                free.take(placement)
-                plan.assign(job.id, placement)
+            if placed is not None:
+                free.take(placed)
+            placed = place(free, job.spec.num_gpus)
+            if placed is not None:
+                plan.assign(job.id, placed)
             elif not self.backfill:
                 if job is head:
                     self.__dict__["_blocked"] = (view, version, head.id)

@@ -6,6 +6,8 @@ GPU-seconds are integrated at every clock advance from the GPUs in use then; eve
 
 from __future__ import annotations
 
+from typing import Any
+
 #: The names of :attr:`Accounting.counts`, in the order the metrics list them.
 COUNT_NAMES = (
     "preemptions", "suspensions", "scale_ins", "scale_outs", "migrations", "starts",
@@ -50,3 +52,10 @@ class Accounting:
         if demand < serving:
             serving = demand
         self.gpu_s_inference_busy += serving * gpus_inf * dt
+
+
+def accounted(name: str, doc: str) -> Any:
+    """A property of an owner of an ``accounting`` (:class:`Accounting`) forwarded to it
+    (``engine.gpu_s_training`` ...)."""
+    return property(lambda self: getattr(self.accounting, name),
+                    lambda self, value: setattr(self.accounting, name, value), doc=doc)

@@ -18,7 +18,7 @@ import math
 import time
 from bisect import bisect_left, insort
 from heapq import heappop, heappush
-from typing import Any, Mapping, Sequence, cast
+from typing import Mapping, Sequence, cast
 
 import numpy as np
 
@@ -30,38 +30,26 @@ from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.model.knowledge import build_knowledge
 from lyra_gym.model.profiles import ProfileSet
 from lyra_gym.model.scaling import PROGRESS_BINS, ScalingModel, bin_end_work, progress_bin
-from lyra_gym.sim.accounting import Accounting
+from lyra_gym.sim.accounting import Accounting, accounted
 from lyra_gym.sim.cluster import Pool, Server, build_servers
 from lyra_gym.sim.events import COMPLETION, DEADLINE, TICK, Entry, EventQueue
 from lyra_gym.sim.inputs import ProgressBar, ProgressFactory, efficiency_of, tqdm_bar
 from lyra_gym.sim.journal import AllocationJournal
-from lyra_gym.sim.occupancy import hold, release
+from lyra_gym.sim.occupancy import hold, lend, release, take_back
 from lyra_gym.sim.overheads import OverheadModel
-from lyra_gym.sim.plan import FrozenAllocation, PendingAllocations, Plan
+from lyra_gym.sim.plan import FrozenAllocation, PendingAllocations, Plan, unread_pending
 from lyra_gym.sim.rates import RateTables
 from lyra_gym.sim.reclaim import ReclaimLedger, free_victims, loanable, owed, reclaim_victims
 from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.sim.topology import Topology
 from lyra_gym.sim.trace_jobs import ELASTIC_CAP_GPUS, as_elastic, build_jobs
-from lyra_gym.sim.validate import validate_batches, validate_plan
+from lyra_gym.sim.validate import validate_batches, validate_plan, validate_starts
 from lyra_gym.sim.view import ClusterView, attach_views
 
 __all__ = ["ELASTIC_CAP_GPUS", "Engine", "as_elastic"]
 
 _COMPLETION, _DEADLINE, _TICK = COMPLETION, DEADLINE, TICK  # the names tests and older code import
 _RUNNING, _QUEUED, _FINISHED = JobState.RUNNING, JobState.QUEUED, JobState.FINISHED
-
-
-def _unread(plan: Plan) -> PendingAllocations | None:
-    """The pending allocations of a current plan never read (``Plan.assign`` only), else None."""
-    unread = getattr(plan, "_unread", None)
-    return unread() if unread is not None else None
-
-
-def _accounted(name: str, doc: str) -> Any:
-    """A property of the engine forwarded to its :class:`Accounting` (``engine.gpu_s_training`` ...)."""
-    return property(lambda self: getattr(self.accounting, name),
-                    lambda self, value: setattr(self.accounting, name, value), doc=doc)
 
 
 class Engine:
@@ -80,14 +68,14 @@ class Engine:
     :param knowledge_seed: the duration estimates' stream (``config.knowledge``; ``estimate`` only).
     """
 
-    used_training = _accounted("used_training", "GPUs allocated on training servers now.")
-    used_loaned = _accounted("used_loaned", "GPUs allocated on loaned servers now.")
-    gpu_s_training = _accounted("gpu_s_training", "GPU-s allocated on training servers so far.")
-    gpu_s_loaned = _accounted("gpu_s_loaned", "GPU-s allocated on loaned servers so far.")
-    gpu_s_loaned_capacity = _accounted("gpu_s_loaned_capacity", "GPU-s of servers on loan so far.")
-    gpu_s_inference_busy = _accounted("gpu_s_inference_busy", "GPU-s of inference servers serving so far.")
-    start_time = _accounted("start_time", "Simulated time of the run's start (s).")
-    sim_wall_s = _accounted("sim_wall_s", "Wall-clock seconds the run took.")
+    used_training = accounted("used_training", "GPUs allocated on training servers now.")
+    used_loaned = accounted("used_loaned", "GPUs allocated on loaned servers now.")
+    gpu_s_training = accounted("gpu_s_training", "GPU-s allocated on training servers so far.")
+    gpu_s_loaned = accounted("gpu_s_loaned", "GPU-s allocated on loaned servers so far.")
+    gpu_s_loaned_capacity = accounted("gpu_s_loaned_capacity", "GPU-s of servers on loan so far.")
+    gpu_s_inference_busy = accounted("gpu_s_inference_busy", "GPU-s of inference servers serving so far.")
+    start_time = accounted("start_time", "Simulated time of the run's start (s).")
+    sim_wall_s = accounted("sim_wall_s", "Wall-clock seconds the run took.")
 
     def __init__(
         self,
@@ -271,7 +259,7 @@ class Engine:
                 return not stuck
         arrivals, live_top = self._arrival_times, self.events.live_top
         times, values = self.demand.times_s, self.demand.servers
-        horizon = self.config.horizon_s
+        horizon, integrate = self.config.horizon_s, self.accounting.integrate
         while self.finished < jobs_n:
             # the next event: the earliest of the next arrival, demand change and live heap entry
             i = self._next_arrival
@@ -289,7 +277,10 @@ class Engine:
             if horizon is not None and t > horizon:
                 self._advance_clock(horizon)
                 break
-            self._advance_clock(t)
+            dt = t - self.now  # self._advance_clock(t), inline
+            if dt > 0:
+                integrate(dt, self.loaned_count, self.demand_now)
+                self.now = t
             if self._bar is None:
                 self.tick_only = self._process_events(t, times, values)
             else:
@@ -387,7 +378,7 @@ class Engine:
         now = self.now
         job.advance(now)
         job.work_done = job.total_work
-        self._release(job)
+        release(self.servers, self.topology, self.accounting, job.index, job.allocation)
         job.allocation, job.workers, job.servers_used, job.rate = EMPTY_ALLOCATION, 0, 0, 0.0
         job.state = _FINISHED
         job.finish_time = now
@@ -426,28 +417,38 @@ class Engine:
     def apply(self, plan: Plan) -> bool:
         """Validate ``plan`` completely (:func:`lyra_gym.sim.validate.validate_plan`), then apply
         it; raises PlanError and changes nothing if invalid. Returns whether anything changed."""
-        pending = plan.__dict__.get("_pending") if type(plan) is Plan else _unread(plan)
+        pending = plan.__dict__.get("_pending") if type(plan) is Plan else unread_pending(plan)
         token = (self.identity, self.state_version)
-        if pending is not None and pending.token != token:
-            pending = None  # a current plan of an earlier state: checked in full
-        if (pending is not None and not pending.writes
-                and not plan.borrow and not plan.give_back and not plan.suspend and not plan.batch_sizes):
-            return False  # the current plan, unchanged: nothing to check or do
+        if pending is not None:
+            if pending.token != token:
+                pending = None  # a current plan of an earlier state: checked in full
+            elif not (plan.borrow or plan.give_back or plan.suspend or plan.batch_sizes):
+                if not pending.writes:
+                    return False  # the current plan, unchanged: nothing to check or do
+                applied = self._apply_starts(pending.writes)
+                if applied is not None:
+                    return applied
         changes = validate_plan(plan, pending, self.servers, self._by_id, self.running_allocations, token,
                                 self.num_loanable() if plan.borrow else 0, self.config.allow_mixed_gpu_types)
         batches = validate_batches(plan, self.scaling.rule, self._by_id) if plan.batch_sizes else []
         if not changes and not plan.borrow and not plan.give_back and not batches:
             return False
+        self._apply_changes(plan, changes, batches)
+        return True
+
+    def _apply_changes(self, plan: Plan, changes: Sequence[tuple[Job, Mapping[int, int] | None]],
+                       batches: Sequence[tuple[Job, float]]) -> None:
+        """Apply the validated ``changes`` and ``batches`` of ``plan`` and its loans."""
         now = self.now
         self.state_version += 1
         if plan.give_back:  # every job on a returned server is in ``changes`` (validated above)
             self._count_disruptions(plan.give_back)
         if plan.borrow:
-            self._lend(plan.borrow)
+            self.loaned_count += lend(self.servers, self.topology, self.counts, plan.borrow)
         for job, _ in changes:  # release everything first so moves between jobs are consistent
             if job.allocation:  # (a queued job: _assign sets its clock)
                 job.advance(now)
-                self._release(job)
+                release(self.servers, self.topology, self.accounting, job.index, job.allocation)
         for job, batch in batches:
             job.batch = batch
         if plan.suspend:
@@ -460,9 +461,20 @@ class Engine:
         if batches:
             self._rebatched(batches, changes)
         if plan.give_back:
-            self._take_back(plan.give_back)
+            self.loaned_count -= take_back(self.servers, self.topology, self.counts, plan.give_back)
         if plan.borrow or plan.give_back:
             self._sync_requests()
+
+    def _apply_starts(self, writes: Mapping[str, Mapping[int, int]]) -> bool | None:
+        """:meth:`apply` of a current plan of this state changed by ``Plan.assign`` only (``writes``)
+        and nothing else: True once applied when every write starts a queued job (what the general
+        path does then), None otherwise (to be applied in full)."""
+        starts = validate_starts(writes, self.servers, self._by_id, self.config.allow_mixed_gpu_types)
+        if starts is None:
+            return None
+        self.state_version += 1
+        for job, new in starts:
+            self._assign(job, new)
         return True
 
     def _count_disruptions(self, give_back: Sequence[int]) -> None:
@@ -471,24 +483,6 @@ class Engine:
         for index in disrupted:
             self.jobs[index].reclaim_disruptions += 1
         self.counts["reclaim_disruptions"] += len(disrupted)
-
-    def _lend(self, borrow: Sequence[int]) -> None:
-        """Put inference servers ``borrow`` on loan to training."""
-        topology = self.topology
-        for sid in borrow:
-            self.servers[sid].loaned = True
-            topology._loan(sid)
-            self.loaned_count += 1
-            self.counts["servers_borrowed"] += 1
-
-    def _take_back(self, give_back: Sequence[int]) -> None:
-        """Return loaned servers ``give_back`` to inference (empty by now)."""
-        topology = self.topology
-        for sid in give_back:
-            self.servers[sid].loaned = False
-            topology._unloan(sid)
-            self.loaned_count -= 1
-            self.counts["servers_returned"] += 1
 
     def _rebatched(self, batches: Sequence[tuple[Job, float]], changes: Sequence[tuple[Job, object]]) -> None:
         """A running job with only a new batch: new rate, no overhead."""
@@ -500,9 +494,6 @@ class Engine:
                 job.version += 1
                 job.progress_bin = progress_bin(job.work_done, job.total_work)
                 self._set_rate(job)
-
-    def _release(self, job: Job) -> None:
-        release(self.servers, self.topology, self.accounting, job.index, job.allocation)
 
     def _stop(self, job: Job, suspend: bool) -> None:
         """Preempt ``job`` (or suspend it in host memory); its allocation is already released."""
@@ -557,7 +548,7 @@ class Engine:
             for sid in allocation:
                 gpu_types = self._server_types[sid]
         else:
-            gpu_types = frozenset(self.servers[sid].gpu_type for sid in allocation)
+            gpu_types = frozenset(map(self.topology.gpu_types.__getitem__, allocation))
         speed = self._speeds.get((spec.model, gpu_types))
         job.speed = speed if speed is not None else self.speed(spec.model, gpu_types)
         job.last_update = now

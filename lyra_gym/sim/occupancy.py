@@ -1,5 +1,6 @@
-"""Who holds which GPUs: a job's allocation taken on or released from its servers, kept in step
-with the free-capacity index (:class:`~lyra_gym.sim.topology.Topology`) and the GPUs-in-use counters
+"""Who holds which GPUs: a job's allocation taken on or released from its servers, and inference
+servers lent to training or taken back, kept in step with the free-capacity index
+(:class:`~lyra_gym.sim.topology.Topology`) and the GPUs-in-use counters
 (:class:`~lyra_gym.sim.accounting.Accounting`)."""
 
 from __future__ import annotations
@@ -46,3 +47,21 @@ def release(servers: Sequence[Server], topology: Topology, accounting: Accountin
     if total != on_training:
         accounting.used_loaned -= total - on_training
     topology._add(allocation, 1)
+
+
+def lend(servers: Sequence[Server], topology: Topology, counts: dict[str, int], borrow: Sequence[int]) -> int:
+    """Put inference servers ``borrow`` (ids, each once) on loan to training; returns how many."""
+    for sid in borrow:
+        servers[sid].loaned = True
+        topology._loan(sid)
+    counts["servers_borrowed"] += len(borrow)
+    return len(borrow)
+
+
+def take_back(servers: Sequence[Server], topology: Topology, counts: dict[str, int], give_back: Sequence[int]) -> int:
+    """Return loaned servers ``give_back`` (ids, each once, empty by now) to inference; returns how many."""
+    for sid in give_back:
+        servers[sid].loaned = False
+        topology._unloan(sid)
+    counts["servers_returned"] += len(give_back)
+    return len(give_back)

@@ -109,6 +109,13 @@ class PendingAllocations:
         return allocations
 
 
+def unread_pending(plan: Plan) -> PendingAllocations | None:
+    """The pending allocations of a current plan (or a Plan subclass) never read (``Plan.assign``
+    only), else None."""
+    unread = getattr(plan, "_unread", None)
+    return unread() if unread is not None else None
+
+
 def current_plan(pending: PendingAllocations) -> Plan:
     """A Plan whose allocations are ``pending`` (``ClusterView.current_plan()``)."""
     plan = _new_object(Plan)

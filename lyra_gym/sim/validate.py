@@ -67,6 +67,25 @@ def validate_plan(
     return changes
 
 
+def validate_starts(writes: Mapping[str, Mapping[int, int]], servers: Sequence[Server], jobs_by_id: Mapping[str, Job],
+                    allow_mixed_gpu_types: bool) -> list[Change] | None:
+    """:func:`validate_plan` of a current plan of this state changed by ``Plan.assign`` only, with no
+    loans, suspends or batches, when every write (``writes``) starts a queued job: the same changes,
+    or the same PlanError. None when some write is anything else (then call :func:`validate_plan`)."""
+    jobs = []
+    for job_id, new in writes.items():
+        job = jobs_by_id.get(job_id)
+        if job is None or job.state is not _QUEUED or not new:
+            return None
+        jobs.append(job)
+    delta: dict[int, int] = {}  # a queued job holds nothing: only the new GPUs count
+    changes: list[Change] = [(job, check_allocation(job, new, servers, _NO_SERVERS, _NO_SERVERS,
+                                                    allow_mixed_gpu_types, delta))
+                             for job, new in zip(jobs, writes.values())]
+    check_capacity(servers, delta)
+    return changes
+
+
 def server_of(servers: Sequence[Server], sid: object, where: str) -> Server:
     """The server with id ``sid`` (an int, numpy integers too); PlanError ``unknown-server``."""
     if not isinstance(sid, (int, np.integer)) or isinstance(sid, bool) or not 0 <= sid < len(servers):
