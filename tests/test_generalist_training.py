@@ -112,3 +112,22 @@ def test_train_py_runs_a_generalist_with_a_rule_expert(tmp_path):
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     config = TrainConfig().updated(__import__("yaml").safe_load((run / "config.yaml").read_text()))
     assert config.scenarios == ["history", "hetero"] and config.bc_expert == "small_first"
+
+
+@pytest.mark.slow
+def test_the_shipped_generalist_reproduces_its_benchmark_row(tmp_path):
+    """``model:pretrained/cluster-generalist`` on suite v1's history, trace seed 0, window 0: the mean
+    JCT recorded in docs/bench-suite-v1-generalist.csv (training seed 1 is the shipped export)."""
+    import csv
+
+    from lyra_agents.benchmark import main as benchmark
+
+    rows = list(csv.DictReader((ROOT / "docs" / "bench-suite-v1-generalist.csv").open()))
+    (recorded,) = [float(r["jct_mean_s"]) for r in rows if r["kind"] == "window" and "generalist__1__" in r["run"]
+                   and r["scenario"] == "history" and r["trace_seed"] == "0" and r["window"] == "0"]
+    out = tmp_path / "bench.csv"
+    assert benchmark(["--suite", "v1", "--scenarios", "history", "--windows", "1", "--policies", "lyra", "--quiet",
+                      "--agent", f"g={ROOT / 'agents' / 'pretrained' / 'cluster-generalist'}", "--out", str(out)]) == 0
+    (got,) = [float(r["jct_mean_s"]) for r in csv.DictReader(out.open())
+              if r["kind"] == "window" and r["policy"] == "g" and r["trace_seed"] == "0" and r["window"] == "0"]
+    assert got == recorded
