@@ -84,7 +84,7 @@ def test_the_site_nav_lists_every_docs_page_and_only_existing_ones():
 
 def test_the_readme_is_a_front_page_that_links_every_top_level_docs_page():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert len(text.splitlines()) < 150
+    assert len(text.splitlines()) < 165  # a front page: set-up, quick start, the headline tables, links
     assert "python -m pytest -q" in text  # .ci/run runs the same test command
     linked = {target for _, target in relative_links(text)}
     pages = {f"docs/{p.name}" for p in DOCS.glob("*.md")}
