@@ -29,7 +29,7 @@ def admit(d: Decision) -> None:
         running += [j for j in view.running_jobs() if j.id not in d.allocations]
     moving = move_back_candidates(d) if d.settings.move_back and memory.on_loaned else {}
     running += moving.values()
-    line += [(rates.remaining_at(view, j, j.spec.num_gpus), j.index, j) for j in running]
+    line += rates.running_line(view, running)
     if levels:  # an agent's levels come first (higher first)
         line = [(-levels.get(j.id, NEUTRAL_JOB_LEVEL), t, i, j) for t, i, j in line]
     line.sort()  # job indices are unique: the views themselves are never compared
@@ -201,11 +201,13 @@ def move_back_candidates(d: Decision) -> dict[str, JobView]:
     """Running jobs whose workers all sit on loaned servers, unchanged by this plan."""
     memory, allocations, view = d.memory, d.allocations, d.view
     training, candidates, on_loaned, views = d.facts.training_ids, {}, memory.on_loaned, memory.views
-    for job_id in list(on_loaned):
+    for job_id, checked in list(on_loaned.items()):
         alloc = allocations.get(job_id)
-        if alloc is None or not training.isdisjoint(alloc):
-            del on_loaned[job_id]  # stopped, finished or already on training servers
-            continue
+        if alloc is not checked:  # (an allocation object found off training servers is kept)
+            if alloc is None or not training.isdisjoint(alloc):
+                del on_loaned[job_id]  # stopped, finished or already on training servers
+                continue
+            on_loaned[job_id] = alloc
         job = views.get(job_id) or view.job(job_id)
         if job.rate > 0 and alloc is job.allocation:  # not just changed by a reclaim
             candidates[job_id] = job

@@ -8,6 +8,7 @@ engine charges (``ClusterView.goodput``), ``"throughput"`` the profile's samples
 from __future__ import annotations
 
 import math
+from typing import Iterable
 
 import numpy as np
 
@@ -62,6 +63,32 @@ class LyraRates:
                 rate = self._reference_rates[key] = view.goodput(job, workers, *reference)
             return remaining / rate
         return job.remaining_work / view.reference_throughput(job.spec.model, workers)
+
+    def running_line(self, view: ClusterView, jobs: Iterable[JobView]) -> list[tuple[float, int, JobView]]:
+        """(``remaining_at`` at the requested size, index, job) of each of ``jobs``: the same
+        values in one pass (no call per job), for the running jobs of the admission line."""
+        if self.value_rate != "goodput":
+            return [(self.remaining_at(view, j, j.spec.num_gpus), j.index, j) for j in jobs]
+        reference = self._reference
+        if reference is None:
+            reference = self._reference = view.reference_server() if view.scaling != "adaptive" else ()
+        if not reference:
+            return [(j.remaining_time_at(j.spec.num_gpus), j.index, j) for j in jobs]
+        cached, line = self._reference_rates, []
+        for job in jobs:
+            workers = job.spec.num_gpus
+            if workers < 1:
+                line.append((job.remaining_time_at(workers), job.index, job))
+                continue
+            remaining, total = job.remaining_work, job.total_work  # as remaining_at, inlined
+            key = (job.id, workers, progress_bin(total - remaining, total))
+            rate = cached.get(key)
+            if rate is None:
+                if len(cached) > REFERENCE_CACHE_SIZE:
+                    cached.clear()
+                rate = cached[key] = view.goodput(job, workers, *reference)
+            line.append((remaining / rate, job.index, job))
+        return line
 
     def packed_rates(self, view: ClusterView, model: str, gpu_type: str, per_server: int, top: int) -> np.ndarray:
         """Samples/s of 0..top workers packed on ``gpu_type`` servers (index = workers; cached)."""

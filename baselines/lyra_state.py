@@ -111,7 +111,9 @@ class LyraMemory:
         self.running: RunningElastic | None = None  # the running elastic jobs' splits (filled when first needed)
         self.granted: dict[str, tuple[float, str]] = {}  # job id -> (when extra workers were granted, GPU type)
         self.held_s: dict[str, float] = {}  # GPU type -> smoothed observed hold of extra workers (s)
-        self.on_loaned: dict[str, None] = {}  # jobs whose base sits on loaned servers (move-back candidates)
+        # jobs whose base sits on loaned servers (move-back candidates) -> the allocation last
+        # found entirely off training servers (None: not checked yet)
+        self.on_loaned: dict[str, Mapping[int, int] | None] = {}
         self.training_cells: list[int] | None = None  # cells of the training servers (filled when first needed)
 
     def start(self, view: ClusterView) -> ClusterFacts:
