@@ -157,7 +157,12 @@ def loaned_pays(d: Decision, job: JobView, need: int, placement: Mapping[int, in
         loaned_share = wait / on_loaned  # of the remaining work, done before moving
         options.append((wait + view.overheads.migrate_s + (1.0 - loaned_share) * time_on(
             view, job, need, training_type), wait))
-    safe = safe_loaned_s(d, placement)
+    if placement is d.loaned_fits.get(need):  # spare servers change only with the fits: kept as long
+        safe = d.loaned_safe.get(need)
+        if safe is None:
+            safe = d.loaned_safe[need] = safe_loaned_s(d, placement)
+    else:
+        safe = safe_loaned_s(d, placement)
     return min((finish for finish, stay in options if stay <= safe), default=math.inf) < on_training
 
 
@@ -203,7 +208,7 @@ def move_back_candidates(d: Decision) -> dict[str, JobView]:
     training, candidates, on_loaned, views = d.facts.training_ids, {}, memory.on_loaned, memory.views
     for job_id, checked in list(on_loaned.items()):
         alloc = allocations.get(job_id)
-        if alloc is not checked:  # (an allocation object found off training servers is kept)
+        if alloc is None or alloc is not checked:  # (an allocation object found off training servers is kept)
             if alloc is None or not training.isdisjoint(alloc):
                 del on_loaned[job_id]  # stopped, finished or already on training servers
                 continue

@@ -214,6 +214,7 @@ class Decision:
         self.spare: set[int] | None = None  # loaned servers holding no base worker (admission's safe_loaned_s)
         self.safe_s: dict[int, float] = {}  # servers needed -> seconds until demand exceeds them
         self.loaned_fits: dict[int, dict[int, int] | None] = {}  # need -> fit on loaned GPUs (cleared on any change)
+        self.loaned_safe: dict[int, float] = {}  # need -> safe_loaned_s of its loaned_fits entry (cleared with it)
 
     def _split_running(self) -> dict[int, int]:
         """Base and flexible workers of every running elastic job (in start order) and the
@@ -313,6 +314,7 @@ class Decision:
         self.loaned_room += sum(g for s, g in held.items() if s in loaned)
         self._available_by_type.clear()
         self.loaned_fits.clear()
+        self.loaned_safe.clear()
         self._update_spare(held)
 
     def _update_spare(self, servers: Mapping[int, int]) -> None:
@@ -339,6 +341,7 @@ class Decision:
             avail[sid] -= g
         self.touched.update(placement)
         self.loaned_fits.clear()
+        self.loaned_safe.clear()
         if on_loaned:
             self._update_spare(placement)
         facts = self.facts
