@@ -23,7 +23,7 @@ def admit(d: Decision) -> None:
     """Phase 1 over the shortest-first line: queued jobs, jobs just stopped by our own reclaim
     answer, and (``move_back``) jobs on loaned GPUs holding their place in line."""
     view, levels, rates, memory = d.view, d.levels, d.rates, d.memory
-    line: list[tuple] = [(rates.remaining_estimate(view, j), j.index, j) for j in view.queued_jobs()]
+    line: list[tuple] = rates.queued_line(view, view.queued_jobs())
     running = []  # still running now: their remaining work is current, not cached
     if d.plan.give_back:  # jobs our own reclaim answer just stopped may restart elsewhere at once
         running += [j for j in view.running_jobs() if j.id not in d.allocations]

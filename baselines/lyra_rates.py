@@ -44,6 +44,18 @@ class LyraRates:
         self._sjf_keys[job.id] = (job.preemptions, estimate)
         return estimate
 
+    def queued_line(self, view: ClusterView, jobs: Iterable[JobView]) -> list[tuple[float, int, JobView]]:
+        """(``remaining_estimate``, index, job) of each of ``jobs`` (queued): the kept estimates read
+        in one pass, the others asked as before."""
+        kept, estimate, line = self._sjf_keys.get, self.remaining_estimate, []
+        for job in jobs:
+            cached = kept(job.id)
+            if cached is None or cached[0] != job.preemptions:
+                line.append((estimate(view, job), job.index, job))
+            else:
+                line.append((cached[1], job.index, job))
+        return line
+
     def remaining_at(self, view: ClusterView, job: JobView, workers: int) -> float:
         """Seconds left on ``workers`` reference GPUs packed, by ``value_rate``."""
         if self.value_rate == "goodput":

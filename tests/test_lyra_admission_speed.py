@@ -147,7 +147,7 @@ def test_the_release_tracker_visits_the_feeds_changes_the_plans_edits_and_the_jo
 import lyra_baselines.lyra_admission as admission  # noqa: E402
 from lyra_baselines.lyra_rates import LyraRates  # noqa: E402
 
-_SEEN = {"line": 0, "candidates": 0, "safe": 0}
+_SEEN = {"line": 0, "queued": 0, "candidates": 0, "safe": 0}
 
 
 def _reference_candidates(d, on_loaned):
@@ -185,6 +185,18 @@ def checked_admission(monkeypatch):
         _SEEN["line"] += len(jobs)
         return got
 
+    queued = LyraRates.queued_line
+
+    def checked_queued(self, view, jobs):
+        jobs = list(jobs)
+        reference = LyraRates(self.value_rate)  # remaining_estimate per job, from the same kept estimates
+        reference._sjf_keys = dict(self._sjf_keys)
+        got = queued(self, view, jobs)
+        assert got == [(reference.remaining_estimate(view, j), j.index, j) for j in jobs]
+        assert all(a[2] is b for a, b in zip(got, jobs))
+        _SEEN["queued"] += len(jobs)
+        return got
+
     def checked_candidates(d):
         before = list(d.memory.on_loaned)
         kept, expected = _reference_candidates(d, before)
@@ -202,6 +214,7 @@ def checked_admission(monkeypatch):
         return answer
 
     monkeypatch.setattr(LyraRates, "running_line", checked_line)
+    monkeypatch.setattr(LyraRates, "queued_line", checked_queued)
     monkeypatch.setattr(admission, "move_back_candidates", checked_candidates)
     monkeypatch.setattr(admission, "loaned_pays", checked_pays)
     for key in _SEEN:
@@ -225,7 +238,7 @@ def test_admission_shortcuts_equal_their_from_scratch_forms_on_a_loaded_cluster(
     config = SimConfig(cluster=ClusterConfig(training=(ServerGroup(5, "v100", 8),), inference=ServerGroup(6, "t4", 8)))
     simulate(jobs, LyraScheduler(value_rate=value_rate), config, seed=0)
     assert checked_admission["line"] > 500 and checked_admission["candidates"] > 500
-    assert checked_admission["safe"] > 500
+    assert checked_admission["safe"] > 500 and checked_admission["queued"] > 500
 
 
 def test_a_safe_time_is_kept_per_need_until_the_loaned_fits_change():
