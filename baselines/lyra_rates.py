@@ -33,6 +33,9 @@ class LyraRates:
         self._fixed_batch: bool | None = None  # the batch at w workers is fixed (not "adaptive"): see job_rates
         self._reference: tuple[str, int] | tuple[()] | None = None  # (GPU type, per server); () under "adaptive"
         self._reference_rates: dict[tuple[str, int, int], float] = {}  # see remaining_at
+        # job id -> (workers, total work, least and most remaining work, reference rate, progress
+        # part): remaining work in [least, most] is in that part (running_line)
+        self._part_spans: dict[str, tuple[int, float, float, float, float, int]] = {}
 
     def remaining_estimate(self, view: ClusterView, job: JobView) -> float:
         """Seconds a queued job has left at its requested size on the reference GPU (cached: its
@@ -86,19 +89,32 @@ class LyraRates:
             reference = self._reference = view.reference_server() if view.scaling != "adaptive" else ()
         if not reference:
             return [(j.remaining_time_at(j.spec.num_gpus), j.index, j) for j in jobs]
-        cached, line = self._reference_rates, []
+        cached, spans, line = self._reference_rates, self._part_spans, []
+        if len(spans) > REFERENCE_CACHE_SIZE:
+            spans.clear()
         for job in jobs:
             workers = job.spec.num_gpus
             if workers < 1:
                 line.append((job.remaining_time_at(workers), job.index, job))
                 continue
             remaining, total = job.remaining_work, job.total_work  # as remaining_at, inlined
-            key = (job.id, workers, progress_bin(total - remaining, total))
+            span = spans.get(job.id)
+            if span is not None and span[2] <= remaining <= span[3] and span[1] == total and span[0] == workers:
+                line.append((remaining / span[4], job.index, job))  # in the same progress part
+                continue
+            part = progress_bin(total - remaining, total)
+            key = (job.id, workers, part)
             rate = cached.get(key)
             if rate is None:
                 if len(cached) > REFERENCE_CACHE_SIZE:
                     cached.clear()
                 rate = cached[key] = view.goodput(job, workers, *reference)
+            if span is not None and span[5] == part and span[1] == total and span[0] == workers:
+                # the part held over two decisions: from now on know all of it (found once)
+                low = part_floor(total, part, remaining)
+                spans[job.id] = (workers, total, low, max(span[3], remaining), rate, part)
+            else:
+                spans[job.id] = (workers, total, remaining, remaining, rate, part)
             line.append((remaining / rate, job.index, job))
         return line
 
@@ -200,3 +216,20 @@ class LyraRates:
             h = horizon if horizon < t else t  # np.minimum (t is never nan here: rates > 0)
             row[k] = h * g - rescale if k and h < t else h * g
         return row
+
+
+def part_floor(total: float, part: int, remaining: float) -> float:
+    """The least remaining work (samples, >= 0) whose progress part of ``total`` is ``part``, given
+    that ``remaining`` is in it: the part falls as remaining work grows (``progress_bin`` of
+    ``total - remaining`` is monotone), so it is found by bisection over the doubles."""
+    if progress_bin(total, total) == part:  # no work left is in it
+        return 0.0
+    low, high = 0.0, remaining  # low is in a later part, high in this one
+    while True:
+        mid = (low + high) / 2
+        if mid <= low or mid >= high:
+            return high
+        if progress_bin(total - mid, total) == part:
+            high = mid
+        else:
+            low = mid

@@ -10,10 +10,12 @@ irrelevant, so the lists are compared sorted) and answer every wait the same.
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import lyra_baselines.lyra as lyra_module
 from lyra_baselines.lyra import LyraScheduler
@@ -145,7 +147,8 @@ def test_the_release_tracker_visits_the_feeds_changes_the_plans_edits_and_the_jo
 # ------------------------------------------------------------------ the line's running jobs, move-back
 # candidates and the loaned fits' safe times, each against its from-scratch form at every decision
 import lyra_baselines.lyra_admission as admission  # noqa: E402
-from lyra_baselines.lyra_rates import LyraRates  # noqa: E402
+from lyra_baselines.lyra_rates import LyraRates, part_floor  # noqa: E402
+from lyra_gym.model.scaling import progress_bin  # noqa: E402
 
 _SEEN = {"line": 0, "queued": 0, "candidates": 0, "safe": 0}
 
@@ -271,3 +274,32 @@ def test_a_safe_time_is_kept_per_need_until_the_loaned_fits_change():
             admission.training_estimate = estimate
     finally:
         admission.safe_loaned_s = original
+
+
+@settings(max_examples=300, deadline=None)
+@given(total=st.floats(1.0, 1e12), share=st.floats(0.0, 1.0))
+def test_part_floor_is_the_least_remaining_work_of_the_part(total, share):
+    remaining = total * share
+    part = progress_bin(total - remaining, total)
+    low = part_floor(total, part, remaining)
+    assert 0.0 <= low <= remaining and progress_bin(total - low, total) == part
+    if low > 0.0:
+        assert progress_bin(total - math.nextafter(low, 0.0), total) != part
+
+
+def test_running_line_follows_a_rate_that_changes_with_the_progress_part():
+    """A reference rate that depends on the progress part (none of the shipped rules has one at
+    the requested size, so the kept parts are checked here): every answer as remaining_at's."""
+    job = SimpleNamespace(spec=SimpleNamespace(num_gpus=4), id="j", index=0, total_work=1000.0, remaining_work=1000.0)
+    view = SimpleNamespace(scaling="fixed-local", reference_server=lambda: ("v100", 8),
+                           goodput=lambda j, w, t, ps: 10.0 + 3 * progress_bin(j.total_work - j.remaining_work,
+                                                                                 j.total_work))
+    kept = LyraRates("goodput")
+    path = [1000.0 - 7.0 * k for k in range(143)] + [950.0, 640.0, 3.0, 0.0, 999.0, 0.0]
+    for remaining in path:
+        job.remaining_work = remaining
+        expected = LyraRates("goodput").remaining_at(view, job, 4)
+        assert kept.running_line(view, [job]) == [(expected, 0, job)]
+    for total, remaining in ((1000.0, 700.0), (1000.0, 690.0), (800.0, 695.0), (800.0, 400.0)):
+        job.total_work, job.remaining_work = total, remaining  # (a believed total moves: its part with it)
+        assert kept.running_line(view, [job]) == [(LyraRates("goodput").remaining_at(view, job, 4), 0, job)]
