@@ -23,13 +23,13 @@ def admit(d: Decision) -> None:
     """Phase 1 over the shortest-first line: queued jobs, jobs just stopped by our own reclaim
     answer, and (``move_back``) jobs on loaned GPUs holding their place in line."""
     view, levels, rates, memory = d.view, d.levels, d.rates, d.memory
-    line: list[tuple] = [(rates.remaining_estimate(view, j), j.index, j) for j in view.queued_jobs()]
+    line: list[tuple] = rates.queued_line(view, view.queued_jobs())
     running = []  # still running now: their remaining work is current, not cached
     if d.plan.give_back:  # jobs our own reclaim answer just stopped may restart elsewhere at once
         running += [j for j in view.running_jobs() if j.id not in d.allocations]
     moving = move_back_candidates(d) if d.settings.move_back and memory.on_loaned else {}
     running += moving.values()
-    line += [(rates.remaining_at(view, j, j.spec.num_gpus), j.index, j) for j in running]
+    line += rates.running_line(view, running)
     if levels:  # an agent's levels come first (higher first)
         line = [(-levels.get(j.id, NEUTRAL_JOB_LEVEL), t, i, j) for t, i, j in line]
     line.sort()  # job indices are unique: the views themselves are never compared
@@ -157,7 +157,12 @@ def loaned_pays(d: Decision, job: JobView, need: int, placement: Mapping[int, in
         loaned_share = wait / on_loaned  # of the remaining work, done before moving
         options.append((wait + view.overheads.migrate_s + (1.0 - loaned_share) * time_on(
             view, job, need, training_type), wait))
-    safe = safe_loaned_s(d, placement)
+    if placement is d.loaned_fits.get(need):  # spare servers change only with the fits: kept as long
+        safe = d.loaned_safe.get(need)
+        if safe is None:
+            safe = d.loaned_safe[need] = safe_loaned_s(d, placement)
+    else:
+        safe = safe_loaned_s(d, placement)
     return min((finish for finish, stay in options if stay <= safe), default=math.inf) < on_training
 
 
@@ -201,11 +206,13 @@ def move_back_candidates(d: Decision) -> dict[str, JobView]:
     """Running jobs whose workers all sit on loaned servers, unchanged by this plan."""
     memory, allocations, view = d.memory, d.allocations, d.view
     training, candidates, on_loaned, views = d.facts.training_ids, {}, memory.on_loaned, memory.views
-    for job_id in list(on_loaned):
+    for job_id, checked in list(on_loaned.items()):
         alloc = allocations.get(job_id)
-        if alloc is None or not training.isdisjoint(alloc):
-            del on_loaned[job_id]  # stopped, finished or already on training servers
-            continue
+        if alloc is None or alloc is not checked:  # (an allocation object found off training servers is kept)
+            if alloc is None or not training.isdisjoint(alloc):
+                del on_loaned[job_id]  # stopped, finished or already on training servers
+                continue
+            on_loaned[job_id] = alloc
         job = views.get(job_id) or view.job(job_id)
         if job.rate > 0 and alloc is job.allocation:  # not just changed by a reclaim
             candidates[job_id] = job

@@ -8,6 +8,7 @@ engine charges (``ClusterView.goodput``), ``"throughput"`` the profile's samples
 from __future__ import annotations
 
 import math
+from typing import Iterable
 
 import numpy as np
 
@@ -32,6 +33,9 @@ class LyraRates:
         self._fixed_batch: bool | None = None  # the batch at w workers is fixed (not "adaptive"): see job_rates
         self._reference: tuple[str, int] | tuple[()] | None = None  # (GPU type, per server); () under "adaptive"
         self._reference_rates: dict[tuple[str, int, int], float] = {}  # see remaining_at
+        # job id -> (workers, total work, least and most remaining work, reference rate, progress
+        # part): remaining work in [least, most] is in that part (running_line)
+        self._part_spans: dict[str, tuple[int, float, float, float, float, int]] = {}
 
     def remaining_estimate(self, view: ClusterView, job: JobView) -> float:
         """Seconds a queued job has left at its requested size on the reference GPU (cached: its
@@ -42,6 +46,18 @@ class LyraRates:
         estimate = self.remaining_at(view, job, job.spec.num_gpus)
         self._sjf_keys[job.id] = (job.preemptions, estimate)
         return estimate
+
+    def queued_line(self, view: ClusterView, jobs: Iterable[JobView]) -> list[tuple[float, int, JobView]]:
+        """(``remaining_estimate``, index, job) of each of ``jobs`` (queued): the kept estimates read
+        in one pass, the others asked as before."""
+        kept, estimate, line = self._sjf_keys.get, self.remaining_estimate, []
+        for job in jobs:
+            cached = kept(job.id)
+            if cached is None or cached[0] != job.preemptions:
+                line.append((estimate(view, job), job.index, job))
+            else:
+                line.append((cached[1], job.index, job))
+        return line
 
     def remaining_at(self, view: ClusterView, job: JobView, workers: int) -> float:
         """Seconds left on ``workers`` reference GPUs packed, by ``value_rate``."""
@@ -62,6 +78,45 @@ class LyraRates:
                 rate = self._reference_rates[key] = view.goodput(job, workers, *reference)
             return remaining / rate
         return job.remaining_work / view.reference_throughput(job.spec.model, workers)
+
+    def running_line(self, view: ClusterView, jobs: Iterable[JobView]) -> list[tuple[float, int, JobView]]:
+        """(``remaining_at`` at the requested size, index, job) of each of ``jobs``: the same
+        values in one pass (no call per job), for the running jobs of the admission line."""
+        if self.value_rate != "goodput":
+            return [(self.remaining_at(view, j, j.spec.num_gpus), j.index, j) for j in jobs]
+        reference = self._reference
+        if reference is None:
+            reference = self._reference = view.reference_server() if view.scaling != "adaptive" else ()
+        if not reference:
+            return [(j.remaining_time_at(j.spec.num_gpus), j.index, j) for j in jobs]
+        cached, spans, line = self._reference_rates, self._part_spans, []
+        if len(spans) > REFERENCE_CACHE_SIZE:
+            spans.clear()
+        for job in jobs:
+            workers = job.spec.num_gpus
+            if workers < 1:
+                line.append((job.remaining_time_at(workers), job.index, job))
+                continue
+            remaining, total = job.remaining_work, job.total_work  # as remaining_at, inlined
+            span = spans.get(job.id)
+            if span is not None and span[2] <= remaining <= span[3] and span[1] == total and span[0] == workers:
+                line.append((remaining / span[4], job.index, job))  # in the same progress part
+                continue
+            part = progress_bin(total - remaining, total)
+            key = (job.id, workers, part)
+            rate = cached.get(key)
+            if rate is None:
+                if len(cached) > REFERENCE_CACHE_SIZE:
+                    cached.clear()
+                rate = cached[key] = view.goodput(job, workers, *reference)
+            if span is not None and span[5] == part and span[1] == total and span[0] == workers:
+                # the part held over two decisions: from now on know all of it (found once)
+                low = part_floor(total, part, remaining)
+                spans[job.id] = (workers, total, low, max(span[3], remaining), rate, part)
+            else:
+                spans[job.id] = (workers, total, remaining, remaining, rate, part)
+            line.append((remaining / rate, job.index, job))
+        return line
 
     def packed_rates(self, view: ClusterView, model: str, gpu_type: str, per_server: int, top: int) -> np.ndarray:
         """Samples/s of 0..top workers packed on ``gpu_type`` servers (index = workers; cached)."""
@@ -161,3 +216,20 @@ class LyraRates:
             h = horizon if horizon < t else t  # np.minimum (t is never nan here: rates > 0)
             row[k] = h * g - rescale if k and h < t else h * g
         return row
+
+
+def part_floor(total: float, part: int, remaining: float) -> float:
+    """The least remaining work (samples, >= 0) whose progress part of ``total`` is ``part``, given
+    that ``remaining`` is in it: the part falls as remaining work grows (``progress_bin`` of
+    ``total - remaining`` is monotone), so it is found by bisection over the doubles."""
+    if progress_bin(total, total) == part:  # no work left is in it
+        return 0.0
+    low, high = 0.0, remaining  # low is in a later part, high in this one
+    while True:
+        mid = (low + high) / 2
+        if mid <= low or mid >= high:
+            return high
+        if progress_bin(total - mid, total) == part:
+            high = mid
+        else:
+            low = mid

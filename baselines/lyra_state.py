@@ -111,7 +111,9 @@ class LyraMemory:
         self.running: RunningElastic | None = None  # the running elastic jobs' splits (filled when first needed)
         self.granted: dict[str, tuple[float, str]] = {}  # job id -> (when extra workers were granted, GPU type)
         self.held_s: dict[str, float] = {}  # GPU type -> smoothed observed hold of extra workers (s)
-        self.on_loaned: dict[str, None] = {}  # jobs whose base sits on loaned servers (move-back candidates)
+        # jobs whose base sits on loaned servers (move-back candidates) -> the allocation last
+        # found entirely off training servers (None: not checked yet)
+        self.on_loaned: dict[str, Mapping[int, int] | None] = {}
         self.training_cells: list[int] | None = None  # cells of the training servers (filled when first needed)
 
     def start(self, view: ClusterView) -> ClusterFacts:
@@ -212,6 +214,7 @@ class Decision:
         self.spare: set[int] | None = None  # loaned servers holding no base worker (admission's safe_loaned_s)
         self.safe_s: dict[int, float] = {}  # servers needed -> seconds until demand exceeds them
         self.loaned_fits: dict[int, dict[int, int] | None] = {}  # need -> fit on loaned GPUs (cleared on any change)
+        self.loaned_safe: dict[int, float] = {}  # need -> safe_loaned_s of its loaned_fits entry (cleared with it)
 
     def _split_running(self) -> dict[int, int]:
         """Base and flexible workers of every running elastic job (in start order) and the
@@ -311,6 +314,7 @@ class Decision:
         self.loaned_room += sum(g for s, g in held.items() if s in loaned)
         self._available_by_type.clear()
         self.loaned_fits.clear()
+        self.loaned_safe.clear()
         self._update_spare(held)
 
     def _update_spare(self, servers: Mapping[int, int]) -> None:
@@ -337,6 +341,7 @@ class Decision:
             avail[sid] -= g
         self.touched.update(placement)
         self.loaned_fits.clear()
+        self.loaned_safe.clear()
         if on_loaned:
             self._update_spare(placement)
         facts = self.facts

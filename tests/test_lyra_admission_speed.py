@@ -10,10 +10,12 @@ irrelevant, so the lists are compared sorted) and answer every wait the same.
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import lyra_baselines.lyra as lyra_module
 from lyra_baselines.lyra import LyraScheduler
@@ -140,3 +142,164 @@ def test_the_release_tracker_visits_the_feeds_changes_the_plans_edits_and_the_jo
     assert releases(allocations) == [(40.0, 2), (70.0, 4)]  # A finished
     feed.next = None  # lost: every job visited
     assert releases(TrackedAllocations({"C": c}, token=None)) == [(70.0, 4)]
+
+
+# ------------------------------------------------------------------ the line's running jobs, move-back
+# candidates and the loaned fits' safe times, each against its from-scratch form at every decision
+import lyra_baselines.lyra_admission as admission  # noqa: E402
+from lyra_baselines.lyra_rates import LyraRates, part_floor  # noqa: E402
+from lyra_gym.model.scaling import progress_bin  # noqa: E402
+
+_SEEN = {"line": 0, "queued": 0, "candidates": 0, "safe": 0}
+
+
+def _reference_candidates(d, on_loaned):
+    """``move_back_candidates`` as it was: every job's allocation checked afresh."""
+    training, allocations = d.facts.training_ids, d.allocations
+    kept, candidates = [], {}
+    for job_id in on_loaned:
+        alloc = allocations.get(job_id)
+        if alloc is None or not training.isdisjoint(alloc):
+            continue
+        kept.append(job_id)
+        job = d.memory.views.get(job_id) or d.view.job(job_id)
+        if job.rate > 0 and alloc is job.allocation:
+            candidates[job_id] = job
+    return kept, candidates
+
+
+def _reference_safe(d, placement):
+    """``safe_loaned_s`` with the spare loaned servers counted from ``avail`` now."""
+    avail, capacity, view = d.avail, d.facts.capacity, d.view
+    spare = {s for s in d.loaned if avail[s] == capacity[s]}
+    threshold = len(view.inference_server_ids) - len(d.loaned) + len(spare) - sum(s in spare for s in placement)
+    return view.next_demand_above(threshold) - view.now
+
+
+@pytest.fixture
+def checked_admission(monkeypatch):
+    line, candidates, pays = LyraRates.running_line, admission.move_back_candidates, admission.loaned_pays
+
+    def checked_line(self, view, jobs):
+        jobs = list(jobs)
+        got = line(self, view, jobs)
+        assert got == [(self.remaining_at(view, j, j.spec.num_gpus), j.index, j) for j in jobs]
+        assert all(a[2] is b for a, b in zip(got, jobs))
+        _SEEN["line"] += len(jobs)
+        return got
+
+    queued = LyraRates.queued_line
+
+    def checked_queued(self, view, jobs):
+        jobs = list(jobs)
+        reference = LyraRates(self.value_rate)  # remaining_estimate per job, from the same kept estimates
+        reference._sjf_keys = dict(self._sjf_keys)
+        got = queued(self, view, jobs)
+        assert got == [(reference.remaining_estimate(view, j), j.index, j) for j in jobs]
+        assert all(a[2] is b for a, b in zip(got, jobs))
+        _SEEN["queued"] += len(jobs)
+        return got
+
+    def checked_candidates(d):
+        before = list(d.memory.on_loaned)
+        kept, expected = _reference_candidates(d, before)
+        got = candidates(d)
+        assert list(d.memory.on_loaned) == kept
+        assert list(got) == list(expected) and all(got[k] is expected[k] for k in got)
+        _SEEN["candidates"] += len(got)
+        return got
+
+    def checked_pays(d, job, need, placement):
+        answer = pays(d, job, need, placement)
+        for kept_need, safe in d.loaned_safe.items():
+            assert safe == _reference_safe(d, d.loaned_fits[kept_need])
+            _SEEN["safe"] += 1
+        return answer
+
+    monkeypatch.setattr(LyraRates, "running_line", checked_line)
+    monkeypatch.setattr(LyraRates, "queued_line", checked_queued)
+    monkeypatch.setattr(admission, "move_back_candidates", checked_candidates)
+    monkeypatch.setattr(admission, "loaned_pays", checked_pays)
+    for key in _SEEN:
+        _SEEN[key] = 0
+    yield _SEEN
+
+
+@pytest.mark.parametrize("backfill, loaned_rule, move_back, flex_horizon", SWITCHES[::2])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=workloads())
+def test_admission_shortcuts_equal_their_from_scratch_forms_at_every_decision(
+        case, backfill, loaned_rule, move_back, flex_horizon, checked_admission):
+    jobs, demand = case
+    switches = dict(backfill=backfill, loaned_rule=loaned_rule, move_back=move_back, flex_horizon=flex_horizon)
+    simulate(jobs, LyraScheduler(**switches), CONFIG, seed=0, profiles=TOY, demand=demand)
+
+
+@pytest.mark.parametrize("value_rate", ["goodput", "throughput"])
+def test_admission_shortcuts_equal_their_from_scratch_forms_on_a_loaded_cluster(value_rate, checked_admission):
+    jobs = generate_trace("bench-15d", 3)[:700]  # long queues, loaning, jobs on loaned GPUs waiting to move back
+    config = SimConfig(cluster=ClusterConfig(training=(ServerGroup(5, "v100", 8),), inference=ServerGroup(6, "t4", 8)))
+    simulate(jobs, LyraScheduler(value_rate=value_rate), config, seed=0)
+    assert checked_admission["line"] > 500 and checked_admission["candidates"] > 500
+    assert checked_admission["safe"] > 500 and checked_admission["queued"] > 500
+
+
+def test_a_safe_time_is_kept_per_need_until_the_loaned_fits_change():
+    d = SimpleNamespace(loaned_fits={}, loaned_safe={})
+    calls = []
+
+    def counted(decision, placement):
+        calls.append(placement)
+        return 100.0 + len(calls)
+
+    original = admission.safe_loaned_s
+    admission.safe_loaned_s = counted
+    try:
+        fit = {7: 4}
+        d.loaned_fits[4] = fit
+        settings_ = SimpleNamespace(loaned_rule="speed", move_back=False)
+        d.settings = settings_
+        d.view = SimpleNamespace(overheads=SimpleNamespace(migrate_s=0.0))
+        d.facts = SimpleNamespace(gpu_types={7: "t4", 8: "t4"})
+        d.rates = SimpleNamespace(time_on=lambda view, job, need, gpu_type: 50.0)
+        estimate = admission.training_estimate
+        admission.training_estimate = lambda decision, job, need: (60.0, 10.0, "v100")
+        try:
+            assert admission.loaned_pays(d, None, 4, fit) and admission.loaned_pays(d, None, 4, fit)
+            assert calls == [fit] and d.loaned_safe == {4: 101.0}  # asked once for the kept fit
+            other = {8: 4}  # not the kept fit: asked every time, not kept
+            assert admission.loaned_pays(d, None, 4, other) and calls == [fit, other]
+            assert d.loaned_safe == {4: 101.0}
+        finally:
+            admission.training_estimate = estimate
+    finally:
+        admission.safe_loaned_s = original
+
+
+@settings(max_examples=300, deadline=None)
+@given(total=st.floats(1.0, 1e12), share=st.floats(0.0, 1.0))
+def test_part_floor_is_the_least_remaining_work_of_the_part(total, share):
+    remaining = total * share
+    part = progress_bin(total - remaining, total)
+    low = part_floor(total, part, remaining)
+    assert 0.0 <= low <= remaining and progress_bin(total - low, total) == part
+    if low > 0.0:
+        assert progress_bin(total - math.nextafter(low, 0.0), total) != part
+
+
+def test_running_line_follows_a_rate_that_changes_with_the_progress_part():
+    """A reference rate that depends on the progress part (none of the shipped rules has one at
+    the requested size, so the kept parts are checked here): every answer as remaining_at's."""
+    job = SimpleNamespace(spec=SimpleNamespace(num_gpus=4), id="j", index=0, total_work=1000.0, remaining_work=1000.0)
+    view = SimpleNamespace(scaling="fixed-local", reference_server=lambda: ("v100", 8),
+                           goodput=lambda j, w, t, ps: 10.0 + 3 * progress_bin(j.total_work - j.remaining_work,
+                                                                                 j.total_work))
+    kept = LyraRates("goodput")
+    path = [1000.0 - 7.0 * k for k in range(143)] + [950.0, 640.0, 3.0, 0.0, 999.0, 0.0]
+    for remaining in path:
+        job.remaining_work = remaining
+        expected = LyraRates("goodput").remaining_at(view, job, 4)
+        assert kept.running_line(view, [job]) == [(expected, 0, job)]
+    for total, remaining in ((1000.0, 700.0), (1000.0, 690.0), (800.0, 695.0), (800.0, 400.0)):
+        job.total_work, job.remaining_work = total, remaining  # (a believed total moves: its part with it)
+        assert kept.running_line(view, [job]) == [(LyraRates("goodput").remaining_at(view, job, 4), 0, job)]
