@@ -34,6 +34,8 @@ import gymnasium as gym
 import yaml
 
 import lyra_gym
+from lyra_agents.experts import EXPERTS, NEEDS_JOB_LEVELS
+from lyra_agents.suite import get_suite
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.errors import LyraGymError
 from lyra_gym.model.paths import portable, resolve_beside
@@ -398,8 +400,6 @@ def _check_env_id(cfg: TrainConfig) -> str | None:
 
 
 def _check_expert(cfg: TrainConfig) -> str | None:
-    from lyra_agents.experts import EXPERTS, NEEDS_JOB_LEVELS
-
     if cfg.bc_expert not in EXPERTS:
         return f"bc_expert: must be one of {', '.join(EXPERTS)}, got {cfg.bc_expert!r}"
     if cfg.bc_expert in NEEDS_JOB_LEVELS and cfg.env_id not in JOB_LEVEL_ENV_IDS:
@@ -411,8 +411,6 @@ def _check_expert(cfg: TrainConfig) -> str | None:
 def _check_scenarios(cfg: TrainConfig) -> str | None:
     if not cfg.scenarios:
         return None
-    from lyra_agents.suite import get_suite
-
     try:
         suite = get_suite(cfg.suite)
     except ValueError as err:  # SuiteError included: names the suite or its file

@@ -50,7 +50,7 @@ class RunningElastic:
         starts = []
         allocs, seqs = self.allocs, self.seq
         for job_id, (alloc, seq) in changes.items():
-            if self._kind(view, job_id) is None:
+            if self.kind(view, job_id) is None:
                 continue  # inelastic: no flexible workers
             old = allocs.get(job_id)
             if old is not None:
@@ -73,11 +73,11 @@ class RunningElastic:
         self.allocs, self.seq, self.base, self.flex, self.jobs = {}, {}, {}, {}, {}
         self.flex_on, self.flex_cells = {}, {}
         for job_id, (alloc, seq) in self.feed.running().items():  # start order
-            if alloc is not None and self._kind(view, job_id) is not None:
+            if alloc is not None and self.kind(view, job_id) is not None:
                 self.seq[job_id] = seq
                 self._put(job_id, alloc)
 
-    def _kind(self, view: ClusterView, job_id: str) -> JobView | None:
+    def kind(self, view: ClusterView, job_id: str) -> JobView | None:
         """The job's view if it is elastic, else None (cached)."""
         kinds = self.kinds
         if job_id in kinds:

@@ -238,7 +238,7 @@ class Decision:
             for job_id in touched:
                 old, new = known.get(job_id), allocations.get(job_id)
                 if old is None:
-                    if new is not None and running._kind(self.view, job_id) is not None:
+                    if new is not None and running.kind(self.view, job_id) is not None:
                         return self._split_all()  # (a job the plan started: not Lyra's own edits)
                     continue
                 if new is old:
