@@ -12,29 +12,39 @@ one item per group with total weight <= capacity, maximising total value.
   every group is concave and the capacity is used up by whole increments;
   otherwise a lower bound (``benchmarks/bench_knapsack.py`` reports the gap).
 - :func:`solve`: exact below ``exact_limit`` DP cells, greedy above.
+- :func:`free_choice`: the DP's answer, without the DP, when every group can take its best item
+  and no float tie can move the DP off it (Lyra's rounds, mostly).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
 
 DEFAULT_EXACT_LIMIT = 400_000  # DP cells (groups x items x capacity) before falling back
+_EXACT_INT = 2.0 ** 53  # every int up to this size is a double (free_choice compares Python values)
 
 
 def total_value(values: Sequence[Sequence[float]], choice: Sequence[int]) -> float:
     return float(sum(values[g][k] for g, k in enumerate(choice)))
 
 
-def solve_exact(values: Sequence[Sequence[float]], capacity: int, trim: bool = True) -> list[int]:
+def solve_exact(values: Sequence[Sequence[float]], capacity: int, trim: bool = True,
+                shortcut: bool = True) -> list[int]:
     """Optimal item index per group (ties: the smallest k in the earliest group that decides).
 
     The DP runs to ``min(capacity, W)``, W the largest total weight the groups can take: beyond W
     every dp row holds the same value, so each group's argmax, and the choice traced back from
     ``capacity``, are those traced back from W (the same doubles, the same choice). ``trim=False``:
-    the DP to ``capacity`` (tests compare the two)."""
+    the DP to ``capacity``; ``shortcut=False``: the DP even where :func:`free_choice` answers
+    (tests compare them)."""
     capacity = max(0, int(capacity))
+    if shortcut:
+        free = free_choice(values, capacity)
+        if free is not None:
+            return free
     if trim:
         most = sum(max(0, len(items) - 1) for items in values)  # W (items[: W + 1] is whole)
         capacity = min(capacity, most)
@@ -67,6 +77,53 @@ def solve_exact(values: Sequence[Sequence[float]], capacity: int, trim: bool = T
         k = int(arg[c])
         choice[g] = k
         c -= k
+    return choice
+
+
+def free_choice(values: Sequence[Sequence[float]], capacity: int) -> list[int] | None:
+    """:func:`solve_exact`'s choice when each group's first maximum a_g fits together
+    (sum a_g <= capacity) and no float tie can arise; None where that is not shown (then run the DP).
+
+    Proof. Let M_0 = 0.0 and M_g = fl(M_{g-1} + v_g[a_g]), the DP's own additions in group order
+    (a one-item group adds items[0]; one worth 0 is skipped by the DP and here), S_g = a_1 + ... + a_g.
+    Claim: dp_g[c] <= M_g for every c, and dp_g[c] is M_g (the same double) for c >= S_g. True for
+    dp_0 = 0. Step: cand[c, k] = fl(dp_{g-1}[c - k] + v[k]) <= fl(M_{g-1} + v[k]) since rounding
+    is monotone (-inf where k > c); for k >= a_g that is <= M_g (v[k] <= v[a_g]); for k < a_g it
+    is < M_g when fl(M_{g-1} + max(v[:a_g])) < M_g, checked below (monotone again: one check
+    covers every k < a_g). For c >= S_g, dp_{g-1}[c - a_g] = M_{g-1}, so cand[c, a_g] = M_g, the
+    row's maximum, and no smaller k reaches it: the DP's argmax (the first maximum) is a_g. The
+    trace back starts at the (trimmed) capacity >= S_G (S_G <= W) and takes a_G, leaving
+    c - a_G >= S_{G-1}, and so on: the choice is (a_1, ..., a_G). Rows cut to capacity + 1 items
+    keep a_g (<= S_G). Only finite values are taken (a nan or inf in a row, or a sum that
+    overflows, falls back), so every M_g is a finite double and the comparisons are exact."""
+    choice = []
+    total = 0.0  # M_g
+    weight = 0
+    for items in values:
+        if len(items) == 1:
+            first = items[0]
+            if first != 0:  # (a zero item is skipped by the DP: M stays)
+                total = total + first  # a nan or inf here leaves total non-finite: checked at the end
+            choice.append(0)
+            continue
+        if isinstance(items, np.ndarray):
+            items = items.tolist()  # the same doubles
+        if not math.isfinite(sum(items)):
+            return None  # a nan or inf (or a sum past the largest double): the DP decides
+        best = max(items)
+        if best > _EXACT_INT or min(items) < -_EXACT_INT:
+            return None  # an int there may not be a double: compared as ints, it might not tie as one
+        k = items.index(best)  # the first maximum
+        new = total + best
+        if k and total + max(items[:k]) == new:
+            return None  # a smaller k ties in floats: the DP decides
+        weight += k
+        if weight > capacity:
+            return None  # the groups' best items do not fit together
+        total = new
+        choice.append(k)
+    if not math.isfinite(total):
+        return None
     return choice
 
 
