@@ -174,10 +174,10 @@ class LyraRates:
             seconds = times[key] = remaining / rate if rate > 0 else math.inf
         return seconds
 
-    def value_row(self, view: ClusterView, job: JobView, gpu_type: str, top: int, horizon: float) -> list[float]:
-        """Value in seconds of the job's JCT of k = 0..top extra workers of ``gpu_type``: held for
-        h = min(horizon, T(k)) they save h * (r_k / r_0 - 1); extras taken back before the job
-        finishes (h < T(k)) cost a rescale then. (A running job's rescale now is charged by the caller.)"""
+    def _row_rates(self, view: ClusterView, job: JobView, gpu_type: str, top: int,
+                   remaining: float) -> tuple:
+        """(rates r_0..r_top on min_gpus + k workers, gains r_k / r_0 - 1) for :meth:`value_row`:
+        Python lists, or arrays where a rate is 0 (numpy's inf and nan then, as before)."""
         spec = job.spec
         key: tuple
         # cached by everything job_rates depends on: the model alone under value_rate="throughput";
@@ -185,8 +185,9 @@ class LyraRates:
         if self.value_rate == "throughput":
             key = (spec.model, gpu_type, spec.min_gpus, top)
         else:
-            part = progress_bin(job.total_work - job.remaining_work, job.total_work)
-            key = (spec.model, job.init_batch, spec.num_gpus, part, gpu_type, spec.min_gpus, top)
+            total = job.total_work
+            key = (spec.model, job.init_batch, spec.num_gpus, progress_bin(total - remaining, total), gpu_type,
+                   spec.min_gpus, top)
         cached = self._rows.get(key)
         if cached is None:
             rates = self.job_rates(view, job, gpu_type, spec.min_gpus + top)
@@ -196,8 +197,14 @@ class LyraRates:
                 cached = self._rows[key] = (rates.tolist(), gain.tolist())
             else:
                 cached = self._rows[key] = (rates, gain)
-        rates, gain = cached
+        return cached
+
+    def value_row(self, view: ClusterView, job: JobView, gpu_type: str, top: int, horizon: float) -> list[float]:
+        """Value in seconds of the job's JCT of k = 0..top extra workers of ``gpu_type``: held for
+        h = min(horizon, T(k)) they save h * (r_k / r_0 - 1); extras taken back before the job
+        finishes (h < T(k)) cost a rescale then. (A running job's rescale now is charged by the caller.)"""
         remaining = job.remaining_work
+        rates, gain = self._row_rates(view, job, gpu_type, top, remaining)
         if type(rates) is not list:  # a rate of 0: numpy's inf and nan, as before
             times = remaining / rates
             if math.isinf(horizon):
@@ -206,17 +213,40 @@ class LyraRates:
             row = held * gain
             row[1:] -= np.where(held[1:] < times[1:], view.overheads.rescale_s, 0.0)
             return list(row)
-        times = [remaining / r for r in rates]
         if math.isinf(horizon):
-            first = times[0]
-            return [first - t for t in times]
+            first = remaining / rates[0]
+            return [first - remaining / r for r in rates]
         rescale = view.overheads.rescale_s
-        row = [0.0] * len(times)
-        for k, (t, g) in enumerate(zip(times, gain)):
-            h = horizon if horizon < t else t  # np.minimum (t is never nan here: rates > 0)
-            row[k] = h * g - rescale if k and h < t else h * g
+        # h = min(horizon, T(k)) (np.minimum: T is never nan here, rates > 0); h < T(k) iff horizon < T(k)
+        row = [horizon * g - rescale if horizon < (t := remaining / r) else t * g for r, g in zip(rates, gain)]
+        first = remaining / rates[0]
+        row[0] = (horizon if horizon < first else first) * gain[0]  # k = 0: no extras to take back
         return row
 
+    def charged_row(self, view: ClusterView, job: JobView, gpu_type: str, top: int, horizon: float,
+                    current: int) -> list[float]:
+        """:meth:`value_row` of a running job less ``rescale_s`` now for every k but ``current`` (its
+        extra workers now; the change costs a rescale): ``v - rescale`` of each value, the same
+        doubles, in one pass where the rates are positive and the horizon finite."""
+        remaining = job.remaining_work
+        rates, gain = self._row_rates(view, job, gpu_type, top, remaining)
+        rescale = view.overheads.rescale_s
+        if type(rates) is not list or math.isinf(horizon):
+            row = self.value_row(view, job, gpu_type, top, horizon)
+            same = row[current] if current <= top else None
+            row = [v - rescale for v in row]
+            if same is not None:
+                row[current] = same
+            return row
+        row = [(horizon * g - rescale if horizon < (t := remaining / r) else t * g) - rescale
+               for r, g in zip(rates, gain)]
+        first = remaining / rates[0]
+        row[0] = (horizon if horizon < first else first) * gain[0] - rescale
+        if current <= top:  # staying as it is costs nothing now: value_row's value there
+            t = remaining / rates[current]
+            held = horizon if horizon < t else t
+            row[current] = held * gain[current] - rescale if current and horizon < t else held * gain[current]
+        return row
 
 def part_floor(total: float, part: int, remaining: float) -> float:
     """The least remaining work (samples, >= 0) whose progress part of ``total`` is ``part``, given

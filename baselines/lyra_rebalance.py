@@ -238,22 +238,15 @@ def knapsack_choice(d: Decision, typed: list[JobView], capacity: int, gpu_type: 
             else:
                 values.append(_ZERO_ROW)
             continue
-        values.append(_scaled_row(rates.value_row(view, job, gpu_type, top, horizon), job, current, top,
-                                  rescale, level))
+        # a running job pays a rescale now for any change (none to stay as it is): charged_row
+        row = rates.charged_row(view, job, gpu_type, top, horizon, current) if job.workers > 0 else \
+            rates.value_row(view, job, gpu_type, top, horizon)
+        values.append(row if level == NEUTRAL_JOB_LEVEL else _level_scaled(row, level))
     # GPUs already held as flexible workers are back in avail; weights count all extras.
     return solve(values, capacity, d.settings.knapsack_exact_limit)
 
 
-def _scaled_row(row: list[float], job: JobView, current: int, top: int, rescale: float, level: int) -> list[float]:
-    """A value row as the knapsack sees it: a running job pays a rescale for any change (none to
-    stay as it is); an agent's level scales it by 2 ** (level - neutral)."""
-    if job.workers > 0:
-        same = row[current] if current <= top else None
-        row = [v - rescale for v in row]
-        if same is not None:
-            row[current] = same  # (x - 0.0 is x)
-    if level != NEUTRAL_JOB_LEVEL:
-        factor = 2.0 ** (level - NEUTRAL_JOB_LEVEL)
-        row = [v * factor for v in row]
-    return row
-
+def _level_scaled(row: list[float], level: int) -> list[float]:
+    """A value row as the knapsack sees it under an agent's level: scaled by 2 ** (level - neutral)."""
+    factor = 2.0 ** (level - NEUTRAL_JOB_LEVEL)
+    return [v * factor for v in row]
