@@ -24,7 +24,6 @@ from typing import Sequence
 import numpy as np
 
 DEFAULT_EXACT_LIMIT = 400_000  # DP cells (groups x items x capacity) before falling back
-_EXACT_INT = 2.0 ** 53  # every int up to this size is a double (free_choice compares Python values)
 
 
 def total_value(values: Sequence[Sequence[float]], choice: Sequence[int]) -> float:
@@ -95,7 +94,9 @@ def free_choice(values: Sequence[Sequence[float]], capacity: int) -> list[int] |
     trace back starts at the (trimmed) capacity >= S_G (S_G <= W) and takes a_G, leaving
     c - a_G >= S_{G-1}, and so on: the choice is (a_1, ..., a_G). Rows cut to capacity + 1 items
     keep a_g (<= S_G). Only finite values are taken (a nan or inf in a row, or a sum that
-    overflows, falls back), so every M_g is a finite double and the comparisons are exact."""
+    overflows, falls back), so every M_g is a finite double and the comparisons are exact. An int
+    item is the double the DP makes of it (float + int rounds the int as numpy does); one before
+    a_g that is smaller but rounds to v[a_g]'s double adds to M_g too: a tie, left to the DP."""
     choice = []
     total = 0.0  # M_g
     weight = 0
@@ -108,11 +109,9 @@ def free_choice(values: Sequence[Sequence[float]], capacity: int) -> list[int] |
             continue
         if isinstance(items, np.ndarray):
             items = items.tolist()  # the same doubles
-        if not math.isfinite(sum(items)):
+        if not -math.inf < sum(items) < math.inf:
             return None  # a nan or inf (or a sum past the largest double): the DP decides
         best = max(items)
-        if best > _EXACT_INT or min(items) < -_EXACT_INT:
-            return None  # an int there may not be a double: compared as ints, it might not tie as one
         k = items.index(best)  # the first maximum
         new = total + best
         if k and total + max(items[:k]) == new:
@@ -172,7 +171,7 @@ def solve(values: Sequence[Sequence[float]], capacity: int, exact_limit: int = D
     """Exact DP when groups x items x (capacity + 1) <= ``exact_limit``, else the greedy."""
     if not values:
         return []
-    items = max(len(v) for v in values)
+    items = max(map(len, values))
     if len(values) * items * (capacity + 1) <= exact_limit:
         return solve_exact(values, capacity)
     return solve_greedy(values, capacity)

@@ -59,7 +59,8 @@ def _near_ties(draw):
 
 
 _floats = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
-_rows = st.lists(st.lists(st.one_of(_floats, st.integers(-4, 4).map(float)), min_size=1, max_size=8),
+_big = st.integers(2 ** 53 - 4, 2 ** 53 + 4) | st.integers(-(2 ** 60) - 300, -(2 ** 60) + 300)  # ints, not all doubles
+_rows = st.lists(st.lists(st.one_of(_floats, st.integers(-4, 4).map(float), _big), min_size=1, max_size=8),
                  min_size=1, max_size=6)
 
 
@@ -91,7 +92,10 @@ def test_free_choice_by_hand():
     assert free_choice(values, 3) == [3, 0, 0, 0] == _dp(values, 3)
     assert free_choice(values, 2) is None  # 3 extra GPUs do not fit: the DP decides
     assert free_choice([[0.0, 1.0, math.nan]], 5) is None
-    assert free_choice([[2.0 ** 60, 0.0, 2.0 ** 60 + 1]], 5) is None  # ints beyond 2 ** 53: left to the DP
+    # ints beyond 2 ** 53: 2 ** 53 + 1 is the largest as an int, but as the DP's double it ties 2 ** 53
+    values = [[0.0, 2 ** 53, 2 ** 53 + 1]]
+    assert free_choice(values, 5) is None and solve_exact(values, 5) == [1] == _dp(values, 5)
+    assert free_choice([[0, 2 ** 53 + 1, 2 ** 53]], 5) == [1] == _dp([[0, 2 ** 53 + 1, 2 ** 53]], 5)
 
 
 def test_a_float_tie_is_left_to_the_dp_and_the_broken_variant_differs():
