@@ -8,7 +8,7 @@ engine charges (``ClusterView.goodput``), ``"throughput"`` the profile's samples
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -27,7 +27,7 @@ class LyraRates:
         self.per_server: dict[str, int] = {}  # GPU type -> GPUs per server (ClusterFacts fills it)
         self._sjf_keys: dict[str, tuple[int, float]] = {}  # job id -> (preemptions, est. remaining s)
         self._rates: dict[tuple[str, str, int], np.ndarray] = {}
-        self._goodputs: dict[tuple, np.ndarray] = {}  # value_rate="goodput": see job_rates
+        self._goodputs: dict[tuple, tuple[np.ndarray, int]] = {}  # (rates, least w computed): see job_rates
         self._rows: dict[tuple, tuple] = {}  # value-row rates, gains (value_row): lists, or arrays with a rate of 0
         self._queued_times: dict[str, tuple[float, dict[tuple[int, str], float]]] = {}  # see time_on
         self._fixed_batch: bool | None = None  # the batch at w workers is fixed (not "adaptive"): see job_rates
@@ -129,28 +129,31 @@ class LyraRates:
             self._rates[key] = rates
         return rates
 
-    def job_rates(self, view: ClusterView, job: JobView, gpu_type: str, top: int) -> np.ndarray:
+    def job_rates(self, view: ClusterView, job: JobView, gpu_type: str, top: int, low: int = 1) -> np.ndarray:
         """The job's rate on 0..top workers packed on ``gpu_type`` servers by ``value_rate``: goodput
-        (cached per model, initial batch, requested size and progress part) or samples/s."""
+        (cached per model, initial batch, requested size and progress part) or samples/s. Goodputs
+        of fewer than ``low`` workers (but 0) may be nan until asked for: the value rows read
+        min_gpus workers and up, so a new progress part asks only for those."""
         per_server = self.per_server[gpu_type]
         if self.value_rate == "throughput":
             return self.packed_rates(view, job.spec.model, gpu_type, per_server, top)
         spec = job.spec
         part = progress_bin(job.total_work - job.remaining_work, job.total_work)
         key = (spec.model, job.init_batch, spec.num_gpus, part, gpu_type, per_server)
-        rates = self._goodputs.get(key)
-        if rates is None or len(rates) <= top:
-            if self._fixed_batch is None:
-                self._fixed_batch = view.scaling != "adaptive"
-            if self._fixed_batch:  # each rate a function of the key and w: compute only the new ones
-                have = len(rates) if rates is not None else 1
-                size = max(top + 1, 2 * have if rates is not None else 1)
-                new = [view.goodput(job, w, gpu_type, per_server) for w in range(have, size)]
-                rates = np.array((rates.tolist() if rates is not None else [0.0]) + new)
-            else:  # the adaptive rule's batch moves as the job runs: every rate from now, as always
-                size = max(top + 1, 2 * len(rates) if rates is not None else 9)
-                rates = np.array([0.0] + [view.goodput(job, w, gpu_type, per_server) for w in range(1, size)])
-            self._goodputs[key] = rates
+        kept = self._goodputs.get(key)
+        if kept is not None and len(kept[0]) > top and kept[1] <= low:
+            return kept[0]
+        if self._fixed_batch is None:
+            self._fixed_batch = view.scaling != "adaptive"
+        if self._fixed_batch:  # each rate a function of the key and w: compute only the new ones
+            self._goodputs[key] = kept = _grown(kept, top, max(low, 1), lambda w: view.goodput(job, w, gpu_type,
+                                                                                                per_server))
+            return kept[0]
+        # the adaptive rule's batch moves as the job runs: every rate from now, as always
+        rates = kept[0] if kept is not None else None
+        size = max(top + 1, 2 * len(rates) if rates is not None else 9)
+        rates = np.array([0.0] + [view.goodput(job, w, gpu_type, per_server) for w in range(1, size)])
+        self._goodputs[key] = (rates, 1)
         return rates
 
     def time_on(self, view: ClusterView, job: JobView, workers: int, gpu_type: str) -> float:
@@ -158,7 +161,7 @@ class LyraRates:
         job's answers are kept while its remaining work stays the same (a pure function of it)."""
         remaining = job.remaining_work
         if job.workers:
-            rate = self.job_rates(view, job, gpu_type, workers)[workers]
+            rate = self.job_rates(view, job, gpu_type, workers, workers)[workers]
             return remaining / rate if rate > 0 else math.inf
         cache = self._queued_times
         entry = cache.get(job.id)
@@ -170,7 +173,7 @@ class LyraRates:
         key = (workers, gpu_type)
         seconds = times.get(key)
         if seconds is None:
-            rate = self.job_rates(view, job, gpu_type, workers)[workers]
+            rate = self.job_rates(view, job, gpu_type, workers, workers)[workers]
             seconds = times[key] = remaining / rate if rate > 0 else math.inf
         return seconds
 
@@ -190,7 +193,7 @@ class LyraRates:
                    spec.min_gpus, top)
         cached = self._rows.get(key)
         if cached is None:
-            rates = self.job_rates(view, job, gpu_type, spec.min_gpus + top)
+            rates = self.job_rates(view, job, gpu_type, spec.min_gpus + top, spec.min_gpus)
             rates = rates[spec.min_gpus: spec.min_gpus + top + 1]
             gain = rates / rates[0] - 1.0
             if (rates > 0).all():  # as Python floats: the same doubles, faster for short rows
@@ -247,6 +250,32 @@ class LyraRates:
             held = horizon if horizon < t else t
             row[current] = held * gain[current] - rescale if current and horizon < t else held * gain[current]
         return row
+
+def _grown(kept: tuple[np.ndarray, int] | None, top: int, low: int,
+           goodput: Callable[[int], float]) -> tuple[np.ndarray, int]:
+    """A kept goodput row (rates by workers, the least w computed) that holds w = low..top: longer
+    by the new w's (to twice its length at least, as before), and down to ``low``. Entries not
+    computed are nan; 0 workers is 0.0."""
+    if kept is None:
+        rates = np.full(top + 1, np.nan)
+        rates[0] = 0.0
+        rates[low:] = [goodput(w) for w in range(low, top + 1)]
+        return rates, low
+    rates, first = kept
+    have = len(rates)
+    if have <= top:
+        size = max(top + 1, 2 * have)
+        grown = np.empty(size)
+        grown[:have] = rates
+        grown[have:] = [goodput(w) for w in range(have, size)]
+        rates = grown
+    if low < first:
+        if rates is kept[0]:
+            rates = rates.copy()  # (a value row may hold a view of the kept array)
+        rates[low:first] = [goodput(w) for w in range(low, first)]
+        first = low
+    return rates, first
+
 
 def part_floor(total: float, part: int, remaining: float) -> float:
     """The least remaining work (samples, >= 0) whose progress part of ``total`` is ``part``, given

@@ -229,7 +229,7 @@ def knapsack_choice(d: Decision, typed: list[JobView], capacity: int, gpu_type: 
         if not grow:
             top = min(top, current)
         if top == 0 and level == NEUTRAL_JOB_LEVEL and rates.job_rates(
-                view, job, gpu_type, spec.min_gpus)[spec.min_gpus] > 0:
+                view, job, gpu_type, spec.min_gpus, spec.min_gpus)[spec.min_gpus] > 0:
             # what value_row and the penalty below give for top = 0, without the arrays
             if job.workers > 0 and current > 0:
                 if stay is None:
