@@ -231,9 +231,10 @@ class ObservationBuilder:
         ``out``, row after row. ``any_loaned``: False when no server is on loan (no job then has
         GPUs on one). Returns (GPUs the queued ones among them request, how many of them run).
 
-        The common row, a running job whose allocation and rate are those of its kept row
-        (``_EngineConstants.running_rows``), is built here with only its time-dependent features
-        computed; every other row by :meth:`_row` (the same numbers either way)."""
+        The common rows are built here: a running job whose allocation is that of its kept row
+        (``_EngineConstants.running_rows``), with only its time-dependent features computed (and
+        its rate ratio when its rate changed), and a queued job whose kept row still holds; every
+        other row by :meth:`_row` (the same numbers either way)."""
         now = view.now
         log1p = math.log1p
         running_state, queued_state = JobState.RUNNING, JobState.QUEUED
@@ -273,12 +274,16 @@ class ObservationBuilder:
             else:
                 held = running_rows.get(index)
                 if held is not None:
-                    held_allocation, rate, workers, held_loaned, head, eff, ref, on_loaned, rate_ratio, flexible = held
-                    if not (state is not running_state or held_allocation is not record.allocation
-                            or record.rate != rate or record.workers != workers or held_loaned is not any_loaned
-                            or not workers):
+                    held_allocation, held_rate, workers, held_loaned, head, eff, ref, on_loaned, rate_ratio, flexible, \
+                        base = held
+                    if state is running_state and held_allocation is record.allocation and record.workers == workers \
+                            and held_loaned is any_loaned and workers:
                         shown_running += 1
-                        rate = record.rate  # == the kept rate (-0.0 aside): read as remaining_work reads it
+                        rate = record.rate
+                        if rate != held_rate:  # a new rate on the same GPUs (a progress part's): rate_ratio follows
+                            rate_ratio = rate / base
+                            running_rows[index] = (held_allocation, rate, workers, held_loaned, head, eff, ref,
+                                                   on_loaned, rate_ratio, flexible, base)
                         last, begin = record.last_update, record.overhead_until
                         # record.remaining_work(now), inline (the job has workers)
                         busy = now - (begin if begin > last else last)
@@ -297,8 +302,10 @@ class ObservationBuilder:
                             total = record.total_work
                             part = last_bin if total <= 0 else int((total - truth) / total * bins)
                             part = part if part < last_bin else last_bin  # progress_bin(total - truth, total)
-                            cached = goodputs.get((index, part, job.batch_size if adaptive else None))
-                            loaned_rate = constants.loaned_rate(job, index, truth) if cached is None else cached
+                            batch = job.batch_size if adaptive else None
+                            loaned_rate = goodputs.get((index, part, batch))
+                            if loaned_rate is None:
+                                loaned_rate = constants.loaned_rate(job, index, part, batch)
                             if loaned_rate > 0:
                                 left = remaining / loaned_rate
                                 remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
@@ -364,11 +371,13 @@ class ObservationBuilder:
             on_loaned = sum(n for s, n in allocation.items() if s in constants.inference_set) / workers \
                 if any_loaned else 0 / workers
             base = constants.ref.get((model, workers))
-            rate_ratio = rate / (base if base is not None else constants.reference(model, workers))
+            if base is None:
+                base = constants.reference(model, workers)
+            rate_ratio = rate / base
             flexible = (workers - min_gpus) / GPU_NORM if elastic else 0.0
             first: tuple[float, ...] = (1.0, 0.0, f_elastic, f_req, f_min, f_max, workers / GPU_NORM, 0.0)
             constants.running_rows[index] = (allocation, rate, workers, any_loaned, first, eff, ref, on_loaned,
-                                             rate_ratio, flexible)
+                                             rate_ratio, flexible, base)
             remaining_now = remaining / rate if rate > 0 else remaining_est
         else:
             on_loaned = rate_ratio = flexible = 0.0
@@ -376,10 +385,12 @@ class ObservationBuilder:
         if loaned_type is not None:
             # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
             total = record.total_work
-            cached = constants.goodput.get((index, progress_bin(total - truth, total), batch))
-            rate = constants.loaned_rate(job, index, truth) if cached is None else cached
-            if rate > 0:
-                left = remaining / rate
+            part = progress_bin(total - truth, total)
+            loaned_rate = constants.goodput.get((index, part, batch))
+            if loaned_rate is None:
+                loaned_rate = constants.loaned_rate(job, index, part, batch)
+            if loaned_rate > 0:
+                left = remaining / loaned_rate
                 remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
             else:
                 remaining_loaned = 1.0

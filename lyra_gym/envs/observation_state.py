@@ -14,7 +14,6 @@ import math
 import weakref
 from typing import Mapping
 
-from lyra_gym.model.scaling import progress_bin
 from lyra_gym.sim.cluster import Pool
 from lyra_gym.sim.view import ClusterView, JobView
 
@@ -84,9 +83,10 @@ class _EngineConstants:
         # job index -> ((remaining work, workers, attained GPU-s, batch), row before and after the wait)
         self.queued_rows: dict[int, tuple[tuple, tuple, tuple]] = {}
         # job index -> (allocation, rate, workers, any server loaned, the row's first 8 features,
-        # scaling efficiency, reference throughput, on loaned, rate ratio, flexible workers)
+        # scaling efficiency, reference throughput, on loaned, rate ratio, flexible workers, the
+        # reference throughput of its workers: rate ratio = rate / it)
         self.running_rows: dict[int, tuple[Mapping[int, int], float, int, bool, tuple[float, ...], float, float,
-                                           float, float, float]] = {}
+                                           float, float, float, float]] = {}
         # inference demand 1 h, 3 h and 6 h ahead of the clock
         demand = view._engine.demand  # noqa: SLF001 -- the curve view.inference_demand_at reads
         self.demand_ahead = tuple(_DemandAhead(demand) for _ in range(3))
@@ -106,31 +106,27 @@ class _EngineConstants:
             rate = self.ref[key] = view.reference_throughput(model, workers)
         return rate
 
-    def loaned_rate(self, job: JobView, index: int, remaining: float) -> float:
+    def loaned_rate(self, job: JobView, index: int, part: int, batch: float | None) -> float:
         """``view.goodput(job, num_gpus, *loaned_type)``: it depends on the job (fixed), its progress
-        part (from ``remaining``, the job's remaining work now) and, under the adaptive rule only,
-        its chosen batch; cached on those per engine, and per run context (the profiles and config
-        the engine's scaling model is made of) on what the rate is a function of: the model, the
-        requested GPUs, ``B0`` (the scaling model's own memo key, ``ScalingModel.rate``, plus the
-        size ``global_batch`` reads), the part and the batch; so jobs of one model and size, in
+        part ``part`` (``progress_bin`` of its true work done now) and, under the adaptive rule only,
+        its chosen batch ``batch`` (None otherwise); cached on those per engine in ``goodput``
+        (callers look there first and call this on a miss), and per run context (the profiles and
+        config the engine's scaling model is made of) on what the rate is a function of: the model,
+        the requested GPUs, ``B0`` (the scaling model's own memo key, ``ScalingModel.rate``, plus
+        the size ``global_batch`` reads), the part and the batch; so jobs of one model and size, in
         any engine of that context, share it."""
-        total = job._job.total_work  # noqa: SLF001 -- the true total: the progress part is visible
-        part = progress_bin(total - remaining, total)
-        batch = job.batch_size if self.adaptive else None
-        key = (index, part, batch)
-        rate = self.goodput.get(key)
+        shared = self.shared_goodput
+        record = job._job  # noqa: SLF001 -- the engine's record behind the view, read only
+        spec = record.spec  # the model and size: the same in the view's spec
+        wide = (spec.model, spec.num_gpus, record.init_batch, part, batch)
+        rate = shared.get(wide) if shared is not None else None
         if rate is None:
-            shared = self.shared_goodput
-            spec = job.spec
-            wide = (spec.model, spec.num_gpus, job.init_batch, part, batch)
-            rate = shared.get(wide) if shared is not None else None
-            if rate is None:
-                view, loaned_type = self._view(), self.loaned_type
-                assert view is not None and loaned_type is not None  # asked only with loaned servers
-                rate = view.goodput(job, job.spec.num_gpus, *loaned_type)
-                if shared is not None:
-                    shared[wide] = rate
-            self.goodput[key] = rate
+            view, loaned_type = self._view(), self.loaned_type
+            assert view is not None and loaned_type is not None  # asked only with loaned servers
+            rate = view.goodput(job, job.spec.num_gpus, *loaned_type)
+            if shared is not None:
+                shared[wide] = rate
+        self.goodput[(index, part, batch)] = rate
         return rate
 
 
