@@ -51,8 +51,10 @@ class _EngineConstants:
     weakly (:data:`_CONSTANTS` is keyed by it).
 
     Kept between steps too: the row of a queued job (only its wait changes until it runs
-    again), the allocation-derived part of a running job's row (until its allocation or rate
-    changes) and the inference demand ahead (until the clock leaves its step)."""
+    again), the allocation-derived part of a running job's row (until its allocation changes;
+    a new rate updates its rate ratio), the cluster features read off the free GPUs (until
+    ``topology.version`` changes) and the inference demand ahead (until the clock leaves its
+    step)."""
 
     __slots__ = ("_view", "ref", "jobs", "goodput", "training_ids", "inference_ids", "inference_set",
                  "training_gpus", "inference_gpus", "loaned_type", "adaptive", "queued_rows", "running_rows",
