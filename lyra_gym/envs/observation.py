@@ -12,11 +12,13 @@ Every entry lies in [-1, 1] (clipped). Times enter as log1p(seconds / 60) / 10,
 so one minute is 0.07, one hour 0.41 and ten days 0.96.
 
 Cost: what cannot change during an engine's run is computed once per engine
-(:class:`_EngineConstants`: server totals, reference throughputs, each job's spec
-features, its rate on the loaned GPU type per progress part, and the row of a queued
-job, which only its wait changes until it runs again), with the same calls and the
-same arithmetic, so observations are identical bit for bit
-(``tests/test_env_equivalence.py``).
+(:class:`~lyra_gym.envs.observation_state._EngineConstants`: server totals, reference
+throughputs, each job's spec features, its rate on the loaned GPU type per progress part),
+and what changes seldom is kept while it holds (the row of a queued job, which only its wait
+changes until it runs again; the allocation-derived part of a running job's row; the cluster
+features read off the free GPUs, while ``topology.version`` stays), with the same calls and
+the same arithmetic, so observations are identical bit for bit
+(``tests/test_env_equivalence.py``, ``tests/test_env_step_caches.py``).
 
 Duration features (``remaining_est``, ``remaining_now``, ``remaining_loaned``) and the slot order
 read the run's knowledge model (:mod:`lyra_gym.model.knowledge`, ``engine.knowledge``): under
@@ -26,14 +28,13 @@ part behind the loaned-type rate stays the true one (visible in every mode).
 
 from __future__ import annotations
 
-import bisect
 import math
 import struct
-import weakref
-from typing import Mapping
 
 import numpy as np
 
+# kept per engine (lyra_gym/envs/observation_state.py); _CONSTANTS and _DemandAhead under their old import path too
+from lyra_gym.envs.observation_state import _CONSTANTS, _constants, _DemandAhead, _EngineConstants  # noqa: F401
 from lyra_gym.model.jobs import JobState
 from lyra_gym.model.scaling import PROGRESS_BINS, progress_bin
 from lyra_gym.sim.cluster import Pool
@@ -122,131 +123,6 @@ def observation_names(num_job_slots: int, num_server_slots: int, job_features: t
 
 def log_time(seconds: float) -> float:
     return math.log1p(max(seconds, 0.0) / 60.0) / 10.0
-
-
-class _DemandAhead:
-    """``curve.at(t)`` for a time ``t`` that only grows (a fixed horizon ahead of the clock):
-    the step of the curve found last is kept while ``t`` stays inside it, so most calls do
-    two comparisons instead of a search. Same values as ``DemandCurve.at``."""
-
-    __slots__ = ("_curve", "_times", "_lo", "_hi", "_value")
-
-    def __init__(self, curve) -> None:
-        self._curve = curve
-        self._times = curve.times_s.tolist()
-        self._lo = self._hi = 0.0  # empty interval: the first call searches
-        self._value = 0
-
-    def at(self, t: float) -> int:
-        if self._lo <= t < self._hi:
-            return self._value
-        value = self._curve.at(t)  # raises on NaN as the curve does
-        times = self._times
-        index = bisect.bisect_right(times, t) - 1  # the curve's own search: searchsorted(side="right") - 1
-        self._lo = times[index] if index >= 0 else -math.inf
-        self._hi = times[index + 1] if index + 1 < len(times) else math.inf
-        self._value = value
-        return value
-
-
-class _EngineConstants:
-    """What stays fixed for one engine (one :class:`ClusterView`): the servers, the reference
-    throughputs, each job's spec-derived features, and each job's rate on the loaned GPU type
-    per (progress part, batch). Everything here is computed with the view's own calls, once, so
-    the observation is the same bit for bit as computing it at every step. It holds the view
-    weakly (:data:`_CONSTANTS` is keyed by it).
-
-    Kept between steps too: the row of a queued job (only its wait changes until it runs
-    again), the allocation-derived part of a running job's row (until its allocation or rate
-    changes) and the inference demand ahead (until the clock leaves its step)."""
-
-    __slots__ = ("_view", "ref", "jobs", "goodput", "training_ids", "inference_ids", "inference_set",
-                 "training_gpus", "inference_gpus", "loaned_type", "adaptive", "queued_rows", "running_rows",
-                 "demand_ahead", "shared_goodput", "training_cells", "inelastic", "__weakref__")
-
-    def __init__(self, view: ClusterView) -> None:
-        self._view = weakref.ref(view)
-        servers = view.servers
-        self.training_ids = view.training_server_ids
-        self.inference_ids = view.inference_server_ids
-        self.inference_set = frozenset(s for s in range(len(servers)) if servers[s].pool is Pool.INFERENCE)
-        self.training_gpus = sum(servers[s].num_gpus for s in self.training_ids)
-        topology = view.topology
-        #: the topology cells of the training servers (their free GPUs: running totals and buckets)
-        self.training_cells = tuple(c.index for c in topology.cells if c.pool is Pool.TRAINING)
-        #: per job index, 1 if the job is inelastic (its spec never changes)
-        self.inelastic = [0 if job.spec.elastic else 1 for job in view._engine.jobs]  # noqa: SLF001
-        self.inference_gpus = sum(servers[s].num_gpus for s in self.inference_ids) or 1
-        self.loaned_type: tuple[str, int] | None = None
-        if self.inference_ids:
-            first = servers[self.inference_ids[0]]
-            self.loaned_type = (first.gpu_type, first.num_gpus)
-        self.ref: dict[tuple[str, int], float] = {}
-        self.jobs: dict[int, tuple] = {}
-        self.goodput: dict[tuple[int, int, float | None], float] = {}
-        # goodput reads the job's chosen batch only under the adaptive rule (lyra_gym.model.scaling.global_batch)
-        self.adaptive = view.scaling == "adaptive"
-        # job index -> ((remaining work, workers, attained GPU-s, batch), row before and after the wait)
-        self.queued_rows: dict[int, tuple[tuple, tuple, tuple]] = {}
-        # job index -> (allocation, rate, workers, any server loaned, the row's first 8 features,
-        # scaling efficiency, reference throughput, on loaned, rate ratio, flexible workers)
-        self.running_rows: dict[int, tuple[Mapping[int, int], float, int, bool, tuple[float, ...], float, float,
-                                           float, float, float]] = {}
-        # inference demand 1 h, 3 h and 6 h ahead of the clock
-        demand = view._engine.demand  # noqa: SLF001 -- the curve view.inference_demand_at reads
-        self.demand_ahead = tuple(_DemandAhead(demand) for _ in range(3))
-        # (model, GPUs, B0, progress part, batch) -> loaned-type rate, shared by the engines of one builder
-        # and run context (ObservationBuilder._shared_goodput); None until a builder sets it
-        self.shared_goodput: dict | None = None
-
-    def reference(self, model: str, workers: int) -> float:
-        """``view.reference_throughput(model, workers)``, cached."""
-        key = (model, workers)
-        rate = self.ref.get(key)
-        if rate is None:
-            view = self._view()
-            assert view is not None  # the engine (and its view) own these constants
-            rate = self.ref[key] = view.reference_throughput(model, workers)
-        return rate
-
-    def loaned_rate(self, job: JobView, index: int, remaining: float) -> float:
-        """``view.goodput(job, num_gpus, *loaned_type)``: it depends on the job (fixed), its progress
-        part (from ``remaining``, the job's remaining work now) and, under the adaptive rule only,
-        its chosen batch; cached on those per engine, and per run context (the profiles and config
-        the engine's scaling model is made of) on what the rate is a function of: the model, the
-        requested GPUs, ``B0`` (the scaling model's own memo key, ``ScalingModel.rate``, plus the
-        size ``global_batch`` reads), the part and the batch; so jobs of one model and size, in
-        any engine of that context, share it."""
-        total = job._job.total_work  # noqa: SLF001 -- the true total: the progress part is visible
-        part = progress_bin(total - remaining, total)
-        batch = job.batch_size if self.adaptive else None
-        key = (index, part, batch)
-        rate = self.goodput.get(key)
-        if rate is None:
-            shared = self.shared_goodput
-            spec = job.spec
-            wide = (spec.model, spec.num_gpus, job.init_batch, part, batch)
-            rate = shared.get(wide) if shared is not None else None
-            if rate is None:
-                view, loaned_type = self._view(), self.loaned_type
-                assert view is not None and loaned_type is not None  # asked only with loaned servers
-                rate = view.goodput(job, job.spec.num_gpus, *loaned_type)
-                if shared is not None:
-                    shared[wide] = rate
-            self.goodput[key] = rate
-        return rate
-
-
-#: Per engine (its view, held weakly: the entry goes with the engine).
-_CONSTANTS: "weakref.WeakKeyDictionary[ClusterView, _EngineConstants]" = weakref.WeakKeyDictionary()
-
-
-def _constants(view: ClusterView) -> _EngineConstants:
-    """The :class:`_EngineConstants` of ``view``'s engine."""
-    constants = _CONSTANTS.get(view)
-    if constants is None:
-        constants = _CONSTANTS[view] = _EngineConstants(view)
-    return constants
 
 
 def job_slots(view: ClusterView, k: int) -> list[JobView]:
@@ -357,13 +233,15 @@ class ObservationBuilder:
         ``out``, row after row. ``any_loaned``: False when no server is on loan (no job then has
         GPUs on one). Returns (GPUs the queued ones among them request, how many of them run).
 
-        The common row, a running job whose allocation and rate are those of its kept row
-        (``_EngineConstants.running_rows``), is built here with only its time-dependent features
-        computed; every other row by :meth:`_row` (the same numbers either way)."""
+        The common rows are built here: a running job whose allocation is that of its kept row
+        (``_EngineConstants.running_rows``), with only its time-dependent features computed (and
+        its rate ratio when its rate changed), and a queued job whose kept row still holds; every
+        other row by :meth:`_row` (the same numbers either way)."""
         now = view.now
         log1p = math.log1p
-        running_state = JobState.RUNNING
+        running_state, queued_state = JobState.RUNNING, JobState.QUEUED
         goodputs, adaptive, running_rows = constants.goodput, constants.adaptive, constants.running_rows
+        queued_rows = constants.queued_rows
         pad = self._job_pad
         last_bin, bins = PROGRESS_BINS - 1, PROGRESS_BINS
         shown_queued_gpus = shown_running = 0
@@ -373,45 +251,83 @@ class ObservationBuilder:
         for job in jobs:
             record = job._job  # noqa: SLF001 -- the engine's record behind the view, read only
             index = record.index
-            rate, workers = record.rate, record.workers
-            held = running_rows.get(index)
-            if held is None or record.state is not running_state or held[0] is not record.allocation \
-                    or held[1] != rate or held[2] != workers or held[3] is not any_loaned or not workers:
-                queued_gpus, running = self._row(view, job, constants, loaned_type, any_loaned, out)
-                shown_queued_gpus += queued_gpus
-                shown_running += running
-                continue
-            shown_running += 1
-            head, eff, ref, on_loaned, rate_ratio, flexible = held[4:]
-            last, begin = record.last_update, record.overhead_until
-            truth = remaining = record.remaining_work(now)
-            if knowledge is not None:  # what the run's knowledge model shows instead
-                remaining = knowledge.remaining_work(record, now)
-            since = now - last
-            attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)  # job.attained_gpu_s
-            remaining_est = remaining / ref  # job.remaining_time_at(spec.num_gpus)
-            remaining_now = remaining / rate if rate > 0 else remaining_est
-            remaining_loaned = 0.0
-            if loaned_type is not None:
-                # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
-                total = record.total_work
-                part = last_bin if total <= 0 else int((total - truth) / total * bins)
-                part = part if part < last_bin else last_bin  # progress_bin(total - truth, total)
-                cached = goodputs.get((index, part, job.batch_size if adaptive else None))
-                loaned_rate = constants.loaned_rate(job, index, truth) if cached is None else cached
-                left = remaining / loaned_rate if loaned_rate > 0 else 0.0
-                remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0 if loaned_rate > 0 else 1.0
-            out += head
-            out += (
-                log1p(attained / 3600.0) / 10.0,
-                log1p((0.0 if remaining_est < 0.0 else remaining_est) / 60.0) / 10.0,
-                eff, 1.0 if begin > now else 0.0,
-                on_loaned, rate_ratio, flexible,
-                log1p((0.0 if remaining_now < 0.0 else remaining_now) / 60.0) / 10.0,
-                remaining_loaned,
-            )
-            if pad:
-                out += pad
+            state = record.state
+            if state is queued_state:
+                kept_row = queued_rows.get(index)
+                if kept_row is not None:
+                    # _row's kept queued row, inline: record.remaining_work(now) of a job without workers
+                    remaining = record.total_work - record.work_done if not record.workers \
+                        else record.remaining_work(now)
+                    if knowledge is not None:
+                        remaining = knowledge.remaining_work(record, now)
+                    workers = record.workers
+                    since = now - record.last_update
+                    attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)
+                    batch = job.batch_size if adaptive and loaned_type is not None else None
+                    if kept_row[0] == (remaining, workers, attained, batch):
+                        waiting = now - record.queued_since  # job.waiting_s
+                        out += kept_row[1]
+                        out.append(log1p((0.0 if waiting < 0.0 else waiting) / 60.0) / 10.0)
+                        out += kept_row[2]
+                        if pad:
+                            out += pad
+                        shown_queued_gpus += record.spec.num_gpus  # _row's static[1]
+                        continue
+            else:
+                held = running_rows.get(index)
+                if held is not None:
+                    held_allocation, held_rate, workers, held_loaned, head, eff, ref, on_loaned, rate_ratio, flexible, \
+                        base = held
+                    if state is running_state and held_allocation is record.allocation and record.workers == workers \
+                            and held_loaned is any_loaned and workers:
+                        shown_running += 1
+                        rate = record.rate
+                        if rate != held_rate:  # a new rate on the same GPUs (a progress part's): rate_ratio follows
+                            rate_ratio = rate / base
+                            running_rows[index] = (held_allocation, rate, workers, held_loaned, head, eff, ref,
+                                                   on_loaned, rate_ratio, flexible, base)
+                        last, begin = record.last_update, record.overhead_until
+                        # record.remaining_work(now), inline (the job has workers)
+                        busy = now - (begin if begin > last else last)
+                        done = record.work_done + rate * busy if busy > 0 else record.work_done
+                        truth = record.total_work - done
+                        truth = remaining = truth if truth > 0.0 else 0.0
+                        if knowledge is not None:  # what the run's knowledge model shows instead
+                            remaining = knowledge.remaining_work(record, now)
+                        since = now - last
+                        attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)
+                        remaining_est = remaining / ref  # job.remaining_time_at(spec.num_gpus)
+                        remaining_now = remaining / rate if rate > 0 else remaining_est
+                        remaining_loaned = 0.0
+                        if loaned_type is not None:
+                            # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
+                            total = record.total_work
+                            part = last_bin if total <= 0 else int((total - truth) / total * bins)
+                            part = part if part < last_bin else last_bin  # progress_bin(total - truth, total)
+                            batch = job.batch_size if adaptive else None
+                            loaned_rate = goodputs.get((index, part, batch))
+                            if loaned_rate is None:
+                                loaned_rate = constants.loaned_rate(job, index, part, batch)
+                            if loaned_rate > 0:
+                                left = remaining / loaned_rate
+                                remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
+                            else:
+                                remaining_loaned = 1.0
+                        out += head
+                        out += (
+                            log1p(attained / 3600.0) / 10.0,
+                            log1p((0.0 if remaining_est < 0.0 else remaining_est) / 60.0) / 10.0,
+                            eff, 1.0 if begin > now else 0.0,
+                            on_loaned, rate_ratio, flexible,
+                            log1p((0.0 if remaining_now < 0.0 else remaining_now) / 60.0) / 10.0,
+                            remaining_loaned,
+                        )
+                        if pad:
+                            out += pad
+                        continue
+            queued_gpus, running = self._row(view, job, constants, loaned_type, any_loaned, out)
+            shown_queued_gpus += queued_gpus
+            shown_running += running
         return shown_queued_gpus, shown_running
 
     def _row(self, view: ClusterView, job: JobView, constants: _EngineConstants,
@@ -457,11 +373,13 @@ class ObservationBuilder:
             on_loaned = sum(n for s, n in allocation.items() if s in constants.inference_set) / workers \
                 if any_loaned else 0 / workers
             base = constants.ref.get((model, workers))
-            rate_ratio = rate / (base if base is not None else constants.reference(model, workers))
+            if base is None:
+                base = constants.reference(model, workers)
+            rate_ratio = rate / base
             flexible = (workers - min_gpus) / GPU_NORM if elastic else 0.0
             first: tuple[float, ...] = (1.0, 0.0, f_elastic, f_req, f_min, f_max, workers / GPU_NORM, 0.0)
             constants.running_rows[index] = (allocation, rate, workers, any_loaned, first, eff, ref, on_loaned,
-                                             rate_ratio, flexible)
+                                             rate_ratio, flexible, base)
             remaining_now = remaining / rate if rate > 0 else remaining_est
         else:
             on_loaned = rate_ratio = flexible = 0.0
@@ -469,10 +387,12 @@ class ObservationBuilder:
         if loaned_type is not None:
             # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
             total = record.total_work
-            cached = constants.goodput.get((index, progress_bin(total - truth, total), batch))
-            rate = constants.loaned_rate(job, index, truth) if cached is None else cached
-            if rate > 0:
-                left = remaining / rate
+            part = progress_bin(total - truth, total)
+            loaned_rate = constants.goodput.get((index, part, batch))
+            if loaned_rate is None:
+                loaned_rate = constants.loaned_rate(job, index, part, batch)
+            if loaned_rate > 0:
+                left = remaining / loaned_rate
                 remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
             else:
                 remaining_loaned = 1.0
@@ -498,6 +418,22 @@ class ObservationBuilder:
             out += pad
         return (static[1], 0) if queued else (0, 1 if state is JobState.RUNNING else 0)
 
+    @staticmethod
+    def _occupancy(engine, constants: _EngineConstants, loaned: list[int], n_inf: int) -> tuple:
+        """The cluster features read off the free GPUs alone (kept while ``topology.version``
+        stays): (free_training, free_loaned, loaned, the five ``servers_free_*`` shares)."""
+        # every training server is usable (Server.usable): the free-GPU histogram and total of the
+        # training servers, read off the topology's index (counts as ints: h / usable is the same
+        # float as the per-server float sum over usable)
+        topology, free = engine.topology, engine.free  # view.free_gpus(), not copied
+        by_free = topology.free_histogram(Pool.TRAINING)
+        histogram = (by_free[0], sum(by_free[1:2]), sum(by_free[2:4]), sum(by_free[4:8]), sum(by_free[8:]))
+        usable = max(1, len(constants.training_ids))
+        return (topology.free_total(constants.training_cells) / max(1, constants.training_gpus),
+                sum([free[s] for s in loaned]) / constants.inference_gpus,
+                len(loaned) / n_inf,
+                tuple(h / usable for h in histogram))
+
     def build(self, view: ClusterView, jobs: list[JobView], servers: list[int]) -> np.ndarray:
         constants = self._constants(view)
         engine = view._engine  # noqa: SLF001 -- the engine's records, read only
@@ -509,17 +445,12 @@ class ObservationBuilder:
         values += (0.0,) * ((self.k - len(jobs)) * self.job_width)
         now = engine.now
         n_inf = max(1, len(constants.inference_ids))
-        free = engine.free  # view.free_gpus(), not copied
         training_gpus = constants.training_gpus
-        # every training server is usable (Server.usable): the free-GPU histogram and total of the
-        # training servers, read off the topology's index (counts as ints: h / usable is the same
-        # float as the per-server float sum over usable)
         topology = engine.topology
-        training_cells = constants.training_cells
-        free_training = topology.free_total(training_cells)
-        by_free = topology.free_histogram(Pool.TRAINING)
-        histogram = (by_free[0], sum(by_free[1:2]), sum(by_free[2:4]), sum(by_free[4:8]), sum(by_free[8:]))
-        usable = len(constants.training_ids)
+        occupancy = constants.occupancy
+        if occupancy is None or occupancy[0] != topology.version:
+            occupancy = constants.occupancy = (topology.version, self._occupancy(engine, constants, loaned, n_inf))
+        free_training, free_loaned, loaned_share, shares = occupancy[1]
         queue = engine.queue
         if queue:
             # the longest wait, max(now - queued_since): now - the earliest queued_since (same rounding)
@@ -532,9 +463,7 @@ class ObservationBuilder:
         day = now / 86400.0
         ahead = constants.demand_ahead
         values += (
-            free_training / max(1, training_gpus),
-            sum([free[s] for s in loaned]) / constants.inference_gpus,
-            len(loaned) / n_inf,
+            free_training, free_loaned, loaned_share,
             engine.num_loanable() / n_inf,  # view.num_loanable
             engine.demand_now / n_inf,  # view.inference_demand
             ahead[0].at(now + 3600) / n_inf,
@@ -546,7 +475,9 @@ class ObservationBuilder:
             float(int(day) % 7 >= 5),
             math.log1p(len(queue)) / 6.0,
             math.log1p(num_running) / 6.0,
-            *(h / max(1, usable) for h in histogram),
+        )
+        values += shares
+        values += (
             log_time(head_wait),
             tail_gpus / max(1, training_gpus),
             math.log1p(running_unseen) / 6.0,

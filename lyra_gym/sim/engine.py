@@ -37,7 +37,7 @@ from lyra_gym.sim.inputs import ProgressBar, ProgressFactory, efficiency_of, tqd
 from lyra_gym.sim.journal import AllocationJournal
 from lyra_gym.sim.occupancy import hold, lend, release, take_back
 from lyra_gym.sim.overheads import OverheadModel
-from lyra_gym.sim.plan import FrozenAllocation, PendingAllocations, Plan, unread_pending
+from lyra_gym.sim.plan import FrozenAllocation, PendingAllocations, Plan, TrackedAllocations, unread_pending
 from lyra_gym.sim.rates import RateTables
 from lyra_gym.sim.reclaim import ReclaimLedger, free_victims, loanable, owed, reclaim_victims
 from lyra_gym.sim.scheduler import Scheduler
@@ -358,8 +358,9 @@ class Engine:
             events += 1
             if kind == _TICK:
                 ticks += 1
-                if self.finished < jobs_n:
-                    self._push(t + cast(float, self.scheduler.tick_interval), _TICK)  # set: a tick came
+                if self.finished < jobs_n:  # the next tick (tick_interval is set: a tick came); _push, inline
+                    self.events.seq = seq = self.events.seq + 1
+                    heappush(heap, (t + cast(float, self.scheduler.tick_interval), seq, _TICK, -1, 0))
         demand_times = self._demand_times
         i = self._demand_ptr
         if i < len(demand_times) and demand_times[i] <= t:
@@ -419,6 +420,11 @@ class Engine:
         it; raises PlanError and changes nothing if invalid. Returns whether anything changed."""
         pending = plan.__dict__.get("_pending") if type(plan) is Plan else unread_pending(plan)
         token = (self.identity, self.state_version)
+        if pending is None and type(plan) is Plan:
+            allocations = plan.__dict__.get("_allocations")
+            if type(allocations) is TrackedAllocations and not allocations.touched and allocations.token == token \
+                    and not (plan.borrow or plan.give_back or plan.suspend or plan.batch_sizes):
+                return False  # a current plan of this state, read but unchanged: nothing to check or do
         if pending is not None:
             if pending.token != token:
                 pending = None  # a current plan of an earlier state: checked in full
