@@ -12,11 +12,14 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
+from lyra_baselines.lyra_line import LazyLine, MovingLine
 from lyra_baselines.lyra_state import Decision, base_demand, split_alloc
 from lyra_baselines.placement import place, place_in_groups
 from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL
 from lyra_gym.sim.topology import ServerSet
 from lyra_gym.sim.view import JobView
+
+LAZY_LINE = True  # move-back candidates' keys only when due (False: every key, sorted: the reference path)
 
 
 def admit(d: Decision) -> None:
@@ -27,6 +30,12 @@ def admit(d: Decision) -> None:
     running = []  # still running now: their remaining work is current, not cached
     if d.plan.give_back:  # jobs our own reclaim answer just stopped may restart elsewhere at once
         running += [j for j in view.running_jobs() if j.id not in d.allocations]
+    if d.settings.move_back and memory.on_loaned and not levels and LAZY_LINE and MovingLine.usable(
+            view, d.settings.value_rate):  # the same walk, move-back candidates' keys only when due
+        line += rates.running_line(view, running)
+        line.sort()
+        _walk_lazy(d, line, lazy_candidates(d))
+        return
     moving = move_back_candidates(d) if d.settings.move_back and memory.on_loaned else {}
     running += moving.values()
     line += rates.running_line(view, running)
@@ -42,6 +51,22 @@ def admit(d: Decision) -> None:
             continue
         if not _admit_one(d, job):
             break
+
+
+def _walk_lazy(d: Decision, line: list[tuple], moving: LazyLine) -> None:
+    """:func:`admit`'s walk over the sorted ``line`` (queued and just stopped jobs) merged with the
+    move-back candidates, whose keys ``moving`` computes only when one may come next; once a job
+    waits with backfill off, candidates only keep their places (nothing to compute)."""
+    i, n = 0, len(line)
+    while True:
+        if moving and not d.blocked:
+            first = moving.pop_before(line[i] if i < n else None)
+            if first is not None:
+                d.moved = move_back(d, first[2]) or d.moved
+                continue
+        if i >= n or not _admit_one(d, line[i][2]):
+            return
+        i += 1
 
 
 def _admit_one(d: Decision, job: JobView) -> bool:
@@ -219,6 +244,31 @@ def move_back_candidates(d: Decision) -> dict[str, JobView]:
     return candidates
 
 
+def lazy_candidates(d: Decision) -> LazyLine:
+    """:func:`move_back_candidates` (the same jobs, the same book-keeping) as a :class:`LazyLine`:
+    a job whose kept state bounds its key waits in line with that bound."""
+    memory, allocations, view = d.memory, d.allocations, d.view
+    training, on_loaned, views, kept = d.facts.training_ids, memory.on_loaned, memory.views, memory.line
+    bound, now, exact, bounds = kept.bound, view.now, [], []
+    for job_id, checked in list(on_loaned.items()):
+        alloc = allocations.get(job_id)
+        if alloc is None or alloc is not checked:
+            if alloc is None or not training.isdisjoint(alloc):
+                del on_loaned[job_id]
+                kept.forget(job_id)
+                continue
+            on_loaned[job_id] = alloc
+        job = views.get(job_id) or view.job(job_id)
+        rate = job.rate
+        if rate > 0 and alloc is job.allocation:
+            low = bound(job_id, alloc, rate, now)
+            if low is None:
+                exact.append(job)
+            else:
+                bounds.append((low, job.index, job))
+    return LazyLine(kept, view, kept.keys(view, exact), bounds)
+
+
 def move_back(d: Decision, job: JobView) -> bool:
     """Move ``job`` from loaned to training GPUs when its remaining time there plus the migration
     stall beats staying; when training GPUs cannot hold it now, it waits in line for them.
@@ -250,4 +300,5 @@ def move_back(d: Decision, job: JobView) -> bool:
             avail[sid] += g  # its flexible workers stay up for grabs in phase 2
             d.avail_cells[facts.cell_of[sid]] += g
     del d.memory.on_loaned[job.id]
+    d.memory.line.forget(job.id)
     return True

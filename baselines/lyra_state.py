@@ -18,6 +18,7 @@ from typing import AbstractSet, Mapping, Protocol, Sequence
 
 from lyra_baselines.loaning import free_map_after
 from lyra_baselines.lyra_estimates import ReleaseTimeline, ReleaseTracker
+from lyra_baselines.lyra_line import MovingLine
 from lyra_baselines.lyra_rates import LyraRates
 from lyra_baselines.lyra_running import RunningElastic, add_flex
 from lyra_baselines.placement import capacities
@@ -114,6 +115,7 @@ class LyraMemory:
         # jobs whose base sits on loaned servers (move-back candidates) -> the allocation last
         # found entirely off training servers (None: not checked yet)
         self.on_loaned: dict[str, Mapping[int, int] | None] = {}
+        self.line = MovingLine()  # move-back candidates' line keys (lyra_admission.lazy_candidates)
         self.training_cells: list[int] | None = None  # cells of the training servers (filled when first needed)
 
     def start(self, view: ClusterView) -> ClusterFacts:
