@@ -249,7 +249,7 @@ def lazy_candidates(d: Decision) -> LazyLine:
     a job whose kept state bounds its key waits in line with that bound."""
     memory, allocations, view = d.memory, d.allocations, d.view
     training, on_loaned, views, kept = d.facts.training_ids, memory.on_loaned, memory.views, memory.line
-    bound, now, exact, bounds = kept.bound, view.now, [], []
+    known, now, exact, bounds = kept.known, view.now, [], []
     for job_id, checked in list(on_loaned.items()):
         alloc = allocations.get(job_id)
         if alloc is None or alloc is not checked:
@@ -261,11 +261,13 @@ def lazy_candidates(d: Decision) -> LazyLine:
         job = views.get(job_id) or view.job(job_id)
         rate = job.rate
         if rate > 0 and alloc is job.allocation:
-            low = bound(job_id, alloc, rate, now)
-            if low is None:
-                exact.append(job)
-            else:
-                bounds.append((low, job.index, job))
+            entry = known.get(job_id)  # MovingLine.bound, inline (every candidate, every decision)
+            if entry is not None and entry[0] is alloc and entry[1] == rate:
+                work = entry[3] - rate * (now - entry[2]) - entry[6]
+                if work >= entry[5]:
+                    bounds.append((work / entry[4], job.index, job))
+                    continue
+            exact.append(job)
     return LazyLine(kept, view, kept.keys(view, exact), bounds)
 
 
