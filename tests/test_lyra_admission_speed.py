@@ -220,6 +220,9 @@ def checked_admission(monkeypatch):
     monkeypatch.setattr(LyraRates, "queued_line", checked_queued)
     monkeypatch.setattr(admission, "move_back_candidates", checked_candidates)
     monkeypatch.setattr(admission, "loaned_pays", checked_pays)
+    # the path that computes every candidate's key (the lazy line is checked against it in
+    # tests/test_lyra_admission_line.py)
+    monkeypatch.setattr(admission, "LAZY_LINE", False)
     for key in _SEEN:
         _SEEN[key] = 0
     yield _SEEN
