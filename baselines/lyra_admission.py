@@ -19,6 +19,7 @@ from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL
 from lyra_gym.sim.topology import ServerSet
 from lyra_gym.sim.view import JobView
 
+QUEUED_TIMES_SIZE = 50_000  # queued jobs whose times_on answers are kept (then afresh)
 LAZY_LINE = True  # move-back candidates' keys only when due (False: every key, sorted: the reference path)
 
 
@@ -149,19 +150,48 @@ def largest_pool(d: Decision) -> int:
 
 
 # ------------------------------------------------------------------ waiting for training GPUs
-def training_estimate(d: Decision, job: JobView, need: int) -> tuple[float, float, str | None]:
-    """Earliest expected finish (s from now) on training GPUs, the wait before it, and the type."""
+def training_estimate(d: Decision, job: JobView, need: int, times: dict[str, float] | None = None
+                      ) -> tuple[float, float, str | None]:
+    """Earliest expected finish (s from now) on training GPUs, the wait before it, and the type.
+    ``times``: the job's :func:`times_on` (filled here with the training types' times)."""
     best, best_wait, best_type = math.inf, math.inf, None
-    facts, time_on, view = d.facts, d.rates.time_on, d.view
+    facts, view = d.facts, d.view
+    if times is None:
+        times = times_on(d, job, need)
     for gpu_type, ids in facts.training_types.items():
         if need > len(ids) * facts.per_server[gpu_type]:
             continue
         deficit = d.waiting.get(gpu_type, 0) + need - d.available(gpu_type)
         wait = d.timeline(gpu_type).wait_for(deficit)
-        t = wait + time_on(view, job, need, gpu_type)
+        seconds = times.get(gpu_type)
+        if seconds is None:
+            seconds = times[gpu_type] = d.rates.time_on(view, job, need, gpu_type)
+        t = wait + seconds
         if t < best:
             best, best_wait, best_type = t, wait, gpu_type
     return best, best_wait, best_type
+
+
+def times_on(d: Decision, job: JobView, need: int) -> dict[str, float]:
+    """GPU type -> ``LyraRates.time_on`` of ``job`` on ``need`` GPUs of it, as asked so far: kept per
+    queued job while its remaining work and ``need`` stay the same (as ``time_on`` keeps its
+    answers; a long queue is asked again at every decision while training GPUs are full); a
+    fresh dict for a running job, or under the adaptive rule (whose batch may move)."""
+    if job.workers:
+        return {}
+    memory = d.memory
+    cache = memory.queued_times
+    if cache is None:
+        cache = memory.queued_times = {} if d.view.scaling != "adaptive" else None
+        if cache is None:
+            return {}
+    remaining = job.remaining_work
+    entry = cache.get(job.id)
+    if entry is None or entry[0] != remaining or entry[1] != need:
+        if len(cache) > QUEUED_TIMES_SIZE:
+            cache.clear()  # jobs that started or finished long ago
+        entry = cache[job.id] = (remaining, need, {})
+    return entry[2]
 
 
 def loaned_pays(d: Decision, job: JobView, need: int, placement: Mapping[int, int]) -> bool:
@@ -171,17 +201,19 @@ def loaned_pays(d: Decision, job: JobView, need: int, placement: Mapping[int, in
     would have been its, then moves there for the migration stall and the rest of its work;
     the better of the two whose time on loaned GPUs ends before the next reclaim counts.
     """
-    settings, view, time_on = d.settings, d.view, d.rates.time_on
+    settings, view = d.settings, d.view
     if settings.loaned_rule == "overflow":
         return True
-    on_training, wait, training_type = training_estimate(d, job, need)
+    times = times_on(d, job, need)
+    on_training, wait, training_type = training_estimate(d, job, need, times)
     loaned_type = d.facts.gpu_types[next(iter(placement))]
-    on_loaned = time_on(view, job, need, loaned_type)
+    on_loaned = times.get(loaned_type)
+    if on_loaned is None:
+        on_loaned = times[loaned_type] = d.rates.time_on(view, job, need, loaned_type)
     options = [(on_loaned, on_loaned)]  # (expected finish, time on loaned GPUs): stay to the end
     if settings.move_back and on_loaned > wait and training_type is not None:
         loaned_share = wait / on_loaned  # of the remaining work, done before moving
-        options.append((wait + view.overheads.migrate_s + (1.0 - loaned_share) * time_on(
-            view, job, need, training_type), wait))
+        options.append((wait + view.overheads.migrate_s + (1.0 - loaned_share) * times[training_type], wait))
     if placement is d.loaned_fits.get(need):  # spare servers change only with the fits: kept as long
         safe = d.loaned_safe.get(need)
         if safe is None:

@@ -115,6 +115,9 @@ class LyraMemory:
         # jobs whose base sits on loaned servers (move-back candidates) -> the allocation last
         # found entirely off training servers (None: not checked yet)
         self.on_loaned: dict[str, Mapping[int, int] | None] = {}
+        # queued job id -> (remaining work, GPUs, {GPU type: time_on s}); None until the first
+        # decision, and under the adaptive rule (lyra_admission.times_on)
+        self.queued_times: dict[str, tuple[float, int, dict[str, float]]] | None = None
         self.line = MovingLine()  # move-back candidates' line keys (lyra_admission.lazy_candidates)
         self.training_cells: list[int] | None = None  # cells of the training servers (filled when first needed)
 

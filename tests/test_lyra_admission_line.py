@@ -8,6 +8,8 @@ A lazy line whose bound is not a lower bound (a negative margin) must be caught.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -91,3 +93,62 @@ def test_the_lazy_line_walks_like_the_sorted_line_on_small_workloads(case, monke
         return simulate(jobs, LyraScheduler(), CONFIG, seed=0, profiles=TOY, demand=demand)
 
     assert _calls(monkeypatch, True, run)[0] == _calls(monkeypatch, False, run)[0]
+
+
+# ------------------------------------------------------------------ loaned_pays with kept times
+def _reference_pays(d, job, need, placement):
+    """``loaned_pays`` as it was: every time asked of ``LyraRates.time_on``."""
+    view, time_on = d.view, d.rates.time_on
+    if d.settings.loaned_rule == "overflow":
+        return True
+    best, wait, training_type = math.inf, math.inf, None
+    for gpu_type, ids in d.facts.training_types.items():
+        if need > len(ids) * d.facts.per_server[gpu_type]:
+            continue
+        w = d.timeline(gpu_type).wait_for(d.waiting.get(gpu_type, 0) + need - d.available(gpu_type))
+        t = w + time_on(view, job, need, gpu_type)
+        if t < best:
+            best, wait, training_type = t, w, gpu_type
+    on_loaned = time_on(view, job, need, d.facts.gpu_types[next(iter(placement))])
+    options = [(on_loaned, on_loaned)]
+    if d.settings.move_back and on_loaned > wait and training_type is not None:
+        options.append((wait + view.overheads.migrate_s + (1.0 - wait / on_loaned) * time_on(
+            view, job, need, training_type), wait))
+    safe = admission.safe_loaned_s(d, placement)
+    return min((finish for finish, stay in options if stay <= safe), default=math.inf) < best
+
+
+def _checked_pays(monkeypatch, seen):
+    pays = admission.loaned_pays
+
+    def checked(d, job, need, placement):
+        expected = _reference_pays(d, job, need, placement)
+        got = pays(d, job, need, placement)
+        assert got == expected
+        for gpu_type, seconds in admission.times_on(d, job, need).items():  # the kept times themselves
+            assert seconds == d.rates.time_on(d.view, job, need, gpu_type)
+        seen[got] = seen.get(got, 0) + 1
+        return got
+
+    monkeypatch.setattr(admission, "loaned_pays", checked)
+
+
+@pytest.mark.parametrize("move_back", [True, False])
+def test_loaned_pays_with_kept_times_answers_as_every_time_asked(move_back, monkeypatch):
+    seen: dict = {}
+    _checked_pays(monkeypatch, seen)
+    jobs = generate_trace("bench-15d", 3)[:700]
+    simulate(jobs, LyraScheduler(move_back=move_back), LOADED, seed=0)
+    assert seen.get(True, 0) > 50 and seen.get(False, 0) > 500
+
+
+def test_times_kept_past_a_change_of_remaining_work_are_caught(monkeypatch):
+    def stale(d, job, need):  # kept per job whatever its remaining work: wrong once it ran
+        cache = d.memory.__dict__.setdefault("_stale", {})
+        return {} if job.workers else cache.setdefault(job.id, {})
+
+    _checked_pays(monkeypatch, {})
+    monkeypatch.setattr(admission, "times_on", stale)
+    jobs = generate_trace("bench-15d", 3)[:700]
+    with pytest.raises(AssertionError):
+        simulate(jobs, LyraScheduler(), LOADED, seed=0)
