@@ -81,7 +81,7 @@ def _admit_one(d: Decision, job: JobView) -> bool:
     d.place(job, placement)
     d.allocations[job.id] = placement
     if settings.elastic and job.spec.elastic:
-        d.base[job.id], d.flex[job.id] = placement, {}
+        d.set_split(job.id, placement, {})
         d.elastic_jobs.append(job)
         d.admitted.append(job)
     return True
@@ -329,7 +329,7 @@ def move_back(d: Decision, job: JobView) -> bool:
     d.place(job, placement)
     allocations[job.id] = placement
     if job.id in base:
-        base[job.id], flex[job.id] = split_alloc(d.settings, facts, job, placement)
+        d.set_split(job.id, *split_alloc(d.settings, facts, job, placement))
         for sid, g in flex[job.id].items():
             avail[sid] += g  # its flexible workers stay up for grabs in phase 2
             d.avail_cells[facts.cell_of[sid]] += g
