@@ -15,6 +15,7 @@ from typing import Mapping
 from lyra_baselines.lyra_line import LazyLine, MovingLine
 from lyra_baselines.lyra_state import Decision, base_demand, split_alloc
 from lyra_baselines.placement import place, place_in_groups
+from lyra_gym.sim.plan import TrackedAllocations
 from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL
 from lyra_gym.sim.topology import ServerSet
 from lyra_gym.sim.view import JobView
@@ -282,6 +283,8 @@ def lazy_candidates(d: Decision) -> LazyLine:
     memory, allocations, view = d.memory, d.allocations, d.view
     training, on_loaned, views, kept = d.facts.training_ids, memory.on_loaned, memory.views, memory.line
     known, now, exact, bounds = kept.known, view.now, [], []
+    # untouched by this plan, a job's allocation here is the engine's (job.allocation) itself
+    touched = allocations.touched if type(allocations) is TrackedAllocations else None
     for job_id, checked in list(on_loaned.items()):
         alloc = allocations.get(job_id)
         if alloc is None or alloc is not checked:
@@ -290,15 +293,19 @@ def lazy_candidates(d: Decision) -> LazyLine:
                 kept.forget(job_id)
                 continue
             on_loaned[job_id] = alloc
-        job = views.get(job_id) or view.job(job_id)
-        rate = job.rate
-        if rate > 0 and alloc is job.allocation:
-            entry = known.get(job_id)  # MovingLine.bound, inline (every candidate, every decision)
-            if entry is not None and entry[0] is alloc and entry[1] == rate:
+        entry = known.get(job_id)  # its key's lower bound (lyra_line's docstring), if the entry proves one
+        if entry is not None and entry[0] is alloc and touched is not None and job_id not in touched:
+            job = entry[7]
+            rate = job.rate
+            if rate == entry[1]:  # (> 0: kept only for running jobs)
                 work = entry[3] - rate * (now - entry[2]) - entry[6]
                 if work >= entry[5]:
                     bounds.append((work / entry[4], job.index, job))
                     continue
+        else:
+            job = views.get(job_id) or view.job(job_id)
+            rate = job.rate
+        if rate > 0 and alloc is job.allocation:
             exact.append(job)
     return LazyLine(kept, view, kept.keys(view, exact), bounds)
 

@@ -27,8 +27,8 @@ from lyra_gym.sim.view import ClusterView, JobView
 MARGIN = 1e-9  # of a job's total work (samples): the bound's allowance for rounding in the engine's sums
 Item = tuple[float, int, JobView]  # (line key or a lower bound on it, job index, job)
 # job id -> (allocation, engine rate, time s, remaining work, reference rate, least remaining work
-# that is surely in the same part, margin) as found when its key was last computed
-Known = tuple[Mapping[int, int], float, float, float, float, float, float]
+# that is surely in the same part, margin, the job's view) as found when its key was last computed
+Known = tuple[Mapping[int, int], float, float, float, float, float, float, JobView]
 
 
 class MovingLine:
@@ -45,14 +45,6 @@ class MovingLine:
         """The keys are remaining work over a reference goodput (``value_rate="goodput"``) fixed
         per progress part: not under the adaptive rule, whose batch moves as a job runs."""
         return value_rate == "goodput" and view.scaling != "adaptive"
-
-    def bound(self, job_id: str, alloc: Mapping[int, int], rate: float, now: float) -> float | None:
-        """A lower bound on the job's key now, or None when its kept state proves none."""
-        entry = self.known.get(job_id)
-        if entry is None or entry[0] is not alloc or entry[1] != rate:
-            return None
-        work = entry[3] - rate * (now - entry[2]) - entry[6]
-        return work / entry[4] if work >= entry[5] else None
 
     def keys(self, view: ClusterView, jobs: list[JobView]) -> list[Item]:
         """(key, index, job) of each of ``jobs``: ``LyraRates.running_line``'s values (the same
@@ -79,7 +71,7 @@ class MovingLine:
                 margin = total * MARGIN
                 # least remaining work in this part is above total - total * (part + 1) / PROGRESS_BINS
                 floor = 0.0 if part >= PROGRESS_BINS - 1 else total - total * (part + 1) / PROGRESS_BINS + margin
-                known[job.id] = (job.allocation, job.rate, now, remaining, rate, floor, margin)
+                known[job.id] = (job.allocation, job.rate, now, remaining, rate, floor, margin, job)
         return line
 
     def forget(self, job_id: str) -> None:
