@@ -12,11 +12,16 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
+from lyra_baselines.lyra_line import LazyLine, MovingLine
 from lyra_baselines.lyra_state import Decision, base_demand, split_alloc
 from lyra_baselines.placement import place, place_in_groups
+from lyra_gym.sim.plan import TrackedAllocations
 from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL
 from lyra_gym.sim.topology import ServerSet
 from lyra_gym.sim.view import JobView
+
+QUEUED_TIMES_SIZE = 50_000  # queued jobs whose times_on answers are kept (then afresh)
+LAZY_LINE = True  # move-back candidates' keys only when due (False: every key, sorted: the reference path)
 
 
 def admit(d: Decision) -> None:
@@ -27,6 +32,12 @@ def admit(d: Decision) -> None:
     running = []  # still running now: their remaining work is current, not cached
     if d.plan.give_back:  # jobs our own reclaim answer just stopped may restart elsewhere at once
         running += [j for j in view.running_jobs() if j.id not in d.allocations]
+    if d.settings.move_back and memory.on_loaned and not levels and LAZY_LINE and MovingLine.usable(
+            view, d.settings.value_rate):  # the same walk, move-back candidates' keys only when due
+        line += rates.running_line(view, running)
+        line.sort()
+        _walk_lazy(d, line, lazy_candidates(d))
+        return
     moving = move_back_candidates(d) if d.settings.move_back and memory.on_loaned else {}
     running += moving.values()
     line += rates.running_line(view, running)
@@ -44,6 +55,22 @@ def admit(d: Decision) -> None:
             break
 
 
+def _walk_lazy(d: Decision, line: list[tuple], moving: LazyLine) -> None:
+    """:func:`admit`'s walk over the sorted ``line`` (queued and just stopped jobs) merged with the
+    move-back candidates, whose keys ``moving`` computes only when one may come next; once a job
+    waits with backfill off, candidates only keep their places (nothing to compute)."""
+    i, n = 0, len(line)
+    while True:
+        if moving and not d.blocked:
+            first = moving.pop_before(line[i] if i < n else None)
+            if first is not None:
+                d.moved = move_back(d, first[2]) or d.moved
+                continue
+        if i >= n or not _admit_one(d, line[i][2]):
+            return
+        i += 1
+
+
 def _admit_one(d: Decision, job: JobView) -> bool:
     """Place ``job``'s base demand, or let it wait; False when no later job can be placed."""
     settings = d.settings
@@ -55,7 +82,7 @@ def _admit_one(d: Decision, job: JobView) -> bool:
     d.place(job, placement)
     d.allocations[job.id] = placement
     if settings.elastic and job.spec.elastic:
-        d.base[job.id], d.flex[job.id] = placement, {}
+        d.set_split(job.id, placement, {})
         d.elastic_jobs.append(job)
         d.admitted.append(job)
     return True
@@ -124,19 +151,48 @@ def largest_pool(d: Decision) -> int:
 
 
 # ------------------------------------------------------------------ waiting for training GPUs
-def training_estimate(d: Decision, job: JobView, need: int) -> tuple[float, float, str | None]:
-    """Earliest expected finish (s from now) on training GPUs, the wait before it, and the type."""
+def training_estimate(d: Decision, job: JobView, need: int, times: dict[str, float] | None = None
+                      ) -> tuple[float, float, str | None]:
+    """Earliest expected finish (s from now) on training GPUs, the wait before it, and the type.
+    ``times``: the job's :func:`times_on` (filled here with the training types' times)."""
     best, best_wait, best_type = math.inf, math.inf, None
-    facts, time_on, view = d.facts, d.rates.time_on, d.view
+    facts, view = d.facts, d.view
+    if times is None:
+        times = times_on(d, job, need)
     for gpu_type, ids in facts.training_types.items():
         if need > len(ids) * facts.per_server[gpu_type]:
             continue
         deficit = d.waiting.get(gpu_type, 0) + need - d.available(gpu_type)
         wait = d.timeline(gpu_type).wait_for(deficit)
-        t = wait + time_on(view, job, need, gpu_type)
+        seconds = times.get(gpu_type)
+        if seconds is None:
+            seconds = times[gpu_type] = d.rates.time_on(view, job, need, gpu_type)
+        t = wait + seconds
         if t < best:
             best, best_wait, best_type = t, wait, gpu_type
     return best, best_wait, best_type
+
+
+def times_on(d: Decision, job: JobView, need: int) -> dict[str, float]:
+    """GPU type -> ``LyraRates.time_on`` of ``job`` on ``need`` GPUs of it, as asked so far: kept per
+    queued job while its remaining work and ``need`` stay the same (as ``time_on`` keeps its
+    answers; a long queue is asked again at every decision while training GPUs are full); a
+    fresh dict for a running job, or under the adaptive rule (whose batch may move)."""
+    if job.workers:
+        return {}
+    memory = d.memory
+    cache = memory.queued_times
+    if cache is None:
+        cache = memory.queued_times = {} if d.view.scaling != "adaptive" else None
+        if cache is None:
+            return {}
+    remaining = job.remaining_work
+    entry = cache.get(job.id)
+    if entry is None or entry[0] != remaining or entry[1] != need:
+        if len(cache) > QUEUED_TIMES_SIZE:
+            cache.clear()  # jobs that started or finished long ago
+        entry = cache[job.id] = (remaining, need, {})
+    return entry[2]
 
 
 def loaned_pays(d: Decision, job: JobView, need: int, placement: Mapping[int, int]) -> bool:
@@ -146,17 +202,19 @@ def loaned_pays(d: Decision, job: JobView, need: int, placement: Mapping[int, in
     would have been its, then moves there for the migration stall and the rest of its work;
     the better of the two whose time on loaned GPUs ends before the next reclaim counts.
     """
-    settings, view, time_on = d.settings, d.view, d.rates.time_on
+    settings, view = d.settings, d.view
     if settings.loaned_rule == "overflow":
         return True
-    on_training, wait, training_type = training_estimate(d, job, need)
+    times = times_on(d, job, need)
+    on_training, wait, training_type = training_estimate(d, job, need, times)
     loaned_type = d.facts.gpu_types[next(iter(placement))]
-    on_loaned = time_on(view, job, need, loaned_type)
+    on_loaned = times.get(loaned_type)
+    if on_loaned is None:
+        on_loaned = times[loaned_type] = d.rates.time_on(view, job, need, loaned_type)
     options = [(on_loaned, on_loaned)]  # (expected finish, time on loaned GPUs): stay to the end
     if settings.move_back and on_loaned > wait and training_type is not None:
         loaned_share = wait / on_loaned  # of the remaining work, done before moving
-        options.append((wait + view.overheads.migrate_s + (1.0 - loaned_share) * time_on(
-            view, job, need, training_type), wait))
+        options.append((wait + view.overheads.migrate_s + (1.0 - loaned_share) * times[training_type], wait))
     if placement is d.loaned_fits.get(need):  # spare servers change only with the fits: kept as long
         safe = d.loaned_safe.get(need)
         if safe is None:
@@ -219,6 +277,39 @@ def move_back_candidates(d: Decision) -> dict[str, JobView]:
     return candidates
 
 
+def lazy_candidates(d: Decision) -> LazyLine:
+    """:func:`move_back_candidates` (the same jobs, the same book-keeping) as a :class:`LazyLine`:
+    a job whose kept state bounds its key waits in line with that bound."""
+    memory, allocations, view = d.memory, d.allocations, d.view
+    training, on_loaned, views, kept = d.facts.training_ids, memory.on_loaned, memory.views, memory.line
+    known, now, exact, bounds = kept.known, view.now, [], []
+    # untouched by this plan, a job's allocation here is the engine's (job.allocation) itself
+    touched = allocations.touched if type(allocations) is TrackedAllocations else None
+    for job_id, checked in list(on_loaned.items()):
+        alloc = allocations.get(job_id)
+        if alloc is None or alloc is not checked:
+            if alloc is None or not training.isdisjoint(alloc):
+                del on_loaned[job_id]
+                kept.forget(job_id)
+                continue
+            on_loaned[job_id] = alloc
+        entry = known.get(job_id)  # its key's lower bound (lyra_line's docstring), if the entry proves one
+        if entry is not None and entry[0] is alloc and touched is not None and job_id not in touched:
+            job = entry[7]
+            rate = job.rate
+            if rate == entry[1]:  # (> 0: kept only for running jobs)
+                work = entry[3] - rate * (now - entry[2]) - entry[6]
+                if work >= entry[5]:
+                    bounds.append((work / entry[4], job.index, job))
+                    continue
+        else:
+            job = views.get(job_id) or view.job(job_id)
+            rate = job.rate
+        if rate > 0 and alloc is job.allocation:
+            exact.append(job)
+    return LazyLine(kept, view, kept.keys(view, exact), bounds)
+
+
 def move_back(d: Decision, job: JobView) -> bool:
     """Move ``job`` from loaned to training GPUs when its remaining time there plus the migration
     stall beats staying; when training GPUs cannot hold it now, it waits in line for them.
@@ -245,9 +336,10 @@ def move_back(d: Decision, job: JobView) -> bool:
     d.place(job, placement)
     allocations[job.id] = placement
     if job.id in base:
-        base[job.id], flex[job.id] = split_alloc(d.settings, facts, job, placement)
+        d.set_split(job.id, *split_alloc(d.settings, facts, job, placement))
         for sid, g in flex[job.id].items():
             avail[sid] += g  # its flexible workers stay up for grabs in phase 2
             d.avail_cells[facts.cell_of[sid]] += g
     del d.memory.on_loaned[job.id]
+    d.memory.line.forget(job.id)
     return True

@@ -5,7 +5,8 @@ They follow the engine through its change feed (``ClusterView.change_feed``): a 
 only the jobs started, stopped, finished or resized since the last one, O(changes) instead of
 O(running jobs); they are rebuilt from the running allocations at the first decision of a run
 and whenever the feed was lost. ``Decision`` copies them (C-level dict copies) and lays the
-plan's own edits (a reclaim answer's) over the copy. ``tests/test_lyra_fast_paths.py`` checks
+plan's own edits (a reclaim answer's) over the copy; without such edits it edits them in place
+and they are undone at the next sync (:meth:`RunningElastic.lend`). ``tests/test_lyra_fast_paths.py`` checks
 them against a rebuild at every decision.
 """
 
@@ -40,9 +41,31 @@ class RunningElastic:
         self.jobs: dict[str, JobView] = {}  # job id -> view, start order
         self.flex_on: dict[int, int] = {}  # server id -> flexible GPUs there (non-zero only)
         self.flex_cells: dict[int, int] = {}  # cell -> flexible GPUs there (non-zero only)
+        # a decision's edits to ``base``/``flex`` lent to it in place (:meth:`lend`): (job id, old
+        # base, old flex; None: absent), undone at the next sync
+        self.edits: list[tuple[str, dict[int, int] | None, dict[int, int] | None]] | None = None
+
+    def lend(self) -> list[tuple[str, dict[int, int] | None, dict[int, int] | None]]:
+        """The list a decision that edits ``base`` and ``flex`` in place (instead of copies)
+        records each edit's old values in; the edits are undone at the next :meth:`sync`."""
+        self.edits = []
+        return self.edits
+
+    def restore(self) -> None:
+        """Undo the edits of the decision ``base`` and ``flex`` were lent to (each key back in its
+        place: an overwritten key keeps its place, an added one is dropped)."""
+        edits, self.edits = self.edits, None
+        if edits:
+            base, flex = self.base, self.flex
+            for job_id, old_base, old_flex in reversed(edits):
+                if old_base is None or old_flex is None:
+                    del base[job_id], flex[job_id]
+                else:
+                    base[job_id], flex[job_id] = old_base, old_flex
 
     def sync(self, view: ClusterView) -> None:
         """Catch up with the engine's running allocations (at a decision, before any plan)."""
+        self.restore()
         changes = self.feed.changed() if self.view is view and self.feed is not None else None
         if changes is None:
             self._rebuild(view)

@@ -18,6 +18,7 @@ from typing import AbstractSet, Mapping, Protocol, Sequence
 
 from lyra_baselines.loaning import free_map_after
 from lyra_baselines.lyra_estimates import ReleaseTimeline, ReleaseTracker
+from lyra_baselines.lyra_line import MovingLine
 from lyra_baselines.lyra_rates import LyraRates
 from lyra_baselines.lyra_running import RunningElastic, add_flex
 from lyra_baselines.placement import capacities
@@ -114,6 +115,10 @@ class LyraMemory:
         # jobs whose base sits on loaned servers (move-back candidates) -> the allocation last
         # found entirely off training servers (None: not checked yet)
         self.on_loaned: dict[str, Mapping[int, int] | None] = {}
+        # queued job id -> (remaining work, GPUs, {GPU type: time_on s}); None until the first
+        # decision, and under the adaptive rule (lyra_admission.times_on)
+        self.queued_times: dict[str, tuple[float, int, dict[str, float]]] | None = None
+        self.line = MovingLine()  # move-back candidates' line keys (lyra_admission.lazy_candidates)
         self.training_cells: list[int] | None = None  # cells of the training servers (filled when first needed)
 
     def start(self, view: ClusterView) -> ClusterFacts:
@@ -178,7 +183,8 @@ class Decision:
 
     ``avail`` counts free GPUs plus flexible workers per server (phase 1 may displace flexible
     workers); ``avail_cells`` sums it per cell of the engine's index; ``base``/``flex`` are the
-    running elastic jobs' base and flexible workers (read only: shared with the split cache).
+    running elastic jobs' base and flexible workers (the memory's own, lent: changed only by
+    :meth:`set_split`, undone at the next sync).
     """
 
     def __init__(self, settings: LyraSettings, memory: LyraMemory, view: ClusterView, plan: Plan,
@@ -193,6 +199,7 @@ class Decision:
         self.flex: dict[str, dict[int, int]] = {}
         self.elastic_jobs: list[JobView] = []  # running elastic jobs in start order, then those admitted now
         self.flex_on: Mapping[int, int] = {}  # flexible GPUs per server (non-zero; read only)
+        self._edits: list | None = None  # base/flex lent by the memory: their edits' undo list (set_split)
         flex_cells = self._split_running() if settings.elastic else {}
         avail = self.avail = free.tolist()
         avail_cells = self.avail_cells = free.totals()  # free and flexible GPUs per cell of the index
@@ -219,20 +226,22 @@ class Decision:
     def _split_running(self) -> dict[int, int]:
         """Base and flexible workers of every running elastic job (in start order) and the
         flexible GPUs per server (``flex_on``); returns those per cell. From the memory's
-        :class:`~lyra_baselines.lyra_running.RunningElastic` (kept by the engine's change feed: a
-        copy, O(running jobs) at C speed), with the plan's own edits so far (a reclaim answer's)
-        laid over the copy."""
+        :class:`~lyra_baselines.lyra_running.RunningElastic` (kept by the engine's change feed):
+        its own dicts, lent (this decision's edits undone at the next sync), or, with the plan's
+        own edits so far (a reclaim answer's), copies with those edits laid over."""
         memory, allocations = self.memory, self.allocations
         touched = allocations.touched if type(allocations) is TrackedAllocations else None
         running = memory.running
         if touched is None or running is None:  # not a current plan's allocations: split them all
             return self._split_all()
         running.sync(self.view)
-        base = self.base = dict(running.base)
-        flex = self.flex = dict(running.flex)
         jobs = running.jobs
         flex_on, flex_cells = running.flex_on, running.flex_cells
-        if touched:
+        if not touched:  # lent in place: this decision's edits (set_split) are undone at the next sync
+            self.base, self.flex, self._edits = running.base, running.flex, running.lend()
+        else:
+            base = self.base = dict(running.base)
+            flex = self.flex = dict(running.flex)
             jobs, flex_on, flex_cells = dict(jobs), dict(flex_on), dict(flex_cells)
             cell_of, known = self.facts.cell_of, running.allocs
             for job_id in touched:
@@ -273,6 +282,14 @@ class Decision:
                 add_flex(flex_on, flex_cells, facts.cell_of, flex, 1)
         self.flex_on = flex_on
         return flex_cells
+
+    def set_split(self, job_id: str, base: dict[int, int], flex: dict[int, int]) -> None:
+        """Set a job's base and flexible workers for the rest of the decision (the one way
+        ``base``/``flex`` change after set-up: lent ones are restored at the next sync)."""
+        edits = self._edits
+        if edits is not None:
+            edits.append((job_id, self.base.get(job_id), self.flex.get(job_id)))
+        self.base[job_id], self.flex[job_id] = base, flex
 
     # ------------------------------------------------------------------ training GPUs
     def available(self, gpu_type: str) -> int:

@@ -220,6 +220,9 @@ def checked_admission(monkeypatch):
     monkeypatch.setattr(LyraRates, "queued_line", checked_queued)
     monkeypatch.setattr(admission, "move_back_candidates", checked_candidates)
     monkeypatch.setattr(admission, "loaned_pays", checked_pays)
+    # the path that computes every candidate's key (the lazy line is checked against it in
+    # tests/test_lyra_admission_line.py)
+    monkeypatch.setattr(admission, "LAZY_LINE", False)
     for key in _SEEN:
         _SEEN[key] = 0
     yield _SEEN
@@ -263,12 +266,13 @@ def test_a_safe_time_is_kept_per_need_until_the_loaned_fits_change():
         d.facts = SimpleNamespace(gpu_types={7: "t4", 8: "t4"})
         d.rates = SimpleNamespace(time_on=lambda view, job, need, gpu_type: 50.0)
         estimate = admission.training_estimate
-        admission.training_estimate = lambda decision, job, need: (60.0, 10.0, "v100")
+        admission.training_estimate = lambda decision, job, need, times=None: (60.0, 10.0, "v100")
+        job = SimpleNamespace(workers=4)  # running: its times are not kept
         try:
-            assert admission.loaned_pays(d, None, 4, fit) and admission.loaned_pays(d, None, 4, fit)
+            assert admission.loaned_pays(d, job, 4, fit) and admission.loaned_pays(d, job, 4, fit)
             assert calls == [fit] and d.loaned_safe == {4: 101.0}  # asked once for the kept fit
             other = {8: 4}  # not the kept fit: asked every time, not kept
-            assert admission.loaned_pays(d, None, 4, other) and calls == [fit, other]
+            assert admission.loaned_pays(d, job, 4, other) and calls == [fit, other]
             assert d.loaned_safe == {4: 101.0}
         finally:
             admission.training_estimate = estimate
