@@ -5,21 +5,24 @@ rest go largest first, loaned servers first, so that a reclaim becomes a scale-i
 
 from __future__ import annotations
 
-from typing import AbstractSet, Mapping
+from typing import AbstractSet, Callable, Mapping, Sequence
 
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.view import JobView
 
 
 def place_extras(plan: Plan, typed: list[JobView], choice: list[int], base: dict[str, dict[int, int]],
-                 flex: dict[str, dict[int, int]], avail: list[int], servers: list[int],
-                 loaned: AbstractSet[int]) -> None:
+                 flex: dict[str, dict[int, int]], avail: list[int],
+                 servers: Sequence[int] | Callable[[], Sequence[int]], loaned: AbstractSet[int]) -> None:
     """Place each job's extra workers: first every job keeps what it can of its current
     flexible placement (loaned servers first), then the rest go largest first, loaned servers
-    first. Writes changed allocations into ``plan``."""
+    first, on ``servers`` (those with GPUs to spare, ascending; or a function that lists them,
+    called only when a job grows). Writes changed allocations into ``plan``."""
     extras, left = _kept_extras(typed, choice, flex, avail, loaned)
     growing = [i for i in range(len(typed)) if left[i] > 0]  # the others take nothing more
     if growing:  # servers is ascending: loaned ones first, then the others, each ascending
+        if callable(servers):
+            servers = servers()
         loaned_first = [s for s in servers if s in loaned] + [s for s in servers if s not in loaned]
         for i in sorted(growing, key=lambda i: (-left[i], typed[i].index)):
             extra = extras[i]

@@ -11,6 +11,7 @@ here reads and changes one :class:`~lyra_baselines.lyra_state.Decision`.
 from __future__ import annotations
 
 import math
+from functools import partial
 from itertools import compress
 
 import numpy as np
@@ -48,12 +49,19 @@ def rebalance(d: Decision, round_due: bool, hold: bool, fast: bool) -> None:
         rebalance_types(d, knapsack=False)
 
 
-def _spare_servers(d: Decision, gpu_type: str) -> tuple[list[int], int]:
-    """The servers of ``gpu_type`` with GPUs to spare (ascending), and those GPUs."""
+def _spare_servers(d: Decision, gpu_type: str) -> list[int]:
+    """The servers of ``gpu_type`` with GPUs to spare (ascending): a walk over them, asked only
+    when an extra worker is to be placed."""
     avail = d.avail
     ids = d.facts.ids_by_type[gpu_type]
-    servers = list(compress(ids, map((0).__lt__, map(avail.__getitem__, ids))))
-    return servers, sum(map(avail.__getitem__, servers))
+    return list(compress(ids, map((0).__lt__, map(avail.__getitem__, ids))))
+
+
+def _spare_gpus(d: Decision, gpu_type: str) -> int:
+    """The GPUs of ``gpu_type`` to spare (free or flexible): ``avail`` summed per cell of the
+    engine's index (``Decision.avail_cells``), not a walk over the servers."""
+    totals = d.avail_cells
+    return sum(totals[c.index] for c in d.view.topology.cells if c.gpu_type == gpu_type)
 
 
 def rebalance_types(d: Decision, knapsack: bool) -> None:
@@ -69,7 +77,7 @@ def rebalance_types(d: Decision, knapsack: bool) -> None:
     for job in d.elastic_jobs:
         by_type.setdefault(types[next(iter(base[job.id]))], []).append(job)
     for gpu_type, typed in by_type.items():
-        servers, capacity = _spare_servers(d, gpu_type)
+        capacity = _spare_gpus(d, gpu_type)
         waiting = d.horizon(gpu_type)
         horizon = hold_horizon(d, waiting, gpu_type)
         grow = waiting is None  # spare GPUs of a type a job waits for are that job's
@@ -78,7 +86,8 @@ def rebalance_types(d: Decision, knapsack: bool) -> None:
         else:
             choice = keep_choice(d, typed, capacity, gpu_type, horizon, grow)
         learn_hold(d, gpu_type, typed, choice)
-        place_extras(d.plan, typed, choice, base, d.flex, d.avail, servers, d.loaned_set)
+        place_extras(d.plan, typed, choice, base, d.flex, d.avail, partial(_spare_servers, d, gpu_type),
+                     d.loaned_set)
 
 
 def rebalance_admitted(d: Decision) -> None:
@@ -106,7 +115,7 @@ def rebalance_admitted(d: Decision) -> None:
         if running is not None and running.workers:
             granted.pop(job_id)
     for gpu_type, admitted in new_by_type.items():
-        servers, capacity = _spare_servers(d, gpu_type)
+        capacity = _spare_gpus(d, gpu_type)
         waiting = d.horizon(gpu_type)
         horizon = hold_horizon(d, waiting, gpu_type)
         left = capacity - sum(g for sid, g in d.flex_on.items() if types[sid] == gpu_type)  # kept extras
@@ -123,7 +132,8 @@ def rebalance_admitted(d: Decision) -> None:
             else:
                 granted.pop(job.id, None)
         if any(wants):
-            place_admitted(d.plan, admitted, wants, base, d.avail, servers, d.loaned_set, d.flex_on)
+            place_admitted(d.plan, admitted, wants, base, d.avail, _spare_servers(d, gpu_type), d.loaned_set,
+                           d.flex_on)
 
 
 # ------------------------------------------------------------------ holds of extra workers
