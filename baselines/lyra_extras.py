@@ -80,18 +80,19 @@ def place_admitted(plan: Plan, admitted: list[JobView], wants: list[int], base: 
                    avail: list[int], servers: list[int], loaned: AbstractSet[int], flex_on: Mapping[int, int]) -> None:
     """:func:`place_extras` for admitted jobs when every running job keeps its extra workers:
     largest first, on the GPUs each server has after those, loaned servers first."""
-    loaned_first = [s for s in servers if s in loaned] + [s for s in servers if s not in loaned]
-    spare = {s: avail[s] - flex_on.get(s, 0) for s in loaned_first}
+    on_loan = [s for s in servers if s in loaned]
+    loaned_first = on_loan + [s for s in servers if s not in loaned] if on_loan else servers
+    taken: dict[int, int] = {}  # GPUs placed per server so far (the spare ones: avail less flex_on, less these)
     growing = [i for i, want in enumerate(wants) if want > 0]
     for i in sorted(growing, key=lambda i: (-wants[i], admitted[i].index)):
         job, need, extra = admitted[i], wants[i], {}
         for sid in loaned_first:
             if need <= 0:
                 break
-            g = min(spare[sid], need)
+            g = min(avail[sid] - flex_on.get(sid, 0) - taken.get(sid, 0), need)
             if g:
                 extra[sid] = g
-                spare[sid] -= g
+                taken[sid] = taken.get(sid, 0) + g
                 need -= g
         alloc = dict(base[job.id])
         for sid, g in extra.items():
