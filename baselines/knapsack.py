@@ -193,10 +193,15 @@ def solve_greedy(values: Sequence[Sequence[float]], capacity: int, shortcut: boo
             return ample
     increments = []
     for g, items in enumerate(values):
-        if len(items) < 2:
+        n = len(items)
+        if n < 2:
             continue  # one item: no increment
         if isinstance(items, np.ndarray):
             items = items.tolist()  # the same doubles; Python floats index and add faster than numpy scalars
+        if n == 2:  # _hull_increments of two points, inline: (1, items[1] - items[0])
+            v = items[1] - items[0]
+            increments.append((-v / 1, g, 0, 1, v))
+            continue
         for step, (w, v) in enumerate(_hull_increments(items)):
             increments.append((-v / w, g, step, w, v))
     increments.sort()
