@@ -11,6 +11,7 @@ one item per group with total weight <= capacity, maximising total value.
   order of value per GPU, best first, while they fit and add value. Exact when
   every group is concave and the capacity is used up by whole increments;
   otherwise a lower bound (``benchmarks/bench_knapsack.py`` reports the gap).
+  :func:`ample_greedy` gives its choice group by group when every increment fits at once.
 - :func:`solve`: exact below ``exact_limit`` DP cells, greedy above.
 - :func:`free_choice`: the DP's answer, without the DP, when every group can take its best item
   and no float tie can move the DP off it (Lyra's rounds, mostly).
