@@ -11,6 +11,7 @@ one item per group with total weight <= capacity, maximising total value.
   order of value per GPU, best first, while they fit and add value. Exact when
   every group is concave and the capacity is used up by whole increments;
   otherwise a lower bound (``benchmarks/bench_knapsack.py`` reports the gap).
+  :func:`ample_greedy` gives its choice group by group when every increment fits at once.
 - :func:`solve`: exact below ``exact_limit`` DP cells, greedy above.
 - :func:`free_choice`: the DP's answer, without the DP, when every group can take its best item
   and no float tie can move the DP off it (Lyra's rounds, mostly).
@@ -141,14 +142,67 @@ def _hull_increments(items: Sequence[float]) -> list[tuple[int, float]]:
     return [(b - a, items[b] - items[a]) for a, b in zip(hull, hull[1:])]
 
 
-def solve_greedy(values: Sequence[Sequence[float]], capacity: int) -> list[int]:
-    """Convex-hull greedy: near-optimal, O(total items x log)."""
+def ample_greedy(values: Sequence[Sequence[float]], capacity: int) -> list[int] | None:
+    """:func:`solve_greedy`'s choice, group by group (no sort of all increments), when every hull
+    increment fits at once (the groups' items less one sum to <= capacity); None where a nan
+    increment, or a positive one whose key -v/w underflows to 0, could move the sorted order.
+
+    Why it is the same: the greedy sorts (-v/w, g, step, w, v) and stops at the first v <= 0.
+    With no nan key, every v > 0 has a key < 0 (checked) and every v <= 0 a key >= 0, so the
+    positive increments all come first; none is refused for weight (all fit). A group's own
+    increments are met in (key, step) order, and it takes them while that order is step 0, 1, ...
+    (the first out of order blocks it for good): what is computed here per group."""
+    if sum(len(items) - 1 for items in values if len(items) > 1) > capacity:
+        return None
+    choice = [0] * len(values)
+    for g, items in enumerate(values):
+        n = len(items)
+        if n < 2:
+            continue
+        if n == 2:  # one increment (1, b - a): key -v, never 0 for v > 0
+            v = items[1] - items[0]
+            if v > 0:
+                choice[g] = 1
+            elif not v <= 0:
+                return None  # nan
+            continue
+        if isinstance(items, np.ndarray):
+            items = items.tolist()  # as solve_greedy: the same doubles
+        positive = []
+        for step, (w, v) in enumerate(_hull_increments(items)):
+            key = -v / w
+            if key != key or (v > 0 and key == 0):
+                return None
+            if v > 0:
+                positive.append((key, step, w))
+        positive.sort()
+        taken = 0
+        for expected, (_, step, w) in enumerate(positive):
+            if step != expected:
+                break
+            taken += w
+        choice[g] = taken
+    return choice
+
+
+def solve_greedy(values: Sequence[Sequence[float]], capacity: int, shortcut: bool = True) -> list[int]:
+    """Convex-hull greedy: near-optimal, O(total items x log). ``shortcut=False``: the sort of all
+    increments even where :func:`ample_greedy` answers (tests compare them)."""
+    if shortcut:
+        ample = ample_greedy(values, capacity)
+        if ample is not None:
+            return ample
     increments = []
     for g, items in enumerate(values):
-        if len(items) < 2:
+        n = len(items)
+        if n < 2:
             continue  # one item: no increment
         if isinstance(items, np.ndarray):
             items = items.tolist()  # the same doubles; Python floats index and add faster than numpy scalars
+        if n == 2:  # _hull_increments of two points, inline: (1, items[1] - items[0])
+            v = items[1] - items[0]
+            increments.append((-v / 1, g, 0, 1, v))
+            continue
         for step, (w, v) in enumerate(_hull_increments(items)):
             increments.append((-v / w, g, step, w, v))
     increments.sort()

@@ -5,21 +5,24 @@ rest go largest first, loaned servers first, so that a reclaim becomes a scale-i
 
 from __future__ import annotations
 
-from typing import AbstractSet, Mapping
+from typing import AbstractSet, Callable, Mapping, Sequence
 
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.view import JobView
 
 
 def place_extras(plan: Plan, typed: list[JobView], choice: list[int], base: dict[str, dict[int, int]],
-                 flex: dict[str, dict[int, int]], avail: list[int], servers: list[int],
-                 loaned: AbstractSet[int]) -> None:
+                 flex: dict[str, dict[int, int]], avail: list[int],
+                 servers: Sequence[int] | Callable[[], Sequence[int]], loaned: AbstractSet[int]) -> None:
     """Place each job's extra workers: first every job keeps what it can of its current
     flexible placement (loaned servers first), then the rest go largest first, loaned servers
-    first. Writes changed allocations into ``plan``."""
+    first, on ``servers`` (those with GPUs to spare, ascending; or a function that lists them,
+    called only when a job grows). Writes changed allocations into ``plan``."""
     extras, left = _kept_extras(typed, choice, flex, avail, loaned)
     growing = [i for i in range(len(typed)) if left[i] > 0]  # the others take nothing more
     if growing:  # servers is ascending: loaned ones first, then the others, each ascending
+        if callable(servers):
+            servers = servers()
         loaned_first = [s for s in servers if s in loaned] + [s for s in servers if s not in loaned]
         for i in sorted(growing, key=lambda i: (-left[i], typed[i].index)):
             extra = extras[i]
@@ -77,18 +80,19 @@ def place_admitted(plan: Plan, admitted: list[JobView], wants: list[int], base: 
                    avail: list[int], servers: list[int], loaned: AbstractSet[int], flex_on: Mapping[int, int]) -> None:
     """:func:`place_extras` for admitted jobs when every running job keeps its extra workers:
     largest first, on the GPUs each server has after those, loaned servers first."""
-    loaned_first = [s for s in servers if s in loaned] + [s for s in servers if s not in loaned]
-    spare = {s: avail[s] - flex_on.get(s, 0) for s in loaned_first}
+    on_loan = [s for s in servers if s in loaned]
+    loaned_first = on_loan + [s for s in servers if s not in loaned] if on_loan else servers
+    taken: dict[int, int] = {}  # GPUs placed per server so far (the spare ones: avail less flex_on, less these)
     growing = [i for i, want in enumerate(wants) if want > 0]
     for i in sorted(growing, key=lambda i: (-wants[i], admitted[i].index)):
         job, need, extra = admitted[i], wants[i], {}
         for sid in loaned_first:
             if need <= 0:
                 break
-            g = min(spare[sid], need)
+            g = min(avail[sid] - flex_on.get(sid, 0) - taken.get(sid, 0), need)
             if g:
                 extra[sid] = g
-                spare[sid] -= g
+                taken[sid] = taken.get(sid, 0) + g
                 need -= g
         alloc = dict(base[job.id])
         for sid, g in extra.items():

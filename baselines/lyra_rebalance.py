@@ -11,6 +11,7 @@ here reads and changes one :class:`~lyra_baselines.lyra_state.Decision`.
 from __future__ import annotations
 
 import math
+from functools import partial
 from itertools import compress
 
 import numpy as np
@@ -48,12 +49,19 @@ def rebalance(d: Decision, round_due: bool, hold: bool, fast: bool) -> None:
         rebalance_types(d, knapsack=False)
 
 
-def _spare_servers(d: Decision, gpu_type: str) -> tuple[list[int], int]:
-    """The servers of ``gpu_type`` with GPUs to spare (ascending), and those GPUs."""
+def _spare_servers(d: Decision, gpu_type: str) -> list[int]:
+    """The servers of ``gpu_type`` with GPUs to spare (ascending): a walk over them, asked only
+    when an extra worker is to be placed."""
     avail = d.avail
     ids = d.facts.ids_by_type[gpu_type]
-    servers = list(compress(ids, map((0).__lt__, map(avail.__getitem__, ids))))
-    return servers, sum(map(avail.__getitem__, servers))
+    return list(compress(ids, map((0).__lt__, map(avail.__getitem__, ids))))
+
+
+def _spare_gpus(d: Decision, gpu_type: str) -> int:
+    """The GPUs of ``gpu_type`` to spare (free or flexible): ``avail`` summed per cell of the
+    engine's index (``Decision.avail_cells``), not a walk over the servers."""
+    totals = d.avail_cells
+    return sum(totals[c.index] for c in d.view.topology.cells if c.gpu_type == gpu_type)
 
 
 def rebalance_types(d: Decision, knapsack: bool) -> None:
@@ -69,7 +77,7 @@ def rebalance_types(d: Decision, knapsack: bool) -> None:
     for job in d.elastic_jobs:
         by_type.setdefault(types[next(iter(base[job.id]))], []).append(job)
     for gpu_type, typed in by_type.items():
-        servers, capacity = _spare_servers(d, gpu_type)
+        capacity = _spare_gpus(d, gpu_type)
         waiting = d.horizon(gpu_type)
         horizon = hold_horizon(d, waiting, gpu_type)
         grow = waiting is None  # spare GPUs of a type a job waits for are that job's
@@ -77,8 +85,45 @@ def rebalance_types(d: Decision, knapsack: bool) -> None:
             choice = knapsack_choice(d, typed, capacity, gpu_type, horizon, grow)
         else:
             choice = keep_choice(d, typed, capacity, gpu_type, horizon, grow)
+        settle(d, gpu_type, typed, choice)
+
+
+def settle(d: Decision, gpu_type: str, typed: list[JobView], choice: list[int]) -> None:
+    """:func:`learn_hold` and :func:`place_extras` for the jobs whose extra workers may change: a
+    running job that keeps as many as it has, none on a server phase 1 took flexible GPUs from
+    (fewer GPUs there than flexible workers), keeps them where they are (place_extras hands it
+    its dict, whatever the order), and its hold goes on (or, with none, its grant ends); it is
+    left out of both. The GPUs it keeps are taken from ``avail`` only when a job grows (before
+    the spare servers are listed: what place_extras' first pass would have taken). After a move
+    back (its new flexible workers are not in ``flex_on``) every job is visited."""
+    flex, avail, flex_on, granted = d.flex, d.avail, d.flex_on, d.memory.granted
+    if d.moved:
         learn_hold(d, gpu_type, typed, choice)
-        place_extras(d.plan, typed, choice, base, d.flex, d.avail, servers, d.loaned_set)
+        place_extras(d.plan, typed, choice, d.base, flex, avail, partial(_spare_servers, d, gpu_type), d.loaned_set)
+        return
+    short = {s for s in d.touched if avail[s] < flex_on.get(s, 0)}
+    jobs, wants, kept = [], [], []
+    for job, new in zip(typed, choice):
+        extra = flex[job.id]
+        if job.workers:
+            if extra:
+                if new == sum(extra.values()) and (not short or short.isdisjoint(extra)):
+                    kept.append(extra)
+                    continue
+            elif not new:
+                granted.pop(job.id, None)  # learn_hold: no extra workers kept or granted
+                continue
+        jobs.append(job)
+        wants.append(new)
+    learn_hold(d, gpu_type, jobs, wants)
+
+    def spare_servers() -> list[int]:
+        for extra in kept:
+            for sid, g in extra.items():
+                avail[sid] -= g
+        return _spare_servers(d, gpu_type)
+
+    place_extras(d.plan, jobs, wants, d.base, flex, avail, spare_servers, d.loaned_set)
 
 
 def rebalance_admitted(d: Decision) -> None:
@@ -106,7 +151,7 @@ def rebalance_admitted(d: Decision) -> None:
         if running is not None and running.workers:
             granted.pop(job_id)
     for gpu_type, admitted in new_by_type.items():
-        servers, capacity = _spare_servers(d, gpu_type)
+        capacity = _spare_gpus(d, gpu_type)
         waiting = d.horizon(gpu_type)
         horizon = hold_horizon(d, waiting, gpu_type)
         left = capacity - sum(g for sid, g in d.flex_on.items() if types[sid] == gpu_type)  # kept extras
@@ -123,7 +168,8 @@ def rebalance_admitted(d: Decision) -> None:
             else:
                 granted.pop(job.id, None)
         if any(wants):
-            place_admitted(d.plan, admitted, wants, base, d.avail, servers, d.loaned_set, d.flex_on)
+            place_admitted(d.plan, admitted, wants, base, d.avail, _spare_servers(d, gpu_type), d.loaned_set,
+                           d.flex_on)
 
 
 # ------------------------------------------------------------------ holds of extra workers
@@ -175,26 +221,17 @@ def keep_choice(d: Decision, typed: list[JobView], capacity: int, gpu_type: str,
     """Extra workers per job between rounds: running jobs keep what still has room where it is;
     displaced workers move only when T(w) + migrate_s < T(w - d) + rescale_s; a new job grows
     toward its request from what is left, to the most valuable size (``value_row``)."""
-    flex, levels, view, rates = d.flex, d.levels, d.view, d.rates
-    room = list(d.avail)
-    kept = []
-    for job in typed:
-        k = 0
-        for sid, g in flex[job.id].items():
-            take = min(g, room[sid])
-            room[sid] -= take
-            k += take
-        kept.append(k)
+    levels, view, rates = d.levels, d.view, d.rates
+    kept, losts = _kept_workers(d, typed)
     left = capacity - sum(kept)
     overheads = view.overheads
     choice = []
-    for job, k in zip(typed, kept):
+    for job, k, lost in zip(typed, kept, losts):
         spec = job.spec
         want = k
-        if not levels.get(job.id, NEUTRAL_JOB_LEVEL):
+        if levels and not levels.get(job.id, NEUTRAL_JOB_LEVEL):
             want = 0
         elif job.workers:  # running: keep, and move the displaced workers only if it pays
-            lost = sum(flex[job.id].values()) - k
             moved = min(lost, left)
             if moved > 0:
                 workers = spec.min_gpus + k
@@ -211,6 +248,44 @@ def keep_choice(d: Decision, typed: list[JobView], capacity: int, gpu_type: str,
                 left -= want
         choice.append(want)
     return choice
+
+
+def _kept_workers(d: Decision, typed: list[JobView]) -> tuple[list[int], list[int]]:
+    """Per job, the extra workers that still have room where they are (taken in order, server by
+    server) and those displaced. Only servers phase 1 took flexible GPUs from (fewer GPUs there
+    than flexible workers) are short: elsewhere every job keeps them all. After a move back (its
+    new flexible workers are not in ``flex_on``) every server is walked."""
+    flex, avail = d.flex, d.avail
+    kept, lost = [], []
+    if d.moved:
+        room = list(avail)
+        for job in typed:
+            k = 0
+            extra = flex[job.id]
+            for sid, g in extra.items():
+                take = min(g, room[sid])
+                room[sid] -= take
+                k += take
+            kept.append(k)
+            lost.append(sum(extra.values()) - k)
+        return kept, lost
+    flex_on = d.flex_on
+    short = {s: avail[s] for s in d.touched if avail[s] < flex_on.get(s, 0)}  # room left there
+    for job in typed:
+        extra = flex[job.id]
+        current = sum(extra.values())
+        k = current
+        if short and not short.keys().isdisjoint(extra):
+            for sid, g in extra.items():
+                there = short.get(sid)
+                if there is not None and there < g:
+                    short[sid] = 0
+                    k -= g - there
+                elif there is not None:
+                    short[sid] = there - g
+        kept.append(k)
+        lost.append(current - k)
+    return kept, lost
 
 
 def knapsack_choice(d: Decision, typed: list[JobView], capacity: int, gpu_type: str, horizon: float,
