@@ -38,6 +38,7 @@ def admit(d: Decision) -> None:
         line.sort()
         _walk_lazy(d, line, lazy_candidates(d))
         return
+    memory.line.drop()  # the candidates' resting heap is not kept by this walk
     moving = move_back_candidates(d) if d.settings.move_back and memory.on_loaned else {}
     running += moving.values()
     line += rates.running_line(view, running)
@@ -279,13 +280,18 @@ def move_back_candidates(d: Decision) -> dict[str, JobView]:
 
 def lazy_candidates(d: Decision) -> LazyLine:
     """:func:`move_back_candidates` (the same jobs, the same book-keeping) as a :class:`LazyLine`:
-    a job whose kept state bounds its key waits in line with that bound."""
+    only the jobs ``MovingLine.start`` names are visited (the others rest in the kept heap, whose
+    bounds the walk reads); a visited job whose kept state bounds its key waits in line with that
+    bound, one that is no candidate now is visited again at the next decision."""
     memory, allocations, view = d.memory, d.allocations, d.view
     training, on_loaned, views, kept = d.facts.training_ids, memory.on_loaned, memory.views, memory.line
     known, now, exact, bounds = kept.known, view.now, [], []
     # untouched by this plan, a job's allocation here is the engine's (job.allocation) itself
     touched = allocations.touched if type(allocations) is TrackedAllocations else None
-    for job_id, checked in list(on_loaned.items()):
+    visit = kept.start(view, touched, on_loaned)
+    working, revisit = kept.working, kept.visit
+    for job_id in visit:
+        checked = on_loaned[job_id]
         alloc = allocations.get(job_id)
         if alloc is None or alloc is not checked:
             if alloc is None or not training.isdisjoint(alloc):
@@ -301,12 +307,16 @@ def lazy_candidates(d: Decision) -> LazyLine:
                 work = entry[3] - rate * (now - entry[2]) - entry[6]
                 if work >= entry[5]:
                     bounds.append((work / entry[4], job.index, job))
+                    working.append(job)
                     continue
         else:
             job = views.get(job_id) or view.job(job_id)
             rate = job.rate
         if rate > 0 and alloc is job.allocation:
             exact.append(job)
+            working.append(job)
+        else:
+            revisit[job_id] = None  # no candidate now
     return LazyLine(kept, view, kept.keys(view, exact), bounds)
 
 

@@ -45,6 +45,7 @@ class ReleaseTimeline:
     times: list[float] = field(default_factory=list)
     gpus: list[int] = field(default_factory=list)
     cumulative: list[int] = field(default_factory=list)
+    shared: bool = False  # the lists are a ReleaseBook's, shared with other timelines: copied before a change
 
     @classmethod
     def build(cls, now: float, releases: list[tuple[float, int]]) -> "ReleaseTimeline":
@@ -56,6 +57,9 @@ class ReleaseTimeline:
 
     def add(self, time: float, gpus: int) -> None:
         """One more release (a job placed in this decision)."""
+        if self.shared:
+            self.times, self.gpus, self.cumulative, self.shared = list(self.times), list(self.gpus), list(
+                self.cumulative), False
         i = bisect.bisect_right(self.times, time)
         self.times.insert(i, time)
         self.gpus.insert(i, gpus)
@@ -83,14 +87,20 @@ class ReleaseBook:
     def __init__(self) -> None:
         self._times: dict[str, list[float]] = {}
         self._gpus: dict[str, list[int]] = {}
+        self._changes: dict[str, int] = {}  # GPU type -> entries added or removed so far
+        # GPU type -> (changes then, times, GPUs, cumulative GPUs): the lists of the last timeline
+        # without placements, shared by the next ones while no entry is added or removed
+        self._shared: dict[str, tuple[int, list[float], list[int], list[int]]] = {}
 
     def add(self, gpu_type: str, time: float, gpus: int) -> None:
+        self._changes[gpu_type] = self._changes.get(gpu_type, 0) + 1
         times = self._times.setdefault(gpu_type, [])
         i = bisect.bisect_right(times, time)
         times.insert(i, time)
         self._gpus.setdefault(gpu_type, []).insert(i, gpus)
 
     def remove(self, gpu_type: str, time: float, gpus: int) -> None:
+        self._changes[gpu_type] += 1
         times, counts = self._times[gpu_type], self._gpus[gpu_type]
         i = bisect.bisect_left(times, time)
         while counts[i] != gpus:  # among equal times, the entry with these GPUs
@@ -98,7 +108,17 @@ class ReleaseBook:
         del times[i], counts[i]
 
     def timeline(self, now: float, gpu_type: str, placed: list[tuple[float, int]]) -> ReleaseTimeline:
-        """The timeline of ``gpu_type`` now, with ``placed`` (finish, GPUs) releases added."""
+        """The timeline of ``gpu_type`` now, with ``placed`` (finish, GPUs) releases added. Without
+        ``placed``, the lists are shared with the last such timeline when no entry was added or
+        removed since (the timeline copies them before its first change)."""
+        if not placed:
+            changes = self._changes.get(gpu_type, 0)
+            shared = self._shared.get(gpu_type)
+            if shared is None or shared[0] != changes:
+                counts = list(self._gpus.get(gpu_type, ()))
+                shared = self._shared[gpu_type] = (changes, list(self._times.get(gpu_type, ())), counts,
+                                                   list(itertools.accumulate(counts)))
+            return ReleaseTimeline(now, shared[1], shared[2], shared[3], True)
         timeline = ReleaseTimeline(now, list(self._times.get(gpu_type, ())), list(self._gpus.get(gpu_type, ())))
         for time, gpus in placed:
             i = bisect.bisect_right(timeline.times, time)

@@ -3,11 +3,13 @@ computed, the whole line sorted), decision for decision.
 
 Both walks call ``move_back`` and ``_admit_one`` (the only steps that change a decision) for the
 same jobs in the same order, at every decision of a run: the runs are compared call by call.
-A lazy line whose bound is not a lower bound (a negative margin) must be caught.
+A lazy line whose bound is not a lower bound (a negative margin), one that misses the engine's
+changes, and one that keeps a resting bound past its expiry must be caught.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import pytest
@@ -27,11 +29,12 @@ LOADED = SimConfig(cluster=ClusterConfig(training=(ServerGroup(5, "v100", 8),), 
 
 
 def _calls(monkeypatch, lazy: bool, run) -> tuple[list, dict]:
-    """Every move_back / _admit_one call of ``run()`` as (time, step, job id, answer), and counts of
-    the candidates' keys computed by the lazy line and of the candidates it bounded."""
+    """Every move_back / _admit_one call of ``run()`` as (time, step, job id, answer), and counts
+    summed over the lazy line's decisions: candidates (jobs on loaned GPUs), jobs visited (not
+    resting) and keys computed."""
     calls: list = []
-    seen = {"keys": 0}
-    move_back, admit_one, keys, line = admission.move_back, admission._admit_one, MovingLine.keys, admission.LazyLine
+    seen = {"keys": 0, "candidates": 0, "visited": 0}
+    move_back, admit_one, keys, start = admission.move_back, admission._admit_one, MovingLine.keys, MovingLine.start
 
     def logged_move_back(d, job):
         moved = move_back(d, job)
@@ -47,16 +50,18 @@ def _calls(monkeypatch, lazy: bool, run) -> tuple[list, dict]:
         seen["keys"] += len(jobs)
         return keys(self, view, jobs)
 
-    def counted_line(kept, view, exact, bounds):
-        seen["bounded"] = seen.get("bounded", 0) + len(bounds)
-        return line(kept, view, exact, bounds)
+    def counted_start(self, view, touched, on_loaned):
+        visit = start(self, view, touched, on_loaned)
+        seen["candidates"] += len(on_loaned)
+        seen["visited"] += len(visit)
+        return visit
 
     with monkeypatch.context() as m:
         m.setattr(admission, "LAZY_LINE", lazy)
         m.setattr(admission, "move_back", logged_move_back)
         m.setattr(admission, "_admit_one", logged_admit_one)
         m.setattr(MovingLine, "keys", counted_keys)
-        m.setattr(admission, "LazyLine", counted_line)
+        m.setattr(MovingLine, "start", counted_start)
         result = run()
     return calls + [result.metrics["jct_mean_s"]], seen
 
@@ -73,13 +78,106 @@ def test_the_lazy_line_walks_like_the_sorted_line_on_a_loaded_cluster(elastic, m
     got, seen = _calls(monkeypatch, True, run)
     assert got == expected
     assert sum(step == "move" for _, step, *_ in expected[:-1]) > 20  # move-backs were walked
-    assert seen["bounded"] > 2 * seen["keys"] > 0  # most candidates waited with a bound
+    assert seen["candidates"] > 2 * seen["keys"] > 0  # most candidates waited with a bound
+    assert seen["candidates"] > 3 * seen["visited"] > 0  # most rested: not visited at all
 
 
 def test_a_bound_above_the_key_is_caught(monkeypatch):
     run = _loaded_run(True)
     expected, _ = _calls(monkeypatch, False, run)
     monkeypatch.setattr(lyra_line, "MARGIN", -0.2)  # "bounds" up to 20 % of the work above the key
+    got, _ = _calls(monkeypatch, True, run)
+    assert got != expected
+
+
+class _DeafFeed:
+    """A change feed that reports no change (a broken line that misses resized or stopped jobs)."""
+
+    def __init__(self, feed) -> None:
+        self.feed = feed
+
+    def changed(self):
+        self.feed.changed()
+        return {}
+
+
+class _SometimesIgnored(LyraScheduler):
+    """Lyra whose plan is dropped at every 5th decision for the current allocations less one job
+    on loaned GPUs (stopped): a change only the engine's feed reports to Lyra."""
+
+    def decide(self, view):
+        plan = super().decide(view)
+        self.count = getattr(self, "count", 0) + 1
+        running = [job_id for job_id in self.memory.on_loaned if view.job(job_id).workers]
+        if self.count % 5 or not running:
+            return plan
+        fresh = view.current_plan()
+        fresh.allocations.pop(running[0])
+        return fresh
+
+
+def _overruled_run():
+    jobs = generate_trace("bench-15d", 3)[:700]
+    return lambda: simulate(jobs, _SometimesIgnored(elastic=True), LOADED, seed=0)
+
+
+def _check_resting(monkeypatch, broken: list) -> None:
+    """After each decision's lazy_candidates: every resting job is a move-back candidate now
+    (running on the same allocation, on loaned GPUs only) whose bound is at most its key;
+    a violation is appended to ``broken``."""
+    lazy = admission.lazy_candidates
+
+    def checked(d):
+        line = lazy(d)
+        kept, view = d.memory.line, d.view
+        for job_id, item in kept.resting_of.items():
+            job = view.job(job_id)
+            alloc = d.allocations.get(job_id)
+            if alloc is None or alloc is not job.allocation or job.rate <= 0 or job_id not in d.memory.on_loaned:
+                broken.append((view.now, job_id, "not a candidate"))
+                continue
+            entry = kept.known.get(job_id)
+            key = kept.keys(view, [job])[0][0]
+            kept.known[job_id] = entry  # (as it was: the check changes nothing)
+            if item[0] > key:
+                broken.append((view.now, job_id, item[0], key))
+        return line
+
+    monkeypatch.setattr(admission, "lazy_candidates", checked)
+
+
+def test_the_resting_line_follows_the_engines_own_changes(monkeypatch):
+    run = _overruled_run()
+    expected, _ = _calls(monkeypatch, False, run)
+    broken: list = []
+    with monkeypatch.context() as m:
+        _check_resting(m, broken)
+        got, _ = _calls(m, True, run)
+    assert got == expected and not broken
+    start = MovingLine.start
+
+    def deaf_start(self, view, touched, on_loaned):
+        if self.feed is not None and not isinstance(self.feed, _DeafFeed):
+            self.feed = _DeafFeed(self.feed)
+        return start(self, view, touched, on_loaned)
+
+    monkeypatch.setattr(MovingLine, "start", deaf_start)
+    _check_resting(monkeypatch, broken)
+    with contextlib.suppress(ZeroDivisionError):  # (it may go on to move back a stopped job)
+        _calls(monkeypatch, True, run)
+    assert any(b[2] == "not a candidate" for b in broken)  # a line deaf to the engine's changes is caught
+
+
+def test_a_resting_bound_kept_past_its_expiry_is_caught(monkeypatch):
+    run = _loaded_run(True)
+    expected, _ = _calls(monkeypatch, False, run)
+    start = MovingLine.start
+
+    def start_without_expiry(self, view, touched, on_loaned):
+        self.expiry.clear()  # bounds never woken when no longer proven (a part exit, say)
+        return start(self, view, touched, on_loaned)
+
+    monkeypatch.setattr(MovingLine, "start", start_without_expiry)
     got, _ = _calls(monkeypatch, True, run)
     assert got != expected
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import lyra_baselines.lyra as lyra_module
 from lyra_baselines.lyra import LyraScheduler
-from lyra_baselines.lyra_estimates import ReleaseTimeline, ReleaseTracker
+from lyra_baselines.lyra_estimates import ReleaseBook, ReleaseTimeline, ReleaseTracker
 from lyra_baselines.lyra_state import Decision, LyraMemory
 from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
 from lyra_gym.run.simulate import simulate
@@ -87,6 +87,39 @@ def test_kept_release_book_equals_a_rebuild_on_a_loaded_cluster(elastic, checked
     config = SimConfig(cluster=ClusterConfig(training=(ServerGroup(5, "v100", 8),), inference=ServerGroup(6, "t4", 8)))
     simulate(jobs, LyraScheduler(elastic=elastic), config, seed=0)
     assert checked.checked > 300 and checked.nonempty > 300
+
+
+def _shared_timelines_after_a_placement() -> tuple[list, list, list]:
+    """Two timelines of an unchanged book (the second shares the first's lists), the first given a
+    placement in between, then one after the book changed: their (time, GPUs) and cumulative GPUs."""
+    book = ReleaseBook()
+    book.add("v100", 20.0, 4)
+    book.add("v100", 10.0, 2)
+    first = book.timeline(0.0, "v100", [])
+    first.add(15.0, 8)  # a job placed in that decision
+    second = book.timeline(1.0, "v100", [])
+    book.remove("v100", 10.0, 2)
+    third = book.timeline(2.0, "v100", [])
+    return [(t.times, t.gpus, t.cumulative) for t in (first, second, third)], \
+        [t.wait_for(7) for t in (first, second, third)], [t.shared for t in (first, second, third)]
+
+
+def test_timelines_share_an_unchanged_book_and_copy_it_before_a_placement():
+    lists, waits, shared = _shared_timelines_after_a_placement()
+    assert lists == [([10.0, 15.0, 20.0], [2, 8, 4], [2, 10, 14]), ([10.0, 20.0], [2, 4], [2, 6]),
+                     ([20.0], [4], [4])]
+    assert waits == [15.0, math.inf, math.inf] and shared == [False, True, True]
+
+
+def test_a_shared_timeline_changed_in_place_is_caught(monkeypatch):
+    add = ReleaseTimeline.add
+
+    def add_in_place(self, time, gpus):  # broken: writes into the lists later timelines share
+        self.shared = False
+        add(self, time, gpus)
+
+    monkeypatch.setattr(ReleaseTimeline, "add", add_in_place)
+    assert _shared_timelines_after_a_placement()[0][1] != ([10.0, 20.0], [2, 4], [2, 6])
 
 
 # ------------------------------------------------------------------ each path, by hand
