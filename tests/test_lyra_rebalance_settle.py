@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
 from lyra_baselines import lyra_rebalance
@@ -20,6 +19,7 @@ from lyra_baselines.lyra_extras import place_extras
 from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
 from lyra_gym.run.simulate import simulate
 from lyra_gym.workloads.tracegen import generate_trace
+from tests.toy import masked_random_rollout
 
 
 def _kept_before(d, typed):
@@ -97,20 +97,8 @@ def test_every_settle_and_kept_pass_of_a_run_is_the_full_walk(monkeypatch, value
 
 def test_every_settle_of_a_guided_rollout_is_the_full_walk(monkeypatch):
     """An agent's levels hold jobs (level 0 drops their extra workers): the same at every decision."""
-    import gymnasium as gym
-
-    import lyra_gym  # noqa: F401  (registers the envs)
-
     checked = _Checked(monkeypatch)
-    env = gym.make("LyraGym/Elastic-v1")
-    env.reset(seed=3)
-    rng = np.random.default_rng(3)
-    nvec = env.action_space.nvec
-    for _ in range(250):
-        masks = np.split(np.asarray(env.unwrapped.action_masks(), dtype=bool), np.cumsum(nvec)[:-1])
-        _, _, terminated, truncated, _ = env.step(np.array([rng.choice(np.flatnonzero(m)) for m in masks]))
-        if terminated or truncated:
-            env.reset()
+    masked_random_rollout("LyraGym/Elastic-v1", 250, 3)
     assert checked.settles > 200 and checked.kept > 20
 
 

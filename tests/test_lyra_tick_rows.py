@@ -24,6 +24,7 @@ from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
 from lyra_gym.run.simulate import simulate
 from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL
 from lyra_gym.workloads.tracegen import generate_trace
+from tests.toy import masked_random_rollout
 
 
 def _row_before(rates, gain, remaining: float, horizon: float, rescale: float) -> list[float]:
@@ -172,18 +173,6 @@ def test_every_knapsack_of_a_run_has_the_rows_before(monkeypatch, value_rate, fl
 @pytest.mark.parametrize("env_id", ["LyraGym/Cluster-v1", "LyraGym/Elastic-v1"])
 def test_every_knapsack_of_a_guided_rollout_has_the_rows_before(monkeypatch, env_id):
     """An agent's random levels scale rows (and hold jobs): the same rows at every round."""
-    import gymnasium as gym
-
-    import lyra_gym  # noqa: F401  (registers the envs)
-
     rows = _Rows(monkeypatch)
-    env = gym.make(env_id)
-    env.reset(seed=3)
-    rng = np.random.default_rng(3)
-    nvec = env.action_space.nvec
-    for _ in range(250):
-        masks = np.split(np.asarray(env.unwrapped.action_masks(), dtype=bool), np.cumsum(nvec)[:-1])
-        _, _, terminated, truncated, _ = env.step(np.array([rng.choice(np.flatnonzero(m)) for m in masks]))
-        if terminated or truncated:
-            env.reset()
+    masked_random_rollout(env_id, 250, 3)
     assert rows.knapsacks > 200 and rows.rows > 200 and rows.scaled > 100

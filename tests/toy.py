@@ -69,3 +69,22 @@ def engine_at_first_decision(jobs, training=1, gpus=4, inference=0, demand=None)
     engine.begin()
     assert engine.next_decision()
     return engine
+
+
+def masked_random_rollout(env_id: str, steps: int, seed: int) -> None:
+    """``steps`` uniformly random valid actions (``action_masks()``) in a fresh ``env_id`` reset with
+    ``seed``, resetting at each episode's end (what the tests that watch a guided env's decisions run)."""
+    import gymnasium as gym
+    import numpy as np
+
+    import lyra_gym  # noqa: F401  (registers the envs)
+
+    env = gym.make(env_id)
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    bounds = np.cumsum(env.action_space.nvec)[:-1]
+    for _ in range(steps):
+        masks = np.split(np.asarray(env.unwrapped.action_masks(), dtype=bool), bounds)
+        _, _, terminated, truncated, _ = env.step(np.array([rng.choice(np.flatnonzero(m)) for m in masks]))
+        if terminated or truncated:
+            env.reset()
