@@ -251,6 +251,7 @@ class LyraRates:
             row[current] = held * gain[current] - rescale if current and horizon < t else held * gain[current]
         return row
 
+
 def _grown(kept: tuple[np.ndarray, int] | None, top: int, low: int,
            goodput: Callable[[int], float]) -> tuple[np.ndarray, int]:
     """A kept goodput row (rates by workers, the least w computed) that holds w = low..top: longer

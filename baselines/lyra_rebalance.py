@@ -96,18 +96,18 @@ def settle(d: Decision, gpu_type: str, typed: list[JobView], choice: list[int]) 
     left out of both. The GPUs it keeps are taken from ``avail`` only when a job grows (before
     the spare servers are listed: what place_extras' first pass would have taken). After a move
     back (its new flexible workers are not in ``flex_on``) every job is visited."""
-    flex, avail, flex_on, granted = d.flex, d.avail, d.flex_on, d.memory.granted
+    flex, avail, granted = d.flex, d.avail, d.memory.granted
     if d.moved:
         learn_hold(d, gpu_type, typed, choice)
         place_extras(d.plan, typed, choice, d.base, flex, avail, partial(_spare_servers, d, gpu_type), d.loaned_set)
         return
-    short = {s for s in d.touched if avail[s] < flex_on.get(s, 0)}
+    short = d.short_servers()
     jobs, wants, kept = [], [], []
     for job, new in zip(typed, choice):
         extra = flex[job.id]
         if job.workers:
             if extra:
-                if new == sum(extra.values()) and (not short or short.isdisjoint(extra)):
+                if new == sum(extra.values()) and (not short or short.keys().isdisjoint(extra)):
                     kept.append(extra)
                     continue
             elif not new:
@@ -269,8 +269,7 @@ def _kept_workers(d: Decision, typed: list[JobView]) -> tuple[list[int], list[in
             kept.append(k)
             lost.append(sum(extra.values()) - k)
         return kept, lost
-    flex_on = d.flex_on
-    short = {s: avail[s] for s in d.touched if avail[s] < flex_on.get(s, 0)}  # room left there
+    short = d.short_servers()  # room left there
     for job in typed:
         extra = flex[job.id]
         current = sum(extra.values())

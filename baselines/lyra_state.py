@@ -375,7 +375,12 @@ class Decision:
             if timeline is not None:
                 timeline.add(finish, need)
 
-    def evicted(self) -> bool:
-        """Did a placement displace flexible workers? (only placements take avail)"""
+    def short_servers(self) -> dict[int, int]:
+        """Server id -> GPUs left in ``avail`` where a placement took flexible GPUs (fewer there than
+        flexible workers; only placements take avail)."""
         avail, flex_on = self.avail, self.flex_on
-        return any(avail[sid] < flex_on.get(sid, 0) for sid in self.touched)
+        return {sid: avail[sid] for sid in self.touched if avail[sid] < flex_on.get(sid, 0)}
+
+    def evicted(self) -> bool:
+        """Did a placement displace flexible workers?"""
+        return bool(self.short_servers())
