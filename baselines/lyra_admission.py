@@ -28,6 +28,11 @@ def admit(d: Decision) -> None:
     """Phase 1 over the shortest-first line: queued jobs, jobs just stopped by our own reclaim
     answer, and (``move_back``) jobs on loaned GPUs holding their place in line."""
     view, levels, rates, memory = d.view, d.levels, d.rates, d.memory
+    if not (view.num_queued or d.plan.give_back or (d.settings.move_back and memory.on_loaned)):
+        # nothing in line (no queued job, none stopped by our reclaim answer, no move-back
+        # candidate): the walk below would visit nothing; only the candidates' heap is dropped
+        memory.line.drop()
+        return
     line: list[tuple] = rates.queued_line(view, view.queued_jobs())
     running = []  # still running now: their remaining work is current, not cached
     if d.plan.give_back:  # jobs our own reclaim answer just stopped may restart elsewhere at once

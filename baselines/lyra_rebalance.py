@@ -115,6 +115,8 @@ def settle(d: Decision, gpu_type: str, typed: list[JobView], choice: list[int]) 
                 continue
         jobs.append(job)
         wants.append(new)
+    if not jobs:
+        return  # every job keeps its extra workers, or has none: nothing to learn or place
     learn_hold(d, gpu_type, jobs, wants)
 
     def spare_servers() -> list[int]:

@@ -41,6 +41,7 @@ class RunningElastic:
         self.jobs: dict[str, JobView] = {}  # job id -> view, start order
         self.flex_on: dict[int, int] = {}  # server id -> flexible GPUs there (non-zero only)
         self.flex_cells: dict[int, int] = {}  # cell -> flexible GPUs there (non-zero only)
+        self.generation = 0  # bumped whenever ``flex_on``/``flex_cells`` may change (a rebuild, a put, a drop)
         # a decision's edits to ``base``/``flex`` lent to it in place (:meth:`lend`): (job id, old
         # base, old flex; None: absent), undone at the next sync
         self.edits: list[tuple[str, dict[int, int] | None, dict[int, int] | None]] | None = None
@@ -93,6 +94,7 @@ class RunningElastic:
 
     def _rebuild(self, view: ClusterView) -> None:
         self.view, self.feed = view, view.change_feed()
+        self.generation += 1
         self.allocs, self.seq, self.base, self.flex, self.jobs = {}, {}, {}, {}, {}
         self.flex_on, self.flex_cells = {}, {}
         for job_id, (alloc, seq) in self.feed.running().items():  # start order
@@ -117,10 +119,12 @@ class RunningElastic:
         assert job is not None
         base, flex = self.split(job, alloc)
         self.allocs[job_id], self.base[job_id], self.flex[job_id], self.jobs[job_id] = alloc, base, flex, job
+        self.generation += 1
         if flex:
             add_flex(self.flex_on, self.flex_cells, self.cell_of, flex, 1)
 
     def _drop_flex(self, job_id: str) -> None:
+        self.generation += 1
         flex = self.flex[job_id]
         if flex:
             add_flex(self.flex_on, self.flex_cells, self.cell_of, flex, -1)

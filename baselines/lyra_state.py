@@ -120,6 +120,9 @@ class LyraMemory:
         self.queued_times: dict[str, tuple[float, int, dict[str, float]]] | None = None
         self.line = MovingLine()  # move-back candidates' line keys (lyra_admission.lazy_candidates)
         self.training_cells: list[int] | None = None  # cells of the training servers (filled when first needed)
+        # (topology, (its version, running.generation), avail, avail_cells, loaned_room) at the set-up of
+        # the last decision on a clean plan: Decision reuses them while the key is the same
+        self.setup: tuple | None = None
 
     def start(self, view: ClusterView) -> ClusterFacts:
         """The run's :class:`ClusterFacts` (read at the first decision)."""
@@ -201,16 +204,10 @@ class Decision:
         self.flex_on: Mapping[int, int] = {}  # flexible GPUs per server (non-zero; read only)
         self._edits: list | None = None  # base/flex lent by the memory: their edits' undo list (set_split)
         flex_cells = self._split_running() if settings.elastic else {}
-        avail = self.avail = free.tolist()
-        avail_cells = self.avail_cells = free.totals()  # free and flexible GPUs per cell of the index
-        for sid, g in self.flex_on.items():
-            avail[sid] += g
-        for c, g in flex_cells.items():
-            avail_cells[c] += g
+        self._set_avail(free, flex_cells)
         self.admitted: list[JobView] = []  # elastic jobs placed in phase 1, in order
         self.moved = False  # a job moved from loaned to training servers
         # phase 1's book-keeping
-        self.loaned_room = sum(map(avail.__getitem__, self.loaned))
         self.blocked = False  # a job waits for training GPUs and backfill is off
         self.touched: set[int] = set()  # servers a placement took GPUs on (the only ones avail drops on)
         self.waiting: dict[str, int] = {}      # training GPU type -> base GPUs of the jobs waiting for it
@@ -222,6 +219,30 @@ class Decision:
         self.safe_s: dict[int, float] = {}  # servers needed -> seconds until demand exceeds them
         self.loaned_fits: dict[int, dict[int, int] | None] = {}  # need -> fit on loaned GPUs (cleared on any change)
         self.loaned_safe: dict[int, float] = {}  # need -> safe_loaned_s of its loaned_fits entry (cleared with it)
+
+    def _set_avail(self, free: FreeMap, flex_cells: Mapping[int, int]) -> None:
+        """``avail``, ``avail_cells`` and ``loaned_room`` (free plus flexible GPUs; loaned ones).
+        On a clean plan (no edit, no loaning change) they are functions of the engine's index
+        (``topology.version``) and the running elastic jobs' flexible workers
+        (``RunningElastic.generation``): copies of the last clean decision's while both are the same."""
+        memory, plan, allocations = self.memory, self.plan, self.allocations
+        key = None
+        if type(allocations) is TrackedAllocations and not allocations.touched and not (plan.borrow or plan.give_back):
+            topology, running = self.view.topology, memory.running
+            key = (topology.version, running.generation if running is not None else -1)
+            kept = memory.setup
+            if kept is not None and kept[0] is topology and kept[1] == key:
+                self.avail, self.avail_cells, self.loaned_room = list(kept[2]), list(kept[3]), kept[4]
+                return
+        avail = self.avail = free.tolist()
+        avail_cells = self.avail_cells = free.totals()  # free and flexible GPUs per cell of the index
+        for sid, g in self.flex_on.items():
+            avail[sid] += g
+        for c, g in flex_cells.items():
+            avail_cells[c] += g
+        self.loaned_room = sum(map(avail.__getitem__, self.loaned))
+        if key is not None:
+            memory.setup = (self.view.topology, key, list(avail), list(avail_cells), self.loaned_room)
 
     def _split_running(self) -> dict[int, int]:
         """Base and flexible workers of every running elastic job (in start order) and the
