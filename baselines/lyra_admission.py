@@ -22,13 +22,14 @@ from lyra_gym.sim.view import JobView
 
 QUEUED_TIMES_SIZE = 50_000  # queued jobs whose times_on answers are kept (then afresh)
 LAZY_LINE = True  # move-back candidates' keys only when due (False: every key, sorted: the reference path)
+EMPTY_LINE_EXIT = True  # return at once when nothing is in line (False: the walk over the empty line; tests)
 
 
 def admit(d: Decision) -> None:
     """Phase 1 over the shortest-first line: queued jobs, jobs just stopped by our own reclaim
     answer, and (``move_back``) jobs on loaned GPUs holding their place in line."""
     view, levels, rates, memory = d.view, d.levels, d.rates, d.memory
-    if not (view.num_queued or d.plan.give_back or (d.settings.move_back and memory.on_loaned)):
+    if EMPTY_LINE_EXIT and not (view.num_queued or d.plan.give_back or (d.settings.move_back and memory.on_loaned)):
         # nothing in line (no queued job, none stopped by our reclaim answer, no move-back
         # candidate): the walk below would visit nothing; only the candidates' heap is dropped
         memory.line.drop()
