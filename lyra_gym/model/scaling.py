@@ -141,8 +141,11 @@ class ScalingModel:
         # engine calls them at every start, rescale and progress part, schedulers for every option
         # they value) in dicts kept on the profile set, so every ScalingModel of the same profiles,
         # curves and rules shares them (an env reset builds a new engine, and with it a new model)
-        memos = profiles.memo(("scaling", None if efficiency is None else efficiency.content_key,
-                               rule, noise_scale, batch_limit))
+        #: What every rate is a pure function of besides the profiles and its arguments (the key
+        #: of the shared memos below; equal for two models that give the same rates).
+        self.memo_key = ("scaling", None if efficiency is None else efficiency.content_key, rule, noise_scale,
+                         batch_limit)
+        memos = profiles.memo(self.memo_key)
         self._terms: dict[tuple[str, float, int], tuple[float, float] | None] = memos.setdefault("terms", {})
         self._factors: dict[tuple[str, float, float, int], float] = memos.setdefault("factors", {})
         # format-2 curves: E over a progress part by (model, batch in the curve's units, part)

@@ -450,6 +450,19 @@ class ClusterView:
         """The run's scaling rule (``SimConfig.scaling``; :mod:`lyra_gym.model.scaling`)."""
         return self._engine.scaling.rule
 
+    @property
+    def rate_settings(self) -> tuple | None:
+        """What :meth:`goodput` and ``profiles`` answer by besides their arguments and a job's model,
+        initial batch, requested size and progress part: ``(profiles, scaling settings)``, the
+        profile set itself (compare it with ``is``) and a hashable key. None where job views do not
+        tell the truth (a ``knowledge`` mode: their progress part is believed, not the engine's)
+        or the adaptive rule's batch (a job's own state) enters the rate."""
+        engine = self._engine
+        scaling = engine.scaling
+        if engine.knowledge is not None or scaling.rule == "adaptive":
+            return None
+        return engine.profiles, scaling.memo_key
+
     def batch_range(self, job: JobView) -> tuple[float, float] | None:
         """The range of global batches the job's application was measured over, in its units
         (:meth:`lyra_gym.model.scaling.ScalingModel.batch_range`); None when there is none."""
