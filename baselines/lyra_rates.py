@@ -182,13 +182,13 @@ class LyraRates:
         if self._fixed_batch is None:
             self._fixed_batch = view.scaling != "adaptive"
         if self._fixed_batch:  # each rate a function of the key and w: compute only the new ones
-            self._goodputs[key] = kept = _grown(kept, top, max(low, 1), lambda w: view.goodput(job, w, gpu_type,
-                                                                                                per_server))
+            self._goodputs[key] = kept = _grown(kept, top, max(low, 1), lambda first, end: view.goodputs(
+                job, first, end, gpu_type, per_server))
             return kept[0]
         # the adaptive rule's batch moves as the job runs: every rate from now, as always
         rates = kept[0] if kept is not None else None
         size = max(top + 1, 2 * len(rates) if rates is not None else 9)
-        rates = np.array([0.0] + [view.goodput(job, w, gpu_type, per_server) for w in range(1, size)])
+        rates = np.array([0.0] + view.goodputs(job, 1, size, gpu_type, per_server))
         self._goodputs[key] = (rates, 1)
         return rates
 
@@ -299,14 +299,15 @@ def _same_settings(token: tuple, other: tuple) -> bool:
 
 
 def _grown(kept: tuple[np.ndarray, int] | None, top: int, low: int,
-           goodput: Callable[[int], float]) -> tuple[np.ndarray, int]:
+           goodputs: Callable[[int, int], list[float]]) -> tuple[np.ndarray, int]:
     """A kept goodput row (rates by workers, the least w computed) that holds w = low..top: longer
-    by the new w's (to twice its length at least, as before), and down to ``low``. Entries not
-    computed are nan; 0 workers is 0.0."""
+    by the new w's (to twice its length at least, as before), and down to ``low`` (``low`` >= 1).
+    ``goodputs(first, end)``: the rates of w = first .. end - 1. Entries not computed are nan; 0
+    workers is 0.0."""
     if kept is None:
         rates = np.full(top + 1, np.nan)
         rates[0] = 0.0
-        rates[low:] = [goodput(w) for w in range(low, top + 1)]
+        rates[low:] = goodputs(low, top + 1)
         return rates, low
     rates, first = kept
     have = len(rates)
@@ -314,12 +315,12 @@ def _grown(kept: tuple[np.ndarray, int] | None, top: int, low: int,
         size = max(top + 1, 2 * have)
         grown = np.empty(size)
         grown[:have] = rates
-        grown[have:] = [goodput(w) for w in range(have, size)]
+        grown[have:] = goodputs(have, size)
         rates = grown
     if low < first:
         if rates is kept[0]:
             rates = rates.copy()  # (a value row may hold a view of the kept array)
-        rates[low:first] = [goodput(w) for w in range(low, first)]
+        rates[low:first] = goodputs(low, first)
         first = low
     return rates, first
 
