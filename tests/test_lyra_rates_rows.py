@@ -79,3 +79,19 @@ def test_view_goodputs_are_goodput_per_worker(scaling, policy):
             engine.submit(engine.scheduler.decide(view))
         decisions += 1
     assert checked > 100
+
+
+def test_progress_bin_is_the_min_of_before():
+    """``progress_bin`` without the ``min`` call: the same part for every (done, total), at and
+    around each part's edge, past the end, before the start and for no work."""
+    from lyra_gym.model.scaling import PROGRESS_BINS, progress_bin
+
+    rng = np.random.default_rng(7)
+    totals = [0.0, -1.0, 1.0, 3.0, 7e5, 1e-300, 1e300, *rng.uniform(1.0, 1e9, 40).tolist()]
+    for total in totals:
+        edges = [total * k / PROGRESS_BINS for k in range(PROGRESS_BINS + 2)]
+        dones = [*edges, *np.nextafter(edges, -np.inf).tolist(), *np.nextafter(edges, np.inf).tolist(),
+                 *(rng.uniform(-0.1, 1.2, 60) * total).tolist(), -total, 0.0]
+        for done in dones:
+            before = PROGRESS_BINS - 1 if total <= 0 else min(PROGRESS_BINS - 1, int(done / total * PROGRESS_BINS))
+            assert progress_bin(done, total) == before, (done, total)

@@ -376,11 +376,15 @@ class ScalingModel:
         return batch != self.reference_batch(spec.model, b0)
 
 
+_LAST_BIN = PROGRESS_BINS - 1
+
+
 def progress_bin(work_done: float, total_work: float) -> int:
     """The part of training progress ``work_done / total_work`` falls in (0 .. PROGRESS_BINS - 1)."""
     if total_work <= 0:
-        return PROGRESS_BINS - 1
-    return min(PROGRESS_BINS - 1, int(work_done / total_work * PROGRESS_BINS))
+        return _LAST_BIN
+    part = int(work_done / total_work * PROGRESS_BINS)
+    return part if part < _LAST_BIN else _LAST_BIN  # min(_LAST_BIN, part), without the call
 
 
 def bin_end_work(progress_part: int, total_work: float) -> float:
