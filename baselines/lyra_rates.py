@@ -17,6 +17,7 @@ from lyra_gym.sim.view import ClusterView, JobView
 
 QUEUED_CACHE_SIZE = 50_000  # queued jobs whose time-on answers time_on keeps (then starts afresh)
 REFERENCE_CACHE_SIZE = 200_000  # (job, workers, progress part) reference rates remaining_at keeps (then afresh)
+CARRIED_ENTRIES = 100_000  # most rate, goodput and value rows adopt takes over from an earlier run (else afresh)
 
 
 class LyraRates:
@@ -36,6 +37,35 @@ class LyraRates:
         # job id -> (workers, total work, least and most remaining work, reference rate, progress
         # part): remaining work in [least, most] is in that part (running_line)
         self._part_spans: dict[str, tuple[int, float, float, float, float, int]] = {}
+        # what _rates, _goodputs and _rows were computed under (the view's rate_settings, GPUs per
+        # server, value_rate), recorded at the first rate computed (_settle); () where they are not
+        # pure functions of their keys and it (carried nowhere); None before
+        self._token: tuple | None = None
+        self._carried: tuple[tuple, dict, dict, dict] | None = None  # adopted: (token, _rates, _goodputs, _rows)
+
+    def adopt(self, previous: LyraRates) -> None:
+        """Take over ``previous``'s caches that are pure functions of the profiles, the scaling
+        settings, the GPUs per server and ``value_rate`` (packed rates, goodput rows, value rows; not
+        those by job id), for use from this run's first rate on if it finds the same settings
+        (:meth:`_settle`; else dropped). Call it before this one computes a rate."""
+        if self._token is not None:
+            raise ValueError("LyraRates.adopt: this one has computed rates already")
+        carried = previous._carried
+        if previous._token:  # settled with pure caches (else what it adopted and never settled, if any)
+            carried = (previous._token, previous._rates, previous._goodputs, previous._rows)
+        if carried is not None and carried[0][2] == self.value_rate \
+                and len(carried[1]) + len(carried[2]) + len(carried[3]) <= CARRIED_ENTRIES:
+            self._carried = carried
+
+    def _settle(self, view: ClusterView) -> None:
+        """Record what the rates are computed under (called before the first one is cached, with the
+        caches empty); take the adopted caches if they were computed under the same."""
+        settings = view.rate_settings
+        self._token = () if settings is None else (settings, tuple(sorted(self.per_server.items())),
+                                                   self.value_rate)
+        carried, self._carried = self._carried, None
+        if carried is not None and _same_settings(carried[0], self._token):
+            self._rates, self._goodputs, self._rows = carried[1], carried[2], carried[3]
 
     def remaining_estimate(self, view: ClusterView, job: JobView) -> float:
         """Seconds a queued job has left at its requested size on the reference GPU (cached: its
@@ -123,6 +153,9 @@ class LyraRates:
         key = (model, gpu_type, per_server)
         rates = self._rates.get(key)
         if rates is None or len(rates) <= top:
+            if self._token is None:
+                self._settle(view)
+                return self.packed_rates(view, model, gpu_type, per_server, top)
             size = max(top + 1, 2 * len(rates) if rates is not None else 65)
             rates = np.array([0.0] + [view.profiles.packed_throughput(model, w, gpu_type, per_server)
                                       for w in range(1, size)])
@@ -143,16 +176,19 @@ class LyraRates:
         kept = self._goodputs.get(key)
         if kept is not None and len(kept[0]) > top and kept[1] <= low:
             return kept[0]
+        if self._token is None:
+            self._settle(view)
+            return self.job_rates(view, job, gpu_type, top, low)
         if self._fixed_batch is None:
             self._fixed_batch = view.scaling != "adaptive"
         if self._fixed_batch:  # each rate a function of the key and w: compute only the new ones
-            self._goodputs[key] = kept = _grown(kept, top, max(low, 1), lambda w: view.goodput(job, w, gpu_type,
-                                                                                                per_server))
+            self._goodputs[key] = kept = _grown(kept, top, max(low, 1), lambda first, end: view.goodputs(
+                job, first, end, gpu_type, per_server))
             return kept[0]
         # the adaptive rule's batch moves as the job runs: every rate from now, as always
         rates = kept[0] if kept is not None else None
         size = max(top + 1, 2 * len(rates) if rates is not None else 9)
-        rates = np.array([0.0] + [view.goodput(job, w, gpu_type, per_server) for w in range(1, size)])
+        rates = np.array([0.0] + view.goodputs(job, 1, size, gpu_type, per_server))
         self._goodputs[key] = (rates, 1)
         return rates
 
@@ -193,6 +229,9 @@ class LyraRates:
                    spec.min_gpus, top)
         cached = self._rows.get(key)
         if cached is None:
+            if self._token is None:
+                self._settle(view)
+                return self._row_rates(view, job, gpu_type, top, remaining)
             rates = self.job_rates(view, job, gpu_type, spec.min_gpus + top, spec.min_gpus)
             rates = rates[spec.min_gpus: spec.min_gpus + top + 1]
             gain = rates / rates[0] - 1.0
@@ -252,15 +291,23 @@ class LyraRates:
         return row
 
 
+def _same_settings(token: tuple, other: tuple) -> bool:
+    """Were rates cached under ``token`` computed under ``other`` (tokens of :meth:`LyraRates._settle`:
+    the same profile set, the same scaling settings, GPUs per server and ``value_rate``)?"""
+    return bool(token) and bool(other) and token[0][0] is other[0][0] and token[0][1] == other[0][1] \
+        and token[1:] == other[1:]
+
+
 def _grown(kept: tuple[np.ndarray, int] | None, top: int, low: int,
-           goodput: Callable[[int], float]) -> tuple[np.ndarray, int]:
+           goodputs: Callable[[int, int], list[float]]) -> tuple[np.ndarray, int]:
     """A kept goodput row (rates by workers, the least w computed) that holds w = low..top: longer
-    by the new w's (to twice its length at least, as before), and down to ``low``. Entries not
-    computed are nan; 0 workers is 0.0."""
+    by the new w's (to twice its length at least, as before), and down to ``low`` (``low`` >= 1).
+    ``goodputs(first, end)``: the rates of w = first .. end - 1. Entries not computed are nan; 0
+    workers is 0.0."""
     if kept is None:
         rates = np.full(top + 1, np.nan)
         rates[0] = 0.0
-        rates[low:] = [goodput(w) for w in range(low, top + 1)]
+        rates[low:] = goodputs(low, top + 1)
         return rates, low
     rates, first = kept
     have = len(rates)
@@ -268,12 +315,12 @@ def _grown(kept: tuple[np.ndarray, int] | None, top: int, low: int,
         size = max(top + 1, 2 * have)
         grown = np.empty(size)
         grown[:have] = rates
-        grown[have:] = [goodput(w) for w in range(have, size)]
+        grown[have:] = goodputs(have, size)
         rates = grown
     if low < first:
         if rates is kept[0]:
             rates = rates.copy()  # (a value row may hold a view of the kept array)
-        rates[low:first] = [goodput(w) for w in range(low, first)]
+        rates[low:first] = goodputs(low, first)
         first = low
     return rates, first
 

@@ -22,10 +22,10 @@ from lyra_gym.workloads.tracegen import generate_trace
 
 
 def _counted(asked: list[int]):
-    def goodput(w: int) -> float:
-        asked.append(w)
-        return 10.0 * w + 0.5
-    return goodput
+    def goodputs(first: int, end: int) -> list[float]:
+        asked.extend(range(first, end))
+        return [10.0 * w + 0.5 for w in range(first, end)]
+    return goodputs
 
 
 def test_grown_by_hand():

@@ -141,8 +141,11 @@ class ScalingModel:
         # engine calls them at every start, rescale and progress part, schedulers for every option
         # they value) in dicts kept on the profile set, so every ScalingModel of the same profiles,
         # curves and rules shares them (an env reset builds a new engine, and with it a new model)
-        memos = profiles.memo(("scaling", None if efficiency is None else efficiency.content_key,
-                               rule, noise_scale, batch_limit))
+        #: What every rate is a pure function of besides the profiles and its arguments (the key
+        #: of the shared memos below; equal for two models that give the same rates).
+        self.memo_key = ("scaling", None if efficiency is None else efficiency.content_key, rule, noise_scale,
+                         batch_limit)
+        memos = profiles.memo(self.memo_key)
         self._terms: dict[tuple[str, float, int], tuple[float, float] | None] = memos.setdefault("terms", {})
         self._factors: dict[tuple[str, float, float, int], float] = memos.setdefault("factors", {})
         # format-2 curves: E over a progress part by (model, batch in the curve's units, part)
@@ -297,6 +300,21 @@ class ScalingModel:
                                                           batch, progress_bin))
         return rate
 
+    def packed_rates(self, spec: JobSpec, b0: float, low: int, high: int, gpu_type: str, gpus_per_server: int,
+                     chosen: float, progress_bin: int = 0) -> list[float]:
+        """:meth:`packed_rate` of ``low`` .. ``high - 1`` workers (each >= 1) at the rule's global batch
+        for that many (:meth:`global_batch` with ``chosen``): the same doubles, in one loop."""
+        packed, model, rule = self._packed, spec.model, self.rule
+        rates = []
+        for workers in range(low, high):
+            # global_batch(spec, b0, workers, chosen), inlined
+            batch = workers * b0 / spec.num_gpus if rule == "fixed-local" else chosen if rule == "adaptive" else b0
+            rate = packed.get((model, b0, workers, gpu_type, gpus_per_server, batch, progress_bin))
+            if rate is None:
+                rate = self.packed_rate(spec, b0, workers, gpu_type, gpus_per_server, batch, progress_bin)
+            rates.append(rate)
+        return rates
+
     def _rate(self, spec: JobSpec, b0: float, workers: int, servers: int, gpu_types: frozenset[str],
               batch: float, progress_bin: int) -> float:
         samples = self.samples_per_s(spec, workers, servers, gpu_types, batch, b0)
@@ -358,11 +376,15 @@ class ScalingModel:
         return batch != self.reference_batch(spec.model, b0)
 
 
+_LAST_BIN = PROGRESS_BINS - 1
+
+
 def progress_bin(work_done: float, total_work: float) -> int:
     """The part of training progress ``work_done / total_work`` falls in (0 .. PROGRESS_BINS - 1)."""
     if total_work <= 0:
-        return PROGRESS_BINS - 1
-    return min(PROGRESS_BINS - 1, int(work_done / total_work * PROGRESS_BINS))
+        return _LAST_BIN
+    part = int(work_done / total_work * PROGRESS_BINS)
+    return part if part < _LAST_BIN else _LAST_BIN  # min(_LAST_BIN, part), without the call
 
 
 def bin_end_work(progress_part: int, total_work: float) -> float:

@@ -450,6 +450,19 @@ class ClusterView:
         """The run's scaling rule (``SimConfig.scaling``; :mod:`lyra_gym.model.scaling`)."""
         return self._engine.scaling.rule
 
+    @property
+    def rate_settings(self) -> tuple | None:
+        """What :meth:`goodput` and ``profiles`` answer by besides their arguments and a job's model,
+        initial batch, requested size and progress part: ``(profiles, scaling settings)``, the
+        profile set itself (compare it with ``is``) and a hashable key. None where job views do not
+        tell the truth (a ``knowledge`` mode: their progress part is believed, not the engine's)
+        or the adaptive rule's batch (a job's own state) enters the rate."""
+        engine = self._engine
+        scaling = engine.scaling
+        if engine.knowledge is not None or scaling.rule == "adaptive":
+            return None
+        return engine.profiles, scaling.memo_key
+
     def batch_range(self, job: JobView) -> tuple[float, float] | None:
         """The range of global batches the job's application was measured over, in its units
         (:meth:`lyra_gym.model.scaling.ScalingModel.batch_range`); None when there is none."""
@@ -468,6 +481,15 @@ class ClusterView:
         m = scaling.global_batch(spec, b0, workers, inner.batch if batch is None else batch)
         part = progress_bin(total - inner.remaining_work(job._engine.now), total)
         return scaling.packed_rate(spec, b0, workers, gpu_type, gpus_per_server, m, part)
+
+    def goodputs(self, job: JobView, low: int, high: int, gpu_type: str, gpus_per_server: int) -> list[float]:
+        """``[goodput(job, w, gpu_type, gpus_per_server) for w in range(low, high)]`` (``low`` >= 1):
+        the same doubles, the job's batch and progress part read once."""
+        inner = job._job
+        total = inner.total_work
+        part = progress_bin(total - inner.remaining_work(job._engine.now), total)
+        return self._engine.scaling.packed_rates(job.spec, inner.init_batch, low, high, gpu_type, gpus_per_server,
+                                                 inner.batch, part)
 
     def reference_server(self) -> tuple[str, int]:
         """The reference GPU type and its GPUs per server: what ``JobView.remaining_time_at`` packs

@@ -1,0 +1,116 @@
+"""``LyraRates.adopt``: an env reset's new Lyra takes over the last episode's pure caches.
+
+Only the caches that are pure functions of the profiles, the scaling settings, the GPUs per
+server and ``value_rate`` (packed rates, goodput rows, value rows) move over, and only when the
+new run's first rate finds the same settings; the caches by job id never do (a job id's remaining
+work differs between episodes). The values a run reads are the same doubles either way.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import pytest
+
+import lyra_baselines.lyra_rates as lyra_rates
+from lyra_baselines.lyra import LyraScheduler
+from lyra_baselines.lyra_rates import LyraRates
+from lyra_gym.model.demand import DemandCurve
+from lyra_gym.model.knowledge import KnowledgeConfig
+from lyra_gym.run.simulate import build_engine
+from lyra_gym.sim.engine import Engine
+from lyra_gym.sim.view import ClusterView, JobView
+from toy import TOY, config, job
+
+JOBS = [job("a", 0.0, 2, 3600.0, elastic=True, lo=1, hi=4), job("b", 0.0, 4, 7200.0, elastic=True, lo=2, hi=8)]
+PER_SERVER = {"v100": 8, "t4": 8}
+
+
+def _engine(profiles=TOY, **changes) -> Engine:
+    """An engine on the toy jobs stopped at its first decision (both jobs queued)."""
+    cfg = dataclasses.replace(config(training=2, inference=1), **changes)
+    engine = build_engine(JOBS, LyraScheduler(), cfg, 0, profiles, demand=DemandCurve.constant(0))
+    engine.begin()
+    assert engine.next_decision()
+    return engine
+
+
+def _jobs(view: ClusterView) -> list[JobView]:
+    return sorted(view.queued_jobs(), key=lambda j: j.id)
+
+
+def _asked(rates: LyraRates, view: ClusterView) -> list:
+    """Every kind of answer of ``rates`` for the toy jobs (the caches filled on the way)."""
+    answers: list = []
+    for j in _jobs(view):
+        answers += [rates.job_rates(view, j, "v100", 6).tolist(), rates.value_row(view, j, "v100", 3, 900.0),
+                    rates.charged_row(view, j, "t4", 4, 1e5, 1), rates.remaining_estimate(view, j),
+                    rates.time_on(view, j, 3, "t4"), rates.packed_rates(view, j.spec.model, "t4", 8, 5).tolist()]
+    answers.append([key for key, _, _ in rates.running_line(view, _jobs(view))])
+    return answers
+
+
+def _filled(value_rate: str = "goodput", view: ClusterView | None = None) -> LyraRates:
+    rates = LyraRates(value_rate)
+    rates.per_server = dict(PER_SERVER)
+    _asked(rates, view or _engine().view)
+    return rates
+
+
+def _adopter(previous: LyraRates, value_rate: str = "goodput", per_server: dict | None = None) -> LyraRates:
+    rates = LyraRates(value_rate)
+    rates.per_server = dict(per_server or PER_SERVER)
+    rates.adopt(previous)
+    return rates
+
+
+def test_adopt_takes_the_pure_caches_and_not_those_by_job_id():
+    previous = _filled()
+    assert previous._sjf_keys and previous._queued_times and previous._reference_rates and previous._part_spans
+    view = _engine().view
+    rates = _adopter(previous)
+    assert not rates._goodputs and not rates._rows and not rates._rates  # taken at the first rate, not before
+    answers = _asked(rates, view)
+    assert rates._goodputs is previous._goodputs and rates._rows is previous._rows and rates._rates is previous._rates
+    fresh = LyraRates("goodput")
+    fresh.per_server = dict(PER_SERVER)
+    assert answers == _asked(fresh, _engine().view)  # the same doubles
+    for name in ("_sjf_keys", "_queued_times", "_reference_rates", "_part_spans"):
+        kept = getattr(rates, name)
+        assert kept is not getattr(previous, name) and set(kept) == set(getattr(fresh, name))
+
+
+def test_adopt_carries_throughput_rates_and_chains_through_a_run_that_computed_none():
+    previous = _filled("throughput")
+    idle = _adopter(previous, "throughput")  # an episode that never asked for a rate
+    rates = _adopter(idle, "throughput")
+    _asked(rates, _engine().view)
+    assert rates._rates is previous._rates and rates._rows is previous._rows
+
+
+@pytest.mark.parametrize("other", ["value_rate", "per_server", "profiles", "scaling", "adaptive", "knowledge"])
+def test_adopt_refuses_caches_of_other_settings(other):
+    previous = _filled()
+    before = {name: dict(getattr(previous, name)) for name in ("_rates", "_goodputs", "_rows")}
+    engine = {"profiles": lambda: _engine(copy.deepcopy(TOY)),  # equal content, another object
+              "scaling": lambda: _engine(scaling="fixed-global"),
+              "adaptive": lambda: _engine(scaling="adaptive"),
+              "knowledge": lambda: _engine(knowledge=KnowledgeConfig(mode="estimate"))}.get(other, _engine)()
+    rates = _adopter(previous, "throughput" if other == "value_rate" else "goodput",
+                     {"v100": 4, "t4": 8} if other == "per_server" else None)
+    _asked(rates, engine.view)
+    for name, kept in before.items():
+        assert getattr(rates, name) is not getattr(previous, name)
+        assert getattr(previous, name) == kept  # not written into either
+    if other in ("adaptive", "knowledge"):  # not pure: never carried on
+        assert rates._token == () and _adopter(rates)._carried is None
+
+
+def test_adopt_leaves_large_caches_and_a_started_run(monkeypatch):
+    previous = _filled()
+    monkeypatch.setattr(lyra_rates, "CARRIED_ENTRIES", len(previous._goodputs) + len(previous._rows)
+                        + len(previous._rates) - 1)
+    assert _adopter(previous)._carried is None
+    with pytest.raises(ValueError, match="adopt"):
+        previous.adopt(_filled())
