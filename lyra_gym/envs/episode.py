@@ -130,9 +130,8 @@ class EpisodeSource:
         its heuristic starts with the caches of ``previous``'s that outlive a run (Lyra's rates)."""
         chosen = self.windows.test(window) if split == "test" else self.windows.train(rng)
         heuristic = registry.make(self.heuristic_name)
-        carry_from = getattr(heuristic, "carry_from", None)
-        if carry_from is not None and previous is not None:
-            carry_from(previous.heuristic)
+        if previous is not None:
+            heuristic.carry_from(previous.heuristic)
         engine = build_engine(chosen.jobs(self.trace), heuristic, self.sim_config, chosen.seed, self.profiles)
         return Episode(self, engine, heuristic, chosen)
 
