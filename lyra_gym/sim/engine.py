@@ -37,7 +37,7 @@ from lyra_gym.sim.inputs import ProgressBar, ProgressFactory, efficiency_of, tqd
 from lyra_gym.sim.journal import AllocationJournal
 from lyra_gym.sim.occupancy import hold, lend, release, take_back
 from lyra_gym.sim.overheads import OverheadModel
-from lyra_gym.sim.plan import FrozenAllocation, PendingAllocations, Plan, TrackedAllocations, unread_pending
+from lyra_gym.sim.plan import FrozenAllocation, PendingAllocations, Plan, unchanged_current, unread_pending
 from lyra_gym.sim.rates import RateTables
 from lyra_gym.sim.reclaim import ReclaimLedger, free_victims, loanable, owed, reclaim_victims
 from lyra_gym.sim.scheduler import Scheduler
@@ -110,8 +110,7 @@ class Engine:
         self.jobs: list[Job] = build_jobs(jobs, profiles, self.scaling, self.reference_gpu,
                                           self.reference_gpus_per_server, config.all_jobs_elastic)
         self._by_id: dict[str, Job] = {job.spec.job_id: job for job in self.jobs}
-        # the GPU types of each running job's allocation, by job index (set by _assign; rate look-ups)
-        self._job_types: list[frozenset[str] | None] = [None] * len(self.jobs)
+        self._job_types: list[frozenset[str] | None] = [None] * len(self.jobs)  # GPU types by job (_assign)
         self.knowledge = build_knowledge(config.knowledge, self.jobs, knowledge_seed)  # None: oracle
         attach_views(self.jobs, self, self.knowledge)  # what schedulers see of each job
 
@@ -260,8 +259,7 @@ class Engine:
             stuck = self._stuck()
             if stuck is not None:
                 return not stuck
-        arrivals, heap, jobs = self._arrival_times, self._heap, self.jobs
-        demand = self.demand
+        arrivals, live_top, demand = self._arrival_times, self.events.live_top, self.demand
         horizon, integrate = self.config.horizon_s, self.accounting.integrate
         while self.finished < jobs_n:
             # the next event: the earliest of the next arrival, demand change and live heap entry
@@ -272,16 +270,9 @@ class Engine:
                 d = demand_times[i]
                 if t is None or d < t:
                     t = d
-            while heap:  # the live top (EventQueue.live_top, inline): stale completions dropped
-                top = heap[0]
-                if top[2] == _COMPLETION:
-                    job = jobs[top[3]]
-                    if job.version != top[4] or job.state is not _RUNNING:
-                        heappop(heap)
-                        continue
-                if t is None or top[0] < t:
-                    t = top[0]
-                break
+            top = live_top()
+            if top is not None and (t is None or top[0] < t):
+                t = top[0]
             if t is None:
                 break
             if horizon is not None and t > horizon:
@@ -311,21 +302,10 @@ class Engine:
         reclaims (which asks for another decision at the same instant). Returns whether
         anything changed."""
         self.counts["decisions"] += 1
-        if type(plan) is Plan:  # apply's first shortcut, inline: a current plan of this state, unchanged
-            state = plan.__dict__
-            pending = state.get("_pending")
-            if pending is None:
-                allocations = state.get("_allocations")
-                unchanged = type(allocations) is TrackedAllocations and not allocations.touched \
-                    and allocations.token == (self.identity, self.state_version)
-            else:
-                unchanged = not pending.writes and pending.token == (self.identity, self.state_version)
-            if unchanged and not (plan.borrow or plan.give_back or plan.suspend or plan.batch_sizes):
-                if self._requests and self._enforce_reclaims():
-                    self._redecide = self._changed = True
-                    return True
-                return False
-        changed = self.apply(plan)
+        if type(plan) is Plan and unchanged_current(plan, (self.identity, self.state_version)):
+            changed = False  # apply's first shortcut, without the call
+        else:
+            changed = self.apply(plan)
         if self._requests and self._enforce_reclaims():
             self._redecide = changed = True
         self._changed = self._changed or changed
@@ -377,7 +357,7 @@ class Engine:
                     continue  # stale: the job changed or stopped since
                 if job.milestone_work >= job.total_work:
                     self._finish(job)
-                else:  # a change of rate inside a job (self._progress_event, inline): not an event
+                else:  # a change of rate inside a job, into its next progress part: not an event
                     job.advance(now)
                     job.work_done = job.milestone_work  # exact at the event, as a completion sets total_work
                     job.progress_bin += 1
@@ -450,13 +430,13 @@ class Engine:
     def apply(self, plan: Plan) -> bool:
         """Validate ``plan`` completely (:func:`lyra_gym.sim.validate.validate_plan`), then apply
         it; raises PlanError and changes nothing if invalid. Returns whether anything changed."""
-        pending = plan.__dict__.get("_pending") if type(plan) is Plan else unread_pending(plan)
         token = (self.identity, self.state_version)
-        if pending is None and type(plan) is Plan:
-            allocations = plan.__dict__.get("_allocations")
-            if type(allocations) is TrackedAllocations and not allocations.touched and allocations.token == token \
-                    and not (plan.borrow or plan.give_back or plan.suspend or plan.batch_sizes):
-                return False  # a current plan of this state, read but unchanged: nothing to check or do
+        if type(plan) is Plan:
+            if unchanged_current(plan, token):
+                return False  # a current plan of this state, unchanged: nothing to check or do
+            pending = plan.__dict__.get("_pending")
+        else:
+            pending = unread_pending(plan)
         if pending is not None:
             if pending.token != token:
                 pending = None  # a current plan of an earlier state: checked in full
@@ -618,15 +598,3 @@ class Engine:
         events = self.events
         events.seq += 1
         heappush(events.heap, (at, events.seq, _COMPLETION, job.index, job.version))
-
-    def _progress_event(self, job: Job) -> bool:
-        """A job's completion-or-progress event: finish it, or move it into the next part of its
-        progress (new rate, no decision point). Returns whether it finished."""
-        if job.milestone_work >= job.total_work:
-            self._finish(job)
-            return True
-        job.advance(self.now)
-        job.work_done = job.milestone_work  # exact at the event, as a completion sets total_work
-        job.progress_bin += 1
-        self._set_rate(job, self._job_types[job.index])
-        return False
