@@ -302,7 +302,9 @@ class Engine:
         reclaims (which asks for another decision at the same instant). Returns whether
         anything changed."""
         self.counts["decisions"] += 1
-        if type(plan) is Plan and unchanged_current(plan, (self.identity, self.state_version)):
+        pending = plan.__dict__.get("_pending")
+        if (pending is None or not pending.writes) and type(plan) is Plan \
+                and unchanged_current(plan, (self.identity, self.state_version)):
             changed = False  # apply's first shortcut, without the call
         else:
             changed = self.apply(plan)
@@ -430,13 +432,10 @@ class Engine:
     def apply(self, plan: Plan) -> bool:
         """Validate ``plan`` completely (:func:`lyra_gym.sim.validate.validate_plan`), then apply
         it; raises PlanError and changes nothing if invalid. Returns whether anything changed."""
+        pending = plan.__dict__.get("_pending") if type(plan) is Plan else unread_pending(plan)
         token = (self.identity, self.state_version)
-        if type(plan) is Plan:
-            if unchanged_current(plan, token):
-                return False  # a current plan of this state, unchanged: nothing to check or do
-            pending = plan.__dict__.get("_pending")
-        else:
-            pending = unread_pending(plan)
+        if pending is None and type(plan) is Plan and unchanged_current(plan, token):
+            return False  # a current plan of this state, read but unchanged: nothing to check or do
         if pending is not None:
             if pending.token != token:
                 pending = None  # a current plan of an earlier state: checked in full
