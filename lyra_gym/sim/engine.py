@@ -18,7 +18,7 @@ import math
 import time
 from bisect import bisect_left, insort
 from heapq import heappop, heappush
-from typing import Mapping, Sequence, cast
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -371,7 +371,7 @@ class Engine:
                 ticks += 1
                 if self.finished < jobs_n:  # the next tick (tick_interval is set: a tick came); _push, inline
                     self.events.seq = seq = self.events.seq + 1
-                    heappush(heap, (t + cast(float, self.scheduler.tick_interval), seq, _TICK, -1, 0))
+                    heappush(heap, (t + self.scheduler.tick_interval, seq, _TICK, -1, 0))  # type: ignore[operator]
         demand_times = self._demand_times
         i = self._demand_ptr
         if i < len(demand_times) and demand_times[i] <= t:
