@@ -163,16 +163,17 @@ class Episode:
         """Submit ``plan`` and run to the next decision point; the reward of the span."""
         engine = self.engine
         self.plans += 1
-        t0, preempt0 = engine.now, engine.counts["preemptions"]
+        counts = engine.counts
+        t0, preempt0 = engine.now, counts["preemptions"]
         engine.submit(plan)
         queued = len(engine.queue)
         in_system = queued + len(engine.running)
-        usage = engine.used_training / self.training_gpus
+        usage = engine.accounting.used_training / self.training_gpus
         span = self.span_reward
         jobs = jobs_in_system(engine) if span.needs_jobs else None  # only for terms that read them (slowdown)
         self.done = not engine.next_decision()
         # reward(weights, StepOutcome(...), scale), computed faster
-        return span(engine.now - t0, in_system, queued, usage, engine.counts["preemptions"] - preempt0, jobs)
+        return span(engine.now - t0, in_system, queued, usage, counts["preemptions"] - preempt0, jobs)
 
     def end_step(self, r: float, invalid: int) -> tuple[float, bool]:
         """Count a step (and its ``invalid`` sub-actions or dimensions); ``(reward, truncated)``,

@@ -242,17 +242,22 @@ class SpanReward:
     For the four counting terms (:data:`REWARD_TERMS`) only; :func:`span_reward` picks this or a
     :class:`TermReward`."""
 
-    __slots__ = ("_weights", "_scale_s", "weights")
+    __slots__ = ("_weights", "_scale_s", "weights", "_jct_weight")
     needs_jobs = False
 
     def __init__(self, weights: Mapping[str, float], scale_s: float = 3600.0) -> None:
         self.weights = dict(weights)
         self._weights = tuple(weights.items())
         self._scale_s = scale_s
+        # the weight of "jct" when it is the only term (the default reward), else None
+        self._jct_weight = self._weights[0][1] if len(self._weights) == 1 and self._weights[0][0] == "jct" else None
 
     def __call__(self, elapsed_s: float, in_system: int, queued: int, gpu_usage: float, preemptions: int,
                  jobs: tuple[JobSpec, ...] | None = None) -> float:
         scale_s = self._scale_s
+        w = self._jct_weight
+        if w is not None:  # float(sum([w * term])): sum adds its one item to 0 (-0.0 becomes 0.0)
+            return w * (-in_system * elapsed_s / scale_s) + 0.0
         products = []
         for name, w in self._weights:
             if name == "jct":

@@ -18,7 +18,7 @@ import math
 import time
 from bisect import bisect_left, insort
 from heapq import heappop, heappush
-from typing import Mapping, Sequence, cast
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from lyra_gym.model.jobs import EMPTY_ALLOCATION, Job, JobState
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.model.knowledge import build_knowledge
 from lyra_gym.model.profiles import ProfileSet
-from lyra_gym.model.scaling import PROGRESS_BINS, ScalingModel, bin_end_work, progress_bin
+from lyra_gym.model.scaling import PROGRESS_BINS, ScalingModel, progress_bin
 from lyra_gym.sim.accounting import Accounting, accounted
 from lyra_gym.sim.cluster import Pool, Server, build_servers
 from lyra_gym.sim.events import COMPLETION, DEADLINE, TICK, Entry, EventQueue
@@ -37,7 +37,7 @@ from lyra_gym.sim.inputs import ProgressBar, ProgressFactory, efficiency_of, tqd
 from lyra_gym.sim.journal import AllocationJournal
 from lyra_gym.sim.occupancy import hold, lend, release, take_back
 from lyra_gym.sim.overheads import OverheadModel
-from lyra_gym.sim.plan import FrozenAllocation, PendingAllocations, Plan, TrackedAllocations, unread_pending
+from lyra_gym.sim.plan import FrozenAllocation, PendingAllocations, Plan, unchanged_current, unread_pending
 from lyra_gym.sim.rates import RateTables
 from lyra_gym.sim.reclaim import ReclaimLedger, free_victims, loanable, owed, reclaim_victims
 from lyra_gym.sim.scheduler import Scheduler
@@ -50,6 +50,7 @@ __all__ = ["ELASTIC_CAP_GPUS", "Engine", "as_elastic"]
 
 _COMPLETION, _DEADLINE, _TICK = COMPLETION, DEADLINE, TICK  # the names tests and older code import
 _RUNNING, _QUEUED, _FINISHED = JobState.RUNNING, JobState.QUEUED, JobState.FINISHED
+_LAST_BIN = PROGRESS_BINS - 1
 
 
 class Engine:
@@ -109,6 +110,7 @@ class Engine:
         self.jobs: list[Job] = build_jobs(jobs, profiles, self.scaling, self.reference_gpu,
                                           self.reference_gpus_per_server, config.all_jobs_elastic)
         self._by_id: dict[str, Job] = {job.spec.job_id: job for job in self.jobs}
+        self._job_types: list[frozenset[str] | None] = [None] * len(self.jobs)  # GPU types by job (_assign)
         self.knowledge = build_knowledge(config.knowledge, self.jobs, knowledge_seed)  # None: oracle
         attach_views(self.jobs, self, self.knowledge)  # what schedulers see of each job
 
@@ -257,8 +259,7 @@ class Engine:
             stuck = self._stuck()
             if stuck is not None:
                 return not stuck
-        arrivals, live_top = self._arrival_times, self.events.live_top
-        times, values = self.demand.times_s, self.demand.servers
+        arrivals, live_top, demand = self._arrival_times, self.events.live_top, self.demand
         horizon, integrate = self.config.horizon_s, self.accounting.integrate
         while self.finished < jobs_n:
             # the next event: the earliest of the next arrival, demand change and live heap entry
@@ -282,10 +283,10 @@ class Engine:
                 integrate(dt, self.loaned_count, self.demand_now)
                 self.now = t
             if self._bar is None:
-                self.tick_only = self._process_events(t, times, values)
+                self.tick_only = self._process_events(t, demand.times_s, demand.servers)
             else:
                 done_before = self.finished
-                self.tick_only = self._process_events(t, times, values)
+                self.tick_only = self._process_events(t, demand.times_s, demand.servers)
                 self._bar.update(self.finished - done_before)
             if self.finished == jobs_n:
                 break
@@ -301,7 +302,12 @@ class Engine:
         reclaims (which asks for another decision at the same instant). Returns whether
         anything changed."""
         self.counts["decisions"] += 1
-        changed = self.apply(plan)
+        pending = plan.__dict__.get("_pending")
+        if (pending is None or not pending.writes) and type(plan) is Plan \
+                and unchanged_current(plan, (self.identity, self.state_version)):
+            changed = False  # apply's first shortcut, without the call
+        else:
+            changed = self.apply(plan)
         if self._requests and self._enforce_reclaims():
             self._redecide = changed = True
         self._changed = self._changed or changed
@@ -340,19 +346,24 @@ class Engine:
                 i += 1
                 events += 1
             self._next_arrival = i
-        heap, live_top = self._heap, self.events.live_top
-        while heap and heap[0][0] <= t:  # (entries after t wait, stale or not)
-            top = live_top()
-            if top is None or top[0] > t:
+        heap, now = self._heap, self.now
+        while heap:  # the entries due by t (EventQueue.live_top, inline; entries after t wait, stale or not)
+            top = heap[0]
+            if top[0] > t:
                 break
             heappop(heap)
             kind = top[2]
             if kind == _COMPLETION:
                 job = jobs[top[3]]
+                if job.version != top[4] or job.state is not _RUNNING:
+                    continue  # stale: the job changed or stopped since
                 if job.milestone_work >= job.total_work:
                     self._finish(job)
-                else:
-                    self._progress_event(job)  # a change of rate inside a job: not an event
+                else:  # a change of rate inside a job, into its next progress part: not an event
+                    job.advance(now)
+                    job.work_done = job.milestone_work  # exact at the event, as a completion sets total_work
+                    job.progress_bin += 1
+                    self._set_rate(job, self._job_types[job.index])
                     progress += 1
                     continue
             events += 1
@@ -360,7 +371,7 @@ class Engine:
                 ticks += 1
                 if self.finished < jobs_n:  # the next tick (tick_interval is set: a tick came); _push, inline
                     self.events.seq = seq = self.events.seq + 1
-                    heappush(heap, (t + cast(float, self.scheduler.tick_interval), seq, _TICK, -1, 0))
+                    heappush(heap, (t + self.scheduler.tick_interval, seq, _TICK, -1, 0))  # type: ignore[operator]
         demand_times = self._demand_times
         i = self._demand_ptr
         if i < len(demand_times) and demand_times[i] <= t:
@@ -370,8 +381,11 @@ class Engine:
                 events += 1
             self._demand_ptr = i
             self._sync_requests()
-        self.counts["events"] += events
-        self._progress_only = progress > 0 and events == 0
+        if events:
+            self.counts["events"] += events
+            self._progress_only = False
+        else:
+            self._progress_only = progress > 0
         self._had_tick = ticks > 0
         return ticks > 0 and events == ticks
 
@@ -420,11 +434,8 @@ class Engine:
         it; raises PlanError and changes nothing if invalid. Returns whether anything changed."""
         pending = plan.__dict__.get("_pending") if type(plan) is Plan else unread_pending(plan)
         token = (self.identity, self.state_version)
-        if pending is None and type(plan) is Plan:
-            allocations = plan.__dict__.get("_allocations")
-            if type(allocations) is TrackedAllocations and not allocations.touched and allocations.token == token \
-                    and not (plan.borrow or plan.give_back or plan.suspend or plan.batch_sizes):
-                return False  # a current plan of this state, read but unchanged: nothing to check or do
+        if pending is None and type(plan) is Plan and unchanged_current(plan, token):
+            return False  # a current plan of this state, read but unchanged: nothing to check or do
         if pending is not None:
             if pending.token != token:
                 pending = None  # a current plan of an earlier state: checked in full
@@ -555,6 +566,7 @@ class Engine:
                 gpu_types = self._server_types[sid]
         else:
             gpu_types = frozenset(map(self.topology.gpu_types.__getitem__, allocation))
+        self._job_types[job.index] = gpu_types
         speed = self._speeds.get((spec.model, gpu_types))
         job.speed = speed if speed is not None else self.speed(spec.model, gpu_types)
         job.last_update = now
@@ -574,8 +586,10 @@ class Engine:
         rate, job.efficiency, needs_bins = self.scaling.rate_for(
             job.spec, job.init_batch, job.workers, len(allocation), gpu_types, job.batch, job.progress_bin)
         job.rate = rate
-        if needs_bins:
-            job.milestone_work = milestone = bin_end_work(job.progress_bin, job.total_work)
+        if needs_bins:  # bin_end_work(job.progress_bin, job.total_work), inline
+            part = job.progress_bin
+            milestone = job.total_work if part >= _LAST_BIN else job.total_work * (part + 1) / PROGRESS_BINS
+            job.milestone_work = milestone
         else:
             job.milestone_work = milestone = job.total_work
         # job.next_event_time(), inline; the push of EventQueue.push, inline (the hot path)
@@ -583,15 +597,3 @@ class Engine:
         events = self.events
         events.seq += 1
         heappush(events.heap, (at, events.seq, _COMPLETION, job.index, job.version))
-
-    def _progress_event(self, job: Job) -> bool:
-        """A job's completion-or-progress event: finish it, or move it into the next part of its
-        progress (new rate, no decision point). Returns whether it finished."""
-        if job.milestone_work >= job.total_work:
-            self._finish(job)
-            return True
-        job.advance(self.now)
-        job.work_done = job.milestone_work  # exact at the event, as a completion sets total_work
-        job.progress_bin += 1
-        self._set_rate(job)
-        return False

@@ -116,6 +116,21 @@ def unread_pending(plan: Plan) -> PendingAllocations | None:
     return unread() if unread is not None else None
 
 
+def unchanged_current(plan: Plan, token: object) -> bool:
+    """Is ``plan`` a ``current_plan()`` of state ``token`` that changes nothing: its allocations
+    unread and unassigned, or read and never written (a :class:`TrackedAllocations` of ``token``
+    with nothing ``touched``), and no loans, suspends or batches?"""
+    state = plan.__dict__
+    pending = state.get("_pending")
+    if pending is None:
+        allocations = state.get("_allocations")
+        if type(allocations) is not TrackedAllocations or allocations.touched or allocations.token != token:
+            return False
+    elif pending.writes or pending.token != token:
+        return False
+    return not (plan.borrow or plan.give_back or plan.suspend or plan.batch_sizes)
+
+
 def current_plan(pending: PendingAllocations) -> Plan:
     """A Plan whose allocations are ``pending`` (``ClusterView.current_plan()``)."""
     plan = _new_object(Plan)
