@@ -128,6 +128,14 @@ def log_time(seconds: float) -> float:
 def job_slots(view: ClusterView, k: int) -> list[JobView]:
     """The K jobs an agent sees: queued ones in Lyra's admission order (shortest estimated
     remaining time first), then running elastic jobs, then running inelastic ones."""
+    return job_slots_counted(view, k)[0]
+
+
+def job_slots_counted(view: ClusterView, k: int) -> tuple[list[JobView], int]:
+    """(:func:`job_slots`, how many of them are running inelastic jobs: the last ones). The
+    running jobs' part (elastic ones, then inelastic ones, in start order) is kept while the
+    engine's running jobs stay the same ones in the same order
+    (``_EngineConstants.running_slots``)."""
     constants = _constants(view)
     engine = view._engine  # noqa: SLF001 -- the engine's job records, read only
     records, now = engine.jobs, engine.now
@@ -143,14 +151,20 @@ def job_slots(view: ClusterView, k: int) -> list[JobView]:
         keyed.append((left / ref, i, record.view))
     keyed.sort(key=_first_two)
     if len(keyed) >= k:
-        return [entry[2] for entry in keyed[:k]]
+        return [entry[2] for entry in keyed[:k]], 0
     slots = [entry[2] for entry in keyed]
-    inelastic: list[JobView] = []
-    for i in engine.running:  # view.running_jobs(), in the same order
-        record = records[i]
-        (slots if record.spec.elastic else inelastic).append(record.view)
-    slots += inelastic
-    return slots[:k]
+    running = list(engine.running)  # view.running_jobs(), in the same order
+    kept = constants.running_slots
+    if kept is None or kept[0] != running:
+        elastic: list[JobView] = []
+        inelastic: list[JobView] = []
+        for i in running:
+            record = records[i]
+            (elastic if record.spec.elastic else inelastic).append(record.view)
+        kept = constants.running_slots = (running, elastic + inelastic, len(elastic))
+    slots += kept[1]
+    del slots[k:]
+    return slots, max(0, len(slots) - len(keyed) - kept[2])
 
 
 def _first_two(entry: tuple) -> tuple:
@@ -159,7 +173,7 @@ def _first_two(entry: tuple) -> tuple:
 
 def server_slots(view: ClusterView, m: int) -> list[int]:
     """The first M loaned servers by id."""
-    return list(view.loaned_servers()[:m])
+    return view._engine.topology.loaned()[:m]  # noqa: SLF001 -- list(view.loaned_servers()[:m]), one copy
 
 
 class ObservationBuilder:
@@ -184,9 +198,11 @@ class ObservationBuilder:
                                        CLUSTER_FEATURES + tuple(extra_cluster_features))
         self.size = len(self.names)
         self._efficiency: dict[tuple[str, int, int], float] = {}
-        # (profiles, config) -> {(model, GPUs, B0, progress part, batch): rate on the loaned type}: the
-        # engines this builder sees one after another (an env's episodes) share what they computed
+        # (profiles, config) -> {(model, GPUs, B0, progress part, batch): rate on the loaned type}, and
+        # -> {(model, GPUs, B0): those rates by part, batch None}: the engines this builder sees one
+        # after another (an env's episodes) share what they computed
         self._shared_goodput: dict[tuple, dict] = {}
+        self._shared_parts: dict[tuple, dict] = {}
         self._format = f"{self.size}d"  # the values as float64 bytes (struct.pack), in one call
         self._job_pad = (0.0,) * (self.job_width - len(JOB_FEATURES))
         self._cluster_pad = (0.0,) * (self.cluster_width - len(CLUSTER_FEATURES))
@@ -225,6 +241,10 @@ class ObservationBuilder:
             if shared is None:
                 shared = self._shared_goodput[context] = {}
             constants.shared_goodput = shared
+            parts = self._shared_parts.get(context)
+            if parts is None:
+                parts = self._shared_parts[context] = {}
+            constants.shared_parts = parts
         return constants
 
     def _job_rows(self, view: ClusterView, jobs: list[JobView], constants: _EngineConstants,
@@ -235,13 +255,12 @@ class ObservationBuilder:
 
         The common rows are built here: a running job whose allocation is that of its kept row
         (``_EngineConstants.running_rows``), with only its time-dependent features computed (and
-        its rate ratio when its rate changed), and a queued job whose kept row still holds; every
-        other row by :meth:`_row` (the same numbers either way)."""
+        its rate ratio when its rate changed); every other row (a queued job's too, from its kept
+        row while that holds) by :meth:`_row` (the same numbers either way)."""
         now = view.now
         log1p = math.log1p
         running_state, queued_state = JobState.RUNNING, JobState.QUEUED
         goodputs, adaptive, running_rows = constants.goodput, constants.adaptive, constants.running_rows
-        queued_rows = constants.queued_rows
         pad = self._job_pad
         last_bin, bins = PROGRESS_BINS - 1, PROGRESS_BINS
         shown_queued_gpus = shown_running = 0
@@ -252,32 +271,11 @@ class ObservationBuilder:
             record = job._job  # noqa: SLF001 -- the engine's record behind the view, read only
             index = record.index
             state = record.state
-            if state is queued_state:
-                kept_row = queued_rows.get(index)
-                if kept_row is not None:
-                    # _row's kept queued row, inline: record.remaining_work(now) of a job without workers
-                    remaining = record.total_work - record.work_done if not record.workers \
-                        else record.remaining_work(now)
-                    if knowledge is not None:
-                        remaining = knowledge.remaining_work(record, now)
-                    workers = record.workers
-                    since = now - record.last_update
-                    attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)
-                    batch = job.batch_size if adaptive and loaned_type is not None else None
-                    if kept_row[0] == (remaining, workers, attained, batch):
-                        waiting = now - record.queued_since  # job.waiting_s
-                        out += kept_row[1]
-                        out.append(log1p((0.0 if waiting < 0.0 else waiting) / 60.0) / 10.0)
-                        out += kept_row[2]
-                        if pad:
-                            out += pad
-                        shown_queued_gpus += record.spec.num_gpus  # _row's static[1]
-                        continue
-            else:
+            if state is not queued_state:  # a queued job's row: _row (its kept row while it holds)
                 held = running_rows.get(index)
                 if held is not None:
                     held_allocation, held_rate, workers, held_loaned, head, eff, ref, on_loaned, rate_ratio, flexible, \
-                        base = held
+                        base, rates = held
                     if state is running_state and held_allocation is record.allocation and record.workers == workers \
                             and held_loaned is any_loaned and workers:
                         shown_running += 1
@@ -285,7 +283,7 @@ class ObservationBuilder:
                         if rate != held_rate:  # a new rate on the same GPUs (a progress part's): rate_ratio follows
                             rate_ratio = rate / base
                             running_rows[index] = (held_allocation, rate, workers, held_loaned, head, eff, ref,
-                                                   on_loaned, rate_ratio, flexible, base)
+                                                   on_loaned, rate_ratio, flexible, base, rates)
                         last, begin = record.last_update, record.overhead_until
                         # record.remaining_work(now), inline (the job has workers)
                         busy = now - (begin if begin > last else last)
@@ -304,10 +302,15 @@ class ObservationBuilder:
                             total = record.total_work
                             part = last_bin if total <= 0 else int((total - truth) / total * bins)
                             part = part if part < last_bin else last_bin  # progress_bin(total - truth, total)
-                            batch = job.batch_size if adaptive else None
-                            loaned_rate = goodputs.get((index, part, batch))
-                            if loaned_rate is None:
-                                loaned_rate = constants.loaned_rate(job, index, part, batch)
+                            if rates is not None and part >= 0:  # batch None: the job's rates by part
+                                loaned_rate = rates[part]
+                                if loaned_rate is None:
+                                    loaned_rate = constants.part_rate(job, part, rates)
+                            else:
+                                batch = job.batch_size if adaptive else None
+                                loaned_rate = goodputs.get((index, part, batch))
+                                if loaned_rate is None:
+                                    loaned_rate = constants.loaned_rate(job, index, part, batch)
                             if loaned_rate > 0:
                                 left = remaining / loaned_rate
                                 remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
@@ -351,6 +354,8 @@ class ObservationBuilder:
         since = now - record.last_update
         attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)  # job.attained_gpu_s
         batch = job.batch_size if constants.adaptive and loaned_type is not None else None
+        # the job's loaned-type rates by part where the batch plays no part (else None)
+        rates = constants.part_rates(job) if batch is None and loaned_type is not None else None
         pad = self._job_pad
         if queued:
             waiting = now - record.queued_since  # job.waiting_s
@@ -370,7 +375,8 @@ class ObservationBuilder:
         if not queued and workers:
             rate = record.rate
             allocation = record.allocation  # replaced, never changed in place, by the engine
-            on_loaned = sum(n for s, n in allocation.items() if s in constants.inference_set) / workers \
+            inference_set = constants.inference_set
+            on_loaned = sum([n for s, n in allocation.items() if s in inference_set]) / workers \
                 if any_loaned else 0 / workers
             base = constants.ref.get((model, workers))
             if base is None:
@@ -379,7 +385,7 @@ class ObservationBuilder:
             flexible = (workers - min_gpus) / GPU_NORM if elastic else 0.0
             first: tuple[float, ...] = (1.0, 0.0, f_elastic, f_req, f_min, f_max, workers / GPU_NORM, 0.0)
             constants.running_rows[index] = (allocation, rate, workers, any_loaned, first, eff, ref, on_loaned,
-                                             rate_ratio, flexible, base)
+                                             rate_ratio, flexible, base, rates)
             remaining_now = remaining / rate if rate > 0 else remaining_est
         else:
             on_loaned = rate_ratio = flexible = 0.0
@@ -388,9 +394,14 @@ class ObservationBuilder:
             # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
             total = record.total_work
             part = progress_bin(total - truth, total)
-            loaned_rate = constants.goodput.get((index, part, batch))
-            if loaned_rate is None:
-                loaned_rate = constants.loaned_rate(job, index, part, batch)
+            if rates is not None and part >= 0:
+                loaned_rate = rates[part]
+                if loaned_rate is None:
+                    loaned_rate = constants.part_rate(job, part, rates)
+            else:
+                loaned_rate = constants.goodput.get((index, part, batch))
+                if loaned_rate is None:
+                    loaned_rate = constants.loaned_rate(job, index, part, batch)
             if loaned_rate > 0:
                 left = remaining / loaned_rate
                 remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
