@@ -142,3 +142,20 @@ def test_observe_and_decode_from_what_is_kept_are_the_plain_ones(env_id, kwargs)
     assert seen["inelastic"], seen
     if kwargs.get("num_job_slots") == 2:
         assert seen["queue over K"], seen
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=1, max_size=40))
+def test_struct_native_float32_is_numpys_cast(values):
+    """``ObservationBuilder.build`` packs the float64 values with struct's native ``f`` (the C
+    cast): the same float32 bits as NumPy's cast (inf beyond float32's range, NaN kept), so the
+    clipped observation is the one of ``astype(np.float32)`` then ``clip``."""
+    import struct
+    import warnings
+
+    packed = np.frombuffer(struct.pack(f"{len(values)}f", *values), dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy warns of the overflow to inf
+        cast = np.array(values, dtype=np.float64).astype(np.float32)
+    assert packed.tobytes() == cast.tobytes()
+    assert packed.clip(-1.0, 1.0).tobytes() == np.clip(cast, -1.0, 1.0).tobytes()
