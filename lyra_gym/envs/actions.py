@@ -149,7 +149,9 @@ class ActionCodec:
 
         ``counts``: where ``masks`` is ``masks_counted(*counts)``, those counts (the values are then
         tested a slice at a time, :meth:`_counted_valid`; the same answer)."""
-        values = np.asarray(action, dtype=np.int64).reshape(-1)
+        values = np.asarray(action, dtype=np.int64)
+        if values.ndim != 1:  # (check's arrays are 1-D already)
+            values = values.reshape(-1)
         if values.shape != self._shape:
             raise ValueError(f"action: expected shape {self.nvec.shape}, got {values.shape}")
         vals = values.tolist()

@@ -40,6 +40,10 @@ from lyra_gym.model.scaling import PROGRESS_BINS, progress_bin
 from lyra_gym.sim.cluster import Pool
 from lyra_gym.sim.view import ClusterView, JobView
 
+#: the ufunc np.clip and ndarray.clip end in (through NumPy's Python-level _methods._clip), called
+#: directly: numpy._core.umath (NumPy 2) or numpy.core.umath (1.x)
+_clip = getattr(getattr(np, "_core", None) or getattr(np, "core"), "umath").clip
+
 GPU_NORM = 64.0  # GPU counts are divided by this (the largest job size of the shipped presets)
 
 JOB_FEATURES = (
@@ -354,8 +358,6 @@ class ObservationBuilder:
         since = now - record.last_update
         attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)  # job.attained_gpu_s
         batch = job.batch_size if constants.adaptive and loaned_type is not None else None
-        # the job's loaned-type rates by part where the batch plays no part (else None)
-        rates = constants.part_rates(job) if batch is None and loaned_type is not None else None
         pad = self._job_pad
         if queued:
             waiting = now - record.queued_since  # job.waiting_s
@@ -371,6 +373,8 @@ class ObservationBuilder:
                     out += pad
                 return static[1], 0
         model, num_gpus, min_gpus, elastic, f_elastic, f_req, f_min, f_max, eff, ref = static
+        # the job's loaned-type rates by part where the batch plays no part (else None)
+        rates = constants.part_rates(job) if batch is None and loaned_type is not None else None
         remaining_est = remaining / ref  # job.remaining_time_at(spec.num_gpus)
         if not queued and workers:
             rate = record.rate
@@ -438,12 +442,12 @@ class ObservationBuilder:
         # float as the per-server float sum over usable)
         topology, free = engine.topology, engine.free  # view.free_gpus(), not copied
         by_free = topology.free_histogram(Pool.TRAINING)
-        histogram = (by_free[0], sum(by_free[1:2]), sum(by_free[2:4]), sum(by_free[4:8]), sum(by_free[8:]))
         usable = max(1, len(constants.training_ids))
         return (topology.free_total(constants.training_cells) / max(1, constants.training_gpus),
                 sum([free[s] for s in loaned]) / constants.inference_gpus,
                 len(loaned) / n_inf,
-                tuple(h / usable for h in histogram))
+                (by_free[0] / usable, sum(by_free[1:2]) / usable, sum(by_free[2:4]) / usable,
+                 sum(by_free[4:8]) / usable, sum(by_free[8:]) / usable))
 
     def build(self, view: ClusterView, jobs: list[JobView], servers: list[int]) -> np.ndarray:
         constants = self._constants(view)
@@ -503,4 +507,4 @@ class ObservationBuilder:
         values += self._empty_server * (self.m - len(servers))
         # float64 values -> float32 by struct's native "f" (the C cast, as assigning them into a float32
         # array does: the same bits, inf beyond its range, NaN kept), then clipped into a new array
-        return np.frombuffer(struct.pack(self._format, *values), dtype=np.float32).clip(-1.0, 1.0)
+        return _clip(np.frombuffer(struct.pack(self._format, *values), dtype=np.float32), -1.0, 1.0)
