@@ -35,7 +35,8 @@ import numpy as np
 
 # kept per engine (lyra_gym/envs/observation_state.py); _CONSTANTS and _DemandAhead under their old import path too
 from lyra_gym.envs.observation_state import _CONSTANTS, _constants, _DemandAhead, _EngineConstants  # noqa: F401
-from lyra_gym.model.jobs import JobState
+from lyra_gym.model.jobs import Job, JobState
+from lyra_gym.model.knowledge import Knowledge
 from lyra_gym.model.scaling import PROGRESS_BINS, progress_bin
 from lyra_gym.sim.cluster import Pool
 from lyra_gym.sim.view import ClusterView, JobView
@@ -275,7 +276,12 @@ class ObservationBuilder:
             record = job._job  # noqa: SLF001 -- the engine's record behind the view, read only
             index = record.index
             state = record.state
-            if state is not queued_state:  # a queued job's row: _row (its kept row while it holds)
+            if state is queued_state:
+                queued_gpus = self._kept_queued_row(job, record, constants, loaned_type, now, knowledge, out)
+                if queued_gpus is not None:  # its kept row held
+                    shown_queued_gpus += queued_gpus
+                    continue
+            else:
                 held = running_rows.get(index)
                 if held is not None:
                     held_allocation, held_rate, workers, held_loaned, head, eff, ref, on_loaned, rate_ratio, flexible, \
@@ -336,6 +342,31 @@ class ObservationBuilder:
             shown_queued_gpus += queued_gpus
             shown_running += running
         return shown_queued_gpus, shown_running
+
+    def _kept_queued_row(self, job: JobView, record: Job, constants: _EngineConstants,
+                         loaned_type: tuple[str, int] | None, now: float, knowledge: Knowledge | None,
+                         out: list) -> int | None:
+        """Append a queued job's kept row with its wait now (:meth:`_row`'s kept queued row, with
+        less around it) and return the GPUs it requests; None, appending nothing, unless it holds."""
+        kept_row = constants.queued_rows.get(record.index)
+        if kept_row is None:
+            return None
+        # record.remaining_work(now) of a job without workers; what the knowledge model shows instead
+        workers = record.workers
+        remaining = record.total_work - record.work_done if not workers else record.remaining_work(now)
+        if knowledge is not None:
+            remaining = knowledge.remaining_work(record, now)
+        since = now - record.last_update
+        attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)
+        batch = job.batch_size if constants.adaptive and loaned_type is not None else None
+        if kept_row[0] != (remaining, workers, attained, batch):
+            return None
+        waiting = now - record.queued_since  # job.waiting_s
+        out += kept_row[1]
+        out.append(math.log1p((0.0 if waiting < 0.0 else waiting) / 60.0) / 10.0)
+        out += kept_row[2]
+        out += self._job_pad
+        return record.spec.num_gpus  # _row's static[1]
 
     def _row(self, view: ClusterView, job: JobView, constants: _EngineConstants,
              loaned_type: tuple[str, int] | None, any_loaned: bool, out: list) -> tuple[int, int]:
