@@ -161,12 +161,10 @@ def job_slots_counted(view: ClusterView, k: int) -> tuple[list[JobView], int]:
     running = list(engine.running)  # view.running_jobs(), in the same order
     kept = constants.running_slots
     if kept is None or kept[0] != running:
-        elastic: list[JobView] = []
-        inelastic: list[JobView] = []
-        for i in running:
-            record = records[i]
-            (elastic if record.spec.elastic else inelastic).append(record.view)
-        kept = constants.running_slots = (running, elastic + inelastic, len(elastic))
+        flags = constants.inelastic  # per job index: 1 if not spec.elastic
+        elastic = [records[i].view for i in running if not flags[i]]
+        kept = constants.running_slots = (running, elastic + [records[i].view for i in running if flags[i]],
+                                          len(elastic))
     slots += kept[1]
     del slots[k:]
     return slots, max(0, len(slots) - len(keyed) - kept[2])
@@ -294,11 +292,11 @@ class ObservationBuilder:
                             rate_ratio = rate / base
                             running_rows[index] = (held_allocation, rate, workers, held_loaned, head, eff, ref,
                                                    on_loaned, rate_ratio, flexible, base, rates)
-                        last, begin = record.last_update, record.overhead_until
+                        last, begin, total = record.last_update, record.overhead_until, record.total_work
                         # record.remaining_work(now), inline (the job has workers)
                         busy = now - (begin if begin > last else last)
                         done = record.work_done + rate * busy if busy > 0 else record.work_done
-                        truth = record.total_work - done
+                        truth = total - done
                         truth = remaining = truth if truth > 0.0 else 0.0
                         if knowledge is not None:  # what the run's knowledge model shows instead
                             remaining = knowledge.remaining_work(record, now)
@@ -306,10 +304,10 @@ class ObservationBuilder:
                         attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)
                         remaining_est = remaining / ref  # job.remaining_time_at(spec.num_gpus)
                         remaining_now = remaining / rate if rate > 0 else remaining_est
-                        remaining_loaned = 0.0
-                        if loaned_type is not None:
+                        if loaned_type is None:
+                            remaining_loaned = 0.0
+                        else:
                             # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
-                            total = record.total_work
                             part = last_bin if total <= 0 else int((total - truth) / total * bins)
                             part = part if part < last_bin else last_bin  # progress_bin(total - truth, total)
                             if rates is not None and part >= 0:  # batch None: the job's rates by part
