@@ -13,12 +13,15 @@ so one minute is 0.07, one hour 0.41 and ten days 0.96.
 
 Cost: what cannot change during an engine's run is computed once per engine
 (:class:`~lyra_gym.envs.observation_state._EngineConstants`: server totals, reference
-throughputs, each job's spec features, its rate on the loaned GPU type per progress part),
-and what changes seldom is kept while it holds (the row of a queued job, which only its wait
-changes until it runs again; the allocation-derived part of a running job's row; the cluster
-features read off the free GPUs, while ``topology.version`` stays), with the same calls and
-the same arithmetic, so observations are identical bit for bit
-(``tests/test_env_equivalence.py``, ``tests/test_env_step_caches.py``).
+throughputs, each job's spec features, its rate on the loaned GPU type per progress part, in
+one list per model, size and B0 shared across an env's episodes), and what changes seldom is
+kept while it holds (the row of a queued job, which only its wait changes until it runs again;
+the allocation-derived part of a running job's row; the cluster features read off the free
+GPUs, while ``topology.version`` stays; the running jobs' part of the slots, while the running
+jobs stay), with the same calls and the same arithmetic, so observations are identical bit for
+bit (``tests/test_env_equivalence.py``, ``tests/test_env_step_caches.py``,
+``tests/test_observe_counts.py``). The float64 values become float32 by struct's native ``f``
+(the C cast NumPy's ``astype`` uses), then are clipped by NumPy's clip ufunc.
 
 Duration features (``remaining_est``, ``remaining_now``, ``remaining_loaned``) and the slot order
 read the run's knowledge model (:mod:`lyra_gym.model.knowledge`, ``engine.knowledge``): under
