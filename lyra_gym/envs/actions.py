@@ -16,6 +16,7 @@ from lyra_gym.sim.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN
 from lyra_gym.sim.view import JobView
 
 _job_id = attrgetter("id")
+_UINT64 = np.dtype(np.uint64)
 
 
 class ActionCodec:
@@ -40,8 +41,21 @@ class ActionCodec:
         self._inelastic = bytes(1 if level == NEUTRAL_JOB_LEVEL else 0 for level in range(JOB_LEVELS))
         self._empty = bytes(1 if level == 0 else 0 for level in range(JOB_LEVELS))
         self._loaning: dict[int, bytes] = {}  # loaning part of the masks by number of loaned servers
+        self._counted: dict[tuple[int, int, int], np.ndarray] = {}  # masks_counted's answers by its arguments
+        self._neutral_jobs = [NEUTRAL_JOB_LEVEL] * k
+        self._neutral_returns = [NEUTRAL_RETURN_LEVEL] * m
         self._nvec = self.nvec.tolist()
         self._offsets = self.offsets.tolist()
+        self._shape = self.nvec.shape
+
+    def _loaning_part(self, shown: int) -> bytes:
+        """The loaning dimensions' valid values with ``shown`` loaned servers in the slots."""
+        loaning = self._loaning.get(shown)
+        if loaning is None:
+            servers = bytes([1] * RETURN_LEVELS) * shown + bytes(
+                1 if level == NEUTRAL_RETURN_LEVEL else 0 for level in range(RETURN_LEVELS)) * (self.m - shown)
+            loaning = self._loaning[shown] = bytes([1] * (self.b + 1)) + servers
+        return loaning
 
     def masks(self, slots: Sequence[JobView], server_ids: Sequence[int]) -> np.ndarray:
         """Valid values per dimension, concatenated (a new array). Every value of a dimension is
@@ -53,14 +67,47 @@ class ActionCodec:
             parts = b"".join([inelastic if job.state is running and not job.spec.elastic else any_level
                               for job in slots]) + self._empty * (self.k - len(slots))
         if self.controls_loaning:
-            loaning = self._loaning.get(len(server_ids))
-            if loaning is None:
-                shown = len(server_ids)
-                servers = bytes([1] * RETURN_LEVELS) * shown + bytes(
-                    1 if level == NEUTRAL_RETURN_LEVEL else 0 for level in range(RETURN_LEVELS)) * (self.m - shown)
-                loaning = self._loaning[shown] = bytes([1] * (self.b + 1)) + servers
-            parts += loaning
+            parts += self._loaning_part(len(server_ids))
         return np.frombuffer(bytearray(parts), dtype=bool)
+
+    def masks_counted(self, shown: int, inelastic: int, servers: int) -> np.ndarray:
+        """:meth:`masks` of ``shown`` job slots whose last ``inelastic`` hold running inelastic jobs
+        (and no other does) and ``servers`` loaned-server slots, as
+        :func:`lyra_gym.envs.observation.job_slots_counted` orders and counts them: the same
+        values, in one read-only array kept per counts (copy it to change it)."""
+        key = (shown, inelastic, servers)
+        masks = self._counted.get(key)
+        if masks is None:
+            parts = b""
+            if self.controls_jobs:
+                parts = self._any * (shown - inelastic) + self._inelastic * inelastic + self._empty * (self.k - shown)
+            if self.controls_loaning:
+                parts += self._loaning_part(servers)
+            masks = self._counted[key] = np.frombuffer(parts, dtype=bool)  # read-only: the bytes are
+        return masks
+
+    def _counted_valid(self, vals: list[int], counts: tuple[int, int, int]) -> bool:
+        """Whether every value of ``vals`` is valid under ``masks_counted(*counts)``, tested a slice
+        at a time: a slot's dimension allows every level, or (an empty slot, a running inelastic
+        job, an empty server slot) one."""
+        shown, inelastic, servers = counts
+        pos = 0
+        if self.controls_jobs:
+            free = vals[:shown - inelastic]  # queued and running elastic jobs: any level
+            if free and (min(free) < 0 or max(free) >= JOB_LEVELS):
+                return False
+            if vals[shown - inelastic:shown] != self._neutral_jobs[:inelastic] or any(vals[shown:self.k]):
+                return False  # a running inelastic job: the neutral level; an empty slot: 0
+            pos = self.k
+        if self.controls_loaning:
+            if not 0 <= vals[pos] <= self.b:
+                return False
+            loaned = vals[pos + 1:pos + 1 + servers]  # loaned servers: any level; empty slots: neutral
+            if loaned and (min(loaned) < 0 or max(loaned) >= RETURN_LEVELS):
+                return False
+            if vals[pos + 1 + servers:] != self._neutral_returns[:self.m - servers]:
+                return False
+        return True
 
     def neutral(self, slots: Sequence[JobView]) -> np.ndarray:
         """The heuristic's own choice: neutral levels, borrow everything loanable."""
@@ -79,36 +126,45 @@ class ActionCodec:
         other shapes (e.g. a batch ``(1, n)``) are errors, as ``MultiDiscrete.contains`` says.
         Values out of a dimension's range are not errors here: :meth:`decode` replaces them.
         """
-        expected = f"an integer array of shape {tuple(self.nvec.shape)}"
         try:
             array = np.asarray(action)
         except (TypeError, ValueError) as err:
-            raise ValueError(f"action: must be {expected}, got {type(action).__name__} ({err})") from None
-        if array.dtype.kind not in "iu":
-            raise ValueError(f"action: must be {expected}, got dtype {array.dtype} (cast whole numbers with "
+            raise ValueError(f"action: must be {self._expected()}, got {type(action).__name__} ({err})") from None
+        dtype = array.dtype
+        if dtype.kind not in "iu":
+            raise ValueError(f"action: must be {self._expected()}, got dtype {dtype} (cast whole numbers with "
                              f".astype(np.int64))")
-        if array.shape != self.nvec.shape:
-            raise ValueError(f"action: must be {expected}, got shape {array.shape}")
-        if array.dtype == np.uint64:  # keep huge values out of range instead of wrapping negative
+        if array.shape != self._shape:
+            raise ValueError(f"action: must be {self._expected()}, got shape {array.shape}")
+        if dtype == _UINT64:  # keep huge values out of range instead of wrapping negative
             array = np.minimum(array, np.uint64(np.iinfo(np.int64).max))
         return array.astype(np.int64)
 
+    def _expected(self) -> str:
+        return f"an integer array of shape {tuple(self.nvec.shape)}"
+
     def decode(self, action: np.ndarray, masks: np.ndarray, slots: Sequence[JobView],
-               server_ids: Sequence[int]) -> tuple[Guidance, int]:
-        """Action -> (Guidance, number of masked values replaced by the neutral one)."""
-        values = np.asarray(action, dtype=np.int64).reshape(-1)
-        if values.shape != self.nvec.shape:
+               server_ids: Sequence[int], counts: tuple[int, int, int] | None = None) -> tuple[Guidance, int]:
+        """Action -> (Guidance, number of masked values replaced by the neutral one).
+
+        ``counts``: where ``masks`` is ``masks_counted(*counts)``, those counts (the values are then
+        tested a slice at a time, :meth:`_counted_valid`; the same answer)."""
+        values = np.asarray(action, dtype=np.int64)
+        if values.ndim != 1:  # (check's arrays are 1-D already)
+            values = values.reshape(-1)
+        if values.shape != self._shape:
             raise ValueError(f"action: expected shape {self.nvec.shape}, got {values.shape}")
         vals = values.tolist()
-        allowed = np.asarray(masks, dtype=bool).tobytes()
         invalid = 0
-        neutral = None
-        for i, (value, size, offset) in enumerate(zip(vals, self._nvec, self._offsets)):
-            if not (0 <= value < size and allowed[offset + value]):
-                if neutral is None:
-                    neutral = self.neutral(slots).tolist()
-                vals[i] = neutral[i]
-                invalid += 1
+        if counts is None or not self._counted_valid(vals, counts):
+            allowed = np.asarray(masks, dtype=bool).tobytes()
+            neutral = None
+            for i, (value, size, offset) in enumerate(zip(vals, self._nvec, self._offsets)):
+                if not (0 <= value < size and allowed[offset + value]):
+                    if neutral is None:
+                        neutral = self.neutral(slots).tolist()
+                    vals[i] = neutral[i]
+                    invalid += 1
         guidance = Guidance()
         pos = 0
         if self.controls_jobs:

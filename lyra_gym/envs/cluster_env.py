@@ -20,7 +20,7 @@ from gymnasium import spaces
 from lyra_gym.envs.actions import ActionCodec
 from lyra_gym.envs.episode import RESET_OPTIONS, Episode, check_number, resolve_config
 from lyra_gym.envs.episode_env import MAX_BORROW_LEVELS, MAX_SLOTS, EpisodeEnv
-from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
+from lyra_gym.envs.observation import ObservationBuilder, job_slots_counted, server_slots
 from lyra_gym.sim.scheduler import Guidance
 
 # the names this module had before the episode runner (lyra_gym/envs/episode.py) took them
@@ -168,10 +168,12 @@ class LyraClusterEnv(EpisodeEnv):
     # ------------------------------------------------------------------ observation and actions
     def _observe(self, episode: Episode) -> None:
         view = episode.engine.view
-        self.slots = job_slots(view, self.k)
+        self.slots, inelastic = job_slots_counted(view, self.k)
         self.server_ids = server_slots(view, self.m)
         self.obs = self.builder.build(view, self.slots, self.server_ids)
-        self._masks = self.codec.masks(self.slots, self.server_ids)
+        # codec.masks(slots, server_ids), from the counts job_slots_counted gives (a kept read-only array)
+        self._mask_counts = (len(self.slots), inelastic, len(self.server_ids))
+        self._masks = self.codec.masks_counted(*self._mask_counts)
 
     def expert_action(self) -> np.ndarray:
         """The heuristic's own choice: neutral levels everywhere, borrow as it would."""
@@ -179,7 +181,7 @@ class LyraClusterEnv(EpisodeEnv):
 
     def _decode(self, action: np.ndarray) -> tuple[Guidance, int]:
         """Action -> Guidance; a masked value becomes that dimension's neutral value and is counted."""
-        return self.codec.decode(action, self._masks, self.slots, self.server_ids)
+        return self.codec.decode(action, self._masks, self.slots, self.server_ids, self._mask_counts)
 
 
 class ClusterEnv(LyraClusterEnv):

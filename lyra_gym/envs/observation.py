@@ -13,12 +13,15 @@ so one minute is 0.07, one hour 0.41 and ten days 0.96.
 
 Cost: what cannot change during an engine's run is computed once per engine
 (:class:`~lyra_gym.envs.observation_state._EngineConstants`: server totals, reference
-throughputs, each job's spec features, its rate on the loaned GPU type per progress part),
-and what changes seldom is kept while it holds (the row of a queued job, which only its wait
-changes until it runs again; the allocation-derived part of a running job's row; the cluster
-features read off the free GPUs, while ``topology.version`` stays), with the same calls and
-the same arithmetic, so observations are identical bit for bit
-(``tests/test_env_equivalence.py``, ``tests/test_env_step_caches.py``).
+throughputs, each job's spec features, its rate on the loaned GPU type per progress part, in
+one list per model, size and B0 shared across an env's episodes), and what changes seldom is
+kept while it holds (the row of a queued job, which only its wait changes until it runs again;
+the allocation-derived part of a running job's row; the cluster features read off the free
+GPUs, while ``topology.version`` stays; the running jobs' part of the slots, while the running
+jobs stay), with the same calls and the same arithmetic, so observations are identical bit for
+bit (``tests/test_env_equivalence.py``, ``tests/test_env_step_caches.py``,
+``tests/test_observe_counts.py``). The float64 values become float32 by struct's native ``f``
+(the C cast NumPy's ``astype`` uses), then are clipped by NumPy's clip ufunc.
 
 Duration features (``remaining_est``, ``remaining_now``, ``remaining_loaned``) and the slot order
 read the run's knowledge model (:mod:`lyra_gym.model.knowledge`, ``engine.knowledge``): under
@@ -35,10 +38,15 @@ import numpy as np
 
 # kept per engine (lyra_gym/envs/observation_state.py); _CONSTANTS and _DemandAhead under their old import path too
 from lyra_gym.envs.observation_state import _CONSTANTS, _constants, _DemandAhead, _EngineConstants  # noqa: F401
-from lyra_gym.model.jobs import JobState
+from lyra_gym.model.jobs import Job, JobState
+from lyra_gym.model.knowledge import Knowledge
 from lyra_gym.model.scaling import PROGRESS_BINS, progress_bin
 from lyra_gym.sim.cluster import Pool
 from lyra_gym.sim.view import ClusterView, JobView
+
+#: the ufunc np.clip and ndarray.clip end in (through NumPy's Python-level _methods._clip), called
+#: directly: numpy._core.umath (NumPy 2) or numpy.core.umath (1.x)
+_clip = getattr(getattr(np, "_core", None) or getattr(np, "core"), "umath").clip
 
 GPU_NORM = 64.0  # GPU counts are divided by this (the largest job size of the shipped presets)
 
@@ -128,6 +136,14 @@ def log_time(seconds: float) -> float:
 def job_slots(view: ClusterView, k: int) -> list[JobView]:
     """The K jobs an agent sees: queued ones in Lyra's admission order (shortest estimated
     remaining time first), then running elastic jobs, then running inelastic ones."""
+    return job_slots_counted(view, k)[0]
+
+
+def job_slots_counted(view: ClusterView, k: int) -> tuple[list[JobView], int]:
+    """(:func:`job_slots`, how many of them are running inelastic jobs: the last ones). The
+    running jobs' part (elastic ones, then inelastic ones, in start order) is kept while the
+    engine's running jobs stay the same ones in the same order
+    (``_EngineConstants.running_slots``)."""
     constants = _constants(view)
     engine = view._engine  # noqa: SLF001 -- the engine's job records, read only
     records, now = engine.jobs, engine.now
@@ -143,14 +159,18 @@ def job_slots(view: ClusterView, k: int) -> list[JobView]:
         keyed.append((left / ref, i, record.view))
     keyed.sort(key=_first_two)
     if len(keyed) >= k:
-        return [entry[2] for entry in keyed[:k]]
+        return [entry[2] for entry in keyed[:k]], 0
     slots = [entry[2] for entry in keyed]
-    inelastic: list[JobView] = []
-    for i in engine.running:  # view.running_jobs(), in the same order
-        record = records[i]
-        (slots if record.spec.elastic else inelastic).append(record.view)
-    slots += inelastic
-    return slots[:k]
+    running = list(engine.running)  # view.running_jobs(), in the same order
+    kept = constants.running_slots
+    if kept is None or kept[0] != running:
+        flags = constants.inelastic  # per job index: 1 if not spec.elastic
+        elastic = [records[i].view for i in running if not flags[i]]
+        kept = constants.running_slots = (running, elastic + [records[i].view for i in running if flags[i]],
+                                          len(elastic))
+    slots += kept[1]
+    del slots[k:]
+    return slots, max(0, len(slots) - len(keyed) - kept[2])
 
 
 def _first_two(entry: tuple) -> tuple:
@@ -159,7 +179,7 @@ def _first_two(entry: tuple) -> tuple:
 
 def server_slots(view: ClusterView, m: int) -> list[int]:
     """The first M loaned servers by id."""
-    return list(view.loaned_servers()[:m])
+    return view._engine.topology.loaned()[:m]  # noqa: SLF001 -- list(view.loaned_servers()[:m]), one copy
 
 
 class ObservationBuilder:
@@ -184,10 +204,12 @@ class ObservationBuilder:
                                        CLUSTER_FEATURES + tuple(extra_cluster_features))
         self.size = len(self.names)
         self._efficiency: dict[tuple[str, int, int], float] = {}
-        # (profiles, config) -> {(model, GPUs, B0, progress part, batch): rate on the loaned type}: the
-        # engines this builder sees one after another (an env's episodes) share what they computed
+        # (profiles, config) -> {(model, GPUs, B0, progress part, batch): rate on the loaned type}, and
+        # -> {(model, GPUs, B0): those rates by part, batch None}: the engines this builder sees one
+        # after another (an env's episodes) share what they computed
         self._shared_goodput: dict[tuple, dict] = {}
-        self._format = f"{self.size}d"  # the values as float64 bytes (struct.pack), in one call
+        self._shared_parts: dict[tuple, dict] = {}
+        self._format = f"{self.size}f"  # the values as float32 bytes (struct.pack, native), in one call
         self._job_pad = (0.0,) * (self.job_width - len(JOB_FEATURES))
         self._cluster_pad = (0.0,) * (self.cluster_width - len(CLUSTER_FEATURES))
         self._empty_server = (0.0,) * len(SERVER_FEATURES)
@@ -225,6 +247,10 @@ class ObservationBuilder:
             if shared is None:
                 shared = self._shared_goodput[context] = {}
             constants.shared_goodput = shared
+            parts = self._shared_parts.get(context)
+            if parts is None:
+                parts = self._shared_parts[context] = {}
+            constants.shared_parts = parts
         return constants
 
     def _job_rows(self, view: ClusterView, jobs: list[JobView], constants: _EngineConstants,
@@ -235,13 +261,12 @@ class ObservationBuilder:
 
         The common rows are built here: a running job whose allocation is that of its kept row
         (``_EngineConstants.running_rows``), with only its time-dependent features computed (and
-        its rate ratio when its rate changed), and a queued job whose kept row still holds; every
-        other row by :meth:`_row` (the same numbers either way)."""
+        its rate ratio when its rate changed); every other row (a queued job's too, from its kept
+        row while that holds) by :meth:`_row` (the same numbers either way)."""
         now = view.now
         log1p = math.log1p
         running_state, queued_state = JobState.RUNNING, JobState.QUEUED
         goodputs, adaptive, running_rows = constants.goodput, constants.adaptive, constants.running_rows
-        queued_rows = constants.queued_rows
         pad = self._job_pad
         last_bin, bins = PROGRESS_BINS - 1, PROGRESS_BINS
         shown_queued_gpus = shown_running = 0
@@ -253,31 +278,15 @@ class ObservationBuilder:
             index = record.index
             state = record.state
             if state is queued_state:
-                kept_row = queued_rows.get(index)
-                if kept_row is not None:
-                    # _row's kept queued row, inline: record.remaining_work(now) of a job without workers
-                    remaining = record.total_work - record.work_done if not record.workers \
-                        else record.remaining_work(now)
-                    if knowledge is not None:
-                        remaining = knowledge.remaining_work(record, now)
-                    workers = record.workers
-                    since = now - record.last_update
-                    attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)
-                    batch = job.batch_size if adaptive and loaned_type is not None else None
-                    if kept_row[0] == (remaining, workers, attained, batch):
-                        waiting = now - record.queued_since  # job.waiting_s
-                        out += kept_row[1]
-                        out.append(log1p((0.0 if waiting < 0.0 else waiting) / 60.0) / 10.0)
-                        out += kept_row[2]
-                        if pad:
-                            out += pad
-                        shown_queued_gpus += record.spec.num_gpus  # _row's static[1]
-                        continue
+                queued_gpus = self._kept_queued_row(job, record, constants, loaned_type, now, knowledge, out)
+                if queued_gpus is not None:  # its kept row held
+                    shown_queued_gpus += queued_gpus
+                    continue
             else:
                 held = running_rows.get(index)
                 if held is not None:
                     held_allocation, held_rate, workers, held_loaned, head, eff, ref, on_loaned, rate_ratio, flexible, \
-                        base = held
+                        base, rates = held
                     if state is running_state and held_allocation is record.allocation and record.workers == workers \
                             and held_loaned is any_loaned and workers:
                         shown_running += 1
@@ -285,12 +294,12 @@ class ObservationBuilder:
                         if rate != held_rate:  # a new rate on the same GPUs (a progress part's): rate_ratio follows
                             rate_ratio = rate / base
                             running_rows[index] = (held_allocation, rate, workers, held_loaned, head, eff, ref,
-                                                   on_loaned, rate_ratio, flexible, base)
-                        last, begin = record.last_update, record.overhead_until
+                                                   on_loaned, rate_ratio, flexible, base, rates)
+                        last, begin, total = record.last_update, record.overhead_until, record.total_work
                         # record.remaining_work(now), inline (the job has workers)
                         busy = now - (begin if begin > last else last)
                         done = record.work_done + rate * busy if busy > 0 else record.work_done
-                        truth = record.total_work - done
+                        truth = total - done
                         truth = remaining = truth if truth > 0.0 else 0.0
                         if knowledge is not None:  # what the run's knowledge model shows instead
                             remaining = knowledge.remaining_work(record, now)
@@ -298,16 +307,21 @@ class ObservationBuilder:
                         attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)
                         remaining_est = remaining / ref  # job.remaining_time_at(spec.num_gpus)
                         remaining_now = remaining / rate if rate > 0 else remaining_est
-                        remaining_loaned = 0.0
-                        if loaned_type is not None:
+                        if loaned_type is None:
+                            remaining_loaned = 0.0
+                        else:
                             # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
-                            total = record.total_work
                             part = last_bin if total <= 0 else int((total - truth) / total * bins)
                             part = part if part < last_bin else last_bin  # progress_bin(total - truth, total)
-                            batch = job.batch_size if adaptive else None
-                            loaned_rate = goodputs.get((index, part, batch))
-                            if loaned_rate is None:
-                                loaned_rate = constants.loaned_rate(job, index, part, batch)
+                            if rates is not None and part >= 0:  # batch None: the job's rates by part
+                                loaned_rate = rates[part]
+                                if loaned_rate is None:
+                                    loaned_rate = constants.part_rate(job, part, rates)
+                            else:
+                                batch = job.batch_size if adaptive else None
+                                loaned_rate = goodputs.get((index, part, batch))
+                                if loaned_rate is None:
+                                    loaned_rate = constants.loaned_rate(job, index, part, batch)
                             if loaned_rate > 0:
                                 left = remaining / loaned_rate
                                 remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
@@ -329,6 +343,31 @@ class ObservationBuilder:
             shown_queued_gpus += queued_gpus
             shown_running += running
         return shown_queued_gpus, shown_running
+
+    def _kept_queued_row(self, job: JobView, record: Job, constants: _EngineConstants,
+                         loaned_type: tuple[str, int] | None, now: float, knowledge: Knowledge | None,
+                         out: list) -> int | None:
+        """Append a queued job's kept row with its wait now (:meth:`_row`'s kept queued row, with
+        less around it) and return the GPUs it requests; None, appending nothing, unless it holds."""
+        kept_row = constants.queued_rows.get(record.index)
+        if kept_row is None:
+            return None
+        # record.remaining_work(now) of a job without workers; what the knowledge model shows instead
+        workers = record.workers
+        remaining = record.total_work - record.work_done if not workers else record.remaining_work(now)
+        if knowledge is not None:
+            remaining = knowledge.remaining_work(record, now)
+        since = now - record.last_update
+        attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)
+        batch = job.batch_size if constants.adaptive and loaned_type is not None else None
+        if kept_row[0] != (remaining, workers, attained, batch):
+            return None
+        waiting = now - record.queued_since  # job.waiting_s
+        out += kept_row[1]
+        out.append(math.log1p((0.0 if waiting < 0.0 else waiting) / 60.0) / 10.0)
+        out += kept_row[2]
+        out += self._job_pad
+        return record.spec.num_gpus  # _row's static[1]
 
     def _row(self, view: ClusterView, job: JobView, constants: _EngineConstants,
              loaned_type: tuple[str, int] | None, any_loaned: bool, out: list) -> tuple[int, int]:
@@ -366,11 +405,14 @@ class ObservationBuilder:
                     out += pad
                 return static[1], 0
         model, num_gpus, min_gpus, elastic, f_elastic, f_req, f_min, f_max, eff, ref = static
+        # the job's loaned-type rates by part where the batch plays no part (else None)
+        rates = constants.part_rates(job) if batch is None and loaned_type is not None else None
         remaining_est = remaining / ref  # job.remaining_time_at(spec.num_gpus)
         if not queued and workers:
             rate = record.rate
             allocation = record.allocation  # replaced, never changed in place, by the engine
-            on_loaned = sum(n for s, n in allocation.items() if s in constants.inference_set) / workers \
+            inference_set = constants.inference_set
+            on_loaned = sum([n for s, n in allocation.items() if s in inference_set]) / workers \
                 if any_loaned else 0 / workers
             base = constants.ref.get((model, workers))
             if base is None:
@@ -379,7 +421,7 @@ class ObservationBuilder:
             flexible = (workers - min_gpus) / GPU_NORM if elastic else 0.0
             first: tuple[float, ...] = (1.0, 0.0, f_elastic, f_req, f_min, f_max, workers / GPU_NORM, 0.0)
             constants.running_rows[index] = (allocation, rate, workers, any_loaned, first, eff, ref, on_loaned,
-                                             rate_ratio, flexible, base)
+                                             rate_ratio, flexible, base, rates)
             remaining_now = remaining / rate if rate > 0 else remaining_est
         else:
             on_loaned = rate_ratio = flexible = 0.0
@@ -388,9 +430,14 @@ class ObservationBuilder:
             # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
             total = record.total_work
             part = progress_bin(total - truth, total)
-            loaned_rate = constants.goodput.get((index, part, batch))
-            if loaned_rate is None:
-                loaned_rate = constants.loaned_rate(job, index, part, batch)
+            if rates is not None and part >= 0:
+                loaned_rate = rates[part]
+                if loaned_rate is None:
+                    loaned_rate = constants.part_rate(job, part, rates)
+            else:
+                loaned_rate = constants.goodput.get((index, part, batch))
+                if loaned_rate is None:
+                    loaned_rate = constants.loaned_rate(job, index, part, batch)
             if loaned_rate > 0:
                 left = remaining / loaned_rate
                 remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
@@ -427,12 +474,12 @@ class ObservationBuilder:
         # float as the per-server float sum over usable)
         topology, free = engine.topology, engine.free  # view.free_gpus(), not copied
         by_free = topology.free_histogram(Pool.TRAINING)
-        histogram = (by_free[0], sum(by_free[1:2]), sum(by_free[2:4]), sum(by_free[4:8]), sum(by_free[8:]))
         usable = max(1, len(constants.training_ids))
         return (topology.free_total(constants.training_cells) / max(1, constants.training_gpus),
                 sum([free[s] for s in loaned]) / constants.inference_gpus,
                 len(loaned) / n_inf,
-                tuple(h / usable for h in histogram))
+                (by_free[0] / usable, sum(by_free[1:2]) / usable, sum(by_free[2:4]) / usable,
+                 sum(by_free[4:8]) / usable, sum(by_free[8:]) / usable))
 
     def build(self, view: ClusterView, jobs: list[JobView], servers: list[int]) -> np.ndarray:
         constants = self._constants(view)
@@ -490,7 +537,6 @@ class ObservationBuilder:
             on = server.jobs
             values += (1.0, server.used / server.num_gpus, len(on) / 8.0, sum(map(inelastic, on)) / 8.0)
         values += self._empty_server * (self.m - len(servers))
-        # float64 values -> float32, as assigning them into a float32 array does; then clipped
-        obs = np.frombuffer(struct.pack(self._format, *values), dtype=np.float64).astype(np.float32)
-        obs.clip(-1.0, 1.0, out=obs)  # np.clip, without its dispatch
-        return obs
+        # float64 values -> float32 by struct's native "f" (the C cast, as assigning them into a float32
+        # array does: the same bits, inf beyond its range, NaN kept), then clipped into a new array
+        return _clip(np.frombuffer(struct.pack(self._format, *values), dtype=np.float32), -1.0, 1.0)

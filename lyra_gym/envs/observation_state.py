@@ -14,6 +14,7 @@ import math
 import weakref
 from typing import Mapping
 
+from lyra_gym.model.scaling import PROGRESS_BINS
 from lyra_gym.sim.cluster import Pool
 from lyra_gym.sim.view import ClusterView, JobView
 
@@ -53,12 +54,13 @@ class _EngineConstants:
     Kept between steps too: the row of a queued job (only its wait changes until it runs
     again), the allocation-derived part of a running job's row (until its allocation changes;
     a new rate updates its rate ratio), the cluster features read off the free GPUs (until
-    ``topology.version`` changes) and the inference demand ahead (until the clock leaves its
-    step)."""
+    ``topology.version`` changes), the inference demand ahead (until the clock leaves its
+    step) and the running jobs' part of the job slots (until the running jobs change)."""
 
     __slots__ = ("_view", "ref", "jobs", "goodput", "training_ids", "inference_ids", "inference_set",
                  "training_gpus", "inference_gpus", "loaned_type", "adaptive", "queued_rows", "running_rows",
-                 "demand_ahead", "shared_goodput", "training_cells", "inelastic", "occupancy", "__weakref__")
+                 "demand_ahead", "shared_goodput", "training_cells", "inelastic", "occupancy", "running_slots",
+                 "shared_parts", "__weakref__")
 
     def __init__(self, view: ClusterView) -> None:
         self._view = weakref.ref(view)
@@ -86,17 +88,23 @@ class _EngineConstants:
         self.queued_rows: dict[int, tuple[tuple, tuple, tuple]] = {}
         # job index -> (allocation, rate, workers, any server loaned, the row's first 8 features,
         # scaling efficiency, reference throughput, on loaned, rate ratio, flexible workers, the
-        # reference throughput of its workers: rate ratio = rate / it)
+        # reference throughput of its workers: rate ratio = rate / it, its part_rates list or None)
         self.running_rows: dict[int, tuple[Mapping[int, int], float, int, bool, tuple[float, ...], float, float,
-                                           float, float, float, float]] = {}
+                                           float, float, float, float, list[float | None] | None]] = {}
         # inference demand 1 h, 3 h and 6 h ahead of the clock
         demand = view._engine.demand  # noqa: SLF001 -- the curve view.inference_demand_at reads
         self.demand_ahead = tuple(_DemandAhead(demand) for _ in range(3))
         # (model, GPUs, B0, progress part, batch) -> loaned-type rate, shared by the engines of one builder
         # and run context (ObservationBuilder._shared_goodput); None until a builder sets it
         self.shared_goodput: dict | None = None
+        # (model, GPUs, B0) -> loaned-type rate per progress part (None: not asked yet), where the batch
+        # plays no part (batch None): part_rates' lists, shared as shared_goodput is (None: per engine)
+        self.shared_parts: dict[tuple[str, int, float], list[float | None]] | None = None
         # (topology.version, the cluster features read off the free GPUs alone): see ObservationBuilder.build
         self.occupancy: tuple[int, tuple] | None = None
+        # (the running job indices in start order, their views: elastic ones then inelastic ones, how
+        # many are elastic): job_slots' running part, kept while the running jobs stay these
+        self.running_slots: tuple[list[int], list, int] | None = None
 
     def reference(self, model: str, workers: int) -> float:
         """``view.reference_throughput(model, workers)``, cached."""
@@ -129,6 +137,27 @@ class _EngineConstants:
             if shared is not None:
                 shared[wide] = rate
         self.goodput[(index, part, batch)] = rate
+        return rate
+
+    def part_rates(self, job: JobView) -> list[float | None]:
+        """The job's :meth:`loaned_rate` per progress part with ``batch`` None (every rule but the
+        adaptive one), entry ``part``; None where not asked yet (ask :meth:`part_rate`). One list per
+        (model, requested GPUs, ``B0``), what the rate is a function of, shared by the engines of a
+        run context as ``loaned_rate``'s entries are."""
+        shared = self.shared_parts
+        if shared is None:
+            shared = self.shared_parts = {}
+        record = job._job  # noqa: SLF001 -- the engine's record behind the view, read only
+        spec = record.spec
+        key = (spec.model, spec.num_gpus, record.init_batch)
+        rates = shared.get(key)
+        if rates is None:
+            rates = shared[key] = [None] * PROGRESS_BINS
+        return rates
+
+    def part_rate(self, job: JobView, part: int, rates: list[float | None]) -> float:
+        """``loaned_rate(job, job.index, part, None)``, kept in ``rates`` (the job's :meth:`part_rates`)."""
+        rate = rates[part] = self.loaned_rate(job, job.index, part, None)
         return rate
 
 

@@ -1,0 +1,161 @@
+"""The guided environments' observe and decode from what they keep and count (issue 24, the
+env step's speed), against the same answers computed afresh:
+
+- ``ActionCodec.masks_counted`` is ``masks`` of slots with that structure, and ``decode`` with
+  those counts is ``decode`` without them, for every action (out-of-range and masked values too);
+- at every step of seeded masked-random episodes: the job slots and their count of running
+  inelastic jobs against ``job_slots`` with nothing kept, the masks against ``masks(slots,
+  server_ids)``, the decoded guidance with and without the counts, and the observation against
+  one built with nothing kept (no rows, occupancy, slot split, nor loaned-type rates by part).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lyra_gym  # noqa: F401  (registers the envs)
+from lyra_gym.envs.actions import ActionCodec
+from lyra_gym.envs.observation import JOB_FEATURES, _constants, job_slots, job_slots_counted, server_slots
+from lyra_gym.model.jobs import JobState
+
+CONTENDED = str(Path(__file__).resolve().parents[1] / "traces" / "contended.yaml")
+
+
+class _Spec:
+    def __init__(self, elastic: bool) -> None:
+        self.elastic = elastic
+
+
+class _Slot:
+    def __init__(self, job_id: str, state: JobState, elastic: bool) -> None:
+        self.id, self.state, self.spec = job_id, state, _Spec(elastic)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), k=st.integers(1, 6), m=st.integers(0, 4), b=st.integers(1, 5),
+       controls=st.sampled_from([(True, True), (True, False), (False, True)]))
+def test_counted_masks_and_decoding_are_the_plain_ones(data, k, m, b, controls):
+    codec = ActionCodec(k, m, b, *controls)
+    shown = data.draw(st.integers(0, k))
+    inelastic = data.draw(st.integers(0, shown))
+    # queued or running elastic jobs first (any level), then running inelastic ones (neutral only)
+    slots = [_Slot(f"j{i}", data.draw(st.sampled_from([JobState.QUEUED, JobState.RUNNING])), True)
+             if i < shown - inelastic else _Slot(f"j{i}", JobState.RUNNING, False) for i in range(shown)]
+    for i in range(shown - inelastic):  # a queued inelastic job allows any level too
+        if slots[i].state is JobState.QUEUED:
+            slots[i].spec.elastic = data.draw(st.booleans())
+    servers = list(range(100, 100 + data.draw(st.integers(0, m))))
+    counts = (shown, inelastic, len(servers))
+    masks = codec.masks_counted(*counts)
+    plain = codec.masks(slots, servers)
+    assert masks.dtype == bool and masks.tobytes() == plain.tobytes() and not masks.flags.writeable
+    assert codec.masks_counted(*counts) is masks  # kept
+    valid_share = data.draw(st.sampled_from([0.0, 0.5, 1.0]))
+    action = []
+    for n, offset in zip(codec.nvec, codec.offsets):
+        allowed = np.flatnonzero(plain[offset:offset + n])
+        if data.draw(st.floats(0, 1)) < valid_share:
+            action.append(int(data.draw(st.sampled_from(allowed.tolist()))))
+        else:
+            action.append(data.draw(st.integers(-3, int(n) + 2)))
+    action_array = np.array(action, dtype=np.int64)
+    plain_decoded = codec.decode(action_array, plain, slots, servers)
+    assert codec.decode(action_array, masks, slots, servers, counts) == plain_decoded
+
+
+def _fresh_slots(view, k):
+    constants = _constants(view)
+    kept, constants.running_slots = constants.running_slots, None
+    try:
+        return job_slots(view, k)
+    finally:
+        constants.running_slots = kept
+
+
+def _check_step(env, rng) -> None:
+    view = env.engine.view
+    slots, inelastic = job_slots_counted(view, env.k)  # from what is kept
+    fresh = _fresh_slots(view, env.k)
+    assert [j.id for j in env.slots] == [j.id for j in slots] == [j.id for j in fresh]
+    assert all(a is b for a, b in zip(env.slots, fresh))
+    assert inelastic == sum(j.state is JobState.RUNNING and not j.spec.elastic for j in fresh)
+    assert list(env.server_ids) == list(view.loaned_servers()[:env.m]) == server_slots(view, env.m)
+    plain = env.codec.masks(env.slots, env.server_ids)
+    assert env._masks.tobytes() == plain.tobytes() and env._masks.dtype == plain.dtype
+    for share in (0.0, 1.0):  # an action off the mask, and a masked-random one
+        nvec = env.codec.nvec
+        if share:
+            action = np.array([rng.choice(np.flatnonzero(p)) for p in np.split(plain, np.cumsum(nvec)[:-1])])
+        else:
+            action = rng.integers(-1, nvec + 1)
+        assert env._decode(action) == env.codec.decode(action, plain, env.slots, env.server_ids)
+    kept = env.obs.tobytes()
+    constants = _constants(view)
+    constants.running_rows.clear()
+    constants.queued_rows.clear()
+    constants.occupancy = None
+    constants.goodput.clear()
+    constants.shared_parts = {}  # the loaned-type rates by part, asked afresh (view.goodput)
+    constants.shared_goodput = {}
+    fresh_obs = env.builder.build(view, env.slots, env.server_ids)
+    assert fresh_obs.tobytes() == kept, f"step {env.steps}"
+    # remaining_loaned against view.goodput itself (the rates kept by part hold what it says)
+    first = view.servers[view.inference_server_ids[0]]
+    width, column = env.builder.job_width, JOB_FEATURES.index("remaining_loaned")
+    for i, job in enumerate(env.slots):
+        rate = view.goodput(job, job.spec.num_gpus, first.gpu_type, first.num_gpus)
+        remaining = job.remaining_work if view._engine.knowledge is None else \
+            view._engine.knowledge.remaining_work(job._job, view.now)
+        value = math.log1p(max(remaining / rate, 0.0) / 60.0) / 10.0 if rate > 0 else 1.0
+        assert env.obs[i * width + column] == np.float32(min(value, 1.0)), (i, job)
+
+
+@pytest.mark.parametrize("env_id, kwargs", [
+    ("LyraGym/Cluster-v1", {}),
+    ("LyraGym/Loaning-v1", {"config": {"knowledge": {"mode": "estimate"}}}),
+    ("LyraGym/Elastic-v1", {"config": {"scaling": "adaptive"}}),
+    ("LyraGym/Cluster-v1", {"config": CONTENDED, "num_job_slots": 2, "num_server_slots": 2}),
+])
+def test_observe_and_decode_from_what_is_kept_are_the_plain_ones(env_id, kwargs):
+    env = gym.make(env_id, **kwargs)
+    env.reset(seed=5)
+    rng = np.random.default_rng(5)
+    nvec = env.action_space.nvec
+    seen = {"queue over K": 0, "inelastic": 0}
+    for _ in range(120):
+        inner = env.unwrapped
+        _check_step(inner, rng)
+        seen["queue over K"] += len(inner.engine.queue) >= inner.k
+        seen["inelastic"] += inner._mask_counts[1] > 0
+        masks = inner.action_masks()
+        action = np.array([rng.choice(np.flatnonzero(p)) for p in np.split(masks, np.cumsum(nvec)[:-1])])
+        _, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            env.reset()
+    assert seen["inelastic"], seen
+    if kwargs.get("num_job_slots") == 2:
+        assert seen["queue over K"], seen
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=1, max_size=40))
+def test_struct_native_float32_is_numpys_cast(values):
+    """``ObservationBuilder.build`` packs the float64 values with struct's native ``f`` (the C
+    cast): the same float32 bits as NumPy's cast (inf beyond float32's range, NaN kept), so the
+    clipped observation is the one of ``astype(np.float32)`` then ``clip``."""
+    import struct
+    import warnings
+
+    packed = np.frombuffer(struct.pack(f"{len(values)}f", *values), dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy warns of the overflow to inf
+        cast = np.array(values, dtype=np.float64).astype(np.float32)
+    assert packed.tobytes() == cast.tobytes()
+    assert packed.clip(-1.0, 1.0).tobytes() == np.clip(cast, -1.0, 1.0).tobytes()
