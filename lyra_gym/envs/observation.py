@@ -44,9 +44,10 @@ from lyra_gym.model.scaling import PROGRESS_BINS, progress_bin
 from lyra_gym.sim.cluster import Pool
 from lyra_gym.sim.view import ClusterView, JobView
 
-#: the ufunc np.clip and ndarray.clip end in (through NumPy's Python-level _methods._clip), called
-#: directly: numpy._core.umath (NumPy 2) or numpy.core.umath (1.x)
-_clip = getattr(getattr(np, "_core", None) or getattr(np, "core"), "umath").clip
+try:  # the ufunc np.clip ends in, without NumPy's Python-level wrapper (NumPy 2's private path)
+    from numpy._core.umath import clip as _clip  # type: ignore[attr-defined]
+except ImportError:  # another NumPy: the public function, the same values
+    _clip = np.clip
 
 GPU_NORM = 64.0  # GPU counts are divided by this (the largest job size of the shipped presets)
 
