@@ -29,7 +29,7 @@ from lyra_gym.model.jobs import EMPTY_ALLOCATION, Job, JobState
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.model.knowledge import build_knowledge
 from lyra_gym.model.profiles import ProfileSet
-from lyra_gym.model.scaling import PROGRESS_BINS, ScalingModel, progress_bin
+from lyra_gym.model.scaling import PROGRESS_BINS, ScalingModel, bin_end_work, progress_bin
 from lyra_gym.sim.accounting import Accounting, accounted
 from lyra_gym.sim.cluster import Pool, Server, build_servers
 from lyra_gym.sim.events import COMPLETION, DEADLINE, TICK, Entry, EventQueue
@@ -50,7 +50,6 @@ __all__ = ["ELASTIC_CAP_GPUS", "Engine", "as_elastic"]
 
 _COMPLETION, _DEADLINE, _TICK = COMPLETION, DEADLINE, TICK  # the names tests and older code import
 _RUNNING, _QUEUED, _FINISHED = JobState.RUNNING, JobState.QUEUED, JobState.FINISHED
-_LAST_BIN = PROGRESS_BINS - 1
 
 
 class Engine:
@@ -586,10 +585,8 @@ class Engine:
         rate, job.efficiency, needs_bins = self.scaling.rate_for(
             job.spec, job.init_batch, job.workers, len(allocation), gpu_types, job.batch, job.progress_bin)
         job.rate = rate
-        if needs_bins:  # bin_end_work(job.progress_bin, job.total_work), inline
-            part = job.progress_bin
-            milestone = job.total_work if part >= _LAST_BIN else job.total_work * (part + 1) / PROGRESS_BINS
-            job.milestone_work = milestone
+        if needs_bins:
+            job.milestone_work = milestone = bin_end_work(job.progress_bin, job.total_work)
         else:
             job.milestone_work = milestone = job.total_work
         # job.next_event_time(), inline; the push of EventQueue.push, inline (the hot path)
