@@ -303,17 +303,10 @@ class ScalingModel:
     def packed_rates(self, spec: JobSpec, b0: float, low: int, high: int, gpu_type: str, gpus_per_server: int,
                      chosen: float, progress_bin: int = 0) -> list[float]:
         """:meth:`packed_rate` of ``low`` .. ``high - 1`` workers (each >= 1) at the rule's global batch
-        for that many (:meth:`global_batch` with ``chosen``): the same doubles, in one loop."""
-        packed, model, rule = self._packed, spec.model, self.rule
-        rates = []
-        for workers in range(low, high):
-            # global_batch(spec, b0, workers, chosen), inlined
-            batch = workers * b0 / spec.num_gpus if rule == "fixed-local" else chosen if rule == "adaptive" else b0
-            rate = packed.get((model, b0, workers, gpu_type, gpus_per_server, batch, progress_bin))
-            if rate is None:
-                rate = self.packed_rate(spec, b0, workers, gpu_type, gpus_per_server, batch, progress_bin)
-            rates.append(rate)
-        return rates
+        for that many (:meth:`global_batch` with ``chosen``), in one call."""
+        global_batch, packed_rate = self.global_batch, self.packed_rate
+        return [packed_rate(spec, b0, w, gpu_type, gpus_per_server, global_batch(spec, b0, w, chosen), progress_bin)
+                for w in range(low, high)]
 
     def _rate(self, spec: JobSpec, b0: float, workers: int, servers: int, gpu_types: frozenset[str],
               batch: float, progress_bin: int) -> float:
