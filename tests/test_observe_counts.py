@@ -22,7 +22,15 @@ from hypothesis import strategies as st
 
 import lyra_gym  # noqa: F401  (registers the envs)
 from lyra_gym.envs.actions import ActionCodec
-from lyra_gym.envs.observation import JOB_FEATURES, _constants, job_slots, job_slots_counted, server_slots
+from lyra_gym.envs.observation import (
+    JOB_FEATURES,
+    ObservationBuilder,
+    _clip,
+    _constants,
+    job_slots,
+    job_slots_counted,
+    server_slots,
+)
 from lyra_gym.model.jobs import JobState
 
 CONTENDED = str(Path(__file__).resolve().parents[1] / "traces" / "contended.yaml")
@@ -153,9 +161,10 @@ def test_struct_native_float32_is_numpys_cast(values):
     import struct
     import warnings
 
-    packed = np.frombuffer(struct.pack(f"{len(values)}f", *values), dtype=np.float32)
+    code = ObservationBuilder(2, 1)._format.lstrip("0123456789")  # the builder's own format code ("f")
+    packed = np.frombuffer(struct.pack(f"{len(values)}{code}", *values), dtype=np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # NumPy warns of the overflow to inf
         cast = np.array(values, dtype=np.float64).astype(np.float32)
     assert packed.tobytes() == cast.tobytes()
-    assert packed.clip(-1.0, 1.0).tobytes() == np.clip(cast, -1.0, 1.0).tobytes()
+    assert _clip(packed, -1.0, 1.0).tobytes() == np.clip(cast, -1.0, 1.0).tobytes()

@@ -147,8 +147,9 @@ class ActionCodec:
                server_ids: Sequence[int], counts: tuple[int, int, int] | None = None) -> tuple[Guidance, int]:
         """Action -> (Guidance, number of masked values replaced by the neutral one).
 
-        ``counts``: where ``masks`` is ``masks_counted(*counts)``, those counts (the values are then
-        tested a slice at a time, :meth:`_counted_valid`; the same answer)."""
+        ``counts``: where ``masks`` is the array ``masks_counted(*counts)`` returned, those counts
+        (the values are then tested a slice at a time, :meth:`_counted_valid`; the same answer);
+        any other ``masks`` is read value by value."""
         values = np.asarray(action, dtype=np.int64)
         if values.ndim != 1:  # (check's arrays are 1-D already)
             values = values.reshape(-1)
@@ -156,7 +157,7 @@ class ActionCodec:
             raise ValueError(f"action: expected shape {self.nvec.shape}, got {values.shape}")
         vals = values.tolist()
         invalid = 0
-        if counts is None or not self._counted_valid(vals, counts):
+        if counts is None or masks is not self._counted.get(counts) or not self._counted_valid(vals, counts):
             allowed = np.asarray(masks, dtype=bool).tobytes()
             neutral = None
             for i, (value, size, offset) in enumerate(zip(vals, self._nvec, self._offsets)):

@@ -267,7 +267,7 @@ class ObservationBuilder:
         now = view.now
         log1p = math.log1p
         running_state, queued_state = JobState.RUNNING, JobState.QUEUED
-        goodputs, adaptive, running_rows = constants.goodput, constants.adaptive, constants.running_rows
+        adaptive, running_rows = constants.adaptive, constants.running_rows
         pad = self._job_pad
         last_bin, bins = PROGRESS_BINS - 1, PROGRESS_BINS
         shown_queued_gpus = shown_running = 0
@@ -314,15 +314,8 @@ class ObservationBuilder:
                             # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
                             part = last_bin if total <= 0 else int((total - truth) / total * bins)
                             part = part if part < last_bin else last_bin  # progress_bin(total - truth, total)
-                            if rates is not None and part >= 0:  # batch None: the job's rates by part
-                                loaned_rate = rates[part]
-                                if loaned_rate is None:
-                                    loaned_rate = constants.part_rate(job, part, rates)
-                            else:
-                                batch = job.batch_size if adaptive else None
-                                loaned_rate = goodputs.get((index, part, batch))
-                                if loaned_rate is None:
-                                    loaned_rate = constants.loaned_rate(job, index, part, batch)
+                            loaned_rate = constants.loaned_rate_at(job, index, part, job.batch_size if adaptive
+                                                                   else None, rates)
                             if loaned_rate > 0:
                                 left = remaining / loaned_rate
                                 remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
@@ -431,14 +424,7 @@ class ObservationBuilder:
             # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
             total = record.total_work
             part = progress_bin(total - truth, total)
-            if rates is not None and part >= 0:
-                loaned_rate = rates[part]
-                if loaned_rate is None:
-                    loaned_rate = constants.part_rate(job, part, rates)
-            else:
-                loaned_rate = constants.goodput.get((index, part, batch))
-                if loaned_rate is None:
-                    loaned_rate = constants.loaned_rate(job, index, part, batch)
+            loaned_rate = constants.loaned_rate_at(job, index, part, batch, rates)
             if loaned_rate > 0:
                 left = remaining / loaned_rate
                 remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0

@@ -160,6 +160,17 @@ class _EngineConstants:
         rate = rates[part] = self.loaned_rate(job, job.index, part, None)
         return rate
 
+    def loaned_rate_at(self, job: JobView, index: int, part: int, batch: float | None,
+                       rates: list[float | None] | None) -> float:
+        """``view.goodput(job, num_gpus, *loaned_type)`` at progress part ``part``: from ``rates`` (the
+        job's :meth:`part_rates`, where ``batch`` is None) or the per-engine ``goodput`` cache, else
+        computed and kept (:meth:`part_rate`, :meth:`loaned_rate`)."""
+        if rates is not None and part >= 0:
+            rate = rates[part]
+            return rate if rate is not None else self.part_rate(job, part, rates)
+        rate = self.goodput.get((index, part, batch))
+        return rate if rate is not None else self.loaned_rate(job, index, part, batch)
+
 
 #: Per engine (its view, held weakly: the entry goes with the engine).
 _CONSTANTS: "weakref.WeakKeyDictionary[ClusterView, _EngineConstants]" = weakref.WeakKeyDictionary()

@@ -485,6 +485,8 @@ class ClusterView:
     def goodputs(self, job: JobView, low: int, high: int, gpu_type: str, gpus_per_server: int) -> list[float]:
         """``[goodput(job, w, gpu_type, gpus_per_server) for w in range(low, high)]`` (``low`` >= 1):
         the same doubles, the job's batch and progress part read once."""
+        if low < 1:
+            raise ValueError(f"goodputs: low must be >= 1 worker, got {low}")
         inner = job._job
         total = inner.total_work
         part = progress_bin(total - inner.remaining_work(job._engine.now), total)
