@@ -5,20 +5,23 @@ the full path at every decision of runs:
   last clean decision while the index version and ``RunningElastic.generation`` are the same; checked
   against a fresh computation at every decision (and reused at most quiet ticks).
 - ``lyra_admission.admit`` with nothing in line returns at once (``EMPTY_LINE_EXIT``): the same
-  plans, decision for decision, as the walk over the empty line.
+  plans, decision for decision, as the walk over the empty line (a job stopped by our own reclaim
+  answer is in line: it restarts in that decision).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from lyra_baselines import lyra_admission
 from lyra_baselines.lyra import LyraScheduler
 from lyra_baselines.lyra_state import Decision
 from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
+from lyra_gym.model.demand import DemandCurve
 from lyra_gym.run.simulate import simulate
 from lyra_gym.workloads.tracegen import generate_trace
-from tests.toy import masked_random_rollout
+from tests.toy import config, jct, job, masked_random_rollout, run
 
 LOADED = SimConfig(cluster=ClusterConfig(training=(ServerGroup(5, "v100", 8),), inference=ServerGroup(6, "t4", 8)))
 
@@ -100,3 +103,23 @@ def test_admission_with_an_empty_line_decides_as_the_walk_on_a_loaded_cluster(mo
     def run():
         simulate(jobs, LyraScheduler(), LOADED, seed=0)
     assert _plans(monkeypatch, True, run) == _plans(monkeypatch, False, run)
+
+
+def test_a_job_our_reclaim_stops_restarts_in_the_same_decision_with_an_empty_line(monkeypatch):
+    # Training server 0 (2 V100s), loaned server 1 (2 V100s); no move-back, so nothing but our own
+    # reclaim answer puts a job in line. a (100 s) runs on 0, b (1000 s) on 1 ("overflow": no
+    # waiting). a ends at 100; at 200 inference wants server 1 back with no job queued: b is
+    # stopped and moves to server 0 in that very decision (45 s migration), 1000 - 200 = 800 s
+    # left -> finishes at 200 + 45 + 800; left queued until the next tick (240) it would finish later.
+    demand = DemandCurve(np.array([0.0, 200.0]), np.array([0, 1]))
+    cfg = config(training=1, gpus=2, inference=1, inference_gpu="v100")
+    jobs = [job("a", 0, 2, 100), job("b", 0, 2, 1000)]
+    results = []
+
+    def simulate_toy():
+        results.append(run(jobs, LyraScheduler(move_back=False, loaned_rule="overflow"), cfg, demand))
+    walked = _plans(monkeypatch, False, simulate_toy)
+    got = _plans(monkeypatch, True, simulate_toy)
+    assert got == walked
+    assert (200.0, {"b": {0: 2}}, (), (1,)) in got
+    assert [jct(r, "b") for r in results] == [pytest.approx(200 + 45 + 800)] * 2

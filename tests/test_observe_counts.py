@@ -6,7 +6,9 @@ env step's speed), against the same answers computed afresh:
 - at every step of seeded masked-random episodes: the job slots and their count of running
   inelastic jobs against ``job_slots`` with nothing kept, the masks against ``masks(slots,
   server_ids)``, the decoded guidance with and without the counts, and the observation against
-  one built with nothing kept (no rows, occupancy, slot split, nor loaned-type rates by part).
+  one built with nothing kept (no rows, occupancy, slot split, nor loaned-type rates by part);
+- jobs of one model and ``B0`` but other requested sizes keep apart loaned-type rates by part: each
+  shown row is the one a new builder makes for that job alone.
 """
 
 from __future__ import annotations
@@ -168,3 +170,57 @@ def test_struct_native_float32_is_numpys_cast(values):
         cast = np.array(values, dtype=np.float64).astype(np.float32)
     assert packed.tobytes() == cast.tobytes()
     assert _clip(packed, -1.0, 1.0).tobytes() == np.clip(cast, -1.0, 1.0).tobytes()
+
+
+_FORGOTTEN = ("running_rows", "queued_rows", "occupancy", "goodput", "shared_goodput", "shared_parts")
+
+
+def _fresh_row(view, job, servers: list[int], width: int) -> bytes:
+    """``job``'s row in an observation built by a new builder that shows it alone, with nothing kept
+    (the engine's kept rows and rates are put back afterwards)."""
+    constants = _constants(view)
+    kept = {name: getattr(constants, name) for name in _FORGOTTEN}
+    constants.running_rows, constants.queued_rows, constants.goodput = {}, {}, {}
+    constants.occupancy = constants.shared_goodput = constants.shared_parts = None
+    try:
+        return ObservationBuilder(1, len(servers) or 1).build(view, [job], servers)[:width].tobytes()
+    finally:
+        for name, value in kept.items():
+            setattr(constants, name, value)
+
+
+def test_loaned_rates_by_part_tell_apart_jobs_of_one_model_and_batch_but_other_sizes():
+    # Two toy jobs with the same model and B0 (an explicit batch of 4) but 4 and 2 requested GPUs:
+    # their loaned-type (T4) rates differ (4 vs 2 workers), so each needs its own list of rates
+    # by part. Lyra borrows the idle T4 server; at every decision, every shown job's row is the
+    # row a new builder makes for it alone, and remaining_loaned is read off view.goodput.
+    from lyra_baselines.lyra import LyraScheduler
+    from lyra_gym.model.demand import DemandCurve
+    from lyra_gym.model.jobspec import JobSpec
+    from lyra_gym.run.simulate import build_engine
+    from tests.toy import TOY, config
+
+    jobs = [JobSpec("wide", 0.0, 4, 1000.0, "toy", False, 4, 4, batch_size=4),
+            JobSpec("narrow", 0.0, 2, 3000.0, "toy", False, 2, 2, batch_size=4),
+            JobSpec("late", 500.0, 4, 800.0, "toy", False, 4, 4, batch_size=4)]
+    engine = build_engine(jobs, LyraScheduler(), config(training=1, gpus=4, inference=1), 0, TOY,
+                          DemandCurve.constant(0))
+    builder = ObservationBuilder(3, 1)
+    width, column = builder.job_width, JOB_FEATURES.index("remaining_loaned")
+    engine.begin()
+    seen = {"both shown": 0, "loaned": 0}
+    while engine.next_decision() and engine.now < 2000:
+        view = engine.view
+        slots, servers = job_slots(view, builder.k), server_slots(view, builder.m)
+        obs = builder.build(view, slots, servers)
+        first = view.servers[view.inference_server_ids[0]]
+        for i, job in enumerate(slots):
+            assert obs[i * width:(i + 1) * width].tobytes() == _fresh_row(view, job, servers, width), (view.now, job)
+            rate = view.goodput(job, job.spec.num_gpus, first.gpu_type, first.num_gpus)
+            value = math.log1p(job.remaining_work / rate / 60.0) / 10.0
+            assert obs[i * width + column] == np.float32(min(value, 1.0)), (view.now, job)
+        sizes = {j.spec.num_gpus for j in slots if j.spec.batch_size == 4}
+        seen["both shown"] += sizes == {2, 4}
+        seen["loaned"] += bool(servers)
+        engine.submit(engine.scheduler.decide(view))
+    assert seen["both shown"] >= 3 and seen["loaned"] >= 3, seen
