@@ -301,9 +301,7 @@ class Engine:
         reclaims (which asks for another decision at the same instant). Returns whether
         anything changed."""
         self.counts["decisions"] += 1
-        pending = plan.__dict__.get("_pending")
-        if (pending is None or not pending.writes) and type(plan) is Plan \
-                and unchanged_current(plan, (self.identity, self.state_version)):
+        if type(plan) is Plan and unchanged_current(plan, (self.identity, self.state_version)):
             changed = False  # apply's first shortcut, without the call
         else:
             changed = self.apply(plan)
@@ -433,14 +431,14 @@ class Engine:
         it; raises PlanError and changes nothing if invalid. Returns whether anything changed."""
         pending = plan.__dict__.get("_pending") if type(plan) is Plan else unread_pending(plan)
         token = (self.identity, self.state_version)
-        if pending is None and type(plan) is Plan and unchanged_current(plan, token):
-            return False  # a current plan of this state, read but unchanged: nothing to check or do
+        if type(plan) is Plan and unchanged_current(plan, token):
+            return False  # a current plan of this state, unchanged: nothing to check or do
         if pending is not None:
             if pending.token != token:
                 pending = None  # a current plan of an earlier state: checked in full
             elif not (plan.borrow or plan.give_back or plan.suspend or plan.batch_sizes):
                 if not pending.writes:
-                    return False  # the current plan, unchanged: nothing to check or do
+                    return False  # a Plan subclass's current plan, unchanged
                 applied = self._apply_starts(pending.writes)
                 if applied is not None:
                     return applied
