@@ -91,7 +91,7 @@ class LyraRates:
         kept, estimate, line = self._sjf_keys.get, self.remaining_estimate, []
         for job in jobs:
             cached = kept(job.id)
-            if cached is None or cached[0] != job.preemptions or type(job) is KnownJobView:
+            if cached is None or cached[0] != job.preemptions:  # (a believed view's stamp, a tuple, never equals it)
                 line.append((estimate(view, job), job.index, job))
             else:
                 line.append((cached[1], job.index, job))
