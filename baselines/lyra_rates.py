@@ -3,6 +3,11 @@ time there, its remaining time for the shortest-first line, and the knapsack's v
 
 Rates follow ``value_rate`` (``baselines/lyra.py``, "Rate model"): ``"goodput"`` is the rate the
 engine charges (``ClusterView.goodput``), ``"throughput"`` the profile's samples/s.
+
+Goodputs are kept by the progress part they are computed at: the job's true part
+(``JobView.progress_part``, visible under every knowledge mode), never the part of a knowledge
+mode's believed work (:class:`~lyra_gym.sim.view.KnownJobView`), which would hand one job another
+job's rate. Under oracle (plain views) the part is computed from the work already read: the same.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from lyra_gym.model.scaling import progress_bin
-from lyra_gym.sim.view import ClusterView, JobView
+from lyra_gym.sim.view import ClusterView, JobView, KnownJobView
 
 QUEUED_CACHE_SIZE = 50_000  # queued jobs whose time-on answers time_on keeps (then starts afresh)
 REFERENCE_CACHE_SIZE = 200_000  # (job, workers, progress part) reference rates remaining_at keeps (then afresh)
@@ -26,7 +31,8 @@ class LyraRates:
     def __init__(self, value_rate: str) -> None:
         self.value_rate = value_rate
         self.per_server: dict[str, int] = {}  # GPU type -> GPUs per server (ClusterFacts fills it)
-        self._sjf_keys: dict[str, tuple[int, float]] = {}  # job id -> (preemptions, est. remaining s)
+        # job id -> (preemptions, or (preemptions, believed remaining work) under a knowledge mode; est. remaining s)
+        self._sjf_keys: dict[str, tuple[int | tuple[int, float], float]] = {}
         self._rates: dict[tuple[str, str, int], np.ndarray] = {}
         self._goodputs: dict[tuple, tuple[np.ndarray, int]] = {}  # (rates, least w computed): see job_rates
         self._rows: dict[tuple, tuple] = {}  # value-row rates, gains (value_row): lists, or arrays with a rate of 0
@@ -69,12 +75,14 @@ class LyraRates:
 
     def remaining_estimate(self, view: ClusterView, job: JobView) -> float:
         """Seconds a queued job has left at its requested size on the reference GPU (cached: its
-        remaining work only changes by running, so the key is the preemption count)."""
+        remaining work only changes by running, so the key is the preemption count; under a
+        knowledge mode also its believed remaining work, which ``history`` moves as jobs finish)."""
         cached = self._sjf_keys.get(job.id)
-        if cached is not None and cached[0] == job.preemptions:
+        stamp = job.preemptions if type(job) is not KnownJobView else (job.preemptions, job.remaining_work)
+        if cached is not None and cached[0] == stamp:
             return cached[1]
         estimate = self.remaining_at(view, job, job.spec.num_gpus)
-        self._sjf_keys[job.id] = (job.preemptions, estimate)
+        self._sjf_keys[job.id] = (stamp, estimate)
         return estimate
 
     def queued_line(self, view: ClusterView, jobs: Iterable[JobView]) -> list[tuple[float, int, JobView]]:
@@ -83,7 +91,7 @@ class LyraRates:
         kept, estimate, line = self._sjf_keys.get, self.remaining_estimate, []
         for job in jobs:
             cached = kept(job.id)
-            if cached is None or cached[0] != job.preemptions:
+            if cached is None or cached[0] != job.preemptions:  # (a believed view's stamp, a tuple, never equals it)
                 line.append((estimate(view, job), job.index, job))
             else:
                 line.append((cached[1], job.index, job))
@@ -99,8 +107,12 @@ class LyraRates:
                 return job.remaining_time_at(workers)
             # job.remaining_time_at(workers) with the rate kept per job, size and progress part
             # (the rate is a function of them but for the adaptive rule's batch)
-            remaining, total = job.remaining_work, job.total_work
-            key = (job.id, workers, progress_bin(total - remaining, total))
+            remaining = job.remaining_work
+            if type(job) is KnownJobView:  # believed work: the rate's part is the true one
+                key = (job.id, workers, job.progress_part)
+            else:
+                total = job.total_work
+                key = (job.id, workers, progress_bin(total - remaining, total))
             rate = self._reference_rates.get(key)
             if rate is None:
                 if len(self._reference_rates) > REFERENCE_CACHE_SIZE:
@@ -126,6 +138,9 @@ class LyraRates:
             workers = job.spec.num_gpus
             if workers < 1:
                 line.append((job.remaining_time_at(workers), job.index, job))
+                continue
+            if type(job) is KnownJobView:  # spans prove the believed part, not the rate's: none
+                line.append((self.remaining_at(view, job, workers), job.index, job))
                 continue
             remaining, total = job.remaining_work, job.total_work  # as remaining_at, inlined
             span = spans.get(job.id)
@@ -171,7 +186,7 @@ class LyraRates:
         if self.value_rate == "throughput":
             return self.packed_rates(view, job.spec.model, gpu_type, per_server, top)
         spec = job.spec
-        part = progress_bin(job.total_work - job.remaining_work, job.total_work)
+        part = job.progress_part
         key = (spec.model, job.init_batch, spec.num_gpus, part, gpu_type, per_server)
         kept = self._goodputs.get(key)
         if kept is not None and len(kept[0]) > top and kept[1] <= low:
@@ -223,6 +238,8 @@ class LyraRates:
         # under "goodput" also the job's initial batch, requested size and progress part (its key)
         if self.value_rate == "throughput":
             key = (spec.model, gpu_type, spec.min_gpus, top)
+        elif type(job) is KnownJobView:  # believed work: the rate's part is the true one
+            key = (spec.model, job.init_batch, spec.num_gpus, job.progress_part, gpu_type, spec.min_gpus, top)
         else:
             total = job.total_work
             key = (spec.model, job.init_batch, spec.num_gpus, progress_bin(total - remaining, total), gpu_type,
