@@ -12,6 +12,7 @@ job's rate. Under oracle (plain views) the part is computed from the work alread
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Callable, Iterable
 
@@ -62,6 +63,18 @@ class LyraRates:
         if carried is not None and carried[0][2] == self.value_rate \
                 and len(carried[1]) + len(carried[2]) + len(carried[3]) <= CARRIED_ENTRIES:
             self._carried = carried
+
+    def __deepcopy__(self, memo: dict) -> LyraRates:
+        """A copy (an env's fork) that shares the caches :meth:`adopt` carries, where they are pure
+        functions of their keys and the settings (settled with a token, or adopted and not yet
+        settled): entries are only ever added, never changed, so sharing them changes no answer
+        and spares copying thousands of rows per fork. Everything else is copied."""
+        clone = object.__new__(LyraRates)
+        memo[id(self)] = clone
+        shared = ("_rates", "_goodputs", "_rows", "_carried") if self._token else ("_carried",)
+        for name, value in self.__dict__.items():
+            clone.__dict__[name] = value if name in shared else copy.deepcopy(value, memo)
+        return clone
 
     def _settle(self, view: ClusterView) -> None:
         """Record what the rates are computed under (called before the first one is cached, with the

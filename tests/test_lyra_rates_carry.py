@@ -114,3 +114,18 @@ def test_adopt_leaves_large_caches_and_a_started_run(monkeypatch):
     assert _adopter(previous)._carried is None
     with pytest.raises(ValueError, match="adopt"):
         previous.adopt(_filled())
+
+
+@pytest.mark.parametrize("mode", ["plain", "adaptive"])
+def test_a_fork_shares_the_pure_caches_only(mode):
+    """``copy.deepcopy`` (an env's fork) shares the settled pure caches, so a fork costs no copy of
+    them, and gives the same answers; where they are not pure (the adaptive rule: the rates follow
+    a job's batch) it copies them, so the fork's asks never reach the original's caches."""
+    view = _engine(scaling="adaptive").view if mode == "adaptive" else _engine().view
+    rates = _filled(view=view)
+    clone = copy.deepcopy(rates)
+    pure = ("_rates", "_goodputs", "_rows")
+    shared = [getattr(clone, name) is getattr(rates, name) for name in pure]
+    assert shared == ([True] * 3 if mode == "plain" else [False] * 3)
+    assert clone._sjf_keys is not rates._sjf_keys and clone._sjf_keys == rates._sjf_keys  # by job id: copied
+    assert _asked(clone, view) == _asked(rates, view)
