@@ -454,9 +454,10 @@ class ClusterView:
     def rate_settings(self) -> tuple | None:
         """What :meth:`goodput` and ``profiles`` answer by besides their arguments and a job's model,
         initial batch, requested size and progress part: ``(profiles, scaling settings)``, the
-        profile set itself (compare it with ``is``) and a hashable key. None where job views do not
-        tell the truth (a ``knowledge`` mode: their progress part is believed, not the engine's)
-        or the adaptive rule's batch (a job's own state) enters the rate."""
+        profile set itself (compare it with ``is``) and a hashable key. None under a ``knowledge``
+        mode (job views answer with believed work beside the engine's progress part: a scheduler
+        keeps what it derives per run) or where the adaptive rule's batch (a job's own state)
+        enters the rate."""
         engine = self._engine
         scaling = engine.scaling
         if engine.knowledge is not None or scaling.rule == "adaptive":
