@@ -19,17 +19,13 @@ from hypothesis import strategies as st
 import lyra_gym.sim.engine as engine_module
 from lyra_gym.envs.rewards import SpanReward, StepOutcome, reward
 from lyra_gym.sim.plan import Plan, unchanged_current
-from toy import engine_at_first_decision, job, masked_random_rollout
+from toy import engine_at_first_decision, job, masked_random_rollout, one_running_one_queued
 
 
 @pytest.fixture
 def engine():
     """Two jobs on one 4-GPU server: ``a`` (2 GPUs) running, ``b`` (2 GPUs) queued."""
-    engine = engine_at_first_decision([job("a", 0.0, 2, 100.0), job("b", 0.0, 2, 100.0)])
-    plan = engine.view.current_plan()
-    plan.assign("a", {0: 2})
-    assert engine.submit(plan)
-    return engine
+    return one_running_one_queued()
 
 
 def _token(engine):

@@ -11,17 +11,13 @@ import pytest
 
 import lyra_gym.sim.engine as engine_module
 from lyra_gym.sim.plan import PlanError
-from toy import engine_at_first_decision, job
+from toy import one_running_one_queued
 
 
 @pytest.fixture
 def engine():
     """Two jobs on one 4-GPU server: ``a`` (2 GPUs) running, ``b`` (2 GPUs) queued."""
-    engine = engine_at_first_decision([job("a", 0.0, 2, 100.0), job("b", 0.0, 2, 100.0)])
-    plan = engine.view.current_plan()
-    plan.assign("a", {0: 2})
-    assert engine.submit(plan)
-    return engine
+    return one_running_one_queued()
 
 
 def _no_validation(monkeypatch) -> list:

@@ -71,6 +71,15 @@ def engine_at_first_decision(jobs, training=1, gpus=4, inference=0, demand=None)
     return engine
 
 
+def one_running_one_queued() -> Engine:
+    """Two jobs on one 4-GPU server: ``a`` (2 GPUs) running, ``b`` (2 GPUs) queued."""
+    engine = engine_at_first_decision([job("a", 0.0, 2, 100.0), job("b", 0.0, 2, 100.0)])
+    plan = engine.view.current_plan()
+    plan.assign("a", {0: 2})
+    assert engine.submit(plan)
+    return engine
+
+
 def masked_random_rollout(env_id: str, steps: int, seed: int) -> None:
     """``steps`` uniformly random valid actions (``action_masks()``) in a fresh ``env_id`` reset with
     ``seed``, resetting at each episode's end (what the tests that watch a guided env's decisions run)."""
