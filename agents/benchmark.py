@@ -10,9 +10,9 @@ Protocol
    cluster config and the throughput profile it names, on fixed test windows of the
    environments (paired: every policy sees the same jobs and the same simulation seed on a window).
 2. Policies: scheduler registry names (``lyra``, ``baseline``, ``tiresias``, ...),
-   ``random`` (uniform over the valid values of every action dimension of
-   ``LyraGym/Cluster-v1``'s masks, decoded into Lyra's guidance as the env does;
-   seeded per window from ``--seed`` and the window's seed), ``model:PATH`` (a
+   ``random`` (uniform over the valid values of every action dimension of ``LyraGym/Cluster-v1``'s
+   masks, decoded into Lyra's guidance as the env does; seeded per window from ``--seed`` and the
+   window's seed), ``small-first`` (:mod:`lyra_agents.small_first`'s fixed rule on those levels), ``model:PATH`` (a
    trained run, loaded the safe way: :func:`lyra_agents.policy_scheduler.load_policy_scheduler`),
    ``policy:MODULE:FACTORY`` and ``MODULE:CLASS`` (``docs/writing-a-policy.md``; built afresh per
    window), and agents given as several training seeds, ``--agent NAME=PATH,PATH,...``.
@@ -93,6 +93,7 @@ from lyra_gym.run.simulate import load_profile_set, simulate
 
 from lyra_agents.bench_output import AGGREGATE_COLUMNS, COLUMNS, WINDOW_COLUMNS, table, to_csv, write_atomic
 from lyra_agents.bench_stats import MIN_UNITS, iqm, iqm_ci, normalise, stratified_bootstrap_ci, unit_bootstrap_ci
+from lyra_agents.experts import random_masked_action
 from lyra_agents.headroom import BOUND, ORACLE, REFERENCE_KINDS, headroom, headroom_table, isolated_jct, row_kind
 from lyra_agents.scenarios import Scenario
 from lyra_agents.suite import Suite, SuiteError, get_suite
@@ -103,6 +104,7 @@ __all__ = ["AGGREGATE_COLUMNS", "COLUMNS", "WINDOW_COLUMNS", "iqm", "iqm_ci", "m
 TRAIN_SCRIPT = Path(__file__).resolve().parents[1] / "train.py"  # run for --train, wherever the cwd is
 REFERENCE = "lyra"
 RANDOM = "random"
+SMALL_FIRST = "small-first"
 METRICS = ("jct_vs_lyra", "score_vs_random")
 
 
@@ -144,17 +146,6 @@ class RandomMaskedScheduler(Scheduler):
         return self.inner.decide(view)
 
 
-def random_masked_action(rng: np.random.Generator, nvec: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """One value per dimension, uniform over that dimension's valid values in ``masks``."""
-    action = np.empty(len(nvec), dtype=np.int64)
-    start = 0
-    for d, n in enumerate(np.asarray(nvec, dtype=int)):
-        valid = np.flatnonzero(masks[start:start + n])
-        action[d] = valid[rng.integers(len(valid))] if len(valid) else 0
-        start += n
-    return action
-
-
 @dataclass
 class Policy:
     """A benchmarked policy: a name and one factory per run (training seed)."""
@@ -173,6 +164,15 @@ def _random_policy(seed: int) -> Policy:
         child = int(np.random.SeedSequence([seed, window_seed]).generate_state(1)[0])
         return RandomMaskedScheduler(child)
     return Policy(RANDOM, [(f"seed={seed}", make)])
+
+
+def _small_first_policy(_seed: int) -> Policy:
+    from lyra_agents.small_first import SmallFirstScheduler  # imports torch: only when named
+    return Policy(SMALL_FIRST, [("", lambda _window_seed: SmallFirstScheduler())])
+
+
+#: Policies named here, not in the scheduler registry: name -> its policy given ``--seed``.
+BUILTIN_POLICIES: dict[str, Callable[[int], Policy]] = {RANDOM: _random_policy, SMALL_FIRST: _small_first_policy}
 
 
 def _load_model(path: str, name: str) -> Scheduler:
@@ -233,8 +233,8 @@ def resolve_policies(names: Sequence[str], agents: Sequence[str], random_seed: i
         policies[policy.name] = policy
 
     for name in [REFERENCE, RANDOM, *[n for n in names if n not in (REFERENCE, RANDOM)]]:
-        if name == RANDOM:
-            add(_random_policy(random_seed))
+        if name in BUILTIN_POLICIES:
+            add(BUILTIN_POLICIES[name](random_seed))
         elif name.startswith("model:"):
             scheduler = _load_model(name[len("model:"):], name)
             add(Policy(name, [(name[len("model:"):], _always(scheduler))]))
@@ -244,7 +244,7 @@ def resolve_policies(names: Sequence[str], agents: Sequence[str], random_seed: i
             registry.make(name)
             add(Policy(name, [("", lambda _window_seed, name=name: registry.make(name))]))  # type: ignore[misc]
         else:
-            raise BenchmarkError(f"unknown policy {name!r} (known: {', '.join(sorted(known | {RANDOM}))}, model:PATH, "
+            raise BenchmarkError(f"unknown policy {name!r} (known: {', '.join(sorted(known | set(BUILTIN_POLICIES)))}, model:PATH, "
                                  f"policy:MODULE:FACTORY, MODULE:CLASS)")
     for spec in agents:
         label, eq, paths = spec.partition("=")
@@ -480,7 +480,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--suite", default="v0",
                         help="v0 (default: the first fixed suite), v1 (traces/suite-v1/suite.yaml) or a suite file")
     parser.add_argument("--policies", default=None,
-                        help="comma-separated registry names, 'random', model:PATH, policy:MODULE:FACTORY, "
+                        help="comma-separated registry names, 'random', 'small-first', model:PATH, policy:MODULE:FACTORY, "
                              "MODULE:CLASS (default: every registry scheduler and random)")
     parser.add_argument("--agent", action="append", default=[], metavar="NAME=PATH[,PATH...]",
                         help="a trained agent as runs of several training seeds (repeatable)")

@@ -38,6 +38,17 @@ def small_first_action(env: Any) -> np.ndarray:
     return action
 
 
+def random_masked_action(rng: np.random.Generator, nvec: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """One value per dimension, uniform over that dimension's valid values in ``masks``."""
+    action = np.empty(len(nvec), dtype=np.int64)
+    start = 0
+    for d, n in enumerate(np.asarray(nvec, dtype=int)):
+        valid = np.flatnonzero(masks[start:start + n])
+        action[d] = valid[rng.integers(len(valid))] if len(valid) else 0
+        start += n
+    return action
+
+
 #: Rule name -> action of an unwrapped env (``heuristic`` is the env's own method, not listed).
 RULES: dict[str, Callable[[Any], np.ndarray]] = {"small_first": small_first_action}
 #: Every ``bc_expert`` value.
@@ -62,4 +73,4 @@ class ExpertRule(gym.Wrapper):
         return RULES[self.rule](self.env.unwrapped)
 
 
-__all__ = ["EXPERTS", "ExpertRule", "NEEDS_JOB_LEVELS", "RULES", "small_first_action"]
+__all__ = ["EXPERTS", "ExpertRule", "NEEDS_JOB_LEVELS", "RULES", "random_masked_action", "small_first_action"]
