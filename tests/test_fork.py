@@ -76,3 +76,20 @@ def test_forks_of_a_fork_and_before_the_first_reset(env_id):
     for e in (env, blank):
         e.reset(seed=5)
     assert play(env.fork(), 3, 12) == play(blank.fork().fork(), 3, 12) == play(env, 3, 12)
+
+
+def test_a_fork_shares_the_caches_of_pure_functions():
+    """What is kept of pure functions across episodes is shared by a fork, not copied (Lyra's rates
+    by model, ``LyraRates.__deepcopy__``; the observation builder's efficiencies and loaned-type
+    rates, ``ObservationBuilder.__deepcopy__``), so a fork's cost does not grow with them; the
+    per-episode state is the fork's own."""
+    env = gym.make("LyraGym/Cluster-v1", **KWARGS).unwrapped
+    env.reset(seed=3)
+    play(env, 4, 12)  # several episodes: the caches are filled and carried over
+    fork = env.fork()
+    for name in ("_efficiency", "_shared_goodput", "_shared_parts"):
+        assert getattr(fork.builder, name) is getattr(env.builder, name)
+    rates, forked = env.episode.heuristic.memory.rates, fork.episode.heuristic.memory.rates
+    assert forked is not rates and forked._goodputs is rates._goodputs and forked._rows is rates._rows
+    assert forked._sjf_keys is not rates._sjf_keys  # by job id: the episode's own
+    assert play(fork, 5, 10) == play(env, 5, 10)

@@ -31,6 +31,7 @@ part behind the loaned-type rate stays the true one (visible in every mode).
 
 from __future__ import annotations
 
+import copy
 import math
 import struct
 
@@ -183,6 +184,10 @@ def server_slots(view: ClusterView, m: int) -> list[int]:
     return view._engine.topology.loaned()[:m]  # noqa: SLF001 -- list(view.loaned_servers()[:m]), one copy
 
 
+#: ObservationBuilder's caches of pure functions, shared by a fork (ObservationBuilder.__deepcopy__)
+_SHARED_ON_FORK = frozenset({"_efficiency", "_shared_goodput", "_shared_parts"})
+
+
 class ObservationBuilder:
     """Builds the flat float32 observation (a new array per call); ``size`` is its length.
 
@@ -214,6 +219,16 @@ class ObservationBuilder:
         self._job_pad = (0.0,) * (self.job_width - len(JOB_FEATURES))
         self._cluster_pad = (0.0,) * (self.cluster_width - len(CLUSTER_FEATURES))
         self._empty_server = (0.0,) * len(SERVER_FEATURES)
+
+    def __deepcopy__(self, memo: dict) -> ObservationBuilder:
+        """A copy (an env's fork) that shares what the builder keeps of pure functions across
+        engines (scaling efficiencies, loaned-type rates by run context: entries only filled in,
+        each with its one value), so a fork does not copy them; the rest is copied."""
+        clone = object.__new__(type(self))
+        memo[id(self)] = clone
+        for name, value in self.__dict__.items():
+            clone.__dict__[name] = value if name in _SHARED_ON_FORK else copy.deepcopy(value, memo)
+        return clone
 
     def _scaling_efficiency(self, view: ClusterView, job: JobView) -> float:
         spec = job.spec
