@@ -45,7 +45,7 @@ class LyraRates:
         # part): remaining work in [least, most] is in that part (running_line)
         self._part_spans: dict[str, tuple[int, float, float, float, float, int]] = {}
         # what _rates, _goodputs and _rows were computed under (the view's rate_settings, GPUs per
-        # server, value_rate), recorded at the first rate computed (_settle); () where they are not
+        # server, value_rate), recorded by settle at the first decision; () where they are not
         # pure functions of their keys and it (carried nowhere); None before
         self._token: tuple | None = None
         self._carried: tuple[tuple, dict, dict, dict] | None = None  # adopted: (token, _rates, _goodputs, _rows)
@@ -53,8 +53,8 @@ class LyraRates:
     def adopt(self, previous: LyraRates) -> None:
         """Take over ``previous``'s caches that are pure functions of the profiles, the scaling
         settings, the GPUs per server and ``value_rate`` (packed rates, goodput rows, value rows; not
-        those by job id), for use from this run's first rate on if it finds the same settings
-        (:meth:`_settle`; else dropped). Call it before this one computes a rate."""
+        those by job id), for use from :meth:`settle` on if this run finds the same settings there
+        (else dropped). Call it before this one settles."""
         if self._token is not None:
             raise ValueError("LyraRates.adopt: this one has computed rates already")
         carried = previous._carried
@@ -76,9 +76,10 @@ class LyraRates:
             clone.__dict__[name] = value if name in shared else copy.deepcopy(value, memo)
         return clone
 
-    def _settle(self, view: ClusterView) -> None:
-        """Record what the rates are computed under (called before the first one is cached, with the
-        caches empty); take the adopted caches if they were computed under the same."""
+    def settle(self, view: ClusterView) -> None:
+        """Record what the rates are computed under (``LyraMemory.start`` calls it at the run's first
+        decision, once ``per_server`` is known, before any rate is cached); take the adopted caches
+        if they were computed under the same. Unsettled, the caches are this run's own."""
         settings = view.rate_settings
         self._token = () if settings is None else (settings, tuple(sorted(self.per_server.items())),
                                                    self.value_rate)
@@ -181,9 +182,6 @@ class LyraRates:
         key = (model, gpu_type, per_server)
         rates = self._rates.get(key)
         if rates is None or len(rates) <= top:
-            if self._token is None:
-                self._settle(view)
-                return self.packed_rates(view, model, gpu_type, per_server, top)
             size = max(top + 1, 2 * len(rates) if rates is not None else 65)
             rates = np.array([0.0] + [view.profiles.packed_throughput(model, w, gpu_type, per_server)
                                       for w in range(1, size)])
@@ -204,9 +202,6 @@ class LyraRates:
         kept = self._goodputs.get(key)
         if kept is not None and len(kept[0]) > top and kept[1] <= low:
             return kept[0]
-        if self._token is None:
-            self._settle(view)
-            return self.job_rates(view, job, gpu_type, top, low)
         if self._fixed_batch is None:
             self._fixed_batch = view.scaling != "adaptive"
         if self._fixed_batch:  # each rate a function of the key and w: compute only the new ones
@@ -259,9 +254,6 @@ class LyraRates:
                    spec.min_gpus, top)
         cached = self._rows.get(key)
         if cached is None:
-            if self._token is None:
-                self._settle(view)
-                return self._row_rates(view, job, gpu_type, top, remaining)
             rates = self.job_rates(view, job, gpu_type, spec.min_gpus + top, spec.min_gpus)
             rates = rates[spec.min_gpus: spec.min_gpus + top + 1]
             gain = rates / rates[0] - 1.0
@@ -322,7 +314,7 @@ class LyraRates:
 
 
 def _same_settings(token: tuple, other: tuple) -> bool:
-    """Were rates cached under ``token`` computed under ``other`` (tokens of :meth:`LyraRates._settle`:
+    """Were rates cached under ``token`` computed under ``other`` (tokens of :meth:`LyraRates.settle`:
     the same profile set, the same scaling settings, GPUs per server and ``value_rate``)?"""
     return bool(token) and bool(other) and token[0][0] is other[0][0] and token[0][1] == other[0][1] \
         and token[1:] == other[1:]

@@ -41,7 +41,10 @@ def _jobs(view: ClusterView) -> list[JobView]:
 
 
 def _asked(rates: LyraRates, view: ClusterView) -> list:
-    """Every kind of answer of ``rates`` for the toy jobs (the caches filled on the way)."""
+    """Every kind of answer of ``rates`` for the toy jobs (the caches filled on the way), settled
+    first as a run's first decision does (``LyraMemory.start``)."""
+    if rates._token is None:
+        rates.settle(view)
     answers: list = []
     for j in _jobs(view):
         answers += [rates.job_rates(view, j, "v100", 6).tolist(), rates.value_row(view, j, "v100", 3, 900.0),

@@ -34,14 +34,14 @@ def test_carried_caches_give_the_rollouts_of_fresh_ones(monkeypatch, case):
     env_id, keywords, carried = CASES[case]
     monkeypatch.setitem(ENV_CASES, case, (env_id, keywords, "random", None))
     taken: list[bool] = []  # per run: were the last episode's caches taken (and used)?
-    settle = LyraRates._settle
+    settle = LyraRates.settle
 
     def watched(self, view):
         pending = self._carried
         settle(self, view)
         taken.append(pending is not None and self._goodputs is pending[2] and self._rows is pending[3])
 
-    monkeypatch.setattr(LyraRates, "_settle", watched)
+    monkeypatch.setattr(LyraRates, "settle", watched)
     digest = env_digest(case, 200)
     assert len(taken) >= 3 and all(taken[1:]) is carried and not taken[0]
     monkeypatch.setattr(LyraScheduler, "carry_from", lambda self, previous: None)
