@@ -93,7 +93,7 @@ from lyra_gym.run.simulate import load_profile_set, simulate
 
 from lyra_agents.bench_output import AGGREGATE_COLUMNS, COLUMNS, WINDOW_COLUMNS, table, to_csv, write_atomic
 from lyra_agents.bench_stats import MIN_UNITS, iqm, iqm_ci, normalise, stratified_bootstrap_ci, unit_bootstrap_ci
-from lyra_agents.experts import random_masked_action
+from lyra_agents.experts import SMALL_FIRST, random_masked_action
 from lyra_agents.headroom import BOUND, ORACLE, REFERENCE_KINDS, headroom, headroom_table, isolated_jct, row_kind
 from lyra_agents.scenarios import Scenario
 from lyra_agents.suite import Suite, SuiteError, get_suite
@@ -104,7 +104,6 @@ __all__ = ["AGGREGATE_COLUMNS", "COLUMNS", "WINDOW_COLUMNS", "iqm", "iqm_ci", "m
 TRAIN_SCRIPT = Path(__file__).resolve().parents[1] / "train.py"  # run for --train, wherever the cwd is
 REFERENCE = "lyra"
 RANDOM = "random"
-SMALL_FIRST = "small-first"
 METRICS = ("jct_vs_lyra", "score_vs_random")
 
 

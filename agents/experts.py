@@ -51,6 +51,8 @@ def random_masked_action(rng: np.random.Generator, nvec: np.ndarray, masks: np.n
 
 #: Rule name -> action of an unwrapped env (``heuristic`` is the env's own method, not listed).
 RULES: dict[str, Callable[[Any], np.ndarray]] = {"small_first": small_first_action}
+#: The small-first rule's policy name in ``python -m lyra_agents.benchmark`` (:mod:`lyra_agents.small_first`).
+SMALL_FIRST = "small-first"
 #: Every ``bc_expert`` value.
 EXPERTS = ("heuristic", *RULES)
 #: Rules that set job levels: only for envs whose actions have them.
@@ -73,4 +75,5 @@ class ExpertRule(gym.Wrapper):
         return RULES[self.rule](self.env.unwrapped)
 
 
-__all__ = ["EXPERTS", "ExpertRule", "NEEDS_JOB_LEVELS", "RULES", "random_masked_action", "small_first_action"]
+__all__ = ["EXPERTS", "SMALL_FIRST", "ExpertRule", "NEEDS_JOB_LEVELS", "RULES", "random_masked_action",
+           "small_first_action"]

@@ -15,12 +15,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from lyra_agents.config import TrainConfig
-from lyra_agents.experts import small_first_action
+from lyra_agents.experts import SMALL_FIRST, small_first_action
 from lyra_agents.policy_scheduler import GuidedAgentScheduler
 from lyra_gym.sim.view import ClusterView, JobView
-
-#: The policy's name in ``python -m lyra_agents.benchmark --policies`` and in results.
-SMALL_FIRST = "small-first"
 
 
 class SmallFirstScheduler(GuidedAgentScheduler):
