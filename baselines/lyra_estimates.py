@@ -146,6 +146,12 @@ class ReleaseTracker:
     this plan edited, and those without an entry; any other allocations, a new view or a lost feed
     visit every job (:meth:`_sync_all`). ``tests/test_lyra_admission_speed.py`` checks the book
     against one built from scratch at every decision.
+
+    Under ``oracle`` an entry is the finish at the job's rate when its allocation was set; the
+    engine changes that rate again only at a progress-part boundary (or, under the adaptive rule,
+    a batch change), and the entry is not redone then (an approximation the golden results pin).
+    Under a knowledge mode the believed finish moves with the belief, so every entry is computed
+    afresh at each timeline (:meth:`_sync_believed`; ``tests/test_lyra_releases_knowledge.py``).
     """
 
     def __init__(self, views: dict[str, JobView], cap: Callable[[JobView], int] | None) -> None:
@@ -171,6 +177,9 @@ class ReleaseTracker:
 
     def _sync(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]]) -> None:
         """Bring the book in step with ``allocations``."""
+        if view.believed:
+            self._sync_believed(view, allocations)
+            return
         edits = allocations.touched if type(allocations) is TrackedAllocations else None
         feed = self._feed if self._view is view else None
         changes = feed.changed() if feed is not None and edits is not None else None
@@ -185,6 +194,26 @@ class ReleaseTracker:
         dirty.update(edits)
         self._edited = tuple(edits)
         self._visit(view, allocations, dirty)
+
+    def _sync_believed(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]]) -> None:
+        """:meth:`_sync` under a knowledge mode: a job's expected finish moves while its allocation
+        stays (its believed total changes: a history mean moves, an estimate the job outran grows),
+        so every running job's entry is computed afresh, not kept per allocation object."""
+        book, counted = self._book, self._counted
+        self._visit(view, allocations, set(counted).difference(allocations))  # stopped or finished
+        for job_id, alloc in allocations.items():
+            entry = self._compute(view, job_id, alloc)
+            old = counted.get(job_id)
+            if old is not None:
+                if entry is not None and old[0] is alloc and old[1:] == entry[1:]:
+                    continue
+                del counted[job_id]
+                if old[3]:
+                    book.remove(old[1], old[2], old[3])
+            if entry is not None:
+                counted[job_id] = entry
+                if entry[3]:
+                    book.add(entry[1], entry[2], entry[3])
 
     def _sync_all(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]]) -> None:
         """:meth:`_sync` visiting every job: those counted and not in ``allocations`` (stopped or
@@ -228,14 +257,22 @@ class ReleaseTracker:
         cached per allocation object; None for a job placed or changed by this plan."""
         entry = self._releases.get(job_id)
         if entry is None or entry[0] is not alloc:
-            job = self.views.get(job_id) or view.job(job_id)
-            finish = job.expected_finish
-            if finish is None or alloc is not job.allocation:
+            entry = self._compute(view, job_id, alloc)
+            if entry is None:
                 return None
-            types, training = self.gpu_types, self.training_ids
-            typ = types[next(iter(alloc))]
-            held = sum(g for s, g in alloc.items() if s in training and types[s] == typ)
-            if job.spec.elastic and self.cap is not None:
-                held = min(held, self.cap(job))  # flexible workers count as available already
-            entry = self._releases[job_id] = (alloc, typ, finish, held)
+            self._releases[job_id] = entry
         return entry
+
+    def _compute(self, view: ClusterView, job_id: str, alloc: Mapping[int, int]
+                 ) -> tuple[Mapping[int, int], str, float, int] | None:
+        """:meth:`_entry` now, uncached."""
+        job = self.views.get(job_id) or view.job(job_id)
+        finish = job.expected_finish
+        if finish is None or alloc is not job.allocation:
+            return None
+        types, training = self.gpu_types, self.training_ids
+        typ = types[next(iter(alloc))]
+        held = sum(g for s, g in alloc.items() if s in training and types[s] == typ)
+        if job.spec.elastic and self.cap is not None:
+            held = min(held, self.cap(job))  # flexible workers count as available already
+        return (alloc, typ, finish, held)

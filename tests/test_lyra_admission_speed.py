@@ -143,7 +143,7 @@ def test_the_release_tracker_visits_the_feeds_changes_the_plans_edits_and_the_jo
     a, b, c = {0: 4}, {1: 4}, {2: 4}
     jobs = {"A": _job("A", 100.0, a), "B": _job("B", 50.0, b), "C": _job("C", None, c)}
     feed = _Feed()
-    view = SimpleNamespace(now=10.0, job=jobs.__getitem__, change_feed=lambda: feed)
+    view = SimpleNamespace(now=10.0, job=jobs.__getitem__, change_feed=lambda: feed, believed=False)
     tracker = ReleaseTracker({}, cap=None)
     tracker.gpu_types, tracker.training_ids = ["v100"] * 3, frozenset({0, 1, 2})
 

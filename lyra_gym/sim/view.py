@@ -451,6 +451,12 @@ class ClusterView:
         return self._engine.scaling.rule
 
     @property
+    def believed(self) -> bool:
+        """Whether job views answer with believed work (a ``knowledge`` mode other than ``oracle``:
+        :class:`KnownJobView`), so their remaining work and expected finish move with the belief."""
+        return self._engine.knowledge is not None
+
+    @property
     def rate_settings(self) -> tuple | None:
         """What :meth:`goodput` and ``profiles`` answer by besides their arguments and a job's model,
         initial batch, requested size and progress part: ``(profiles, scaling settings)``, the
