@@ -80,6 +80,15 @@ def test_counted_masks_and_decoding_are_the_plain_ones(data, k, m, b, controls):
     assert codec.decode(action_array, masks, slots, servers, counts) == plain_decoded
 
 
+def test_value_runs_by_hand():
+    from lyra_gym.envs.actions import _value_runs
+
+    # three dimensions of three values: {0, 1}, {1}, {1}; then a gap ({0, 2}) no range expresses
+    assert _value_runs(bytes([1, 1, 0, 0, 1, 0, 0, 1, 0]), [3, 3, 3]) == [(0, 1, 0, 2, None), (1, 3, 1, 2, [1, 1])]
+    assert _value_runs(bytes([1, 0, 1]), [3]) is None
+    assert _value_runs(bytes([0, 0]), [2]) is None
+
+
 def _fresh_slots(view, k):
     constants = _constants(view)
     kept, constants.running_slots = constants.running_slots, None

@@ -19,6 +19,9 @@ _job_id = attrgetter("id")
 _UINT64 = np.dtype(np.uint64)
 
 
+Run = tuple[int, int, int, int, "list[int] | None"]  # see _value_runs
+
+
 class ActionCodec:
     """The env's MultiDiscrete action layout: ``[JOB_LEVELS]*K`` if it controls jobs, then
     ``[B+1] + [RETURN_LEVELS]*M`` if it controls loaning; masks and decoding into Guidance.
@@ -42,8 +45,7 @@ class ActionCodec:
         self._empty = bytes(1 if level == 0 else 0 for level in range(JOB_LEVELS))
         self._loaning: dict[int, bytes] = {}  # loaning part of the masks by number of loaned servers
         self._counted: dict[tuple[int, int, int], np.ndarray] = {}  # masks_counted's answers by its arguments
-        self._neutral_jobs = [NEUTRAL_JOB_LEVEL] * k
-        self._neutral_returns = [NEUTRAL_RETURN_LEVEL] * m
+        self._runs: dict[tuple[int, int, int], list[Run] | None] = {}  # _value_runs per counts
         self._nvec = self.nvec.tolist()
         self._offsets = self.offsets.tolist()
         self._shape = self.nvec.shape
@@ -84,28 +86,21 @@ class ActionCodec:
             if self.controls_loaning:
                 parts += self._loaning_part(servers)
             masks = self._counted[key] = np.frombuffer(parts, dtype=bool)  # read-only: the bytes are
+            self._runs[key] = _value_runs(parts, self._nvec)
         return masks
 
     def _counted_valid(self, vals: list[int], counts: tuple[int, int, int]) -> bool:
-        """Whether every value of ``vals`` is valid under ``masks_counted(*counts)``, tested a slice
-        at a time: a slot's dimension allows every level, or (an empty slot, a running inelastic
-        job, an empty server slot) one."""
-        shown, inelastic, servers = counts
-        pos = 0
-        if self.controls_jobs:
-            free = vals[:shown - inelastic]  # queued and running elastic jobs: any level
-            if free and (min(free) < 0 or max(free) >= JOB_LEVELS):
-                return False
-            if vals[shown - inelastic:shown] != self._neutral_jobs[:inelastic] or any(vals[shown:self.k]):
-                return False  # a running inelastic job: the neutral level; an empty slot: 0
-            pos = self.k
-        if self.controls_loaning:
-            if not 0 <= vals[pos] <= self.b:
-                return False
-            loaned = vals[pos + 1:pos + 1 + servers]  # loaned servers: any level; empty slots: neutral
-            if loaned and (min(loaned) < 0 or max(loaned) >= RETURN_LEVELS):
-                return False
-            if vals[pos + 1 + servers:] != self._neutral_returns[:self.m - servers]:
+        """Whether every value of ``vals`` is valid under ``masks_counted(*counts)``, tested a run of
+        dimensions at a time against the valid values read from that mask (:func:`_value_runs`)."""
+        runs = self._runs[counts]
+        if runs is None:
+            return False  # a mask the runs cannot express: read value by value
+        for first, end, low, high, only in runs:
+            part = vals[first:end]
+            if only is not None:  # one valid value: the slice compared whole
+                if part != only:
+                    return False
+            elif min(part) < low or max(part) >= high:
                 return False
         return True
 
@@ -148,7 +143,7 @@ class ActionCodec:
         """Action -> (Guidance, number of masked values replaced by the neutral one).
 
         ``counts``: where ``masks`` is the array ``masks_counted(*counts)`` returned, those counts
-        (the values are then tested a slice at a time, :meth:`_counted_valid`; the same answer);
+        (the values are then tested a run of dimensions at a time, :meth:`_counted_valid`; the same answer);
         any other ``masks`` is read value by value."""
         values = np.asarray(action, dtype=np.int64)
         if values.ndim != 1:  # (check's arrays are 1-D already)
@@ -175,3 +170,24 @@ class ActionCodec:
             guidance.borrow_fraction = vals[pos] / self.b
             guidance.return_levels = dict(zip(server_ids, vals[pos + 1:]))  # server j -> vals[pos + 1 + j]
         return guidance, invalid
+
+
+def _value_runs(allowed: bytes, sizes: list[int]) -> list[Run] | None:
+    """The mask ``allowed`` (dimensions of ``sizes`` values, concatenated) as runs (first dimension,
+    end, low, high, only) of neighbouring dimensions whose valid values are exactly low .. high - 1
+    (``only``: the run's one valid action slice where that is one value, else None); None when a
+    dimension's valid values are not one such range."""
+    runs: list[tuple[int, int, int, int]] = []
+    offset = 0
+    for dim, size in enumerate(sizes):
+        valid = [value for value in range(size) if allowed[offset + value]]
+        offset += size
+        if not valid or valid[-1] - valid[0] + 1 != len(valid):
+            return None
+        low, high = valid[0], valid[-1] + 1
+        if runs and runs[-1][1] == dim and runs[-1][2:] == (low, high):
+            runs[-1] = (runs[-1][0], dim + 1, low, high)
+        else:
+            runs.append((dim, dim + 1, low, high))
+    return [(first, end, low, high, [low] * (end - first) if high - low == 1 else None)
+            for first, end, low, high in runs]
