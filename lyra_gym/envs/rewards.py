@@ -92,20 +92,38 @@ def _finite(name: str, value: object) -> float:
     return number
 
 
+# the four counting terms (module docstring), each stated once: the StepOutcome terms and
+# SpanReward's per-span sum both call these
+def _jct_of(in_system: int, elapsed_s: float, scale_s: float) -> float:
+    return -in_system * elapsed_s / scale_s
+
+
+def _queue_of(queued: int, elapsed_s: float, scale_s: float) -> float:
+    return -queued * elapsed_s / scale_s
+
+
+def _usage_of(gpu_usage: float, elapsed_s: float, scale_s: float) -> float:
+    return gpu_usage * elapsed_s / scale_s
+
+
+def _preemption_of(preemptions: int) -> float:
+    return -float(preemptions)
+
+
 def _jct(o: StepOutcome) -> float:
-    return -o.in_system * o.elapsed_s / o.scale_s
+    return _jct_of(o.in_system, o.elapsed_s, o.scale_s)
 
 
 def _queue(o: StepOutcome) -> float:
-    return -o.queued * o.elapsed_s / o.scale_s
+    return _queue_of(o.queued, o.elapsed_s, o.scale_s)
 
 
 def _usage(o: StepOutcome) -> float:
-    return o.gpu_usage * o.elapsed_s / o.scale_s
+    return _usage_of(o.gpu_usage, o.elapsed_s, o.scale_s)
 
 
 def _preemption(o: StepOutcome) -> float:
-    return -float(o.preemptions)
+    return _preemption_of(o.preemptions)
 
 
 def _jobs(o: StepOutcome) -> tuple[JobSpec, ...]:
@@ -257,17 +275,17 @@ class SpanReward:
         scale_s = self._scale_s
         w = self._jct_weight
         if w is not None:  # float(sum([w * term])): sum adds its one item to 0 (-0.0 becomes 0.0)
-            return w * (-in_system * elapsed_s / scale_s) + 0.0
+            return w * _jct_of(in_system, elapsed_s, scale_s) + 0.0
         products = []
         for name, w in self._weights:
             if name == "jct":
-                term = -in_system * elapsed_s / scale_s
+                term = _jct_of(in_system, elapsed_s, scale_s)
             elif name == "queue":
-                term = -queued * elapsed_s / scale_s
+                term = _queue_of(queued, elapsed_s, scale_s)
             elif name == "usage":
-                term = gpu_usage * elapsed_s / scale_s
+                term = _usage_of(gpu_usage, elapsed_s, scale_s)
             else:  # "preemption" (span_reward gives this class no other term)
-                term = -float(preemptions)
+                term = _preemption_of(preemptions)
             products.append(w * term)
         return float(sum(products))
 
