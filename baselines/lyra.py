@@ -143,13 +143,7 @@ class LyraScheduler(Scheduler):
         if not (math.isfinite(self.round_s) and self.round_s > 0):
             raise ValueError(f"round_s: must be a finite number > 0, got {self.round_s!r}")
         self.loaning = Loaning(enabled=self.loan, reserve_servers=self.reserve_servers, reclaim_rule=self.reclaim_rule)
-        self._carried: LyraScheduler | None = None  # carry_from's earlier run, taken over at the next reset
         self.reset(np.random.default_rng(0))
-
-    def carry_from(self, previous: Scheduler) -> None:
-        """Start the next run (from its reset) with ``previous``'s caches that are pure functions of
-        the run's settings (an earlier run's Lyra; ``LyraRates.adopt``: dropped if they differ)."""
-        self._carried = previous if isinstance(previous, LyraScheduler) else None
 
     @property
     def tick_interval(self) -> float | None:  # type: ignore[override]
@@ -160,9 +154,6 @@ class LyraScheduler(Scheduler):
     def reset(self, rng: np.random.Generator) -> None:
         self.rng = rng
         self.memory = LyraMemory(self)  # what the stages keep across decisions
-        if self._carried is not None:
-            self.memory.rates.adopt(self._carried.memory.rates)
-            self._carried = None
         self._held_kept: tuple[dict[str, int], list[str]] | None = None  # levels -> held jobs (_held)
 
     def base_demand(self, job: JobView) -> int:

@@ -23,7 +23,7 @@ from lyra_gym.sim.view import ClusterView, JobView, KnownJobView
 
 QUEUED_CACHE_SIZE = 50_000  # queued jobs whose time-on answers time_on keeps (then starts afresh)
 REFERENCE_CACHE_SIZE = 200_000  # (job, workers, progress part) reference rates remaining_at keeps (then afresh)
-CARRIED_ENTRIES = 100_000  # most rate, goodput and value rows adopt takes over from an earlier run (else afresh)
+SHARED_ENTRIES = 100_000  # most rate, goodput and value rows kept in a profile set's memo (then afresh)
 
 
 class LyraRates:
@@ -44,48 +44,43 @@ class LyraRates:
         # job id -> (workers, total work, least and most remaining work, reference rate, progress
         # part): remaining work in [least, most] is in that part (running_line)
         self._part_spans: dict[str, tuple[int, float, float, float, float, int]] = {}
-        # what _rates, _goodputs and _rows were computed under (the view's rate_settings, GPUs per
-        # server, value_rate), recorded by settle at the first decision; () where they are not
-        # pure functions of their keys and it (carried nowhere); None before
+        # what _rates, _goodputs and _rows are computed under besides the profile set (the scaling
+        # settings, GPUs per server, value_rate), recorded by settle at the first decision; () where
+        # they are not pure functions of their keys and it (this run's own); None before
         self._token: tuple | None = None
-        self._carried: tuple[tuple, dict, dict, dict] | None = None  # adopted: (token, _rates, _goodputs, _rows)
-
-    def adopt(self, previous: LyraRates) -> None:
-        """Take over ``previous``'s caches that are pure functions of the profiles, the scaling
-        settings, the GPUs per server and ``value_rate`` (packed rates, goodput rows, value rows; not
-        those by job id), for use from :meth:`settle` on if this run finds the same settings there
-        (else dropped). Call it before this one settles."""
-        if self._token is not None:
-            raise ValueError("LyraRates.adopt: this one has computed rates already")
-        carried = previous._carried
-        if previous._token:  # settled with pure caches (else what it adopted and never settled, if any)
-            carried = (previous._token, previous._rates, previous._goodputs, previous._rows)
-        if carried is not None and carried[0][2] == self.value_rate \
-                and len(carried[1]) + len(carried[2]) + len(carried[3]) <= CARRIED_ENTRIES:
-            self._carried = carried
 
     def __deepcopy__(self, memo: dict) -> LyraRates:
-        """A copy (an env's fork) that shares the caches :meth:`adopt` carries, where they are pure
-        functions of their keys and the settings (settled with a token, or adopted and not yet
-        settled): entries are only ever added, never changed, so sharing them changes no answer
-        and spares copying thousands of rows per fork. Everything else is copied."""
+        """A copy (an env's fork) that shares the caches :meth:`settle` took from the profile set's
+        memo (pure functions of their keys and the settings: entries are only ever added, never
+        changed, so sharing them changes no answer and spares copying thousands of rows per fork).
+        Everything else is copied."""
         clone = object.__new__(LyraRates)
         memo[id(self)] = clone
-        shared = ("_rates", "_goodputs", "_rows", "_carried") if self._token else ("_carried",)
+        shared = ("_rates", "_goodputs", "_rows") if self._token else ()
         for name, value in self.__dict__.items():
             clone.__dict__[name] = value if name in shared else copy.deepcopy(value, memo)
         return clone
 
     def settle(self, view: ClusterView) -> None:
-        """Record what the rates are computed under (``LyraMemory.start`` calls it at the run's first
-        decision, once ``per_server`` is known, before any rate is cached); take the adopted caches
-        if they were computed under the same. Unsettled, the caches are this run's own."""
+        """Choose where the packed rates, goodput rows and value rows are kept (``LyraMemory.start``
+        calls it at the run's first decision, once ``per_server`` is known, before any rate is
+        cached): where they are pure functions of their keys, the profiles, the scaling settings,
+        the GPUs per server and ``value_rate``, in the profile set's memo for those settings
+        (:meth:`~lyra_gym.model.profiles.ProfileSet.memo`), shared by every run on the same profile
+        set with the same settings (an env's next episodes, repeated simulations); else (a
+        knowledge mode, the adaptive rule: ``view.rate_settings`` None) this run's own."""
         settings = view.rate_settings
-        self._token = () if settings is None else (settings, tuple(sorted(self.per_server.items())),
-                                                   self.value_rate)
-        carried, self._carried = self._carried, None
-        if carried is not None and _same_settings(carried[0], self._token):
-            self._rates, self._goodputs, self._rows = carried[1], carried[2], carried[3]
+        if settings is None:
+            self._token = ()
+            return
+        profiles, scaling = settings
+        self._token = (scaling, tuple(sorted(self.per_server.items())), self.value_rate)
+        kept = profiles.memo(("lyra-rates", *self._token))
+        if sum(map(len, kept.values())) > SHARED_ENTRIES:
+            kept.clear()  # rows of runs long gone: afresh
+        self._rates = kept.setdefault("packed", {})
+        self._goodputs = kept.setdefault("goodputs", {})
+        self._rows = kept.setdefault("rows", {})
 
     def remaining_estimate(self, view: ClusterView, job: JobView) -> float:
         """Seconds a queued job has left at its requested size on the reference GPU (cached: its
@@ -311,13 +306,6 @@ class LyraRates:
             held = horizon if horizon < t else t
             row[current] = held * gain[current] - rescale if current and horizon < t else held * gain[current]
         return row
-
-
-def _same_settings(token: tuple, other: tuple) -> bool:
-    """Were rates cached under ``token`` computed under ``other`` (tokens of :meth:`LyraRates.settle`:
-    the same profile set, the same scaling settings, GPUs per server and ``value_rate``)?"""
-    return bool(token) and bool(other) and token[0][0] is other[0][0] and token[0][1] == other[0][1] \
-        and token[1:] == other[1:]
 
 
 def _grown(kept: tuple[np.ndarray, int] | None, top: int, low: int,

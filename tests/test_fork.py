@@ -85,7 +85,7 @@ def test_a_fork_shares_the_caches_of_pure_functions():
     per-episode state is the fork's own."""
     env = gym.make("LyraGym/Cluster-v1", **KWARGS).unwrapped
     env.reset(seed=3)
-    play(env, 4, 12)  # several episodes: the caches are filled and carried over
+    play(env, 4, 12)  # several episodes: the caches are filled and shared across them
     fork = env.fork()
     for name in ("_efficiency", "_shared_goodput", "_shared_parts"):
         assert getattr(fork.builder, name) is getattr(env.builder, name)

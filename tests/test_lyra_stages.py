@@ -39,7 +39,7 @@ def test_the_release_tracker_follows_allocation_objects_across_decisions():
             "B": _job("B", elastic=True, lo=1, finish=50.0, allocation=b)}
     tracker = ReleaseTracker({}, cap=lambda job: job.spec.min_gpus)
     tracker.gpu_types, tracker.training_ids = ["v100", "v100", "v100"], frozenset({0, 1, 2})
-    view = SimpleNamespace(now=10.0, job=jobs.__getitem__)
+    view = SimpleNamespace(now=10.0, job=jobs.__getitem__, believed=False)
     timeline = tracker.timeline(view, {"A": a, "B": b}, "v100", placed=[])
     assert timeline.times == [50.0, 100.0]
     assert timeline.gpus == [1, 4]  # B frees only its base GPU: its flexible ones count as free already

@@ -125,13 +125,10 @@ class EpisodeSource:
                              f"test windows), got {window!r}")
         return split, int(window)
 
-    def start(self, rng: np.random.Generator, split: str, window: int, previous: Episode | None = None) -> Episode:
-        """A new episode on test window ``window``, or (``split`` "train") a train window drawn by ``rng``;
-        its heuristic starts with the caches of ``previous``'s that outlive a run (Lyra's rates)."""
+    def start(self, rng: np.random.Generator, split: str, window: int) -> Episode:
+        """A new episode on test window ``window``, or (``split`` "train") a train window drawn by ``rng``."""
         chosen = self.windows.test(window) if split == "test" else self.windows.train(rng)
         heuristic = registry.make(self.heuristic_name)
-        if previous is not None:
-            heuristic.carry_from(previous.heuristic)
         engine = build_engine(chosen.jobs(self.trace), heuristic, self.sim_config, chosen.seed, self.profiles)
         return Episode(self, engine, heuristic, chosen)
 

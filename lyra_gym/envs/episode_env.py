@@ -117,7 +117,7 @@ class EpisodeEnv(ForkMixin, FinalMetricsMixin, gym.Env[np.ndarray, Any]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         split, window = self.source.parse_options(options)
         super().reset(seed=seed)
-        self.episode = episode = self.source.start(self.np_random, split, window, self.episode)
+        self.episode = episode = self.source.start(self.np_random, split, window)
         self._observe(episode)
         if self.render_mode == "human":
             self.render()

@@ -79,9 +79,6 @@ class Scheduler:
       fixed rounds from time 0 do).
     - ``reset(rng)`` is called once before a simulation with the run's
       generator; keep any randomness on it.
-    - ``carry_from(previous)``: called on a fresh instance before its run with the instance that
-      ran the previous episode of the same env, so caches that are pure functions of the
-      settings may outlive a run (Lyra's rates); the default keeps nothing.
     - ``reads``: what the policy reads of job durations, a subset of :data:`DURATION_READS`
       (empty: nothing; ``None``: not declared). Shown by ``lyra-gym policies`` and in compare's
       table (:func:`knowledge_tag`), since under ``knowledge: oracle`` those reads are the truth.
@@ -94,9 +91,6 @@ class Scheduler:
 
     def reset(self, rng: np.random.Generator) -> None:  # noqa: B027 - optional hook
         """Start of a simulation; ``rng`` is the run's only source of randomness."""
-
-    def carry_from(self, previous: Scheduler) -> None:  # noqa: B027 - optional hook
-        """Take over what of ``previous`` (the last episode's instance) outlives a run: nothing here."""
 
     def decide(self, view: ClusterView) -> Plan:
         raise NotImplementedError

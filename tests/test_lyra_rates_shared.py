@@ -1,9 +1,9 @@
-"""``LyraRates.adopt``: an env reset's new Lyra takes over the last episode's pure caches.
+"""``LyraRates.settle``: runs on one profile set share Lyra's pure caches through its memo.
 
 Only the caches that are pure functions of the profiles, the scaling settings, the GPUs per
-server and ``value_rate`` (packed rates, goodput rows, value rows) move over, and only when the
-new run's first rate finds the same settings; the caches by job id never do (a job id's remaining
-work differs between episodes). The values a run reads are the same doubles either way.
+server and ``value_rate`` (packed rates, goodput rows, value rows) are shared, and only between
+runs with the same settings; the caches by job id never are (a job id's remaining work differs
+between runs). The values a run reads are the same doubles either way.
 """
 
 from __future__ import annotations
@@ -61,62 +61,62 @@ def _filled(value_rate: str = "goodput", view: ClusterView | None = None) -> Lyr
     return rates
 
 
-def _adopter(previous: LyraRates, value_rate: str = "goodput", per_server: dict | None = None) -> LyraRates:
+_PURE = ("_rates", "_goodputs", "_rows")
+
+
+def _settled(view: ClusterView, value_rate: str = "goodput", per_server: dict | None = None) -> LyraRates:
     rates = LyraRates(value_rate)
     rates.per_server = dict(per_server or PER_SERVER)
-    rates.adopt(previous)
+    rates.settle(view)
     return rates
 
 
-def test_adopt_takes_the_pure_caches_and_not_those_by_job_id():
+def test_runs_on_one_profile_set_share_the_pure_caches_and_not_those_by_job_id():
     previous = _filled()
     assert previous._sjf_keys and previous._queued_times and previous._reference_rates and previous._part_spans
-    view = _engine().view
-    rates = _adopter(previous)
-    assert not rates._goodputs and not rates._rows and not rates._rates  # taken at the first rate, not before
-    answers = _asked(rates, view)
-    assert rates._goodputs is previous._goodputs and rates._rows is previous._rows and rates._rates is previous._rates
-    fresh = LyraRates("goodput")
-    fresh.per_server = dict(PER_SERVER)
-    assert answers == _asked(fresh, _engine().view)  # the same doubles
+    rates = _settled(_engine().view)  # a later run on the same profiles (TOY)
+    assert all(getattr(rates, name) is getattr(previous, name) for name in _PURE)
+    answers = _asked(rates, _engine().view)
+    alone = _settled(_engine(copy.deepcopy(TOY)).view)  # equal profiles, another object: its own memo
+    assert not any(getattr(alone, name) is getattr(previous, name) for name in _PURE)
+    assert answers == _asked(alone, _engine(copy.deepcopy(TOY)).view)  # the same doubles
     for name in ("_sjf_keys", "_queued_times", "_reference_rates", "_part_spans"):
         kept = getattr(rates, name)
-        assert kept is not getattr(previous, name) and set(kept) == set(getattr(fresh, name))
+        assert kept is not getattr(previous, name) and set(kept) == set(getattr(alone, name))
 
 
-def test_adopt_carries_throughput_rates_and_chains_through_a_run_that_computed_none():
+def test_throughput_rates_are_shared_too():
     previous = _filled("throughput")
-    idle = _adopter(previous, "throughput")  # an episode that never asked for a rate
-    rates = _adopter(idle, "throughput")
+    rates = _settled(_engine().view, "throughput")
     _asked(rates, _engine().view)
     assert rates._rates is previous._rates and rates._rows is previous._rows
 
 
 @pytest.mark.parametrize("other", ["value_rate", "per_server", "profiles", "scaling", "adaptive", "knowledge"])
-def test_adopt_refuses_caches_of_other_settings(other):
+def test_runs_of_other_settings_keep_their_own(other):
     previous = _filled()
-    before = {name: dict(getattr(previous, name)) for name in ("_rates", "_goodputs", "_rows")}
+    before = {name: dict(getattr(previous, name)) for name in _PURE}
     engine = {"profiles": lambda: _engine(copy.deepcopy(TOY)),  # equal content, another object
               "scaling": lambda: _engine(scaling="fixed-global"),
               "adaptive": lambda: _engine(scaling="adaptive"),
               "knowledge": lambda: _engine(knowledge=KnowledgeConfig(mode="estimate"))}.get(other, _engine)()
-    rates = _adopter(previous, "throughput" if other == "value_rate" else "goodput",
+    rates = _settled(engine.view, "throughput" if other == "value_rate" else "goodput",
                      {"v100": 4, "t4": 8} if other == "per_server" else None)
     _asked(rates, engine.view)
     for name, kept in before.items():
         assert getattr(rates, name) is not getattr(previous, name)
         assert getattr(previous, name) == kept  # not written into either
-    if other in ("adaptive", "knowledge"):  # not pure: never carried on
-        assert rates._token == () and _adopter(rates)._carried is None
+    if other in ("adaptive", "knowledge"):  # not pure: this run's own, shared with none
+        assert rates._token == ()
+        assert not any(getattr(_settled(engine.view), name) is getattr(rates, name) for name in _PURE)
 
 
-def test_adopt_leaves_large_caches_and_a_started_run(monkeypatch):
+def test_a_full_memo_starts_afresh(monkeypatch):
     previous = _filled()
-    monkeypatch.setattr(lyra_rates, "CARRIED_ENTRIES", len(previous._goodputs) + len(previous._rows)
-                        + len(previous._rates) - 1)
-    assert _adopter(previous)._carried is None
-    with pytest.raises(ValueError, match="adopt"):
-        previous.adopt(_filled())
+    monkeypatch.setattr(lyra_rates, "SHARED_ENTRIES", sum(len(getattr(previous, name)) for name in _PURE) - 1)
+    rates = _settled(_engine().view)
+    assert not any(getattr(rates, name) is getattr(previous, name) for name in _PURE)
+    assert not any(getattr(rates, name) for name in _PURE)
 
 
 @pytest.mark.parametrize("mode", ["plain", "adaptive"])

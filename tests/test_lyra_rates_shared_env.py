@@ -1,18 +1,19 @@
-"""Env resets carry Lyra's pure rate caches over (``EpisodeSource.start`` -> ``LyraScheduler.carry_from``
--> ``LyraRates.adopt``): seeded rollouts over several episodes are bit for bit those of a fresh
-scheduler per episode (every observation, mask, reward and info item, the final metrics included:
+"""Lyra's pure rate caches shared through the profile set's memo (``LyraRates.settle``) across an
+env's episodes: seeded rollouts over several episodes are bit for bit those where every run starts
+its caches afresh (every observation, mask, reward and info item, the final metrics included:
 ``tests/test_env_equivalence.py``'s digest)."""
 
 from __future__ import annotations
 
 import pytest
 
+import lyra_baselines.lyra_rates as lyra_rates
 from lyra_baselines.lyra import LyraScheduler
 from lyra_baselines.lyra_rates import LyraRates
 from test_env_equivalence import CONTENDED, ENV_CASES, env_digest
 
 SHORT = dict(window_s=2 * 3600.0)
-#: case -> (env id, keywords, is anything carried): 2-hour windows, so 200 steps see several episodes
+#: case -> (env id, keywords, is anything shared): 2-hour windows, so 200 steps see several episodes
 CASES = {
     "cluster-contended": ("LyraGym/Cluster-v1", dict(config=CONTENDED, num_server_slots=4, **SHORT), True),
     "loaning-contended": ("LyraGym/Loaning-v1", dict(config=CONTENDED, **SHORT), True),
@@ -30,20 +31,19 @@ def throughput_lyra() -> LyraScheduler:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_carried_caches_give_the_rollouts_of_fresh_ones(monkeypatch, case):
-    env_id, keywords, carried = CASES[case]
+def test_shared_caches_give_the_rollouts_of_fresh_ones(monkeypatch, case):
+    env_id, keywords, shared = CASES[case]
     monkeypatch.setitem(ENV_CASES, case, (env_id, keywords, "random", None))
-    taken: list[bool] = []  # per run: were the last episode's caches taken (and used)?
+    taken: list[bool] = []  # per run: did it start with rows an earlier run computed?
     settle = LyraRates.settle
 
     def watched(self, view):
-        pending = self._carried
         settle(self, view)
-        taken.append(pending is not None and self._goodputs is pending[2] and self._rows is pending[3])
+        taken.append(bool(self._rows))  # value rows: asked in every case, under either value_rate
 
     monkeypatch.setattr(LyraRates, "settle", watched)
     digest = env_digest(case, 200)
-    assert len(taken) >= 3 and all(taken[1:]) is carried and not taken[0]
-    monkeypatch.setattr(LyraScheduler, "carry_from", lambda self, previous: None)
+    assert len(taken) >= 3 and all(taken[1:]) is shared
+    monkeypatch.setattr(lyra_rates, "SHARED_ENTRIES", -1)  # every run empties the memo: nothing shared
     taken.clear()
     assert env_digest(case, 200) == digest and len(taken) >= 3 and not any(taken)
