@@ -118,7 +118,7 @@ def test_train_py_runs_a_generalist_with_a_rule_expert(tmp_path):
 def test_the_shipped_generalist_reproduces_its_benchmark_row(tmp_path):
     """``model:pretrained/cluster-generalist`` on suite v1's history, trace seed 0, window 0: the mean
     JCT recorded in docs/bench-suite-v1-generalist-seed1.csv (training seed 1 is the shipped export;
-    re-measured after the knowledge-mode rates fix, b3ac0ec)."""
+    re-measured after each knowledge-mode fix, b3ac0ec and 4489f4b)."""
     import csv
 
     from lyra_agents.benchmark import main as benchmark
