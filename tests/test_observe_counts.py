@@ -80,13 +80,32 @@ def test_counted_masks_and_decoding_are_the_plain_ones(data, k, m, b, controls):
     assert codec.decode(action_array, masks, slots, servers, counts) == plain_decoded
 
 
-def test_value_runs_by_hand():
-    from lyra_gym.envs.actions import _value_runs
+def test_valid_ranges_by_hand():
+    from lyra_gym.envs.actions import _valid_range
 
-    # three dimensions of three values: {0, 1}, {1}, {1}; then a gap ({0, 2}) no range expresses
-    assert _value_runs(bytes([1, 1, 0, 0, 1, 0, 0, 1, 0]), [3, 3, 3]) == [(0, 1, 0, 2, None), (1, 3, 1, 2, [1, 1])]
-    assert _value_runs(bytes([1, 0, 1]), [3]) is None
-    assert _value_runs(bytes([0, 0]), [2]) is None
+    assert [_valid_range(bytes(part)) for part in ([1, 1, 0], [0, 1, 0], [1, 1, 1])] == [(0, 2), (1, 2), (0, 3)]
+    assert _valid_range(bytes([1, 0, 1])) is None and _valid_range(bytes([0, 0])) is None  # a gap; none valid
+    from lyra_gym.sim.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS
+
+    # the rules as the module docstring states them: any level, any borrow level, any return level;
+    # a running inelastic job's slot the neutral level, an empty slot 0, an empty server slot neutral
+    assert ActionCodec(3, 2, 4, True, True)._checks == (
+        (0, JOB_LEVELS), (0, 5), (0, RETURN_LEVELS), [NEUTRAL_JOB_LEVEL] * 3, [0] * 3, [NEUTRAL_RETURN_LEVEL] * 2)
+
+
+def test_a_mask_rule_no_range_expresses_is_read_value_by_value():
+    """A kind of dimension whose valid values have a gap (here: every other level of a free job
+    slot) leaves the counted check no constants, so decode reads every value from the mask."""
+    codec = ActionCodec(3, 1, 2, True, True)
+    assert codec._checks is not None
+    codec._any = bytes([1, 0] * len(codec._any))[:len(codec._any)]
+    codec._checks = codec._derive_checks()
+    assert codec._checks is None
+    slots, counts = [_Slot("j0", JobState.QUEUED, True)], (1, 0, 1)
+    masks = codec.masks_counted(*counts)
+    action = np.array([1, 0, 0, 2, 1], dtype=np.int64)  # level 1 of j0: masked by the new rule
+    decoded = codec.decode(action, masks, slots, [100], counts)
+    assert decoded == codec.decode(action, masks.copy(), slots, [100]) and decoded[1] == 1
 
 
 def _fresh_slots(view, k):

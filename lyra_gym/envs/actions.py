@@ -19,9 +19,6 @@ _job_id = attrgetter("id")
 _UINT64 = np.dtype(np.uint64)
 
 
-Run = tuple[int, int, int, int, "list[int] | None"]  # see _value_runs
-
-
 class ActionCodec:
     """The env's MultiDiscrete action layout: ``[JOB_LEVELS]*K`` if it controls jobs, then
     ``[B+1] + [RETURN_LEVELS]*M`` if it controls loaning; masks and decoding into Guidance.
@@ -43,20 +40,35 @@ class ActionCodec:
         self._any = bytes([1] * JOB_LEVELS)
         self._inelastic = bytes(1 if level == NEUTRAL_JOB_LEVEL else 0 for level in range(JOB_LEVELS))
         self._empty = bytes(1 if level == 0 else 0 for level in range(JOB_LEVELS))
+        # the loaning dimensions': the borrow level (any), a loaned server (any), an empty server slot (neutral)
+        self._borrow = bytes([1] * (b + 1))
+        self._server = bytes([1] * RETURN_LEVELS)
+        self._no_server = bytes(1 if level == NEUTRAL_RETURN_LEVEL else 0 for level in range(RETURN_LEVELS))
+        self._checks = self._derive_checks()
         self._loaning: dict[int, bytes] = {}  # loaning part of the masks by number of loaned servers
         self._counted: dict[tuple[int, int, int], np.ndarray] = {}  # masks_counted's answers by its arguments
-        self._runs: dict[tuple[int, int, int], list[Run] | None] = {}  # _value_runs per counts
         self._nvec = self.nvec.tolist()
         self._offsets = self.offsets.tolist()
         self._shape = self.nvec.shape
+
+    def _derive_checks(self) -> tuple | None:
+        """The counted check's constants, read from the bytes the masks are made of: the valid range
+        (low, high) of a free job slot, the borrow level and a loaned server's level; the one valid
+        value of a running inelastic job's slot, an empty job slot and an empty server slot, as lists
+        to compare whole slices with. None when a kind is not of that shape (a gap in a range, more
+        than one value where one is expected): every value is then read from the mask."""
+        free, borrow, server = (_valid_range(part) for part in (self._any, self._borrow, self._server))
+        singles = [_valid_range(part) for part in (self._inelastic, self._empty, self._no_server)]
+        if free is None or borrow is None or server is None or any(r is None or r[1] - r[0] != 1 for r in singles):
+            return None
+        inelastic, empty, no_server = (r[0] for r in singles if r is not None)
+        return free, borrow, server, [inelastic] * self.k, [empty] * self.k, [no_server] * self.m
 
     def _loaning_part(self, shown: int) -> bytes:
         """The loaning dimensions' valid values with ``shown`` loaned servers in the slots."""
         loaning = self._loaning.get(shown)
         if loaning is None:
-            servers = bytes([1] * RETURN_LEVELS) * shown + bytes(
-                1 if level == NEUTRAL_RETURN_LEVEL else 0 for level in range(RETURN_LEVELS)) * (self.m - shown)
-            loaning = self._loaning[shown] = bytes([1] * (self.b + 1)) + servers
+            loaning = self._loaning[shown] = self._borrow + self._server * shown + self._no_server * (self.m - shown)
         return loaning
 
     def masks(self, slots: Sequence[JobView], server_ids: Sequence[int]) -> np.ndarray:
@@ -86,22 +98,33 @@ class ActionCodec:
             if self.controls_loaning:
                 parts += self._loaning_part(servers)
             masks = self._counted[key] = np.frombuffer(parts, dtype=bool)  # read-only: the bytes are
-            self._runs[key] = _value_runs(parts, self._nvec)
         return masks
 
     def _counted_valid(self, vals: list[int], counts: tuple[int, int, int]) -> bool:
-        """Whether every value of ``vals`` is valid under ``masks_counted(*counts)``, tested a run of
-        dimensions at a time against the valid values read from that mask (:func:`_value_runs`)."""
-        runs = self._runs[counts]
-        if runs is None:
-            return False  # a mask the runs cannot express: read value by value
-        for first, end, low, high, only in runs:
-            part = vals[first:end]
-            if only is not None:  # one valid value: the slice compared whole
-                if part != only:
-                    return False
-            elif min(part) < low or max(part) >= high:
+        """Whether every value of ``vals`` is valid under ``masks_counted(*counts)``, tested a slice
+        at a time against the valid values read from the bytes the mask is made of (``_checks``)."""
+        checks = self._checks
+        if checks is None:
+            return False  # read value by value
+        free, borrow, server, inelastic_only, empty_only, no_server_only = checks
+        shown, inelastic, servers = counts
+        pos = 0
+        if self.controls_jobs:
+            waiting = vals[:shown - inelastic]  # queued and running elastic jobs
+            if waiting and (min(waiting) < free[0] or max(waiting) >= free[1]):
                 return False
+            if vals[shown - inelastic:shown] != inelastic_only[:inelastic] or \
+                    vals[shown:self.k] != empty_only[:self.k - shown]:
+                return False  # a running inelastic job's slot, an empty slot: one value each
+            pos = self.k
+        if self.controls_loaning:
+            if not borrow[0] <= vals[pos] < borrow[1]:
+                return False
+            loaned = vals[pos + 1:pos + 1 + servers]
+            if loaned and (min(loaned) < server[0] or max(loaned) >= server[1]):
+                return False
+            if vals[pos + 1 + servers:] != no_server_only[:self.m - servers]:
+                return False  # an empty server slot: one value
         return True
 
     def neutral(self, slots: Sequence[JobView]) -> np.ndarray:
@@ -143,7 +166,7 @@ class ActionCodec:
         """Action -> (Guidance, number of masked values replaced by the neutral one).
 
         ``counts``: where ``masks`` is the array ``masks_counted(*counts)`` returned, those counts
-        (the values are then tested a run of dimensions at a time, :meth:`_counted_valid`; the same answer);
+        (the values are then tested a slice at a time, :meth:`_counted_valid`; the same answer);
         any other ``masks`` is read value by value."""
         values = np.asarray(action, dtype=np.int64)
         if values.ndim != 1:  # (check's arrays are 1-D already)
@@ -172,22 +195,10 @@ class ActionCodec:
         return guidance, invalid
 
 
-def _value_runs(allowed: bytes, sizes: list[int]) -> list[Run] | None:
-    """The mask ``allowed`` (dimensions of ``sizes`` values, concatenated) as runs (first dimension,
-    end, low, high, only) of neighbouring dimensions whose valid values are exactly low .. high - 1
-    (``only``: the run's one valid action slice where that is one value, else None); None when a
-    dimension's valid values are not one such range."""
-    runs: list[tuple[int, int, int, int]] = []
-    offset = 0
-    for dim, size in enumerate(sizes):
-        valid = [value for value in range(size) if allowed[offset + value]]
-        offset += size
-        if not valid or valid[-1] - valid[0] + 1 != len(valid):
-            return None
-        low, high = valid[0], valid[-1] + 1
-        if runs and runs[-1][1] == dim and runs[-1][2:] == (low, high):
-            runs[-1] = (runs[-1][0], dim + 1, low, high)
-        else:
-            runs.append((dim, dim + 1, low, high))
-    return [(first, end, low, high, [low] * (end - first) if high - low == 1 else None)
-            for first, end, low, high in runs]
+def _valid_range(allowed: bytes) -> tuple[int, int] | None:
+    """(low, high) where a dimension's valid values ``allowed`` (one byte per value) are exactly
+    low .. high - 1; None when they are not one such range."""
+    valid = [value for value, ok in enumerate(allowed) if ok]
+    if not valid or valid[-1] - valid[0] + 1 != len(valid):
+        return None
+    return valid[0], valid[-1] + 1
