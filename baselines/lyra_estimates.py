@@ -198,12 +198,24 @@ class ReleaseTracker:
     def _sync_believed(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]]) -> None:
         """:meth:`_sync` under a knowledge mode: a job's expected finish moves while its allocation
         stays (its believed total changes: a history mean moves, an estimate the job outran grows),
-        so every running job's entry is computed afresh, not kept per allocation object."""
-        book, counted = self._book, self._counted
+        so every running job's entry is computed afresh, not kept per allocation object. (An entry
+        of the same allocation keeps its GPU type and GPUs, functions of the allocation and the job's
+        spec: only its finish is asked again.)"""
+        book, counted, views = self._book, self._counted, self.views
         self._visit(view, allocations, set(counted).difference(allocations))  # stopped or finished
         for job_id, alloc in allocations.items():
-            entry = self._compute(view, job_id, alloc)
             old = counted.get(job_id)
+            if old is not None and old[0] is alloc:
+                job = views.get(job_id) or view.job(job_id)
+                finish = job.expected_finish
+                if finish is not None and alloc is job.allocation:
+                    if finish != old[2]:
+                        counted[job_id] = (alloc, old[1], finish, old[3])
+                        if old[3]:
+                            book.remove(old[1], old[2], old[3])
+                            book.add(old[1], finish, old[3])
+                    continue
+            entry = self._compute(view, job_id, alloc)
             if old is not None:
                 if entry is not None and old[0] is alloc and old[1:] == entry[1:]:
                     continue
