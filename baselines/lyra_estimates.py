@@ -140,12 +140,13 @@ class ReleaseTracker:
     ``gpu_types`` (per server id) and ``training_ids`` are set before the first timeline.
 
     The book follows the allocations a timeline is asked with: each job's entry is its allocation's
-    (cached per allocation object), none for a job without one. Given a current plan's allocations
-    (a ``TrackedAllocations``), only the jobs that may have changed since the last timeline are
-    visited: those the engine's change feed (``ClusterView.change_feed``) names, those the last and
-    this plan edited, and those without an entry; any other allocations, a new view or a lost feed
-    visit every job (:meth:`_sync_all`). ``tests/test_lyra_admission_speed.py`` checks the book
-    against one built from scratch at every decision.
+    (under oracle cached per allocation object, see below), none for a job without one. Given a
+    current plan's allocations (a ``TrackedAllocations``), only the jobs that may have changed since
+    the last timeline are visited: those the engine's change feed (``ClusterView.change_feed``)
+    names, those the last and this plan edited, and those without an entry; any other allocations,
+    a new view or a lost feed visit every job (:meth:`_sync_all`).
+    ``tests/test_lyra_admission_speed.py`` checks the book against one built from scratch at every
+    decision.
 
     Under ``oracle`` an entry is the finish at the job's rate when its allocation was set; the
     engine changes that rate again only at a progress-part boundary (or, under the adaptive rule,
@@ -169,7 +170,7 @@ class ReleaseTracker:
     def timeline(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]], gpu_type: str,
                  placed: list[tuple[float, int, str]]) -> ReleaseTimeline:
         """When training GPUs of ``gpu_type`` are expected to free up: every running job's expected
-        finish and the base GPUs it then frees there (cached per allocation object), plus the jobs
+        finish and the base GPUs it then frees there (under oracle cached per allocation object), plus the jobs
         placed in this decision (``placed``: finish, GPUs, type). A job placed or changed by this
         plan is left out."""
         self._sync(view, allocations)
@@ -215,10 +216,8 @@ class ReleaseTracker:
                             book.remove(old[1], old[2], old[3])
                             book.add(old[1], finish, old[3])
                     continue
-            entry = self._compute(view, job_id, alloc)
+            entry = self._compute(view, job_id, alloc)  # a new allocation, or none to count
             if old is not None:
-                if entry is not None and old[0] is alloc and old[1:] == entry[1:]:
-                    continue
                 del counted[job_id]
                 if old[3]:
                     book.remove(old[1], old[2], old[3])
@@ -266,7 +265,7 @@ class ReleaseTracker:
     def _entry(self, view: ClusterView, job_id: str, alloc: Mapping[int, int]
                ) -> tuple[Mapping[int, int], str, float, int] | None:
         """(allocation, GPU type, expected finish s, base training GPUs it frees) of a running job,
-        cached per allocation object; None for a job placed or changed by this plan."""
+        cached per allocation object (the oracle path); None for a job placed or changed by this plan."""
         entry = self._releases.get(job_id)
         if entry is None or entry[0] is not alloc:
             entry = self._compute(view, job_id, alloc)

@@ -27,7 +27,8 @@ SHARED_ENTRIES = 100_000  # most rate, goodput and value rows kept in a profile 
 
 
 class LyraRates:
-    """Rates and times by ``value_rate`` (``"goodput"`` or ``"throughput"``), cached per run."""
+    """Rates and times by ``value_rate`` (``"goodput"`` or ``"throughput"``), cached: per run, and the
+    pure ones in the profile set's memo (:meth:`settle`)."""
 
     def __init__(self, value_rate: str) -> None:
         self.value_rate = value_rate
@@ -44,9 +45,9 @@ class LyraRates:
         # job id -> (workers, total work, least and most remaining work, reference rate, progress
         # part): remaining work in [least, most] is in that part (running_line)
         self._part_spans: dict[str, tuple[int, float, float, float, float, int]] = {}
-        # what _rates, _goodputs and _rows are computed under besides the profile set (the scaling
-        # settings, GPUs per server, value_rate), recorded by settle at the first decision; () where
-        # they are not pure functions of their keys and it (this run's own); None before
+        # the memo key of _rates, _goodputs and _rows besides the profile set (the scaling settings,
+        # GPUs per server, value_rate), recorded by settle at the first decision; () where they are not
+        # pure functions of their keys and those settings (this run's own); None before settle
         self._token: tuple | None = None
 
     def __deepcopy__(self, memo: dict) -> LyraRates:
@@ -67,7 +68,8 @@ class LyraRates:
         cached): where they are pure functions of their keys, the profiles, the scaling settings,
         the GPUs per server and ``value_rate``, in the profile set's memo for those settings
         (:meth:`~lyra_gym.model.profiles.ProfileSet.memo`), shared by every run on the same profile
-        set with the same settings (an env's next episodes, repeated simulations); else (a
+        set object with the same settings (an env's next episodes; simulations handed one
+        ``profiles``, as the benchmark's and a sweep's are); else (a
         knowledge mode, the adaptive rule: ``view.rate_settings`` None) this run's own."""
         settings = view.rate_settings
         if settings is None:

@@ -16,11 +16,14 @@ import pytest
 import lyra_baselines.lyra_rates as lyra_rates
 from lyra_baselines.lyra import LyraScheduler
 from lyra_baselines.lyra_rates import LyraRates
+from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.knowledge import KnowledgeConfig
-from lyra_gym.run.simulate import build_engine
+from lyra_gym.model.profiles import builtin_profiles
+from lyra_gym.run.simulate import build_engine, simulate
 from lyra_gym.sim.engine import Engine
 from lyra_gym.sim.view import ClusterView, JobView
+from lyra_gym.workloads.tracegen import generate_trace
 from toy import TOY, config, job
 
 JOBS = [job("a", 0.0, 2, 3600.0, elastic=True, lo=1, hi=4), job("b", 0.0, 4, 7200.0, elastic=True, lo=2, hi=8)]
@@ -132,3 +135,29 @@ def test_a_fork_shares_the_pure_caches_only(mode):
     assert shared == ([True] * 3 if mode == "plain" else [False] * 3)
     assert clone._sjf_keys is not rates._sjf_keys and clone._sjf_keys == rates._sjf_keys  # by job id: copied
     assert _asked(clone, view) == _asked(rates, view)
+
+
+@pytest.mark.parametrize("policy", ["lyra", "lyra-noloan"])
+def test_simulations_handed_one_profile_set_share_the_caches_and_give_the_same_results(policy, monkeypatch):
+    """Runs handed one ``profiles`` (as the benchmark's windows are) start with the rows earlier runs
+    computed, and give what runs on profile sets of their own give, bit for bit."""
+    warm: list[bool] = []
+    settle = LyraRates.settle
+
+    def watched(self, view):
+        settle(self, view)
+        warm.append(bool(self._rows))
+
+    monkeypatch.setattr(LyraRates, "settle", watched)
+    cfg = SimConfig(cluster=ClusterConfig(training=(ServerGroup(5, "v100", 8),), inference=ServerGroup(6, "t4", 8)))
+    trace = generate_trace("bench-15d", 3)
+    windows = [trace[:120], trace[120:240], trace[:120]]
+    shared = builtin_profiles()
+    together = [simulate(jobs, policy, cfg, seed=0, profiles=shared) for jobs in windows]
+    assert warm == [False, True, True]
+    alone = [simulate(jobs, policy, cfg, seed=0, profiles=builtin_profiles()) for jobs in windows]
+    assert warm[3:] == [False, False, False]  # a profile set of its own each: nothing shared
+    for a, b in zip(together, alone):
+        assert a.jobs == b.jobs
+        assert {k: v for k, v in a.metrics.items() if "wall" not in k} == {k: v for k, v in b.metrics.items()
+                                                                           if "wall" not in k}

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lyra_gym  # noqa: F401  (registers the envs)
-from lyra_gym.envs.actions import ActionCodec
+from lyra_gym.envs.actions import ActionCodec, _valid_range
 from lyra_gym.envs.observation import (
     JOB_FEATURES,
     ObservationBuilder,
@@ -34,6 +34,7 @@ from lyra_gym.envs.observation import (
     server_slots,
 )
 from lyra_gym.model.jobs import JobState
+from lyra_gym.sim.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS
 
 CONTENDED = str(Path(__file__).resolve().parents[1] / "traces" / "contended.yaml")
 
@@ -81,12 +82,8 @@ def test_counted_masks_and_decoding_are_the_plain_ones(data, k, m, b, controls):
 
 
 def test_valid_ranges_by_hand():
-    from lyra_gym.envs.actions import _valid_range
-
     assert [_valid_range(bytes(part)) for part in ([1, 1, 0], [0, 1, 0], [1, 1, 1])] == [(0, 2), (1, 2), (0, 3)]
     assert _valid_range(bytes([1, 0, 1])) is None and _valid_range(bytes([0, 0])) is None  # a gap; none valid
-    from lyra_gym.sim.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS
-
     # the rules as the module docstring states them: any level, any borrow level, any return level;
     # a running inelastic job's slot the neutral level, an empty slot 0, an empty server slot neutral
     assert ActionCodec(3, 2, 4, True, True)._checks == (

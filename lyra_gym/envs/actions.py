@@ -101,8 +101,9 @@ class ActionCodec:
         return masks
 
     def _counted_valid(self, vals: list[int], counts: tuple[int, int, int]) -> bool:
-        """Whether every value of ``vals`` is valid under ``masks_counted(*counts)``, tested a slice
-        at a time against the valid values read from the bytes the mask is made of (``_checks``)."""
+        """True when every value of ``vals`` is valid under ``masks_counted(*counts)``, tested a slice
+        at a time against the valid values read from the bytes the mask is made of (``_checks``);
+        False when one is not, or without those constants (decode then reads value by value)."""
         checks = self._checks
         if checks is None:
             return False  # read value by value

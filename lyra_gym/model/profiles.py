@@ -159,8 +159,9 @@ class ProfileSet:
     def memo(self, key: Hashable) -> dict:
         """A dict for memoising pure functions of these profiles and of ``key`` (everything else
         they depend on): the same dict for every equal ``key``, so results outlive their caller
-        (:class:`~lyra_gym.model.scaling.ScalingModel` keeps its rates here; an env reset builds a new one
-        on the same profiles). At most :data:`MEMO_KEYS` keys (all dropped beyond); not pickled."""
+        (:class:`~lyra_gym.model.scaling.ScalingModel` keeps its rates here, and Lyra its rate rows,
+        ``LyraRates.settle``; an env reset builds new ones on the same profiles). At most
+        :data:`MEMO_KEYS` keys (all dropped beyond); not pickled."""
         memos = self._memos
         found = memos.get(key)
         if found is None:
