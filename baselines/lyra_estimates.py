@@ -202,7 +202,7 @@ class ReleaseTracker:
         so every running job's entry is computed afresh, not kept per allocation object. (An entry
         of the same allocation keeps its GPU type and GPUs, functions of the allocation and the job's
         spec: only its finish is asked again.)"""
-        book, counted, views = self._book, self._counted, self.views
+        counted, views = self._counted, self.views
         self._visit(view, allocations, set(counted).difference(allocations))  # stopped or finished
         for job_id, alloc in allocations.items():
             old = counted.get(job_id)
@@ -211,20 +211,9 @@ class ReleaseTracker:
                 finish = job.expected_finish
                 if finish is not None and alloc is job.allocation:
                     if finish != old[2]:
-                        counted[job_id] = (alloc, old[1], finish, old[3])
-                        if old[3]:
-                            book.remove(old[1], old[2], old[3])
-                            book.add(old[1], finish, old[3])
+                        self._recount(job_id, old, (alloc, old[1], finish, old[3]))
                     continue
-            entry = self._compute(view, job_id, alloc)  # a new allocation, or none to count
-            if old is not None:
-                del counted[job_id]
-                if old[3]:
-                    book.remove(old[1], old[2], old[3])
-            if entry is not None:
-                counted[job_id] = entry
-                if entry[3]:
-                    book.add(entry[1], entry[2], entry[3])
+            self._recount(job_id, old, self._compute(view, job_id, alloc))  # a new allocation, or none to count
 
     def _sync_all(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]]) -> None:
         """:meth:`_sync` visiting every job: those counted and not in ``allocations`` (stopped or
@@ -240,24 +229,27 @@ class ReleaseTracker:
     def _visit(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]], job_ids: Iterable[str]) -> None:
         """Make the entry of each of ``job_ids`` that of its allocation in ``allocations`` (none
         when it has none, or when it is placed or changed by this plan)."""
-        book, counted, uncounted = self._book, self._counted, self._uncounted
+        counted, uncounted = self._counted, self._uncounted
         for job_id in job_ids:
             alloc = allocations.get(job_id)
             old = counted.get(job_id)
-            if old is not None:
-                if old[0] is alloc:
-                    continue
-                del counted[job_id]
-                if old[3]:
-                    book.remove(old[1], old[2], old[3])
-            entry = self._entry(view, job_id, alloc) if alloc is not None else None
-            if entry is None:
-                if alloc is None:
-                    uncounted.discard(job_id)
-                else:
-                    uncounted.add(job_id)
+            if old is not None and old[0] is alloc:
                 continue
-            uncounted.discard(job_id)
+            entry = self._entry(view, job_id, alloc) if alloc is not None else None
+            self._recount(job_id, old, entry)
+            if entry is None and alloc is not None:
+                uncounted.add(job_id)
+            else:
+                uncounted.discard(job_id)
+
+    def _recount(self, job_id: str, old: tuple | None, entry: tuple | None) -> None:
+        """Replace ``job_id``'s counted entry ``old`` with ``entry`` (None: none) in the book."""
+        book, counted = self._book, self._counted
+        if old is not None:
+            del counted[job_id]
+            if old[3]:
+                book.remove(old[1], old[2], old[3])
+        if entry is not None:
             counted[job_id] = entry
             if entry[3]:
                 book.add(entry[1], entry[2], entry[3])
