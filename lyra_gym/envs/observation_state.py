@@ -141,7 +141,7 @@ class _EngineConstants:
 
     def part_rates(self, job: JobView) -> list[float | None]:
         """The job's :meth:`loaned_rate` per progress part with ``batch`` None (every rule but the
-        adaptive one), entry ``part``; None where not asked yet (ask :meth:`part_rate`). One list per
+        adaptive one), entry ``part``; None where not asked yet (:meth:`loaned_rate_at` fills it). One list per
         (model, requested GPUs, ``B0``), what the rate is a function of, shared by the engines of a
         run context as ``loaned_rate``'s entries are."""
         shared = self.shared_parts
@@ -155,19 +155,16 @@ class _EngineConstants:
             rates = shared[key] = [None] * PROGRESS_BINS
         return rates
 
-    def part_rate(self, job: JobView, part: int, rates: list[float | None]) -> float:
-        """``loaned_rate(job, job.index, part, None)``, kept in ``rates`` (the job's :meth:`part_rates`)."""
-        rate = rates[part] = self.loaned_rate(job, job.index, part, None)
-        return rate
-
     def loaned_rate_at(self, job: JobView, index: int, part: int, batch: float | None,
                        rates: list[float | None] | None) -> float:
         """``view.goodput(job, num_gpus, *loaned_type)`` at progress part ``part``: from ``rates`` (the
         job's :meth:`part_rates`, where ``batch`` is None) or the per-engine ``goodput`` cache, else
-        computed and kept (:meth:`part_rate`, :meth:`loaned_rate`)."""
+        computed (:meth:`loaned_rate`) and kept there."""
         if rates is not None and part >= 0:
             rate = rates[part]
-            return rate if rate is not None else self.part_rate(job, part, rates)
+            if rate is None:
+                rate = rates[part] = self.loaned_rate(job, index, part, None)
+            return rate
         rate = self.goodput.get((index, part, batch))
         return rate if rate is not None else self.loaned_rate(job, index, part, batch)
 
