@@ -30,9 +30,9 @@ from __future__ import annotations
 from heapq import heapify, heappop, heappush
 from typing import Iterable, Mapping
 
-from lyra_gym.model.scaling import PROGRESS_BINS, progress_bin
+from lyra_gym.model.scaling import PROGRESS_BINS
 from lyra_gym.sim.journal import ChangeFeed
-from lyra_gym.sim.view import ClusterView, JobView, KnownJobView
+from lyra_gym.sim.view import ClusterView, JobView
 
 MARGIN = 1e-9  # of a job's total work (samples): the bound's allowance for rounding in the engine's sums
 Item = tuple[float, int, JobView]  # (line key or a lower bound on it, job index, job)
@@ -79,8 +79,7 @@ class MovingLine:
                 line.append((job.remaining_time_at(workers), job.index, job))
                 continue
             remaining, total = job.remaining_work, job.total_work
-            # the rate's part: the true one (a knowledge mode's believed work has another)
-            part = job.progress_part if type(job) is KnownJobView else progress_bin(total - remaining, total)
+            part = job.progress_part_at(remaining)  # the rate's part: the engine's, in every mode
             key = (job.id, part)
             rate = rates.get(key)
             if rate is None:

@@ -119,11 +119,7 @@ class LyraRates:
             # job.remaining_time_at(workers) with the rate kept per job, size and progress part
             # (the rate is a function of them but for the adaptive rule's batch)
             remaining = job.remaining_work
-            if type(job) is KnownJobView:  # believed work: the rate's part is the true one
-                key = (job.id, workers, job.progress_part)
-            else:
-                total = job.total_work
-                key = (job.id, workers, progress_bin(total - remaining, total))
+            key = (job.id, workers, job.progress_part_at(remaining))
             rate = self._reference_rates.get(key)
             if rate is None:
                 if len(self._reference_rates) > REFERENCE_CACHE_SIZE:
@@ -243,11 +239,8 @@ class LyraRates:
         # under "goodput" also the job's initial batch, requested size and progress part (its key)
         if self.value_rate == "throughput":
             key = (spec.model, gpu_type, spec.min_gpus, top)
-        elif type(job) is KnownJobView:  # believed work: the rate's part is the true one
-            key = (spec.model, job.init_batch, spec.num_gpus, job.progress_part, gpu_type, spec.min_gpus, top)
         else:
-            total = job.total_work
-            key = (spec.model, job.init_batch, spec.num_gpus, progress_bin(total - remaining, total), gpu_type,
+            key = (spec.model, job.init_batch, spec.num_gpus, job.progress_part_at(remaining), gpu_type,
                    spec.min_gpus, top)
         cached = self._rows.get(key)
         if cached is None:

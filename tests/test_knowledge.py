@@ -135,11 +135,12 @@ def test_estimate_view_never_exposes_the_truth():
     # visible in every mode: the work done, attained service, rate, progress part (300/1000: part 6)
     assert a.total_work - a.remaining_work == pytest.approx(300.0)
     assert a.attained_gpu_s == 300.0 and a.rate == 1.0 and a.progress_part == 6
+    assert a.progress_part_at(a.remaining_work) == 6  # the engine's part, whatever believed work is given
     # every public name of the view is either answered from the knowledge model or tells nothing
     # of the duration: a new field fails here until it is classified
     neutral = {"id", "index", "state", "allocation", "workers", "preemptions", "first_start",
                "overhead_until", "init_batch", "batch_size", "attained_gpu_s", "waiting_s", "rate",
-               "progress_part"}
+               "progress_part", "progress_part_at"}
     public = {n for n in dir(KnownJobView) if not n.startswith("_")}
     assert public == set(checked) | neutral
     assert {n for n in dir(JobView) if not n.startswith("_")} == public

@@ -328,6 +328,7 @@ def test_running_line_follows_a_rate_that_changes_with_the_progress_part():
     """A reference rate that depends on the progress part (none of the shipped rules has one at
     the requested size, so the kept parts are checked here): every answer as remaining_at's."""
     job = SimpleNamespace(spec=SimpleNamespace(num_gpus=4), id="j", index=0, total_work=1000.0, remaining_work=1000.0)
+    job.progress_part_at = lambda remaining: progress_bin(job.total_work - remaining, job.total_work)  # JobView's
     view = SimpleNamespace(scaling="fixed-local", reference_server=lambda: ("v100", 8),
                            goodput=lambda j, w, t, ps: 10.0 + 3 * progress_bin(j.total_work - j.remaining_work,
                                                                                  j.total_work))

@@ -129,6 +129,11 @@ class JobView:
         total = job.total_work
         return progress_bin(total - job.remaining_work(self._engine.now), total)
 
+    def progress_part_at(self, remaining_work: float) -> int:
+        """:attr:`progress_part` from this view's ``remaining_work``, already read (no second read)."""
+        total = self._job.total_work
+        return progress_bin(total - remaining_work, total)
+
     @property
     def init_batch(self) -> float:
         """``B0``: the job's global batch at its requested size, samples (:mod:`lyra_gym.model.scaling`)."""
@@ -233,6 +238,10 @@ class KnownJobView(JobView):
     @property
     def remaining_work(self) -> float:
         return self._know.remaining_work(self._job, self._engine.now)
+
+    def progress_part_at(self, remaining_work: float) -> int:
+        """:attr:`progress_part`: a believed remaining work says nothing of the engine's part."""
+        return self.progress_part
 
     @property
     def expected_finish(self) -> float | None:
@@ -466,7 +475,7 @@ class ClusterView:
         enters the rate."""
         engine = self._engine
         scaling = engine.scaling
-        if engine.knowledge is not None or scaling.rule == "adaptive":
+        if self.believed or scaling.rule == "adaptive":
             return None
         return engine.profiles, scaling.memo_key
 
