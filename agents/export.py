@@ -18,6 +18,12 @@ needs ``--overwrite``, and then may hold only an export's own files (``model.zip
 refused, so a stale file (e.g. a ``vecnormalize.pkl``) can never sit beside the new
 model. Each file is written to a hidden temporary name and renamed, so an interrupted
 export leaves no half-written file.
+
+What is copied is data from anywhere, checked before anything is written: a symbolic link among the
+run's files is refused (an export copies the run's own files, never what a link points at), and the
+run must load as ``model:RUN`` does (:func:`lyra_agents.policy_scheduler.load_policy_scheduler`, the
+safe way: the size limits, zip structure and weights of ``model.zip``, the ``.npz`` statistics with
+``allow_pickle=False``, ``config.yaml``; see ``docs/trust.md``). Every refusal is one line, exit status 2.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ import zipfile
 from pathlib import Path
 from typing import Sequence
 
-from lyra_agents.factory import CONFIG_FILE, MODEL_FILE, OPTIMIZER_MEMBER, VECNORM_STATS_FILE, find_artifacts
+from lyra_agents.factory import CONFIG_FILE, MODEL_FILE, OPTIMIZER_MEMBER, VECNORM_STATS_FILE, Artifacts, find_artifacts
+from lyra_agents.model_files import ModelFileError
 from lyra_gym.outputs import OutputError, atomic_path, check_out_folder, is_temporary
 
 EXPORT_FILES = (MODEL_FILE, VECNORM_STATS_FILE, CONFIG_FILE)
@@ -59,11 +66,24 @@ def exported_config(path: Path) -> str:
                               f"lyra_gym_commit: {made_by['lyra_gym_commit']}\n") + cfg.to_yaml()
 
 
+def check_exportable(files: Artifacts) -> None:
+    """Refuse a symbolic link among ``files`` (what an export copies), then load the run as ``model:RUN``
+    does, unpickling nothing: a :class:`ModelFileError` (or ``FileNotFoundError``) names the file at fault."""
+    from lyra_agents.policy_scheduler import load_policy_scheduler
+
+    for path in (files.model, files.vecnormalize, files.config):
+        if path is not None and path.is_symlink():
+            raise ModelFileError(f"{path}: a symbolic link; an export copies a run's own files, never what a "
+                                 f"link points at (copy the file into the run instead)")
+    load_policy_scheduler(files.model, trust_model_files=False)
+
+
 def export(run: str | os.PathLike, out: str | os.PathLike, overwrite: bool = False) -> dict[str, int]:
     """Export ``run`` (a run directory, its ``model.zip`` or a checkpoint) to ``out``; the bytes of each file.
 
     Raises ``FileNotFoundError`` (no model, statistics or config), :class:`~lyra_gym.outputs.OutputError`
-    (``out`` refused, see the module docstring) or ``ValueError`` (not a model zip), before writing anything.
+    (``out`` refused, see the module docstring) or :class:`~lyra_agents.model_files.ModelFileError` (a
+    symbolic link, a file that does not load: :func:`check_exportable`), before writing anything.
     """
     files = find_artifacts(run)
     if files.vecnormalize is None:
@@ -71,12 +91,10 @@ def export(run: str | os.PathLike, out: str | os.PathLike, overwrite: bool = Fal
                                 f"cannot be exported)")
     inputs = {"RUN": run, "RUN model": files.model, "RUN statistics": files.vecnormalize, "RUN config": files.config}
     out = check_out_folder(out, overwrite, inputs=inputs, owned=_owned, what="OUT")
-    try:
-        with zipfile.ZipFile(files.model) as src:
-            members = src.infolist()
-    except zipfile.BadZipFile:
-        raise ValueError(f"{files.model}: not a zip file (an SB3 model.zip was expected)") from None
-    config_text = exported_config(files.config)  # a config that does not load is refused before any write
+    check_exportable(files)
+    with zipfile.ZipFile(files.model) as src:
+        members = src.infolist()
+    config_text = exported_config(files.config)
 
     with atomic_path(out / MODEL_FILE) as tmp:
         with zipfile.ZipFile(files.model) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:

@@ -17,6 +17,10 @@ YAML grid::
     base_config: docs/example-config.yaml # optional; relative to the sweep file's folder
     policy_params: {lyra: {reclaim_rule: random}}   # optional scheduler parameters
 
+A sweep file is data: a policy that imports or unpickles code (``MODULE:ATTRIBUTE``, ``file.py:NAME``,
+``policy:...``, ``model:PATH?trust=1`` or ``trust_model_files``) is refused before anything is
+imported unless the user passes ``--trust-code`` (``trust_code=True``; ``docs/trust.md``).
+
 and writes into ``--out``:
 
 - ``runs.csv``: one row per run: ``trace``, ``trace_seed``, one column per swept
@@ -420,16 +424,17 @@ def run_sweep(path: str | os.PathLike, out: str | os.PathLike, n_jobs: int = 1, 
               address: str | None = None, plots: bool = True,
               on_done: Callable[[int], object] | None = None, skip_infeasible: bool = False,
               overwrite: bool = False, runs: Sequence[SweepRun] | None = None,
-              grid: Grid | None = None, on_resume: Callable[[int, int], None] | None = None
-              ) -> tuple[Grid, list[dict[str, Any]], list[Path]]:
+              grid: Grid | None = None, on_resume: Callable[[int, int], None] | None = None,
+              trust_code: bool = False) -> tuple[Grid, list[dict[str, Any]], list[Path]]:
     """Load ``path``, run its grid, write ``runs.csv``, ``sweep.json`` and the plots into ``out``.
 
     ``grid`` and ``runs`` (from :func:`load_grid` and :func:`expand`) may be passed when the
     caller already built them. ``out`` is checked first (:func:`open_out`); each run's row is
     stored as it finishes, and a folder holding this same sweep is resumed: the runs done
     are skipped (``on_resume(done, total)`` is called first), unless ``overwrite``, which
-    reruns every run. ``on_done(i)``: run ``i`` (index in ``runs``) finished."""
-    grid = load_grid(path) if grid is None else grid
+    reruns every run. ``on_done(i)``: run ``i`` (index in ``runs``) finished. ``trust_code``: allow
+    policies that import or unpickle code in the file (:func:`load_grid`; refused by default)."""
+    grid = load_grid(path, trust_code) if grid is None else grid
     runs = expand(grid, skip_infeasible) if runs is None else runs
     ident, done = open_out(out, path, grid, runs, overwrite, skip_infeasible)
     out = Path(out)

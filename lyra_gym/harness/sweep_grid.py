@@ -14,6 +14,7 @@ import yaml
 from lyra_gym.harness.compare import CompareError, check_policies, read_config
 from lyra_gym.model.config import ConfigError, SimConfig, _strict_yaml_loader, config_from_dict, config_to_dict
 from lyra_gym.model.paths import resolve_beside
+from lyra_gym.sim.import_spec import UntrustedCodeError, refuse_code_specs, shorten
 from lyra_gym.workloads.tracegen import PRESETS, TracePreset
 
 PRESET_PREFIX = "preset:"
@@ -119,9 +120,11 @@ def preset_with(name: str, values: Mapping[str, Any]) -> TracePreset:
         raise SweepError(f"trace_params ({', '.join(f'{k}={v!r}' for k, v in values.items())}): {err}") from None
 
 
-def load_grid(path: str | os.PathLike) -> Grid:
+def load_grid(path: str | os.PathLike, trust_code: bool = False) -> Grid:
     """Parse and check a sweep file: unknown keys, policies, presets, trace and engine parameters
-    (every value is tried once, so a typo fails before any run)."""
+    (every value is tried once, so a typo fails before any run). A policy that can run code (a
+    ``MODULE:ATTRIBUTE`` or ``.py`` spec, ``policy:``, a trusted model) is refused, before anything is
+    imported or built, unless ``trust_code`` (:func:`lyra_gym.sim.import_spec.refuse_code_specs`)."""
     path = Path(path)
     data = _read_grid_file(path)
     policies = tuple(str(p) for p in _list(data, "policies", True))
@@ -132,6 +135,10 @@ def load_grid(path: str | os.PathLike) -> Grid:
     base_path = data.get("base_config")
     base, resolved = _base_config(base_path, path)
     policy_params = _policy_params(data, policies)
+    try:
+        refuse_code_specs(policies, f"{path}: policies", trust_code, policy_params)
+    except UntrustedCodeError as err:
+        raise SweepError(str(err)) from None
     check_policies(policies, policy_params)
     trace_files = {t: resolve_beside(t, path.parent) for t in traces if not t.startswith(PRESET_PREFIX)}
     _check_traces(traces, trace_params, trace_files)
@@ -160,11 +167,11 @@ def _read_grid_file(path: Path) -> Mapping[str, Any]:
 
 
 def _seeds(data: Mapping[str, Any]) -> tuple[int, ...]:
-    """``seeds``: distinct integers >= 0 (default ``(0,)``)."""
-    try:
-        seeds = tuple(int(s) for s in _list(data, "seeds", False, (0,)))
-    except (TypeError, ValueError):
-        raise SweepError(f"seeds: expected a list of integers, got {data['seeds']!r}") from None
+    """``seeds``: distinct integers >= 0 (default ``(0,)``); not ``true``, ``1.5`` nor ``"1"``."""
+    value = data.get("seeds")
+    seeds = (0,) if value is None else tuple(value) if isinstance(value, list) else ()
+    if not seeds or any(not isinstance(s, int) or isinstance(s, bool) for s in seeds):
+        raise SweepError(f"seeds: expected a list of integers, got {shorten(repr(value))}")
     negative = [s for s in seeds if s < 0]
     if negative:
         raise SweepError(f"seeds: must be integers >= 0, got {negative[0]}")

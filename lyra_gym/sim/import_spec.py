@@ -9,6 +9,8 @@ finds the same object as the process that was given the spec:
 - ``path/to/file.py:Name`` runs that file as a module (a path relative to the current directory).
 
 Importing a module runs its code: a spec is trusted as a command line is. Nothing is unpickled.
+A spec read from a file (a sweep file) is refused unless the user passed a trust flag
+(:func:`refuse_code_specs`; ``docs/trust.md``, "Which inputs can run code").
 """
 
 from __future__ import annotations
@@ -20,15 +22,70 @@ import os
 import re
 import sys
 from types import ModuleType
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from lyra_gym.errors import LyraGymError
 
 _IDENTIFIERS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+#: Loader prefixes whose argument is a path read as data: nothing is imported or unpickled unless
+#: trusted (``?trust=1`` in the path, or the parameter :data:`TRUST_PARAMETER`).
+DATA_LOADERS = ("model", "rllib")
+TRUST_PARAMETER = "trust_model_files"
+_SHOWN_CHARS = 160  # an echoed spec is cut to this many characters
 
 
 class SchedulerSpecError(LyraGymError):
     """A ``MODULE:ATTRIBUTE`` spec that cannot be imported or built; the message names the spec."""
+
+
+class UntrustedCodeError(SchedulerSpecError):
+    """A policy read from a file would import or unpickle code, and no trust flag was given."""
+
+
+def runs_code(spec: str, params: Mapping[str, Any] | None = None) -> bool:
+    """Whether building policy ``spec`` with ``params`` can import or unpickle code: every
+    ``PREFIX:ARGUMENT`` or ``MODULE:ATTRIBUTE`` name (a ``.py`` file, a module, ``policy:``, any
+    other loader) except ``model:PATH``/``rllib:PATH``, which run code only when trusted (``?trust=``
+    or a true ``trust_model_files`` parameter). A plain name (an installed scheduler) does not."""
+    prefix, sep, argument = spec.partition(":")
+    if not sep:
+        return False
+    if prefix not in DATA_LOADERS:
+        return True
+    return _trust_option(argument) or bool((params or {}).get(TRUST_PARAMETER))
+
+
+def _trust_option(argument: str) -> bool:
+    """Whether a loader's ``PATH?OPTIONS`` asks for trust (any ``trust`` option but ``0``/``false``/``no``;
+    an unknown option is left to the loader, which refuses it)."""
+    _, sep, query = argument.rpartition("?")
+    for item in query.split("&") if sep else ():
+        key, eq, value = item.partition("=")
+        if key.strip() == "trust" and (not eq or value.strip().lower() not in ("0", "false", "no")):
+            return True
+    return False
+
+
+def refuse_code_specs(specs: Iterable[str], source: str, trust: bool,
+                      params: Mapping[str, Mapping[str, Any]] | None = None, flag: str = "--trust-code") -> None:
+    """Refuse, before anything is imported, a policy of ``specs`` read from a file that would run
+    code (:func:`runs_code`, with its parameters in ``params``) unless ``trust``: one line naming
+    ``source`` (the file and field, e.g. ``"sweep.yaml: policies"``), the spec and ``flag``."""
+    if trust:
+        return
+    for spec in specs:
+        given = (params or {}).get(spec)
+        if runs_code(spec, given):
+            shown = repr(shorten(spec)) + ("" if runs_code(spec) else f" with {TRUST_PARAMETER} set")
+            raise UntrustedCodeError(
+                f"{source}: {shown} can run code (it imports a module, runs a .py file or unpickles a model), "
+                f"and a file is data: pass {flag} if you trust this file, or give the policy on the command line")
+
+
+def shorten(text: str, limit: int = _SHOWN_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters (an echoed value never floods a message)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def split_spec(spec: str) -> tuple[str, str] | None:
