@@ -25,11 +25,18 @@ exported or shipped model has no optimizer state and is refused, saying so) is c
 run folder is created: a refused start is one line on stderr, exit status 2, and leaves nothing
 under ``runs_dir``. The config's ``name`` (from YAML, ``--set`` or a resumed run's config) must be
 one safe folder-name component.
+
+Every model, checkpoint and statistics file (``model.zip``, ``checkpoints/*.zip``, ``vecnormalize.npz``
+and ``.pkl``, ``config.yaml``, ``compare.json``) is written to a hidden temporary name and renamed
+once complete, the statistics before their model (:mod:`lyra_agents.artifacts`): a full disk is one
+line and exit status 1, Ctrl-C or SIGTERM one line and exit status 130, and neither leaves half a file
+under its final name.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import pickle
 import sys
@@ -47,13 +54,14 @@ from lyra_agents.callbacks import (
 from lyra_agents.config import TrainConfigError, load_train_config, resolve_config
 from lyra_agents.evaluate import compare_saved, comparison_table, recorded
 from lyra_agents.imitation import behaviour_clone, collect_demonstrations
+from lyra_agents.artifacts import DISK_ERRORS, WriteError, save_model, save_stats, sigterm_as_interrupt, written
 from lyra_agents.factory import (
     CONFIG_FILE, MODEL_FILE, OPTIMIZER_MEMBER, POLICY_MEMBER, VECNORM_FILE, VECNORM_STATS_FILE, Artifacts,
     build_training_envs, configure_torch, find_artifacts, load_model, make_eval_env, make_model, new_run_dir,
-    read_model_zip, save_normalizer_stats, trust_requested, warn_trusted,
+    read_model_zip, trust_requested, warn_trusted,
 )
 from lyra_gym.provenance import provenance
-from lyra_gym.outputs import OutputError, atomic_write_text, check_out_folder
+from lyra_gym.outputs import OutputError, check_out_folder
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -188,11 +196,16 @@ def train_model(model, venv, eval_env, cfg, run_dir: Path, remaining: int, resum
         callbacks.append(checkpoint_callback(run_dir, cfg.checkpoint_freq, cfg.n_envs))
     if cfg.progress_bar:
         callbacks.append(ProgressBarCallback(max(remaining, 0)))
-    if remaining > 0:
-        model.learn(remaining, callback=callbacks, log_interval=cfg.log_interval, reset_num_timesteps=not resumed)
-    model.save(run_dir / MODEL_FILE)
-    save_normalizer_stats(venv, run_dir / VECNORM_STATS_FILE)  # what loading reads (plain arrays)
-    venv.save(str(run_dir / VECNORM_FILE))  # SB3's pickle, for tools that use VecNormalize.load
+    try:
+        if remaining > 0:
+            model.learn(remaining, callback=callbacks, log_interval=cfg.log_interval, reset_num_timesteps=not resumed)
+        # every file atomically, the statistics first: a model file on disk always has its statistics
+        save_stats(venv, run_dir / VECNORM_STATS_FILE, run_dir / VECNORM_FILE)  # plain arrays; SB3's pickle
+        save_model(model, run_dir / MODEL_FILE)
+    except BaseException:
+        with contextlib.suppress(Exception):  # workers stopped by the same Ctrl-C: their pipes are closed
+            venv.close()
+        raise
     venv.close()
     return evaluator
 
@@ -204,14 +217,27 @@ def compare_run(run_dir: Path, env_id: str) -> None:
     print(f"\nmean JCT (s) on {len(results['policy'])} held-out test windows, same seeds "
           f"(policy = saved model through the engine as a scheduler):")
     print(comparison_table(results))
-    atomic_write_text(run_dir / "compare.json", json.dumps(recorded(results, env_id), indent=2) + "\n")
+    with written(run_dir / "compare.json") as tmp:
+        tmp.write_text(json.dumps(recorded(results, env_id), indent=2) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Train as the options say; exit status 0, 2 for a refused start, 1 for a file that could not be
+    written (disk full: one line), 130 when interrupted (Ctrl-C or SIGTERM: one line, the run folder keeps
+    its whole files, each written atomically)."""
     args = parse_args(argv)
-    if args.backend == "rllib":
-        from lyra_agents.rllib_backend import train_rllib
-        return train_rllib(args)
+    try:
+        with sigterm_as_interrupt():
+            if args.backend == "rllib":
+                from lyra_agents.rllib_backend import train_rllib
+                return train_rllib(args)
+            return _train(args)
+    except KeyboardInterrupt:
+        print("train.py: interrupted", file=sys.stderr)
+        return 130
+
+
+def _train(args: argparse.Namespace) -> int:
     start = time.perf_counter()
 
     # --- config and every input, checked before the run folder is created
@@ -234,18 +260,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"train.py: error: {'--resume ' + args.resume + ': ' if resume else ''}{err}", file=sys.stderr)
         return 2
     run_dir = new_run_dir(cfg)
+    try:
+        _run(args, cfg, run_dir, venv, model, eval_env, resumed=resume is not None, threads=threads, start=start)
+    except KeyboardInterrupt:
+        print(f"train.py: interrupted; {run_dir} keeps the files written so far (each whole: checkpoints "
+              f"can be resumed)", file=sys.stderr)
+        return 130
+    except OSError as err:
+        if not isinstance(err, WriteError) and err.errno not in DISK_ERRORS:
+            raise
+        why = err if isinstance(err, WriteError) else f"cannot write in {run_dir}: {err.strerror}"
+        print(f"train.py: error: {why}", file=sys.stderr)
+        return 1
+    print(f"\nsaved {run_dir / MODEL_FILE} and {VECNORM_STATS_FILE}; total {time.perf_counter() - start:.0f} s")
+    print(f"tensorboard --logdir {cfg.runs_dir}")
+    return 0
+
+
+def _run(args: argparse.Namespace, cfg: Any, run_dir: Path, venv: Any, model: Any, eval_env: Any, resumed: bool,
+         threads: int, start: float) -> None:
+    """Write the config, warm-start, train and save into ``run_dir``, then compare with lyra
+    (``start``: when the command started, by ``time.perf_counter``)."""
     made_by = provenance()  # a comment, so the file still loads as the run's config (issue 27)
-    atomic_write_text(run_dir / CONFIG_FILE, f"# lyra_gym_version: {made_by['lyra_gym_version']}, "
-                      f"lyra_gym_commit: {made_by['lyra_gym_commit']}\n" + cfg.to_yaml())
+    with written(run_dir / CONFIG_FILE) as tmp:
+        tmp.write_text(f"# lyra_gym_version: {made_by['lyra_gym_version']}, "
+                       f"lyra_gym_commit: {made_by['lyra_gym_commit']}\n" + cfg.to_yaml())
     model.set_logger(configure(str(run_dir), ["tensorboard", "csv"] + (["stdout"] if cfg.verbose else [])))
     remaining = cfg.total_timesteps - model.num_timesteps
     print(f"run {run_dir}  env {cfg.env_id}  algo {cfg.algo}  {cfg.n_envs} x {type(venv.venv).__name__}  "
           f"device {model.device}  torch threads {threads}  steps {model.num_timesteps} -> {cfg.total_timesteps}")
-    if cfg.bc_steps and not resume:
+    if cfg.bc_steps and not resumed:
         warm_start(model, venv, cfg)
 
     # --- train, then compare the saved model with lyra on held-out test windows
-    evaluator = train_model(model, venv, eval_env, cfg, run_dir, remaining, resumed=resume is not None)
+    evaluator = train_model(model, venv, eval_env, cfg, run_dir, remaining, resumed=resumed)
     train_s = time.perf_counter() - start
     if evaluator.history and evaluator.history[0]["timesteps"] == 0 and len(evaluator.history) > 1:
         first = evaluator.history[0]  # the imitation warm start alone, before any PPO update
@@ -258,9 +306,6 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"ratio {last['eval/jct_vs_lyra']:.3f}")
     if not args.no_compare:
         compare_run(run_dir, cfg.env_id)
-    print(f"\nsaved {run_dir / MODEL_FILE} and {VECNORM_STATS_FILE}; total {time.perf_counter() - start:.0f} s")
-    print(f"tensorboard --logdir {cfg.runs_dir}")
-    return 0
 
 
 if __name__ == "__main__":

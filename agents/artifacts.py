@@ -1,15 +1,26 @@
-"""The files of a run directory or a checkpoint: their names, a new run directory, finding them."""
+"""The files of a run directory or a checkpoint: their names, a new run directory, finding them,
+writing them atomically (:func:`save_model`, :func:`save_stats`), and every file loading a run
+reads (:func:`run_inputs`: what the output rule of :mod:`lyra_gym.outputs` keeps apart from an output)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
 
-from lyra_agents.config import TrainConfig
+from lyra_agents.config import TrainConfig, _is_path
 from lyra_agents.model_files import _untrusted
+from lyra_gym.outputs import atomic_path
+
+if TYPE_CHECKING:
+    from lyra_agents.scenarios import Scenario
 
 MODEL_FILE = "model.zip"
 VECNORM_FILE = "vecnormalize.pkl"          # SB3's pickle (written for compatibility; loaded only when trusted)
@@ -97,3 +108,133 @@ def stats_path(model_path: str | os.PathLike) -> Path:
     if match:
         return model_path.with_name(f"{match['prefix']}_vecnormalize_{match['steps']}_steps.npz")
     return model_path.with_name(VECNORM_STATS_FILE)
+
+
+# ---------------------------------------------------------------------- writing a run's files
+#: errno values of a full or read-only disk: a write that fails for them is one line, not a traceback.
+DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+class WriteError(OSError):
+    """A file that could not be written (disk full, ...): the message names it and why."""
+
+
+@contextmanager
+def written(path: str | os.PathLike) -> Iterator[Path]:
+    """:func:`lyra_gym.outputs.atomic_path` (a hidden sibling, renamed over ``path`` once complete),
+    with an ``OSError`` while writing raised as :class:`WriteError` naming ``path``."""
+    try:
+        with atomic_path(path) as tmp:
+            yield tmp
+    except WriteError:
+        raise
+    except OSError as err:
+        raise WriteError(f"cannot write {path}: {err.strerror or err}") from None
+
+
+def save_model(model: Any, path: str | os.PathLike) -> Path:
+    """SB3's ``model.save`` (which writes in place) into a hidden sibling, renamed over ``path`` once
+    complete: a failed or interrupted save leaves the old file or none, never half of one. Given an
+    open file, SB3 writes it as is (a path without ``.zip`` would get one appended)."""
+    with written(path) as tmp, open(tmp, "wb") as fh:
+        model.save(fh)
+    return Path(path)
+
+
+def save_stats(vecnorm: Any, npz: str | os.PathLike, pickle_path: str | os.PathLike | None = None) -> None:
+    """The observation statistics of ``vecnorm`` as plain arrays (``npz``) and, given ``pickle_path``,
+    SB3's pickle, each written atomically (:func:`written`). Written before the model, so a model file
+    on disk always has its statistics beside it."""
+    from lyra_agents.normalizer_stats import save_normalizer_stats
+
+    with written(npz) as tmp:
+        save_normalizer_stats(vecnorm, tmp)
+    if pickle_path is not None:
+        with written(pickle_path) as tmp:
+            vecnorm.save(str(tmp))
+
+
+def _raise_interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Inside, SIGTERM raises ``KeyboardInterrupt`` as Ctrl-C does, so a command stopped either way
+    cleans up and says so in one line (exit status 130); the old handler is restored after.
+    Outside the main thread (where no handler can be set), nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+# ---------------------------------------------------------------------- what loading a run reads
+_SIM_PATH_FIELDS = ("profiles", "demand_csv", "efficiency")  # lyra_gym.model.config.PATH_FIELDS
+
+
+def _sim_config_files(path: str | os.PathLike, label: str) -> list[tuple[str, str]]:
+    """(what, path) of the files a cluster config file names (none when it does not load: loading it
+    again later reports why)."""
+    from lyra_gym.model.config import load_config
+
+    try:
+        config = load_config(path)
+    except (OSError, ValueError, RecursionError):
+        return []
+    return [(f"{key} (in {label})", value) for key in _SIM_PATH_FIELDS if (value := getattr(config, key, None))]
+
+
+def scenario_inputs(scenario: Scenario, label: str) -> list[tuple[str, str]]:
+    """(what, path) of the files a benchmark scenario reads: its cluster config file and the profile,
+    demand and efficiency files its resolved config names."""
+    pairs: list[tuple[str, Any]] = [(f"{label} config_file", scenario.config_path())]
+    try:
+        config = scenario.sim_config()
+    except (OSError, ValueError, RecursionError):
+        config = None  # reported when the scenario is built
+    pairs += [(f"{label} {key}", getattr(config, key, None)) for key in _SIM_PATH_FIELDS]
+    return [(what, os.fspath(path)) for what, path in pairs if path]
+
+
+def config_inputs(cfg: TrainConfig, label: str) -> list[tuple[str, str]]:
+    """(what, path) of every file a run's config names: ``trace`` (a CSV), ``sim_config`` and the
+    files it names, ``profiles``, and the ``suite`` file with the files of the scenarios it trains on."""
+    pairs = [(f"{key} (in {label})", getattr(cfg, key)) for key in ("trace", "sim_config", "profiles", "suite")
+             if _is_path(key, getattr(cfg, key))]
+    if _is_path("sim_config", cfg.sim_config):
+        pairs += _sim_config_files(cfg.sim_config, f"sim_config of {label}")  # type: ignore[arg-type]
+    if cfg.scenarios:
+        from lyra_agents.suite import get_suite
+
+        try:
+            suite = get_suite(cfg.suite)
+            pairs += [p for name in cfg.scenarios for p in scenario_inputs(suite.get(name), f"{label} scenario {name}")]
+        except (OSError, ValueError, RecursionError):
+            pass  # reported when the run's envs are built
+    return pairs
+
+
+def run_inputs(option: str, path: str | os.PathLike) -> list[tuple[str, str]]:
+    """(what, path) of everything loading the saved model at ``path`` reads: ``path`` itself, the model,
+    its statistics, its config and every file that config names (:func:`config_inputs`). A part that
+    cannot be found or read is left out: loading the model reports it."""
+    from lyra_agents.model_files import load_run_config
+
+    pairs = [(option, os.fspath(path))]
+    try:
+        files = find_artifacts(path)
+    except (OSError, ValueError):
+        return pairs
+    kinds = {"model": files.model, "statistics": files.vecnormalize,
+             "statistics pickle": files.vecnormalize_pickle, "config": files.config}
+    pairs += [(f"{option} {path} ({kind})", os.fspath(f)) for kind, f in kinds.items() if f is not None]
+    try:
+        cfg = load_run_config(files.config)
+    except (OSError, ValueError, RecursionError):
+        return pairs
+    return pairs + config_inputs(cfg, f"{option} {path}")

@@ -53,8 +53,19 @@ scenario name (names against the scheduler registry), a model that does not load
 (every ``model:PATH`` and ``--agent`` run is loaded up front), ``--windows`` below 1
 or above a scenario's windows, a negative ``--seed``, ``--seeds`` without
 ``--train``, a ``--train`` config that does not resolve, and an ``--out`` refused by
-the output rule of :mod:`lyra_gym.outputs` (a folder, under a file, one of the
-models, or an existing file without ``--overwrite``; its folder is created).
+the output rule of :mod:`lyra_gym.outputs` (a folder, under a file, an existing file
+without ``--overwrite``, or any file the command reads, directly or named in another:
+the suite file, each scenario's cluster config and the profile, demand and efficiency
+files it names, the models with their configs and the files those name; its folder is created).
+
+Kept as they finish: with ``--out``, each window's rows are appended to ``OUT.partial``
+(JSON lines, flushed to disk per window) and the file is removed once ``OUT`` is written.
+Ctrl-C or SIGTERM stops the run with one line (``interrupted``, exit status 130), a file
+that cannot be written (a full disk) with one line and exit status 1; either way the
+windows done are kept, and the same command again simulates only the others (same
+bytes as an uninterrupted run). A partial file of other arguments, models, input files
+or code is refused (``--overwrite`` discards it); a file there that is not one is never
+replaced. A ``--train`` benchmark does not resume (its runs are new).
 
 Cost: the suite (5 scenarios x 3 windows) with all 13 registry schedulers and
 ``random`` took 52 s on one core (windows of 150-1,332 jobs). ``--train CONFIG --seeds 0,1,2`` first runs
@@ -87,24 +98,29 @@ from lyra_gym.errors import LyraGymError
 from lyra_gym.model.knowledge import KnowledgeConfig
 from lyra_gym.provenance import provenance
 from lyra_gym.sim import scheduler as registry
-from lyra_gym.outputs import OutputError, check_out_file, named_inputs
+from lyra_gym.outputs import Inputs, OutputError, check_out_file
 from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.run.simulate import load_profile_set, simulate
 
-from lyra_agents.bench_output import AGGREGATE_COLUMNS, COLUMNS, WINDOW_COLUMNS, table, to_csv, write_atomic
-from lyra_agents.bench_stats import MIN_UNITS, iqm, iqm_ci, normalise, stratified_bootstrap_ci, unit_bootstrap_ci
+from lyra_agents.artifacts import WriteError, sigterm_as_interrupt
+from lyra_agents.bench_output import (
+    AGGREGATE_COLUMNS, COLUMNS, METRICS, WINDOW_COLUMNS, PartialRows, Unit, aggregate, benchmark_inputs,
+    few_units_warning, files_sha256, identity_sha256, model_paths, partial_path, score_cube, score_matrix, table,
+    thin_interval_warning, to_csv, write_atomic,
+)
+from lyra_agents.bench_stats import iqm, iqm_ci, normalise, stratified_bootstrap_ci, unit_bootstrap_ci
 from lyra_agents.experts import SMALL_FIRST, random_masked_action
-from lyra_agents.headroom import BOUND, ORACLE, REFERENCE_KINDS, headroom, headroom_table, isolated_jct, row_kind
+from lyra_agents.headroom import BOUND, ORACLE, headroom, headroom_table, isolated_jct, row_kind
 from lyra_agents.scenarios import Scenario
 from lyra_agents.suite import Suite, SuiteError, get_suite
 
-__all__ = ["AGGREGATE_COLUMNS", "COLUMNS", "WINDOW_COLUMNS", "iqm", "iqm_ci", "main", "normalise",
-           "stratified_bootstrap_ci", "table", "to_csv", "unit_bootstrap_ci", "write_atomic"]
+__all__ = ["AGGREGATE_COLUMNS", "COLUMNS", "METRICS", "WINDOW_COLUMNS", "aggregate", "few_units_warning", "iqm",
+           "iqm_ci", "main", "model_paths", "normalise", "score_cube", "score_matrix", "stratified_bootstrap_ci",
+           "table", "thin_interval_warning", "to_csv", "unit_bootstrap_ci", "write_atomic"]
 
 TRAIN_SCRIPT = Path(__file__).resolve().parents[1] / "train.py"  # run for --train, wherever the cwd is
 REFERENCE = "lyra"
 RANDOM = "random"
-METRICS = ("jct_vs_lyra", "score_vs_random")
 
 
 class BenchmarkError(LyraGymError):
@@ -190,36 +206,6 @@ def _load_model(path: str, name: str) -> Scheduler:
         raise BenchmarkError(f"model {path!r}: {lines[0]}") from None
 
 
-def model_paths(names: Sequence[str], agents: Sequence[str]) -> dict[str, str | os.PathLike[str] | None]:
-    """``{option: path}`` of ``model:PATH`` policies and ``--agent`` runs (``?trust=`` dropped) and of
-    the files each resolves to: what the command reads, kept apart from ``--out``."""
-    from lyra_agents.factory import find_artifacts
-    from lyra_agents.policy_scheduler import split_trust_option
-
-    pairs = []
-    for name in names:
-        if name.startswith("model:"):
-            pairs.append(("--policies model:", name[len("model:"):]))
-    for spec in agents:
-        _label, _eq, paths = spec.partition("=")
-        pairs.extend(("--agent", p.strip()) for p in paths.split(",") if p.strip())
-    found: list[tuple[str, str | os.PathLike[str] | None]] = []
-    for option, path in pairs:
-        try:
-            base, _ = split_trust_option(path)
-        except ValueError:
-            base = path
-        found.append((option, base))
-        try:  # the files a run folder or model resolves to (an --out inside the folder is one of them)
-            files = find_artifacts(base)
-        except (OSError, ValueError):
-            continue  # reported when the model is loaded
-        kinds = {"model": files.model, "statistics": files.vecnormalize,
-                 "statistics pickle": files.vecnormalize_pickle, "config": files.config}
-        found += [(f"{option} {base} ({kind})", f) for kind, f in kinds.items() if f is not None]
-    return named_inputs(found)
-
-
 def resolve_policies(names: Sequence[str], agents: Sequence[str], random_seed: int) -> list[Policy]:
     """Policies from ``--policies`` names and ``--agent NAME=PATH,...`` groups; ``lyra`` and
     ``random`` first (added when missing). Every name checked and every model loaded here."""
@@ -289,17 +275,52 @@ def _window_rows(jct: dict[tuple[str, str], float], base: dict[str, Any]) -> lis
     return rows
 
 
+def _window_jct(policies: Sequence[Policy], label: str, window: Any, jobs: list[Any], config: Any, profiles: Any,
+                bar: Any | None, bounds: bool) -> dict[tuple[str, str], float]:
+    """Mean JCT (s) of every (policy, run) on one window's ``jobs``; with ``bounds`` also the
+    isolated-job bound and, when the scenario's schedulers are not told durations, the oracle lyra."""
+    from lyra_agents.policy_scheduler import AgentScheduler
+
+    jct: dict[tuple[str, str], float] = {}
+    for policy in policies:
+        for run, make in policy.runs:
+            if bar is not None:
+                bar.set_description_str(f"{policy.name} on {label} window {window.index}", refresh=False)
+            scheduler = make(window.seed)
+            if isinstance(scheduler, AgentScheduler):
+                scheduler.start_window(window)
+            result = simulate(jobs, scheduler, config, seed=window.seed, profiles=profiles)
+            jct[policy.name, run] = float(result.metrics["jct_mean_s"])
+            if bar is not None:
+                bar.update(1)
+    if bounds:
+        jct[BOUND, ""] = float(np.mean(isolated_jct(jobs, config, profiles))) if jobs else math.nan
+        if config.knowledge.mode != "oracle":  # what the missing knowledge costs lyra
+            told = replace(config, knowledge=KnowledgeConfig())
+            jct[ORACLE, ""] = float(simulate(jobs, registry.make(REFERENCE), told, seed=window.seed,
+                                             profiles=profiles).metrics["jct_mean_s"])
+    return jct
+
+
+def _window_line(unit: Unit, what: str, rows: Sequence[dict[str, Any]]) -> str:
+    lyra = next(r["jct_mean_s"] for r in rows if r["policy"] == REFERENCE)
+    rand = next(r["jct_mean_s"] for r in rows if r["policy"] == RANDOM)
+    return f"{unit[0]} seed {unit[1]} window {unit[2]}: {what}, lyra {lyra:.0f} s, random {rand:.0f} s"
+
+
 def evaluate(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows: int | None = None,
              progress: Callable[[str], None] | None = None, bar: Any | None = None,
-             bounds: bool = False) -> list[dict[str, Any]]:
+             bounds: bool = False, kept: PartialRows | None = None) -> list[dict[str, Any]]:
     """One row per (policy, run, scenario, trace seed, window): its mean JCT and both normalised
     scores; with ``bounds``, one more (kind ``bound``) per window: the isolated-job bound
     (:func:`lyra_agents.headroom.isolated_jct`). Each scenario runs on its own config and the
     profile that config names. ``bar`` (a :func:`lyra_gym.progress.progress` bar of
     :func:`evaluation_count` steps) is told the policy and scenario of each simulation and
-    advanced after it."""
-    from lyra_agents.policy_scheduler import AgentScheduler
-
+    advanced after it. ``kept`` (:class:`~lyra_agents.bench_output.PartialRows`): a window it
+    holds is taken from it, not simulated again; every other window's rows are added to it as
+    the window finishes."""
+    done = kept.done if kept is not None else {}
+    runs = sum(len(p.runs) for p in policies)
     rows: list[dict[str, Any]] = []
     for scenario in scenarios:
         config = scenario.sim_config()
@@ -307,111 +328,23 @@ def evaluate(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows:
         for trace_seed in _seeds(scenario):
             trace = scenario.build_trace(trace_seed)
             for window in scenario.test_windows(trace, windows):
-                jobs = window.jobs(trace)
-                jct: dict[tuple[str, str], float] = {}
-                for policy in policies:
-                    for run, make in policy.runs:
-                        if bar is not None:
-                            bar.set_description_str(f"{policy.name} on {scenario.name} window {window.index}",
-                                                    refresh=False)
-                        scheduler = make(window.seed)
-                        if isinstance(scheduler, AgentScheduler):
-                            scheduler.start_window(window)
-                        result = simulate(jobs, scheduler, config, seed=window.seed, profiles=profiles)
-                        jct[policy.name, run] = float(result.metrics["jct_mean_s"])
-                        if bar is not None:
-                            bar.update(1)
-                if bounds:
-                    jct[BOUND, ""] = float(np.mean(isolated_jct(jobs, config, profiles))) if jobs else math.nan
-                    if config.knowledge.mode != "oracle":  # what the missing knowledge costs lyra
-                        told = replace(config, knowledge=KnowledgeConfig())
-                        jct[ORACLE, ""] = float(simulate(jobs, registry.make(REFERENCE), told, seed=window.seed,
-                                                         profiles=profiles).metrics["jct_mean_s"])
-                rows += _window_rows(jct, {"scenario": scenario.name, "window": window.index,
-                                           "trace_seed": trace_seed, "window_seed": window.seed})
+                unit = (scenario.name, trace_seed, window.index)
+                if unit in done:
+                    window_rows, what = done[unit], "kept from the earlier run"
+                    if bar is not None:
+                        bar.update(runs)
+                else:
+                    jobs = window.jobs(trace)
+                    jct = _window_jct(policies, scenario.name, window, jobs, config, profiles, bar, bounds)
+                    base = {"scenario": scenario.name, "window": window.index, "trace_seed": trace_seed,
+                            "window_seed": window.seed}
+                    window_rows, what = _window_rows(jct, base), f"{len(jobs)} jobs"
+                    if kept is not None:
+                        kept.append(unit, window_rows)
+                rows += window_rows
                 if progress:
-                    progress(f"{scenario.name} seed {trace_seed} window {window.index}: {len(jobs)} jobs, "
-                             f"lyra {jct[REFERENCE, '']:.0f} s, random {next(v for (p, _r), v in jct.items() if p == RANDOM):.0f} s")
+                    progress(_window_line(unit, what, window_rows))
     return rows
-
-
-def _cells(rows: Sequence[dict[str, Any]], policy: str, scenario: str) -> list[dict[str, Any]]:
-    return [r for r in rows if r["policy"] == policy and r["scenario"] == scenario
-            and r.get("kind") not in REFERENCE_KINDS]
-
-
-def score_matrix(rows: Sequence[dict[str, Any]], policy: str, metric: str,
-                 scenarios: Sequence[str]) -> np.ndarray:
-    """``metric`` of ``policy`` as a (runs x trace seeds x windows) rows by scenarios columns matrix."""
-    columns = []
-    for s in scenarios:
-        cells = sorted((r["run"], r.get("trace_seed", 0), r["window"], r[metric]) for r in _cells(rows, policy, s))
-        columns.append([c[3] for c in cells])
-    if len({len(c) for c in columns}) != 1:
-        raise ValueError(f"{policy}: unequal numbers of windows per scenario ({[len(c) for c in columns]})")
-    return np.array(columns, dtype=float).T
-
-
-def score_cube(rows: Sequence[dict[str, Any]], policy: str, metric: str, scenarios: Sequence[str]) -> np.ndarray:
-    """``metric`` of ``policy`` as units x runs x scenarios. A unit is a (trace seed, window) pair;
-    the k-th unit (in (trace seed, window) order) of every scenario are one row, so scenarios on
-    the same trace and windows are paired; every scenario must have as many units and runs."""
-    runs = sorted({r["run"] for r in rows if r["policy"] == policy})
-    planes = []
-    for s in scenarios:
-        cells = {(r.get("trace_seed", 0), r["window"], r["run"]): r[metric] for r in _cells(rows, policy, s)}
-        units = sorted({(seed, window) for seed, window, _run in cells})
-        if len(cells) != len(units) * len(runs):
-            raise ValueError(f"{policy}: scenario {s!r} lacks some (unit, run) cells")
-        planes.append([[cells[u + (run,)] for run in runs] for u in units])
-    if len({len(p) for p in planes}) != 1:
-        raise ValueError(f"{policy}: unequal numbers of units per scenario ({[len(p) for p in planes]})")
-    return np.array(planes, dtype=float).transpose(1, 2, 0)
-
-
-def aggregate(rows: Sequence[dict[str, Any]], reps: int, seed: int,
-              bootstrap: str = "stratified") -> list[dict[str, Any]]:
-    """Per policy and metric: IQM and bootstrap CI over scenarios x units x runs: ``stratified``
-    (suite v0, :func:`stratified_bootstrap_ci`) or ``units`` (:func:`unit_bootstrap_ci`)."""
-    if bootstrap not in ("stratified", "units"):
-        raise ValueError(f"bootstrap: 'stratified' or 'units', got {bootstrap!r}")
-    policies = list(dict.fromkeys(r["policy"] for r in rows if r.get("kind") not in REFERENCE_KINDS))
-    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
-    out = []
-    for policy in policies:
-        for metric in METRICS:
-            cube = score_cube(rows, policy, metric, scenarios)
-            if bootstrap == "units":
-                point, low, high = iqm_ci(cube, reps, seed, units=True)
-            else:
-                point, low, high = iqm_ci(score_matrix(rows, policy, metric, scenarios), reps, seed)
-            out.append({"kind": "aggregate", "policy": policy, "metric": metric, "iqm": point, "ci_low": low,
-                        "ci_high": high, "reps": reps, "cells": cube.size, "units": cube.shape[0],
-                        "bootstrap": bootstrap})
-    return out
-
-
-def thin_interval_warning(aggregates: Sequence[dict[str, Any]], scenarios: int) -> str | None:
-    """Why the CIs of some policies mean nothing, or None: the bootstrap redraws (unit, run)
-    cells within each scenario, so with fewer than 2 per scenario every resample is the data
-    itself and the interval has zero width."""
-    units = {a["policy"]: a["cells"] // max(scenarios, 1) for a in aggregates}
-    thin = [p for p, n in units.items() if n < 2]
-    if not thin:
-        return None
-    fewest = min(units[p] for p in thin)
-    return (f"the 95 % CI of {', '.join(thin)} rests on {fewest} unit{'s' if fewest != 1 else ''} (window x run) "
-            f"per scenario: zero width, not an uncertainty; evaluate 2 or more windows (--windows) or runs")
-
-
-def few_units_warning(aggregates: Sequence[dict[str, Any]]) -> str | None:
-    """A warning when the intervals rest on fewer than :data:`MIN_UNITS` (trace seed, window) units
-    per scenario (too few independent draws for a 95 % interval to mean much), or None."""
-    fewest = min((a.get("units", MIN_UNITS) for a in aggregates), default=MIN_UNITS)
-    if fewest >= MIN_UNITS:
-        return None
-    return (f"the 95 % CIs rest on {fewest} (trace seed, window) unit{'s' if fewest != 1 else ''} per scenario, "
-            f"fewer than {MIN_UNITS}: read them as rough; evaluate more windows or trace seeds (suite v1)")
 
 
 # ---------------------------------------------------------------------- training
@@ -528,8 +461,9 @@ def _suite_scenarios(args: argparse.Namespace) -> tuple[Suite, list[Scenario]]:
     return suite, scenarios
 
 
-def _policies(args: argparse.Namespace) -> list[Policy]:
-    """Every policy resolved and model loaded (after ``--train`` runs, whose config is checked first)."""
+def _policies(args: argparse.Namespace, suite: Suite, scenarios: Sequence[Scenario]) -> tuple[list[Policy], Inputs]:
+    """Every policy resolved and model loaded (after ``--train`` runs, whose config is checked first),
+    and every file the command reads (kept apart from ``--out``, checked here before any work)."""
     names = ([p.strip() for p in args.policies.split(",") if p.strip()] if args.policies is not None
              else _default_policies() + [RANDOM])
     agents = list(args.agent)
@@ -537,17 +471,34 @@ def _policies(args: argparse.Namespace) -> list[Policy]:
     if args.train:
         seeds = _parse_seeds(args.seeds if args.seeds is not None else "0,1,2")
         _check_training(args.train, seeds, args.train_name)
+    inputs = benchmark_inputs(suite, scenarios, names, agents, args.train) if args.out is not None else {}
     if args.out is not None:
-        inputs = model_paths(names, agents)
-        if args.train:
-            inputs["--train"] = args.train
         check_out_file(args.out, args.overwrite, inputs=inputs, what="--out")
+        check_out_file(partial_path(args.out), True, inputs=inputs, what="--out")
+        if args.train and partial_path(args.out).exists() and not args.overwrite:
+            raise BenchmarkError(f"--out {args.out}: {partial_path(args.out)} holds rows of an earlier run, and a "
+                                 f"--train benchmark cannot resume (its runs are new); pass --overwrite to discard them")
     if args.train:
         before = resolve_policies(names, agents, args.seed)  # bad names and models fail before hours of training
         if args.train_name in {p.name for p in before}:
             raise BenchmarkError(f"--train-name {args.train_name!r}: also the name of another policy")
         agents.append(f"{args.train_name}=" + ",".join(train_seeds(args.train, seeds, args.train_name)))
-    return resolve_policies(names, agents, args.seed)
+    return resolve_policies(names, agents, args.seed), inputs
+
+
+def _kept_rows(args: argparse.Namespace, suite: Suite, scenarios: Sequence[Scenario], policies: Sequence[Policy],
+               inputs: Inputs) -> PartialRows | None:
+    """With ``--out``, its partial file opened (:class:`~lyra_agents.bench_output.PartialRows`): the
+    windows an earlier run of the same suite, scenarios, windows, policies, seed, input files and code
+    kept; another run's rows are refused unless ``--overwrite``."""
+    if args.out is None:
+        return None
+    parts = {"suite": [suite.version, suite.source, suite.bootstrap], "scenarios": [repr(s) for s in scenarios],
+             "windows": args.windows, "seed": args.seed, "policies": [[p.name, [r for r, _ in p.runs]] for p in policies],
+             "files": files_sha256(inputs), **provenance()}
+    kept = PartialRows(args.out, identity_sha256(parts))
+    kept.open(args.overwrite)
+    return kept
 
 
 def _warn(aggregates: Sequence[dict[str, Any]], scenarios: int) -> None:
@@ -558,15 +509,35 @@ def _warn(aggregates: Sequence[dict[str, Any]], scenarios: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command: exit status 0; 2 for a refused option, input or output (before any work); 1 when a
+    file cannot be written (disk full) and 130 when interrupted (Ctrl-C, SIGTERM), each one line, the
+    windows done so far kept in ``OUT.partial`` for the same command to resume."""
     args = _parser().parse_args(argv)
-    # every option, name, model and output checked before anything is trained or simulated
+    kept: PartialRows | None = None
     try:
-        _check_numbers(args)
-        suite, scenarios = _suite_scenarios(args)
-        policies = _policies(args)
-    except (OutputError, LyraGymError) as err:  # BenchmarkError, a bad policy spec (SchedulerSpecError), ...
-        print(f"lyra_agents.benchmark: error: {err}", file=sys.stderr)
-        return 2
+        with sigterm_as_interrupt():
+            # every option, name, model and output checked before anything is trained or simulated
+            try:
+                _check_numbers(args)
+                suite, scenarios = _suite_scenarios(args)
+                policies, inputs = _policies(args, suite, scenarios)
+                kept = _kept_rows(args, suite, scenarios, policies, inputs)
+            except (OutputError, LyraGymError, WriteError) as err:  # BenchmarkError, SchedulerSpecError, ...
+                print(f"lyra_agents.benchmark: error: {err}", file=sys.stderr)
+                return 2
+            _run(args, suite, scenarios, policies, kept)
+            return 0
+    except KeyboardInterrupt:
+        print(f"lyra_agents.benchmark: interrupted{'; ' + kept.note() if kept else ''}", file=sys.stderr)
+        return 130
+    except WriteError as err:  # a full disk while writing a window's rows or --out
+        print(f"lyra_agents.benchmark: error: {err}{'; ' + kept.note() if kept else ''}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace, suite: Suite, scenarios: Sequence[Scenario], policies: Sequence[Policy],
+         kept: PartialRows | None) -> None:
+    """Simulate (skipping the windows ``kept`` holds), print the tables and write ``--out``."""
     from lyra_gym.progress import progress as progress_bar, write as write_line
 
     progress = None if args.quiet else write_line
@@ -579,7 +550,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      f"{s.description}")
     count = evaluation_count(policies, scenarios, args.windows)
     with progress_bar(count, unit="sim", enabled=not args.quiet) as bar:
-        rows = evaluate(policies, scenarios, args.windows, progress, bar, bounds=True)
+        rows = evaluate(policies, scenarios, args.windows, progress, bar, bounds=True, kept=kept)
     aggregates = aggregate(rows, args.reps, args.seed, suite.bootstrap)
     print(f"suite {suite.version}")
     print(table(rows, aggregates))
@@ -589,10 +560,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(headroom_table(headroom(rows, [p.name for p in policies if p.name in registry.available()])))
     _warn(aggregates, len(scenarios))
-    if args.out:
+    if args.out and kept is not None:
         made_by = {"suite": suite.version, **provenance()}  # what produced the numbers (issue 27)
         write_atomic(args.out, to_csv([{**r, **made_by} for r in [*rows, *aggregates]]))
-    return 0
+        kept.remove()
 
 
 if __name__ == "__main__":

@@ -169,16 +169,22 @@ class ProgressBarCallback(BaseCallback):
 
 class StatsCheckpointCallback(CheckpointCallback):
     """SB3's ``CheckpointCallback`` (model zip, statistics pickle) that also writes the statistics as
-    ``model_vecnormalize_<N>_steps.npz`` (plain arrays: what :func:`lyra_agents.factory.load_model` users read)."""
+    ``model_vecnormalize_<N>_steps.npz`` (plain arrays: what :func:`lyra_agents.factory.load_model` users read).
+    Every file is written atomically, the statistics first (:func:`lyra_agents.artifacts.save_stats`,
+    :func:`~lyra_agents.artifacts.save_model`): SB3's own save writes in place, so a full disk left a
+    truncated checkpoint under its final name."""
 
     def _on_step(self) -> bool:
-        result = super()._on_step()
-        vecnorm = self.model.get_vec_normalize_env()
-        if self.n_calls % self.save_freq == 0 and self.save_vecnormalize and vecnorm is not None:
-            from lyra_agents.factory import save_normalizer_stats
+        if self.n_calls % self.save_freq != 0:
+            return True
+        from lyra_agents.artifacts import save_model, save_stats
 
-            save_normalizer_stats(vecnorm, self._checkpoint_path("vecnormalize_", extension="npz"))
-        return result
+        vecnorm = self.model.get_vec_normalize_env()
+        if self.save_vecnormalize and vecnorm is not None:
+            save_stats(vecnorm, self._checkpoint_path("vecnormalize_", extension="npz"),
+                       self._checkpoint_path("vecnormalize_", extension="pkl"))
+        save_model(self.model, self._checkpoint_path(extension="zip"))
+        return True
 
 
 def checkpoint_callback(run_dir: Path, every_steps: int, n_envs: int) -> CheckpointCallback:

@@ -20,8 +20,11 @@ the lyra_gym version and commit, :func:`recorded`). The model is loaded without 
 unless ``--trust-model-files`` (or ``LYRA_GYM_TRUST_MODEL_FILES=1``) is given; see ``docs/trust.md``.
 Every option is checked before the first window is simulated (``--windows`` >= 1 and at most the
 run's test windows, ``--baselines`` against the scheduler registry, the model loaded, ``--json``
-by the output rule of :mod:`lyra_gym.outputs`: an existing file needs ``--overwrite``, the model's
-own files are refused); an error is one line on stderr and exit status 2. After 2 s a progress bar
+by the output rule of :mod:`lyra_gym.outputs`: an existing file needs ``--overwrite``; the model's
+own files, the files its config names (``sim_config``, ``trace``, ``profiles``, the suite and what
+those name) and a ``model:PATH`` baseline's are refused); an error is one line on stderr and exit
+status 2. Ctrl-C or SIGTERM is one line and exit status 130; a ``--json`` that cannot be written
+(a full disk) one line and exit status 1, the old file left as it was. After 2 s a progress bar
 over windows x policies (with tqdm's estimate of the time left) shows on stderr, never on stdout
 (:mod:`lyra_gym.progress`; ``TQDM_DISABLE=1`` turns it off).
 """
@@ -33,13 +36,17 @@ import json
 import math
 import os
 import sys
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from lyra_agents.artifacts import WriteError, run_inputs, sigterm_as_interrupt, written
 from lyra_gym.envs.learner_extras import LearnerExtrasObservation
 from lyra_gym.run.simulate import simulate
 from lyra_gym.sim.scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from lyra_agents.policy_scheduler import AgentScheduler
 
 Row = dict[str, Any]
 
@@ -225,7 +232,7 @@ def comparison_table(results: Mapping[str, Sequence[Row]], reference: str = "lyr
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lyra_agents.evaluate", description=__doc__.split("\n\n")[0])
     parser.add_argument("path", help="run directory, its model.zip, or a checkpoint zip")
     parser.add_argument("--windows", type=int, default=None,
@@ -236,21 +243,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trust-model-files", action="store_true",
                         help="load through SB3's pickle path (model.zip fields, vecnormalize.pkl): "
                              "can run code from the files; only for files you trust")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command: exit status 0; 2 for a refused option, model or output; 1 when ``--json`` cannot
+    be written; 130 when interrupted (Ctrl-C, SIGTERM); each a line on stderr."""
+    args = _parser().parse_args(argv)
+    try:
+        with sigterm_as_interrupt():
+            return _main(args)
+    except KeyboardInterrupt:
+        print("lyra_agents.evaluate: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(args: argparse.Namespace) -> int:
     # every option, the model and the output checked before the first window is simulated
     try:
         from lyra_agents.factory import find_artifacts, make_eval_env
         from lyra_agents.policy_scheduler import load_policy_scheduler, split_trust_option
-        from lyra_gym.outputs import Inputs, check_out_file
+        from lyra_gym.outputs import check_out_file
 
         check_window_count(args.windows, "--windows")
-        baselines = resolve_baselines([b.strip() for b in args.baselines.split(",") if b.strip()])
+        names = [b.strip() for b in args.baselines.split(",") if b.strip()]
+        baselines = resolve_baselines(names)
         base, _ = split_trust_option(args.path)
-        files = find_artifacts(base)
+        find_artifacts(base)  # a missing model or config: one line, before anything else
         if args.json is not None:
-            inputs: Inputs = {"PATH": base, "the model": files.model, "its statistics": files.vecnormalize,
-                      "its config": files.config}
-            check_out_file(args.json, args.overwrite, inputs=inputs, what="--json")
+            check_out_file(args.json, args.overwrite, inputs=evaluate_inputs(base, names), what="--json")
         scheduler = load_policy_scheduler(args.path, name="policy",
                                           trust_model_files=True if args.trust_model_files else None)
         env = make_eval_env(scheduler.config)
@@ -259,16 +280,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines = str(err).strip().splitlines() or [type(err).__name__]
         print(f"lyra_agents.evaluate: error: {lines[0]}", file=sys.stderr)
         return 2
+    try:
+        _evaluate(args, scheduler, env, chosen, baselines)
+    except WriteError as err:  # --json on a full disk: the old file (if any) is left as it was
+        print(f"lyra_agents.evaluate: error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _evaluate(args: argparse.Namespace, scheduler: AgentScheduler, env: Any, chosen: Sequence[int],
+              baselines: Mapping[str, str | Scheduler]) -> None:
+    """Simulate, print the table and write ``--json`` (atomically)."""
     from lyra_gym.progress import progress
 
     with progress(len(chosen) * (1 + len(baselines)), unit="sim") as bar:
         results = compare_on(scheduler, env, chosen, baselines, bar=bar)
     print(comparison_table(results))
     if args.json:
-        from lyra_gym.outputs import atomic_write_text
+        with written(args.json) as tmp:
+            tmp.write_text(json.dumps(recorded(results, scheduler.config.env_id), indent=2) + "\n")
 
-        atomic_write_text(args.json, json.dumps(recorded(results, scheduler.config.env_id), indent=2) + "\n")
-    return 0
+
+def evaluate_inputs(path: str, baselines: Sequence[str]) -> dict[str, str | os.PathLike[str] | None]:
+    """``{what: path}`` of every file the command reads: the model, its statistics and config, the files
+    that config names (:func:`lyra_agents.artifacts.run_inputs`) and each ``model:PATH`` baseline's."""
+    from lyra_agents.policy_scheduler import split_trust_option
+    from lyra_gym.outputs import named_inputs
+
+    pairs = run_inputs("PATH", path)
+    for name in baselines:
+        if name.startswith("model:"):
+            try:
+                base, _ = split_trust_option(name[len("model:"):])
+            except ValueError:
+                continue
+            pairs += run_inputs(f"--baselines {name}", base)
+    return named_inputs(pairs)
 
 
 if __name__ == "__main__":
