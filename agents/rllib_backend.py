@@ -50,6 +50,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -69,6 +70,7 @@ from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
 from lyra_gym.sim import scheduler as registry
 from lyra_gym.envs import ActionMaskObservation
+from lyra_gym.outputs import TMP_MARK, atomic_path, atomic_write_text
 
 from lyra_agents.callbacks import CUSTOM_KEYS
 from lyra_agents.config import TrainConfig, TrainConfigError, resolve_config
@@ -274,13 +276,13 @@ def train_rllib(args: argparse.Namespace, ray_init: bool = True) -> int:
         print(f"train.py: error: {err}", file=sys.stderr)
         return 2
     run_dir = new_run_dir(cfg)
-    (run_dir / CONFIG_FILE).write_text(cfg.to_yaml())
+    atomic_write_text(run_dir / CONFIG_FILE, cfg.to_yaml())
     if ray_init and not ray.is_initialized():
         ray.init(include_dashboard=False, log_to_driver=bool(cfg.verbose), configure_logging=False)
     ppo = build_ppo_config(cfg, rllib.get("num_env_runners"), rllib.get("train_batch_size"),
                            rllib.get("minibatch_size"), rllib.get("num_envs_per_env_runner", 1))
     iterations = rllib.get("iterations") or max(1, math.ceil(cfg.total_timesteps / ppo.train_batch_size_per_learner))
-    (run_dir / "rllib.json").write_text(json.dumps({
+    atomic_write_text(run_dir / "rllib.json", json.dumps({
         "num_env_runners": ppo.num_env_runners, "num_envs_per_env_runner": ppo.num_envs_per_env_runner,
         "train_batch_size": ppo.train_batch_size_per_learner, "minibatch_size": ppo.minibatch_size,
         "iterations": iterations}, indent=2) + "\n")
@@ -306,9 +308,7 @@ def train_rllib(args: argparse.Namespace, ray_init: bool = True) -> int:
             ret = result.get("env_runners", {}).get("episode_return_mean")
             print(f"iter {i + 1}/{iterations}  steps {step}  return {ret if ret is not None else float('nan'):.2f}  "
                   f"jct {custom.get('custom/jct_mean_s', float('nan')):.0f} s")
-        checkpoint = algo.save_to_path(str((run_dir / CHECKPOINT_DIR).resolve()))
-        save_module_weights(algo.learner_group.get_weights([MODULE_ID])[MODULE_ID],
-                            run_dir / CHECKPOINT_DIR / WEIGHTS_FILE)
+        checkpoint = _save_checkpoint(algo, run_dir / CHECKPOINT_DIR)
     finally:
         algo.stop()
         writer.close()
@@ -340,8 +340,22 @@ def compare_checkpoint(run_dir: Path, cfg: TrainConfig) -> dict[str, list[dict[s
           f"(policy = the RLlib module through the engine as a scheduler):")
     print(comparison_table(results))
     rows = recorded(results, cfg.env_id)
-    (run_dir / "compare.json").write_text(json.dumps(rows, indent=2) + "\n")
+    atomic_write_text(run_dir / "compare.json", json.dumps(rows, indent=2) + "\n")
     return rows
+
+
+def _save_checkpoint(algo: Any, folder: Path) -> str:
+    """RLlib's checkpoint and the module's plain weights written into a hidden sibling folder, renamed
+    to ``folder`` once both are complete (an interrupted or failed save leaves no checkpoint, never
+    half of one); returns the checkpoint's path."""
+    stage = folder.parent / f".{folder.name}{TMP_MARK}{os.getpid()}"
+    try:
+        algo.save_to_path(str(stage.resolve()))
+        save_module_weights(algo.learner_group.get_weights([MODULE_ID])[MODULE_ID], stage / WEIGHTS_FILE)
+        os.rename(stage, folder)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return str(folder.resolve())
 
 
 def find_rllib_checkpoint(path: str | os.PathLike) -> tuple[Path, Path]:
@@ -402,7 +416,7 @@ def save_module_weights(state: Mapping[str, Any], path: str | os.PathLike) -> Pa
     bad = [key for key, value in arrays.items() if value.dtype == object]
     if bad:
         raise ValueError(f"module state entries {bad} are not plain arrays")
-    with open(path, "wb") as fh:
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         # ignore: numpy's stub types savez's **kwds as if one could be its allow_pickle flag
         np.savez(fh, **arrays)  # type: ignore[arg-type]
     return path

@@ -375,3 +375,25 @@ def test_sigterm_stops_train_like_ctrl_c(tiny_yaml, tmp_path):
     assert proc.returncode == 130
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("train.py: interrupted")
+
+
+def test_an_rllib_checkpoint_that_fails_part_way_leaves_no_checkpoint_folder(tmp_path):
+    """RLlib's checkpoint is saved into a hidden sibling and renamed once whole: a save that fails
+    after RLlib wrote its files (here: the weights) leaves neither ``checkpoint/`` nor the sibling."""
+    pytest.importorskip("ray.rllib")
+    from lyra_agents.rllib_backend import CHECKPOINT_DIR, _save_checkpoint
+
+    class Learners:
+        def get_weights(self, ids):
+            raise OSError(28, "No space left on device")
+
+    class Algo:
+        learner_group = Learners()
+
+        def save_to_path(self, path):
+            Path(path).mkdir(parents=True)
+            (Path(path) / "algorithm_state.pkl").write_bytes(b"x")
+
+    with pytest.raises(OSError):
+        _save_checkpoint(Algo(), tmp_path / CHECKPOINT_DIR)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
