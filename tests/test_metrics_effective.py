@@ -17,7 +17,7 @@ import pytest
 
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.profiles import parse_profiles
-from lyra_gym.run.metrics import JOB_COLUMNS, capacity_speeds, summarize, unfinished_warning
+from lyra_gym.run.metrics import JOB_COLUMNS, best_speeds, summarize, unfinished_warning
 from lyra_gym.run.simulate import simulate
 from lyra_gym.sim.engine import Engine
 from test_engine_overheads import Script, step
@@ -54,9 +54,11 @@ CFG = config(gpus=4, inference=1, restart=None, rescale=30.0, migrate_s=20.0)
 #    (4 T4, 10-80)      280                      10-40: 120                160    160 x 0.5 = 80
 #    (4 V100, 80-130)   200                      80-100: 80                120    120 x 1.0
 # total                 740                      260                       480    400
-# capacity (ref-GPU-s): training 4 x 130 x 1.0 = 520; loaned server 4 x 80 x 0.75 = 240.
-# inference busy: server 1 serves 80-130: 4 x 50 = 200 GPU-s x 0.75 = 150.
-# all GPUs: 520 + 4 x 130 x 0.75 = 910.
+# effective: busy GPU-s x the job's speed on its GPUs / its model's speed on the cluster's fastest
+# GPU type for it (issue 40 item 14), so every share is at most its unweighted twin.
+# capacity (plain GPU-s): training 4 x 130 = 520; loaned server 4 x 80 = 320.
+# inference busy: server 1 serves 80-130: 4 x 50 = 200 GPU-s, each counting 1.
+# all GPUs: 8 x 130 = 1040.
 
 
 def _simulate(cfg=CFG):
@@ -74,8 +76,8 @@ def test_toy_run_is_as_hand_computed():
 
 def test_effective_usage_weights_gpu_types_and_excludes_stalls():
     m = _simulate().metrics
-    assert m["gpu_usage_effective"] == pytest.approx(400 / (520 + 240))
-    assert m["gpu_usage_effective_overall"] == pytest.approx((400 + 150) / 910)
+    assert m["gpu_usage_effective"] == pytest.approx(400 / (520 + 320))
+    assert m["gpu_usage_effective_overall"] == pytest.approx((400 + 200) / 1040)
     # the unweighted keys are unchanged: (240 + 200 training + 300 loaned) / (520 + 4 x 80)
     assert m["gpu_usage_with_loaned"] == pytest.approx(740 / 840)
     assert m["gpu_usage_overall"] == pytest.approx((740 + 200) / (8 * 130))
@@ -85,11 +87,11 @@ def test_overhead_share_counts_gpu_seconds_held_while_stalled():
     assert _simulate().metrics["overhead_gpu_share"] == pytest.approx(260 / 740)
 
 
-def test_capacity_speed_is_the_mean_over_the_trace_models():
+def test_best_speed_is_each_model_on_its_fastest_gpu_type_in_the_cluster():
     engine = Engine(JOBS, Script(SCRIPT), CFG, TWO, DEMAND, np.random.default_rng(0))
-    assert capacity_speeds(engine) == {"v100": 1.0, "t4": 0.75}
+    assert best_speeds(engine) == {"fast": 1.0, "toy": 1.0}
     only_toy = Engine(JOBS[1:], Script([]), CFG, TWO, DEMAND, np.random.default_rng(0))
-    assert capacity_speeds(only_toy) == {"v100": 1.0, "t4": 0.5}
+    assert best_speeds(only_toy) == {"toy": 1.0}
 
 
 def test_a_move_off_a_reclaimed_server_is_a_reclaim_disruption():
@@ -102,13 +104,13 @@ def test_a_move_off_a_reclaimed_server_is_a_reclaim_disruption():
 def test_summarize_mid_run_integrates_running_jobs_without_changing_them():
     # Horizon 50: A holds 4 V100 0-50 (stalled 0-10): held 200, busy 160. B holds 2 T4 0-10
     # (stalled) and 4 T4 10-50 (stalled to 40): held 20 + 160 = 180, busy 40 -> effective 20.
-    # Capacity: 4 x 50 x 1.0 + 4 x 50 x 0.75 = 350.
+    # Capacity: 4 x 50 training + 4 x 50 loaned = 400 GPU-s.
     cfg = dataclasses.replace(CFG, horizon_s=50.0)
     engine = Engine(JOBS, Script(SCRIPT), cfg, TWO, DEMAND, np.random.default_rng(0)).run()
     state = [(j.work_done, j.last_update, j.attained_gpu_s, j.busy_gpu_s) for j in engine.jobs]
     m = summarize(engine)
     assert m["jobs_unfinished"] == 2
-    assert m["gpu_usage_effective"] == pytest.approx((160 + 20) / 350)
+    assert m["gpu_usage_effective"] == pytest.approx((160 + 20) / 400)
     assert m["overhead_gpu_share"] == pytest.approx((380 - 200) / 380)
     assert [(j.work_done, j.last_update, j.attained_gpu_s, j.busy_gpu_s) for j in engine.jobs] == state
     assert summarize(engine) | {"sim_wall_s": 0} == m | {"sim_wall_s": 0}

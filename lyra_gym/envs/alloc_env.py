@@ -153,11 +153,15 @@ class AllocEnv(EpisodeEnv):
         self._masks = decision.masks()
 
     def action_masks(self) -> np.ndarray:
-        """Valid values of the current sub-action (sb3-contrib MaskablePPO)."""
+        """Valid values of the current sub-action (sb3-contrib MaskablePPO);
+        :class:`~lyra_gym.envs.truncation.ResetNeeded` before the first reset."""
+        self._started("action_masks()")
         return self._masks.copy()
 
     def expert_action(self) -> np.ndarray:
-        """The heuristic's own next sub-action (:meth:`AllocDecision.expert`)."""
+        """The heuristic's own next sub-action (:meth:`AllocDecision.expert`);
+        :class:`~lyra_gym.envs.truncation.ResetNeeded` before the first reset."""
+        self._started("expert_action()")
         if self.decision is None:
             return np.int64(self.layout.auto)
         return np.int64(self.decision.expert())

@@ -176,7 +176,9 @@ class LyraClusterEnv(EpisodeEnv):
         self._masks = self.codec.masks_counted(*self._mask_counts)
 
     def expert_action(self) -> np.ndarray:
-        """The heuristic's own choice: neutral levels everywhere, borrow as it would."""
+        """The heuristic's own choice: neutral levels everywhere, borrow as it would
+        (:class:`~lyra_gym.envs.truncation.ResetNeeded` before the first reset)."""
+        self._started("expert_action()")
         return self.codec.neutral(self.slots)
 
     def _decode(self, action: np.ndarray) -> tuple[Guidance, int]:

@@ -147,6 +147,7 @@ class Episode:
         self.training_gpus = max(1, source.sim_config.cluster.training_gpus)  # the reward's usage term
         self.span_reward = source.span_reward
         self.steps = 0
+        self.truncated = False  # the last step reached max_steps: no step more before a reset
         self.invalid_actions_total = 0
         self.plans = 0  # plans submitted by run(), the heuristic's no-op ticks included
         engine.begin()
@@ -183,12 +184,13 @@ class Episode:
             # Jobs left unfinished when nothing more can happen (e.g. held by the agent) are
             # charged as if they waited one more window, so ending an episode early never pays.
             r += self.span_reward.leftover(engine, self.source.windows.length_s, left)
-        return r, not self.done and self.steps >= self.source.max_steps
+        self.truncated = not self.done and self.steps >= self.source.max_steps
+        return r, self.truncated
 
     def final_metrics(self) -> dict[str, Any]:
         """The episode's metrics in the keys of ``metrics.json`` (the engine is finished first)."""
         self.engine.finish()
-        return summarize(self.engine)
+        return summarize(self.engine, invalid_actions=self.invalid_actions_total)
 
     def info(self, invalid: int) -> dict[str, Any]:
         """The info items every environment gives; ``invalid`` this step's counted no-ops."""

@@ -18,7 +18,7 @@ from lyra_gym.envs.observation import ObservationBuilder
 from lyra_gym.envs.render import blank_frame, cluster_frame, cluster_text
 from lyra_gym.envs.rewards import RewardSpec
 from lyra_gym.envs.snapshot import ForkMixin
-from lyra_gym.envs.truncation import FinalMetricsMixin
+from lyra_gym.envs.truncation import FinalMetricsMixin, ResetNeeded
 from lyra_gym.envs.windows import Window
 from lyra_gym.model.config import SimConfig
 from lyra_gym.sim.engine import Engine
@@ -114,6 +114,12 @@ class EpisodeEnv(ForkMixin, FinalMetricsMixin, gym.Env[np.ndarray, Any]):
             raise AttributeError("no episode yet: call reset() first")
         return self.episode
 
+    def _started(self, method: str) -> Episode:
+        """The current episode, or :class:`ResetNeeded` naming ``method`` before the first reset."""
+        if self.episode is None:
+            raise ResetNeeded(f"call reset() before {method}")
+        return self.episode
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         split, window = self.source.parse_options(options)
         super().reset(seed=seed)
@@ -128,13 +134,12 @@ class EpisodeEnv(ForkMixin, FinalMetricsMixin, gym.Env[np.ndarray, Any]):
         raise NotImplementedError
 
     def _check_can_step(self) -> Episode:
-        """The current episode, or ``RuntimeError`` when there is none to step."""
-        episode = self.episode
-        if episode is None:
-            raise RuntimeError("step(): call reset() first")
-        if episode.done:
-            raise RuntimeError("step(): the episode is over (it terminated, or its window had no decision "
-                               "to make); call reset()")
+        """The current episode, or :class:`ResetNeeded` when there is none to step (before the first
+        reset, or after the episode terminated or was truncated)."""
+        episode = self._started("step()")
+        if episode.done or episode.truncated:
+            raise ResetNeeded("step(): the episode is over (it terminated, was truncated at max_steps, or its "
+                              "window had no decision to make); call reset()")
         return episode
 
     def _end_step(self, episode: Episode, r: float, invalid: int):
@@ -152,7 +157,9 @@ class EpisodeEnv(ForkMixin, FinalMetricsMixin, gym.Env[np.ndarray, Any]):
         return self._current().info(invalid)
 
     def action_masks(self) -> np.ndarray:
-        """Valid values of every action dimension, concatenated (sb3-contrib MaskablePPO)."""
+        """Valid values of every action dimension, concatenated (sb3-contrib MaskablePPO);
+        :class:`ResetNeeded` before the first reset."""
+        self._started("action_masks()")
         return self._masks.copy()
 
     # ------------------------------------------------------------------ rendering
@@ -174,4 +181,4 @@ class EpisodeEnv(ForkMixin, FinalMetricsMixin, gym.Env[np.ndarray, Any]):
         return cluster_text(engine)
 
 
-__all__ = ["EpisodeEnv", "MAX_BORROW_LEVELS", "MAX_SLOTS"]
+__all__ = ["EpisodeEnv", "MAX_BORROW_LEVELS", "MAX_SLOTS", "ResetNeeded"]

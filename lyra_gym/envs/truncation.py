@@ -15,7 +15,14 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.error import ResetNeeded as GymResetNeeded
 from gymnasium.wrappers import TimeLimit
+
+
+class ResetNeeded(GymResetNeeded, RuntimeError):
+    """A call that needs an episode in progress: before the first ``reset()``, or a ``step()`` after
+    the episode terminated or was truncated. Gymnasium's ``ResetNeeded``, and a ``RuntimeError``
+    (what these calls raised before)."""
 
 
 class FinalMetricsMixin:
@@ -28,23 +35,33 @@ class FinalMetricsMixin:
         ``info["final_metrics"]``); computed now, the episode unchanged. ``RuntimeError`` before
         the first ``reset``."""
         if self.episode is None:
-            raise RuntimeError("final_metrics(): call reset() first")
+            raise ResetNeeded("final_metrics(): call reset() first")
         metrics: dict[str, Any] = self.episode.final_metrics()
         return metrics
 
 
 class FinalMetricsOnTruncation(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Adds ``info["final_metrics"]`` (``env.unwrapped.final_metrics()``) to the step that ends an
-    episode when the environment did not (a truncation by an inner wrapper, e.g. ``TimeLimit``)."""
+    episode when the environment did not (a truncation by an inner wrapper, e.g. ``TimeLimit``);
+    a ``step()`` after that end, before ``reset()``, raises :class:`ResetNeeded`."""
 
     def __init__(self, env: gym.Env) -> None:
         gym.utils.RecordConstructorArgs.__init__(self)
         gym.Wrapper.__init__(self, env)
+        self._ended = False
+
+    def reset(self, **kwargs: Any) -> Any:
+        self._ended = False
+        return self.env.reset(**kwargs)
 
     def step(self, action: Any) -> Any:
+        if self._ended:
+            raise ResetNeeded("step(): the episode is over (it terminated or was truncated); call reset()")
         obs, reward, terminated, truncated, info = self.env.step(action)
-        if (terminated or truncated) and "final_metrics" not in info:
-            info["final_metrics"] = self.env.unwrapped.final_metrics()  # type: ignore[attr-defined]
+        if terminated or truncated:
+            self._ended = True
+            if "final_metrics" not in info:
+                info["final_metrics"] = self.env.unwrapped.final_metrics()  # type: ignore[attr-defined]
         return obs, reward, terminated, truncated, info
 
 
@@ -63,4 +80,5 @@ def after_time_limit(env: gym.Env) -> gym.Env:
     return FinalMetricsOnTruncation(env) if has_time_limit(env) else env
 
 
-__all__ = ["FinalMetricsMixin", "FinalMetricsOnTruncation", "after_time_limit", "has_time_limit"]
+__all__ = ["FinalMetricsMixin", "FinalMetricsOnTruncation", "ResetNeeded", "after_time_limit",
+           "has_time_limit"]

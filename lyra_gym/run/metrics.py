@@ -1,8 +1,11 @@
 """Metrics of a finished simulation: one definition, used by every policy and tool.
 
-- JCT = finish - submit; queuing = first start - submit; ``queue_total`` also
-  counts time queued after preemptions. JCT and queuing statistics are over
-  finished jobs (``jobs_unfinished`` says how many are left out).
+- JCT = finish - submit; queuing (``queue_*``) = first start - submit;
+  ``queue_total_*`` = all the time a job spent queued: before its first start
+  and again after each preemption or suspension until it runs again (a policy
+  that starts every job at once and preempts has ``queue_*`` near 0 and
+  ``queue_total_*`` not). JCT and queuing statistics (mean, p50, p95, p99) are
+  over finished jobs (``jobs_unfinished`` says how many are left out).
 - ``gpu_usage_training``: GPU-s allocated on training servers / GPU-s of
   training capacity. ``gpu_usage_with_loaned``: GPU-s allocated on training and
   loaned servers / (training capacity + capacity while on loan).
@@ -22,17 +25,17 @@ one. The honest counterparts:
   for the sources). A job whose workers span several types runs at the slowest one's
   pace, so each of its GPUs counts the slowest type's speed. Per GPU: the
   loss of sub-linear scaling (all-reduce time) is not deducted.
-- speed(T), the capacity of one GPU-second of type T, = mean of speed(m, T)
-  over the distinct models of the run's jobs (models without a profile for T
-  are left out; 0 if none has one). We use the trace's models, not all of the
-  profile's, because they are the work the cluster is offered: a profile file
-  may list models no job uses. Unweighted by job count or size, so a policy
-  that steers T4 time to the models fastest on T4 can, in principle, push the
-  ratios a little above what an "average" job mix would give (even above 1);
-  on a reference-type training cluster alone they are at most 1.
+- best(m) = the largest speed(m, T) over the GPU types T of the cluster (its
+  training pools, and the inference servers' type when there are any) that m has
+  a profile for: m's pace on the cluster's fastest GPUs for it.
 - ``gpu_usage_effective``: sum over jobs of GPU-s held outside overheads x
-  speed(m, types held) / (training capacity + loaned capacity, each GPU-s x
-  speed(T)); both in reference-GPU-seconds, over the same span.
+  speed(m, types held) / best(m), divided by the GPU-s of
+  ``gpu_usage_with_loaned``'s denominator (training capacity + capacity while on
+  loan). Each GPU-second of a job counts the share of its best pace it runs at
+  (1 on the cluster's fastest type for its model, 0.54 for resnet18 on a T4 of a
+  T4 + V100 cluster, 1 on a T4-only cluster), so the share is at most
+  ``gpu_usage_with_loaned`` and never above 1: it is the capacity the jobs used,
+  less stalls and less the pace lost on slower GPU types than the cluster has.
 - ``gpu_usage_goodput``: the numerator of ``gpu_usage_effective`` with each
   GPU-s also weighted by the statistical efficiency E of the batch its job
   runs (:meth:`lyra_gym.model.scaling.ScalingModel.statistical_efficiency`; 1 under ``scaling:
@@ -40,15 +43,24 @@ one. The honest counterparts:
   scale), same denominator: the share of capacity that did useful work in
   samples worth the reference batch's (the job's ``B0``, or the application's
   ``M0`` under ``noise_scale: absolute``). A job running below its reference
-  batch (fewer workers than requested under ``fixed-local``) has E > 1, so the
-  share is not capped at ``gpu_usage_effective``; overheads count nothing.
-- ``gpu_usage_effective_overall``: numerator plus inference-busy GPU-s x
-  speed(inference type); denominator all GPUs of both clusters x speed(T) x span.
+  batch (fewer workers than requested under ``fixed-local``) has E > 1, so this
+  one key is not capped at ``gpu_usage_effective`` (nor, in principle, at 1: it
+  is a goodput, not a share of GPU time); overheads count nothing.
+- ``gpu_usage_effective_overall``: numerator of ``gpu_usage_effective`` plus
+  inference-busy GPU-s (an inference server serving runs at its own pace: 1),
+  over all GPUs of both clusters x span (``gpu_usage_overall``'s denominator),
+  so it is at most ``gpu_usage_overall``.
 - ``overhead_gpu_share``: GPU-s held by jobs inside overheads (start/restart,
   rescale, migration, resume) / all GPU-s held by jobs.
 - ``reclaim_disruptions``: per applied plan, the jobs that lost workers on a
   server returned to inference (scaled in, moved or preempted); also per job
   in ``jobs.csv``.
+- ``invalid_actions``: actions of an agent or observation policy (``model:``,
+  ``policy:``) that the env's rules replaced by the neutral one (out of range or
+  masked: a no-op); 0 for every other scheduler.
+
+The ``gpu_usage_*`` shares but goodput are at most 1 in exact arithmetic; a
+value above 1 by float rounding alone (at most :data:`ROUNDING`) is given as 1.0.
 
 Jobs still running at the end are integrated up to the end without being
 changed (:meth:`lyra_gym.model.jobs.Job.usage_until`), so ``summarize`` may be
@@ -72,6 +84,10 @@ JOB_COLUMNS = (
 )
 
 
+#: How far above 1 a share may come out by float rounding alone (then given as 1.0).
+ROUNDING = 1e-9
+
+
 def _stats(values: list[float], prefix: str) -> dict[str, float | None]:
     if not values:
         return {f"{prefix}_mean_s": None, f"{prefix}_p50_s": None, f"{prefix}_p95_s": None, f"{prefix}_p99_s": None}
@@ -81,18 +97,20 @@ def _stats(values: list[float], prefix: str) -> dict[str, float | None]:
             f"{prefix}_p95_s": float(p95), f"{prefix}_p99_s": float(p99)}
 
 
-def capacity_speeds(engine: "Engine") -> dict[str, float]:
-    """speed(T) of every GPU type in the cluster (reference-GPU-s per GPU-s): the mean
-    of speed(m, T) over the distinct models of the engine's jobs (all of the profile's
-    models when there are no jobs); models without a profile for T are left out."""
-    models = sorted({j.spec.model for j in engine.jobs}) or sorted(engine.profiles.models)
+def best_speeds(engine: "Engine") -> dict[str, float]:
+    """best(m) of every model of the engine's jobs (reference-GPU-s per GPU-s): the largest
+    speed(m, T) over the cluster's GPU types T (training pools, and the inference type when the
+    cluster has inference servers) that m has a profile for; 0 when none has."""
     cluster = engine.config.cluster
-    speeds = {}
-    for gpu_type in sorted({g.gpu_type for g in cluster.training} | {cluster.inference.gpu_type}):
-        values = [engine.speed(m, frozenset((gpu_type,))) for m in models
-                  if {gpu_type, engine.reference_gpu} <= engine.profiles.model(m).gpus.keys()]
-        speeds[gpu_type] = float(np.mean(values)) if values else 0.0
-    return speeds
+    types = {g.gpu_type for g in cluster.training if g.count}
+    if cluster.inference.count:
+        types.add(cluster.inference.gpu_type)
+    best = {}
+    for model in sorted({j.spec.model for j in engine.jobs}):
+        gpus = engine.profiles.model(model).gpus.keys()
+        best[model] = max((engine.speed(model, frozenset((t,))) for t in sorted(types)
+                           if {t, engine.reference_gpu} <= gpus), default=0.0)
+    return best
 
 
 def unfinished_warning(metrics: Mapping[str, Any]) -> str | None:
@@ -107,14 +125,44 @@ def unfinished_warning(metrics: Mapping[str, Any]) -> str | None:
             f"run{mean}; JCT and queuing statistics cover finished jobs only")
 
 
+def invalid_actions_warning(metrics: Mapping[str, Any]) -> str | None:
+    """A one-line warning when a run's agent or observation policy made invalid actions (each
+    replaced by the neutral one), else None. Takes a run's metrics or a comparison's summary row."""
+    count = metrics.get("invalid_actions") or 0
+    if not count:
+        return None
+    who = f"{metrics['policy']}: " if metrics.get("policy") else ""
+    mean = " (mean over seeds)" if (metrics.get("seeds") or 1) > 1 else ""
+    return (f"warning: {who}{count:g} invalid actions{mean} (out of range or masked), each run as the "
+            f"neutral action (a no-op); see invalid_actions in the metrics")
+
+
 def _since_submit(job: Job, t: float | None) -> float:
     """Seconds from ``job``'s submission to ``t`` (a time the job has reached: not None)."""
     assert t is not None
     return t - job.spec.submit_time
 
 
-def summarize(engine: "Engine") -> dict[str, Any]:
-    """The metrics dict written to ``metrics.json`` (keys are stable)."""
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den > 0 else None
+
+
+def _share(num: float, den: float) -> float | None:
+    """``num / den`` for a share of a capacity (``num <= den`` in exact arithmetic): 1.0 where
+    it comes out above 1 by float rounding alone (at most :data:`ROUNDING`)."""
+    value = _ratio(num, den)
+    return 1.0 if value is not None and 1.0 < value <= 1.0 + ROUNDING else value
+
+
+def _invalid_actions(engine: "Engine") -> int:
+    """The run's scheduler's ``invalid_actions`` count (agent and observation policies), else 0."""
+    count = getattr(engine.scheduler, "invalid_actions", 0)
+    return count if isinstance(count, int) and not isinstance(count, bool) else 0
+
+
+def summarize(engine: "Engine", invalid_actions: int | None = None) -> dict[str, Any]:
+    """The metrics dict written to ``metrics.json`` (keys are stable). ``invalid_actions``: the
+    count to report (an env's episode), else the engine's scheduler's own (0 if it keeps none)."""
     jobs = engine.jobs
     finished = [j for j in jobs if j.finish_time is not None]
     jct = [_since_submit(j, j.finish_time) for j in finished]
@@ -127,20 +175,17 @@ def summarize(engine: "Engine") -> dict[str, Any]:
     inference_gpus = cluster.inference.count * cluster.inference.gpus_per_server
     allocated = engine.gpu_s_training + engine.gpu_s_loaned
 
-    def ratio(num: float, den: float) -> float | None:
-        return num / den if den > 0 else None
-
+    best = best_speeds(engine)
     held = busy = effective = goodput = 0.0
     for j in jobs:
         h, b, e = j.usage_until(end)
         held += h
         busy += b
-        effective += e
-        goodput += j.goodput_until(end)
-    speeds = capacity_speeds(engine)
-    inference_speed = speeds[cluster.inference.gpu_type]
-    training_capacity = sum(g.count * g.gpus_per_server * speeds[g.gpu_type] for g in cluster.training) * span
-    loaned_capacity = engine.gpu_s_loaned_capacity * inference_speed
+        if e:  # a job that ran: its best(m) > 0
+            effective += e / best[j.spec.model]
+            goodput += j.goodput_until(end) / best[j.spec.model]
+    capacity = training_gpus * span + engine.gpu_s_loaned_capacity  # GPU-s, training + while on loan
+    all_gpus = (training_gpus + inference_gpus) * span
 
     counts = engine.counts
     metrics: dict[str, Any] = {
@@ -149,18 +194,16 @@ def summarize(engine: "Engine") -> dict[str, Any]:
         "jobs_unfinished": len(jobs) - len(finished),
         **_stats(jct, "jct"),
         **_stats(queue, "queue"),
-        "queue_total_mean_s": float(np.mean(queue_total)) if queue_total else None,
-        "gpu_usage_training": ratio(engine.gpu_s_training, training_gpus * span),
-        "gpu_usage_with_loaned": ratio(allocated, training_gpus * span + engine.gpu_s_loaned_capacity),
-        "gpu_usage_overall": ratio(allocated + engine.gpu_s_inference_busy, (training_gpus + inference_gpus) * span),
-        "gpu_usage_effective": ratio(effective, training_capacity + loaned_capacity),
-        "gpu_usage_goodput": ratio(goodput, training_capacity + loaned_capacity),
-        "gpu_usage_effective_overall": ratio(
-            effective + engine.gpu_s_inference_busy * inference_speed,
-            training_capacity + inference_gpus * inference_speed * span),
-        "overhead_gpu_share": ratio(held - busy, held),
+        **_stats(queue_total, "queue_total"),
+        "gpu_usage_training": _share(engine.gpu_s_training, training_gpus * span),
+        "gpu_usage_with_loaned": _share(allocated, capacity),
+        "gpu_usage_overall": _share(allocated + engine.gpu_s_inference_busy, all_gpus),
+        "gpu_usage_effective": _share(effective, capacity),
+        "gpu_usage_goodput": _ratio(goodput, capacity),
+        "gpu_usage_effective_overall": _share(effective + engine.gpu_s_inference_busy, all_gpus),
+        "overhead_gpu_share": _ratio(held - busy, held),
         "preemptions": counts["preemptions"],
-        "preempted_job_share": ratio(sum(1 for j in jobs if j.preemptions), len(jobs)),
+        "preempted_job_share": _ratio(sum(1 for j in jobs if j.preemptions), len(jobs)),
         "suspensions": counts["suspensions"],
         "scale_ins": counts["scale_ins"],
         "scale_outs": counts["scale_outs"],
@@ -170,6 +213,7 @@ def summarize(engine: "Engine") -> dict[str, Any]:
         "servers_borrowed": counts["servers_borrowed"],
         "servers_returned": counts["servers_returned"],
         "inference_violations": counts["inference_violations"],
+        "invalid_actions": _invalid_actions(engine) if invalid_actions is None else invalid_actions,
         "makespan_s": span,
         "events": counts["events"],
         "decisions": counts["decisions"],
