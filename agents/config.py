@@ -38,7 +38,9 @@ from lyra_agents.experts import EXPERTS, NEEDS_JOB_LEVELS
 from lyra_agents.suite import get_suite
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.errors import LyraGymError
+from lyra_gym.model.config import MAX_CONFIG_BYTES
 from lyra_gym.model.paths import portable, resolve_beside
+from lyra_gym.model.userfiles import ALIAS_PROBLEM, YamlProblem, read_user_file, shown, strict_yaml
 from lyra_gym.workloads.tracegen import PRESETS
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
@@ -52,6 +54,15 @@ LR_SCHEDULES = ("constant", "linear")
 JOB_LEVEL_ENV_IDS = ("LyraGym/Cluster-v1", "LyraGym/Elastic-v1")  # envs whose actions set job levels
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]+)?|mps")
 MAX_NAME_LENGTH = 100
+#: Most environment steps of a run (10 billion: months at the measured 200-400 steps/s).
+MAX_TOTAL_TIMESTEPS = 10**10
+#: Most hidden layers in ``net_arch``, and the widest layer of ``net_arch`` and the deep-sets
+#: encoder (``deepsets_hidden``, ``deepsets_slot_dim``), units: a wider one is a typo that
+#: would fail inside torch (out of memory).
+MAX_NET_LAYERS = 16
+MAX_NET_WIDTH = 8192
+#: Most vector envs (each may be a worker process).
+MAX_N_ENVS = 1024
 
 
 def run_name_problem(name: Any) -> str | None:
@@ -60,11 +71,11 @@ def run_name_problem(name: Any) -> str | None:
     characters, not ``.`` or ``..``, no leading or trailing space (``name: x/../../escaped`` once
     wrote outside ``runs_dir``)."""
     if not isinstance(name, str) or not name:
-        return f"must be a non-empty text (one folder-name component), got {name!r}"
+        return f"must be a non-empty text (one folder-name component), got {shown(name)}"
     if "/" in name or "\\" in name or any(ord(c) < 32 or ord(c) == 127 for c in name):
-        return f"must be a single folder-name component without '/', '\\' or control characters, got {name!r}"
+        return f"must be a single folder-name component without '/', '\\' or control characters, got {shown(name)}"
     if name in (".", "..") or name != name.strip():
-        return f"must be a plain folder-name component (not '.', '..', no leading or trailing space), got {name!r}"
+        return f"must be a plain folder-name component (not '.', '..', no leading or trailing space), got {shown(name)}"
     if len(name) > MAX_NAME_LENGTH:
         return f"must be at most {MAX_NAME_LENGTH} characters, got {len(name)}"
     return None
@@ -235,20 +246,20 @@ def _check_keys(data: Mapping[str, Any], source: str) -> None:
         if key not in _FIELDS:
             close = difflib.get_close_matches(str(key), list(_FIELDS), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise TrainConfigError(f"{source}: unknown key {key!r}{hint} (known keys: {', '.join(_FIELDS)})")
+            raise TrainConfigError(f"{source}: unknown key {shown(key)}{hint} (known keys: {', '.join(_FIELDS)})")
 
 
 def _coerce(key: str, value: Any, source: str) -> Any:
     """Convert ``value`` (parsed YAML, or a ``--set`` string) to the type of field ``key``."""
     hint = _HINTS[key]
     if hint is Any:  # free-form (reward: a name or {name: weight})
-        return yaml.safe_load(value) if isinstance(value, str) else value
+        return _yaml_value(value, f"{source}: {key}") if isinstance(value, str) else value
     if hint == list[str] and isinstance(value, str) and not value.strip().startswith("["):
         return _to_str_list(value)  # "a,b" (or "" for none), not YAML
     args = typing.get_args(hint)
     optional = type(None) in args
     kind = next(a for a in args if a is not type(None)) if optional else (typing.get_origin(hint) or hint)
-    value = _parsed_text(value, optional, kind)
+    value = _parsed_text(value, optional, kind, f"{source}: {key}")
     if value is None:
         if optional:
             return None
@@ -256,23 +267,31 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     expected = getattr(hint, "__name__", None) or str(hint)
     try:
         converted = _CONVERTERS.get(hint, _CONVERTERS.get(kind, _unconvertible))(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
         converted = _INVALID
     if converted is _INVALID:
-        raise TrainConfigError(f"{source}: {key}: expected {expected}, got {value!r}")
+        raise TrainConfigError(f"{source}: {key}: expected {expected}, got {shown(value)}")
     return converted
 
 
-def _parsed_text(value: Any, optional: bool, kind: Any) -> Any:
+def _yaml_value(text: str, where: str) -> Any:
+    """A ``--set`` value parsed as YAML by the training files' rules (:func:`read_yaml`; no aliases:
+    ``*name`` is an error naming ``where``); text YAML cannot parse stays text."""
+    try:
+        return strict_yaml(text, yaml11_bools=True)
+    except YamlProblem as err:
+        if err.problem == ALIAS_PROBLEM:
+            raise TrainConfigError(f"{where}: {ALIAS_PROBLEM}") from None
+    return text
+
+
+def _parsed_text(value: Any, optional: bool, kind: Any, where: str) -> Any:
     """A ``--set`` string as YAML (kept as text where unparsable, or for a text field); the null
     words (``null``, ``none``, ``~``, empty) are None for an optional field. Other values as given."""
     if isinstance(value, str) and optional and value.strip().lower() in (*_NULL_WORDS, ""):
         return None
     if isinstance(value, str) and kind is not str:
-        try:
-            return yaml.safe_load(value)
-        except yaml.YAMLError:
-            pass
+        return _yaml_value(value, where)
     return value
 
 
@@ -288,7 +307,10 @@ def _to_bool(value: Any) -> Any:
 
 
 def _to_int(value: Any) -> Any:
-    """A whole number (``3.0``, ``"1e3"`` included), not a bool."""
+    """A whole number (``3.0``, ``"1e3"`` included), not a bool, not text with a leading zero
+    (``010``: octal 8 in YAML 1.1)."""
+    if isinstance(value, str) and re.fullmatch(r"\s*[-+]?0[0-9_]+\s*", value):
+        return _INVALID
     number = float(value) if _is_number(value) else None
     return int(number) if number is not None and number.is_integer() else _INVALID
 
@@ -329,13 +351,13 @@ def _check_name(cfg: TrainConfig) -> str | None:
 
 def _check_runs_dir(cfg: TrainConfig) -> str | None:
     if not isinstance(cfg.runs_dir, str) or not cfg.runs_dir.strip() or "\0" in cfg.runs_dir:
-        return f"runs_dir: must be a folder path, got {cfg.runs_dir!r}"
+        return f"runs_dir: must be a folder path, got {shown(cfg.runs_dir)}"
     return None
 
 
 def _check_device(cfg: TrainConfig) -> str | None:
     if not DEVICE_PATTERN.fullmatch(str(cfg.device)):
-        return f"device: must be auto, cpu, cuda, cuda:N or mps, got {cfg.device!r}"
+        return f"device: must be auto, cpu, cuda, cuda:N or mps, got {shown(cfg.device)}"
     return None
 
 
@@ -343,7 +365,7 @@ def _check_finite(cfg: TrainConfig) -> str | None:
     for key in _FLOAT_FIELDS:
         value = getattr(cfg, key)
         if value is not None and not math.isfinite(value):
-            return f"{key}: must be a finite number, got {value}"
+            return f"{key}: must be a finite number, got {shown(value)}"
     return None
 
 
@@ -352,7 +374,7 @@ def _bound(keys: tuple[str, ...], fails: Callable[[Any], bool], requirement: str
     def check(cfg: TrainConfig) -> str | None:
         for key in keys:
             if fails(getattr(cfg, key)):
-                return f"{key}: must be {requirement}, got {getattr(cfg, key)}"
+                return f"{key}: must be {requirement}, got {shown(getattr(cfg, key))}"
         return None
     return check
 
@@ -380,30 +402,30 @@ def _check_choices(cfg: TrainConfig) -> str | None:
                "activation": ACTIVATIONS, "lr_schedule": LR_SCHEDULES}
     for key, allowed in choices.items():
         if getattr(cfg, key) not in allowed:
-            return f"{key}: must be one of {', '.join(allowed)}, got {getattr(cfg, key)!r}"
+            return f"{key}: must be one of {', '.join(allowed)}, got {shown(getattr(cfg, key))}"
     return None
 
 
 def _check_heuristic(cfg: TrainConfig) -> str | None:
     if ":" in str(cfg.heuristic):  # a loader name (model:PATH, ...) would load files from a run's config
-        return f"heuristic: must be a registered heuristic name, got {cfg.heuristic!r}"
+        return f"heuristic: must be a registered heuristic name, got {shown(cfg.heuristic)}"
     return None
 
 
 def _check_env_id(cfg: TrainConfig) -> str | None:
     if not cfg.env_id.startswith("LyraGym/"):
-        return f"env_id: must be a LyraGym/ id, got {cfg.env_id!r}"
+        return f"env_id: must be a LyraGym/ id, got {shown(cfg.env_id)}"
     if cfg.env_id not in gym.registry:
         known = ", ".join(k for k in gym.registry if k.startswith("LyraGym/"))
-        return f"env_id: {cfg.env_id!r} is not a registered id (known: {known})"
+        return f"env_id: {shown(cfg.env_id)} is not a registered id (known: {known})"
     return None
 
 
 def _check_expert(cfg: TrainConfig) -> str | None:
     if cfg.bc_expert not in EXPERTS:
-        return f"bc_expert: must be one of {', '.join(EXPERTS)}, got {cfg.bc_expert!r}"
+        return f"bc_expert: must be one of {', '.join(EXPERTS)}, got {shown(cfg.bc_expert)}"
     if cfg.bc_expert in NEEDS_JOB_LEVELS and cfg.env_id not in JOB_LEVEL_ENV_IDS:
-        return (f"bc_expert: {cfg.bc_expert!r} sets job levels, which {cfg.env_id} has not "
+        return (f"bc_expert: {shown(cfg.bc_expert)} sets job levels, which {cfg.env_id} has not "
                 f"(use {' or '.join(JOB_LEVEL_ENV_IDS)})")
     return None
 
@@ -421,7 +443,7 @@ def _check_scenarios(cfg: TrainConfig) -> str | None:
         except ValueError as err:
             return f"scenarios: {err}"
         if kwargs is None:
-            return (f"scenarios: {name!r} redraws its trace preset's elastic share, which an env cannot "
+            return (f"scenarios: {shown(name)} redraws its trace preset's elastic share, which an env cannot "
                     "express (train on the others; the benchmark still evaluates it)")
     return None
 
@@ -439,8 +461,12 @@ def _check_discounts(cfg: TrainConfig) -> str | None:
 
 
 def _check_net_arch(cfg: TrainConfig) -> str | None:
-    if not cfg.net_arch or any(int(w) < 1 for w in cfg.net_arch):
-        return f"net_arch: must be a non-empty list of widths >= 1, got {cfg.net_arch}"
+    arch = cfg.net_arch
+    if not arch or any(int(w) < 1 for w in arch):
+        return f"net_arch: must be a non-empty list of widths >= 1, got {shown(arch)}"
+    if len(arch) > MAX_NET_LAYERS or any(int(w) > MAX_NET_WIDTH for w in arch):
+        return (f"net_arch: at most {MAX_NET_LAYERS} layers (MAX_NET_LAYERS) of at most {MAX_NET_WIDTH} "
+                f"units (MAX_NET_WIDTH) each, got {shown(arch)}")
     return None
 
 
@@ -457,6 +483,10 @@ _RULES: tuple[_Rule, ...] = (
             "worker_levels", "bc_epochs", "bc_batch_size"), lambda v: v < 1, ">= 1"),
     _bound(("num_server_slots", "eval_freq", "checkpoint_freq", "torch_threads", "deepsets_slot_dim",
             "bc_steps"), lambda v: v < 0, ">= 0"),
+    _bound(("total_timesteps",), lambda v: v > MAX_TOTAL_TIMESTEPS, "<= 1e10 (MAX_TOTAL_TIMESTEPS)"),
+    _bound(("n_envs",), lambda v: v > MAX_N_ENVS, f"<= {MAX_N_ENVS} (MAX_N_ENVS)"),
+    _bound(("deepsets_hidden", "deepsets_slot_dim"), lambda v: v > MAX_NET_WIDTH,
+           f"<= {MAX_NET_WIDTH} (MAX_NET_WIDTH)"),
     _check_rollout, _check_discounts, _check_expert, _check_scenarios,
     _bound(("learning_rate", "bc_learning_rate"), lambda v: v <= 0, "> 0"),
     _check_net_arch,
@@ -464,14 +494,19 @@ _RULES: tuple[_Rule, ...] = (
 
 
 def read_yaml(path: str | os.PathLike) -> dict[str, Any]:
-    """A YAML mapping (empty file -> {}); errors name the file (a key given twice included)."""
-    from lyra_gym.model.config import unique_key_loader
-
+    """A YAML mapping (empty file -> {}) read as the cluster configs are
+    (:func:`lyra_gym.model.config.load_config`: YAML 1.2 numbers, no aliases, a key given twice
+    refused, a regular file of at most ``MAX_CONFIG_BYTES``; but YAML 1.1 booleans, ``yes`` and
+    ``on`` included, as before); errors name the file and line.
+    ``OSError`` (missing, no permission) is the caller's."""
     path = Path(path)
+    raw = read_user_file(path, MAX_CONFIG_BYTES, "training config file", error=TrainConfigError)
     try:
-        data = yaml.load(path.read_text(), Loader=unique_key_loader()) or {}
-    except yaml.YAMLError as err:
-        raise TrainConfigError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
+        data = strict_yaml(raw.decode("utf-8"), yaml11_bools=True) or {}
+    except UnicodeDecodeError as err:
+        raise TrainConfigError(f"{path}: not UTF-8 text (byte 0x{raw[err.start]:02x})") from None
+    except YamlProblem as err:
+        raise TrainConfigError(f"{path}: not valid YAML: {err}") from None
     if not isinstance(data, Mapping):
         raise TrainConfigError(f"{path}: expected a mapping of config keys at the top level")
     return dict(data)
@@ -490,7 +525,7 @@ def parse_overrides(items: Sequence[str]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise TrainConfigError(f"--set {item!r}: expected key=value")
+            raise TrainConfigError(f"--set {shown(item)}: expected key=value")
         out[key.strip()] = value.strip()
     return out
 

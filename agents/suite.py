@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -37,6 +38,7 @@ from lyra_agents.scenarios import SUITE, TRACES_DIR, Scenario
 from lyra_gym.errors import LyraGymError
 from lyra_gym.model.config import PATH_FIELDS, ConfigError
 from lyra_gym.model.paths import resolve_beside
+from lyra_gym.model.userfiles import shown
 
 FORMAT = "lyra-gym-suite/1"
 #: Built-in suite files by version.
@@ -71,8 +73,8 @@ class Suite:
         if name in self.scenarios:
             return self.scenarios[name]
         if name in self.unavailable:
-            raise ValueError(f"scenario {name!r} of suite {self.version} needs {self.unavailable[name]}")
-        raise ValueError(f"unknown scenario {name!r} in suite {self.version} (known: {', '.join(self.scenarios)})")
+            raise ValueError(f"scenario {shown(name)} of suite {self.version} needs {self.unavailable[name]}")
+        raise ValueError(f"unknown scenario {shown(name)} in suite {self.version} (known: {', '.join(self.scenarios)})")
 
 
 V0 = Suite("v0", "the fixed suite of the first benchmark (one trace seed, three windows each)",
@@ -83,20 +85,23 @@ def get_suite(name: str) -> Suite:
     """``v0``, a built-in suite file's version (``v1``), or a path to a suite file."""
     if name == "v0":
         return V0
-    if name in SUITE_FILES:
-        return load_suite(SUITE_FILES[name])
+    if name in SUITE_FILES:  # shipped: its windows are checked by the tests, not at each load (seconds)
+        return load_suite(SUITE_FILES[name], check_windows=False)
     if name.endswith((".yaml", ".yml")) or "/" in name:
         return load_suite(name)
-    raise SuiteError(f"unknown suite {name!r} (known: v0, {', '.join(SUITE_FILES)}, or a suite file path)")
+    raise SuiteError(f"unknown suite {shown(name)} (known: v0, {', '.join(SUITE_FILES)}, or a suite file path)")
 
 
-def load_suite(path: str | Path) -> Suite:
-    """Read and check a suite file (module docstring); :class:`SuiteError` on any problem."""
-    from lyra_gym.model.config import _parse_text  # the config loader's strict YAML
+def load_suite(path: str | Path, check_windows: bool = True) -> Suite:
+    """Read and check a suite file (module docstring); :class:`SuiteError` on any problem.
+    ``check_windows``: build each scenario's traces to check that its ``windows`` exist (about
+    0.05 s a trace seed for ``env-14d``, 1 s for ``lyra-15d``)."""
+    from lyra_gym.model.config import MAX_CONFIG_BYTES, _parse_text  # the config loader's rules
+    from lyra_gym.model.userfiles import read_user_file
 
     path = Path(path)
     try:
-        data = _parse_text(path, path.read_bytes())
+        data = _parse_text(path, read_user_file(path, MAX_CONFIG_BYTES, "suite file", error=SuiteError))
     except OSError as err:
         raise SuiteError(f"{path}: cannot read the suite file ({err.strerror or err})") from None
     except ConfigError as err:
@@ -105,10 +110,10 @@ def load_suite(path: str | Path) -> Suite:
         raise SuiteError(f"{path}: a mapping with keys {', '.join(sorted(_TOP_KEYS))} expected")
     _no_unknown(path, "", data, _TOP_KEYS)
     if data.get("format") != FORMAT:
-        raise SuiteError(f"{path}: format: must be {FORMAT!r}, got {data.get('format')!r}")
+        raise SuiteError(f"{path}: format: must be {FORMAT!r}, got {shown(data.get('format'))}")
     version = data.get("version")
     if not isinstance(version, str) or not version.strip():
-        raise SuiteError(f"{path}: version: a non-empty string expected, got {version!r}")
+        raise SuiteError(f"{path}: version: a non-empty string expected, got {shown(version)}")
     defaults = data.get("defaults") or {}
     if not isinstance(defaults, dict):
         raise SuiteError(f"{path}: defaults: a mapping expected")
@@ -127,13 +132,15 @@ def load_suite(path: str | Path) -> Suite:
         if not isinstance(name, str) or not name.strip():
             raise SuiteError(f"{path}: {where}.name: a non-empty string expected")
         if name in scenarios or name in unavailable:
-            raise SuiteError(f"{path}: {where}.name: scenario {name!r} given twice")
+            raise SuiteError(f"{path}: {where}.name: scenario {shown(name)} given twice")
         merged = {**defaults, **entry}
         needs = _requirements(path, f"{where}.requires", merged.get("requires", []))
         if needs:
             unavailable[name] = "; ".join(NOT_YET[n] for n in needs)
             continue
         scenarios[name] = _scenario(path, where, merged, set(entry))
+        if check_windows:
+            _check_windows(path, f"{where}.windows" if "windows" in entry else "defaults.windows", scenarios[name])
     return Suite(version.strip(), str(data.get("description", "")), MappingProxyType(scenarios),
                  MappingProxyType(unavailable), str(path))
 
@@ -146,29 +153,29 @@ def _no_unknown(path: Path, prefix: str, data: Mapping[str, Any], known: set[str
 
 def _requirements(path: Path, where: str, value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise SuiteError(f"{path}: {where}: a list of names expected, got {value!r}")
+        raise SuiteError(f"{path}: {where}: a list of names expected, got {shown(value)}")
     for need in value:
         if need not in NOT_YET:
-            raise SuiteError(f"{path}: {where}: unknown requirement {need!r} (known: {', '.join(NOT_YET)})")
+            raise SuiteError(f"{path}: {where}: unknown requirement {shown(need)} (known: {', '.join(NOT_YET)})")
     return list(value)
 
 
 def _scalar(path: Path, where: str, kind: type, value: Any) -> Any:
     if kind is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise SuiteError(f"{path}: {where}: a finite number expected, got {value!r}")
+            raise SuiteError(f"{path}: {where}: a finite number expected, got {shown(value)}")
         return float(value)
     if not isinstance(value, str) or not value.strip():
-        raise SuiteError(f"{path}: {where}: a non-empty string expected, got {value!r}")
+        raise SuiteError(f"{path}: {where}: a non-empty string expected, got {shown(value)}")
     return value
 
 
 def _int_list(path: Path, where: str, value: Any) -> tuple[int, ...]:
     if not isinstance(value, list) or not value or \
             not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
-        raise SuiteError(f"{path}: {where}: a non-empty list of whole numbers >= 0 expected, got {value!r}")
+        raise SuiteError(f"{path}: {where}: a non-empty list of whole numbers >= 0 expected, got {shown(value)}")
     if len(set(value)) != len(value):
-        raise SuiteError(f"{path}: {where}: a value given twice in {value!r}")
+        raise SuiteError(f"{path}: {where}: a value given twice in {shown(value)}")
     return tuple(value)
 
 
@@ -225,3 +232,27 @@ def _check(path: Path, where: str, scenario: Scenario) -> None:
         raise SuiteError(f"{path}: {where}.config: {err}") from None
     if config.profiles is not None and not Path(config.profiles).is_file():
         raise SuiteError(f"{path}: {where}.profiles: {config.profiles} not found")
+
+
+def _check_windows(path: Path, where: str, scenario: Scenario) -> None:
+    """Every trace seed of ``scenario`` has each of its test ``windows`` (else a one-line error
+    naming ``where``, the field that set them)."""
+    for seed in scenario.seeds():
+        try:
+            available = _test_windows(scenario.trace, seed, scenario.window_s, scenario.test_fraction,
+                                      scenario.warmup_s)
+        except ValueError as err:
+            raise SuiteError(f"{path}: {where}: {err}") from None
+        if max(scenario.windows) >= available:
+            raise SuiteError(f"{path}: {where}: window {max(scenario.windows)} asked, but trace "
+                             f"{scenario.trace} seed {seed} has {available} test windows (0 to {available - 1}) "
+                             f"of {scenario.window_s:g} s")
+
+
+@lru_cache(maxsize=256)
+def _test_windows(trace: str, seed: int, window_s: float, test_fraction: float, warmup_s: float) -> int:
+    """How many test windows the preset ``trace`` of ``seed`` has (the elastic share draws only the
+    elastic flags, after the submit times: it changes no window)."""
+    scenario = Scenario("windows", "", trace=trace, window_s=window_s, test_fraction=test_fraction,
+                        warmup_s=warmup_s)
+    return scenario.sampler(scenario.build_trace(seed)).num_test

@@ -15,13 +15,21 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
-from lyra_gym.errors import ConfigError, number_problem
+from lyra_gym.errors import ConfigError, LyraGymError, number_problem
 from lyra_gym.model.demand import MAX_DEMAND_POINTS, DiurnalDemandConfig
 from lyra_gym.model.knowledge import KnowledgeConfig
+from lyra_gym.model.userfiles import (  # noqa: F401 (_strict_yaml_loader: the sweep grid's reader)
+    YamlProblem,
+    _strict_yaml_loader,
+    read_user_file,
+    shown,
+    strict_yaml,
+    unique_key_loader,
+)
 
 __all__ = [
     "MAX_CLUSTER_SERVERS",
@@ -35,6 +43,8 @@ __all__ = [
     "config_from_dict",
     "config_to_dict",
     "load_config",
+    "read_user_file",
+    "shown",
     "unique_key_loader",
 ]
 
@@ -44,7 +54,8 @@ MAX_CLUSTER_SERVERS = 100_000
 MAX_GPUS_PER_SERVER = 1024
 
 _NONNEG = {"lo": 0.0}  # a finite number >= 0 (seconds)
-
+#: Most bytes of a config, suite or training YAML/TOML file (larger ones are refused unread).
+MAX_CONFIG_BYTES = 16 * 2**20
 
 _HINTS: dict[type, dict[str, Any]] = {}
 
@@ -79,7 +90,7 @@ def _check_fields(obj: Any, prefix: str) -> None:
         elif typing.get_origin(base) is tuple:
             item = typing.get_args(base)[0]
             if not isinstance(value, (tuple, list)) or not all(isinstance(v, item) for v in value):
-                raise ConfigError(f"{where}: expected a tuple of {item.__name__}, got {value!r}")
+                raise ConfigError(f"{where}: expected a tuple of {item.__name__}, got {shown(value)}")
             if isinstance(value, list):
                 object.__setattr__(obj, f.name, tuple(value))
         else:
@@ -92,12 +103,13 @@ def _scalar_problem(base: type, value: Any, rule: Mapping[str, Any]) -> str | No
     if base is bool:
         if isinstance(value, (bool, np.bool_)):
             return None
-        return f"must be true or false, got {value!r}"
+        return f"must be true or false, got {shown(value)}"
     if base is str:
         if isinstance(value, str) and value.strip():
             return None
-        return f"must be a non-empty string, got {value!r}"
-    return number_problem(value, **{**rule, "integer": base is int})
+        return f"must be a non-empty string, got {shown(value)}"
+    problem = number_problem(value, **{**rule, "integer": base is int})
+    return None if problem is None else f"{problem.rpartition(', got ')[0]}, got {shown(value)}"
 
 
 @dataclass(frozen=True)
@@ -281,18 +293,20 @@ class SimConfig:
         from lyra_gym.model.scaling import BATCH_LIMITS, NOISE_SCALE_RULES, SCALING_RULES
 
         if self.scaling not in SCALING_RULES:
-            raise ConfigError(f"scaling: must be one of {', '.join(SCALING_RULES)}, got {self.scaling!r}")
+            raise ConfigError(f"scaling: must be one of {', '.join(SCALING_RULES)}, got {shown(self.scaling)}")
         if self.noise_scale not in NOISE_SCALE_RULES:
-            raise ConfigError(f"noise_scale: must be one of {', '.join(NOISE_SCALE_RULES)}, got {self.noise_scale!r}")
+            raise ConfigError(f"noise_scale: must be one of {', '.join(NOISE_SCALE_RULES)}, "
+                              f"got {shown(self.noise_scale)}")
         if self.batch_limit not in BATCH_LIMITS:
-            raise ConfigError(f"batch_limit: must be one of {', '.join(BATCH_LIMITS)}, got {self.batch_limit!r}")
+            raise ConfigError(f"batch_limit: must be one of {', '.join(BATCH_LIMITS)}, got {shown(self.batch_limit)}")
         if self.placement not in PLACEMENT_RULES:
-            raise ConfigError(f"placement: must be one of {', '.join(PLACEMENT_RULES)}, got {self.placement!r}")
+            raise ConfigError(f"placement: must be one of {', '.join(PLACEMENT_RULES)}, got {shown(self.placement)}")
         if self.demand_preset is not None:
             from lyra_gym.model.demand import DEMAND_PRESETS
 
             if self.demand_preset not in DEMAND_PRESETS:
-                raise ConfigError(f"demand_preset: unknown {self.demand_preset!r} (known: {', '.join(DEMAND_PRESETS)})")
+                raise ConfigError(f"demand_preset: unknown {shown(self.demand_preset)} "
+                                  f"(known: {', '.join(DEMAND_PRESETS)})")
         if self.demand_csv is None and self.demand_horizon_pad_s / self.demand.step_s >= MAX_DEMAND_POINTS:
             raise ConfigError(
                 f"demand_horizon_pad_s: {self.demand_horizon_pad_s:g} s at demand.step_s="
@@ -306,15 +320,22 @@ class SimConfig:
 _NUMBER_TEXT = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?")
 
 
+# An integer written with a leading zero (010): octal in YAML 1.1, decimal in 1.2: refused.
+_LEADING_ZERO = re.compile(r"[-+]?0[0-9_]+")
+
+
 def _describe(value: Any) -> str:
     if value is None:
         return "null"
-    return f"{type(value).__name__} {value!r}" if not isinstance(value, (dict, list)) else type(value).__name__
+    return f"{type(value).__name__} {shown(value)}" if not isinstance(value, (dict, list)) else type(value).__name__
 
 
 def _coerce_scalar(base: type, value: Any, rule: Mapping[str, Any], where: str) -> Any:
     """A file's value for a scalar field: numbers written as text are read; whole floats for an
     integer field become ints; ints for a float field become floats. Then type and range."""
+    if base in (int, float) and isinstance(value, str) and _LEADING_ZERO.fullmatch(value.strip()):
+        raise ConfigError(f"{where}: must be {'an integer' if base is int else 'a number'}, got {shown(value)}: "
+                          "a leading zero is ambiguous (YAML 1.1 reads 010 as octal 8); write 10, or 0o10 for octal")
     if base in (int, float) and isinstance(value, str) and _NUMBER_TEXT.fullmatch(value.strip()):
         text = value.strip().replace("_", "")
         try:
@@ -348,7 +369,7 @@ def _build(cls: type, data: Any, path: str) -> Any:
     unknown = sorted((k for k in data if k not in fields), key=repr)
     if unknown:
         key = unknown[0]
-        key = key if isinstance(key, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) else repr(key)
+        key = key if isinstance(key, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,59}", key) else shown(key)
         raise ConfigError(f"{path + '.' if path else ''}{key}: unknown key (known: {', '.join(fields)})")
     missing = [n for n, f in fields.items() if n not in data and f.default is dataclasses.MISSING
                and f.default_factory is dataclasses.MISSING]
@@ -419,65 +440,9 @@ def _check_demand_servers(data: Mapping[str, Any], config: SimConfig) -> None:
             f"(cluster.inference.count) and the demand curve is always sized to it; {fix}")
 
 
-def unique_key_loader() -> type:
-    """PyYAML's SafeLoader that refuses a key given twice in one mapping (plain PyYAML keeps the
-    last value silently). The error is a ``yaml.MarkedYAMLError`` whose mark is the second key's
-    line: ``duplicate key 'seed' (first on line 3)``. Keys brought in by a merge (``<<: *base``)
-    may be overridden, as YAML intends. Use as ``yaml.load(text, Loader=unique_key_loader())``
-    in place of ``yaml.safe_load(text)``: same scalars, same safety."""
-    import yaml
-    from yaml.constructor import ConstructorError
-
-    class UniqueKeyLoader(yaml.SafeLoader):
-        def construct_mapping(self, node: Any, deep: bool = False) -> dict:
-            if isinstance(node, yaml.MappingNode):
-                first: dict[Any, int] = {}
-                for key_node, _ in node.value:
-                    if key_node.tag == "tag:yaml.org,2002:merge":
-                        continue
-                    key = self.construct_object(key_node, deep=True)
-                    try:
-                        line = first.get(key)
-                    except TypeError:  # an unhashable key: SafeLoader's own error follows
-                        continue
-                    if line is not None:
-                        raise ConstructorError(
-                            None, None, f"duplicate key {key!r} (first on line {line})", key_node.start_mark)
-                    first[key] = key_node.start_mark.line + 1
-            return super().construct_mapping(node, deep=deep)
-
-    return UniqueKeyLoader
-
-
-def _strict_yaml_loader() -> type:
-    """:func:`unique_key_loader` (a key given twice is an error naming it and its line) with YAML
-    1.2 booleans (only true/false; ``no``, ``off``, ``yes`` stay strings and fail the bool check)
-    and floats (``1e5`` is a number)."""
-    import yaml
-
-    base: Any = unique_key_loader()  # a class made at run time: mypy takes no call as a base
-
-    class StrictLoader(base):
-        pass
-
-    drop = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:float"}
-    StrictLoader.yaml_implicit_resolvers = {
-        first: [(tag, rx) for tag, rx in resolvers if tag not in drop]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
-    StrictLoader.add_implicit_resolver(
-        "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
-    StrictLoader.add_implicit_resolver(
-        "tag:yaml.org,2002:float",
-        re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
-                   r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
-        list("-+0123456789."))
-    return StrictLoader
-
-
-def _parse_text(path: Path, raw: bytes) -> Any:
+def _parse_text(path: Path, raw: bytes, yaml11_bools: bool = False) -> Any:
     """The document in a config file's bytes; any syntax problem is a one-line ConfigError
-    naming the file and line."""
+    naming the file and line (``yaml11_bools``: see :func:`_strict_yaml_loader`)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -496,19 +461,11 @@ def _parse_text(path: Path, raw: bytes) -> Any:
             line = int(found.group(1)) if found else text.count("\n") + 1
             message = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", message)
             raise ConfigError(f"{path}, line {line}: invalid TOML: {message}") from None
-    import yaml
-
     try:
-        data = yaml.load(text, Loader=_strict_yaml_loader())  # noqa: S506 (a SafeLoader)
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        line = mark.line + 1 if mark is not None else 1
-        problem = " ".join(str(p) for p in (err.context, err.problem) if p)
-        raise ConfigError(f"{path}, line {line}: invalid YAML: {' '.join(problem.split())}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(err).split())}") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: invalid YAML: nested too deeply") from None
+        data = strict_yaml(text, yaml11_bools)
+    except YamlProblem as err:
+        where = f"{path}, line {err.line}" if err.line else f"{path}"
+        raise ConfigError(f"{where}: invalid YAML: {err.problem}") from None
     return {} if data is None else data
 
 
@@ -534,20 +491,61 @@ def load_config(path: str | os.PathLike) -> SimConfig:
     (:mod:`lyra_gym.model.paths`: then the working directory, then the shipped data, for older files).
 
     YAML is read with YAML 1.2 scalars: ``1e5`` is a number, only ``true``/``false`` are
-    booleans (``yes``/``no``/``on``/``off`` are strings, so an error for a bool field). Every
+    booleans (``yes``/``no``/``on``/``off`` are strings, so an error for a bool field), ``010``
+    (octal in YAML 1.1) and ``1:20`` (sexagesimal) are errors for a number field; aliases
+    (``*name``) are refused. Only a regular file of at most :data:`MAX_CONFIG_BYTES` is read.
+    Each file the config names that exists is read now by its own loader
+    (:func:`_check_named_files`): a problem names the field, that file and this one. Every
     problem (unreadable file, bad syntax, non-UTF-8 bytes, a value of the wrong type or range)
     is a :class:`ConfigError` whose message names the file (and line, or the field's path).
     """
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_user_file(path, MAX_CONFIG_BYTES, "config file")
     except OSError as err:
         raise ConfigError(f"{path}: cannot read the config file ({err.strerror or err})") from None
     data = _paths_beside(_parse_text(path, raw), path.parent)
     try:
-        return config_from_dict(data)
+        config = config_from_dict(data)
     except ConfigError as err:
         raise ConfigError(f"{path}: {err}") from None
+    _check_named_files(path, config)
+    return config
+
+
+#: Most bytes of a file a config names (profiles, efficiency, demand CSV).
+MAX_NAMED_FILE_BYTES = 64 * 2**20
+
+
+def _check_named_files(path: Path, config: SimConfig) -> None:
+    """Read each file the config at ``path`` names (``profiles``, ``efficiency``, ``demand_csv``)
+    with its own loader; a problem is a one-line :class:`ConfigError` naming the field, the path
+    and the config file, never the named file's bytes (only regular files of at most
+    :data:`MAX_NAMED_FILE_BYTES` are read). A file that does not exist is left to the run."""
+    from lyra_gym.model.demand import load_demand_csv
+    from lyra_gym.model.efficiency import load_efficiency
+    from lyra_gym.model.profiles import load_profiles
+
+    loaders = {"profiles": load_profiles, "efficiency": load_efficiency, "demand_csv": load_demand_csv}
+    for name, load in loaders.items():
+        named = getattr(config, name)
+        if named is None or not os.path.lexists(named):
+            continue
+        where = f"{name} {named} (field {name} of {path})"
+        try:
+            read_user_file(named, MAX_NAMED_FILE_BYTES, f"{name} file", error=_named(where, named))
+        except OSError as err:
+            raise ConfigError(f"{where}: cannot read it ({err.strerror or err})") from None
+        try:
+            load(named)
+        except (LyraGymError, OSError, RecursionError) as err:
+            problem = " ".join(str(err).split()).removeprefix(named).lstrip(":, ")
+            raise ConfigError(f"{where}: {problem[:200]}") from None
+
+
+def _named(where: str, named: str) -> Callable[[str], ConfigError]:
+    """An error type for :func:`read_user_file` of ``named``: its message starts with ``where``."""
+    return lambda message: ConfigError(f"{where}: {message.removeprefix(f'{named}: ')}")
 
 
 def config_to_dict(config: SimConfig) -> dict[str, Any]:

@@ -18,6 +18,7 @@ Units everywhere: time in seconds (float), demand in whole servers (int).
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lyra_gym.errors import ConfigError, LyraGymError, number_problem
+from lyra_gym.model.userfiles import read_user_file, shown
 
 __all__ = [
     "ConfigError",
@@ -50,6 +52,8 @@ SERVERS_COLUMN = "servers_needed"
 #: a longer horizon is a :class:`ConfigError` naming the horizon and ``step_s`` (raise
 #: ``demand.step_s`` or shorten the trace) instead of a MemoryError.
 MAX_DEMAND_POINTS = 1_000_000
+#: Most bytes of a demand CSV file (a million points of about 30 bytes, twice over).
+MAX_DEMAND_BYTES = 64 * 2**20
 
 # A demand value within this distance of a whole number counts as that whole
 # number before rounding up; it keeps floating-point error in the cosine shape
@@ -364,6 +368,8 @@ def load_demand_csv(path: str | os.PathLike[str]) -> DemandCurve:
     * If the earliest time is after 0, its value is taken to hold from 0 (a
       point at 0 is prepended), since the curve must cover the whole trace.
     * Consecutive equal values are merged.
+    * Only a regular UTF-8 file of at most :data:`MAX_DEMAND_BYTES` bytes is read (a FIFO or
+      ``/dev/zero`` is refused unread); numbers are ASCII; errors never show the header's text.
 
     :raises DemandFileError: naming the file, line and field for an empty file,
         a missing column, a non-numeric, non-finite or negative time, a
@@ -372,8 +378,8 @@ def load_demand_csv(path: str | os.PathLike[str]) -> DemandCurve:
     """
     name = os.fspath(path)
     points: list[tuple[float, int, int]] = []  # (time, servers, line)
-    with open(name, newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle)
+    reader = csv.reader(io.StringIO(_demand_text(name), newline=""))
+    try:
         header: list[str] | None = None
         header_line = 1
         for row in reader:
@@ -385,9 +391,10 @@ def load_demand_csv(path: str | os.PathLike[str]) -> DemandCurve:
                 header_line = line
                 for column in (TIME_COLUMN, SERVERS_COLUMN):
                     count = header.count(column)
-                    if count == 0:
+                    if count == 0:  # the header's text is not shown: the file may be anything
                         raise DemandFileError(
-                            name, line, column, f"missing column (header is {','.join(header)!r})"
+                            name, line, column, f"missing column: the header's {len(header)} columns "
+                            f"do not include {column!r} (a demand CSV has {TIME_COLUMN},{SERVERS_COLUMN})"
                         )
                     if count > 1:
                         raise DemandFileError(name, line, column, "column appears more than once")
@@ -397,6 +404,8 @@ def load_demand_csv(path: str | os.PathLike[str]) -> DemandCurve:
             time_s = _parse_time(name, line, row, time_index)
             needed = _parse_servers(name, line, row, servers_index)
             points.append((time_s, needed, line))
+    except csv.Error as err:  # a field larger than the csv module's limit, a NUL byte
+        raise DemandFileError(name, reader.line_num or 1, "csv", f"not a readable CSV file ({err})") from None
     if header is None:
         raise DemandFileError(
             name, 1, f"{TIME_COLUMN},{SERVERS_COLUMN}", "empty file, expected a header row"
@@ -425,10 +434,29 @@ def load_demand_csv(path: str | os.PathLike[str]) -> DemandCurve:
     return DemandCurve(times_s=times, servers=servers)
 
 
+def _demand_text(name: str) -> str:
+    """The file's text: a regular UTF-8 file of at most :data:`MAX_DEMAND_BYTES` bytes."""
+    def error(message: str) -> DemandFileError:
+        return DemandFileError(name, 1, "file", message.removeprefix(f"{name}: "))
+
+    raw = read_user_file(name, MAX_DEMAND_BYTES, "demand CSV file", error=error)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise DemandFileError(name, line, "file", f"not UTF-8 text (byte 0x{raw[err.start]:02x})") from None
+
+
 def _cell(path: str, line: int, row: list[str], index: int, field: str) -> str:
     if index >= len(row) or not row[index].strip():
         raise DemandFileError(path, line, field, "missing value")
-    return row[index].strip()
+    text = row[index].strip()
+    if not text.isascii():  # float() reads other scripts' digits too (Arabic-Indic '١٢')
+        raise DemandFileError(path, line, field, f"not a number: {shown(text)} (only ASCII digits are read)")
+    return text
+
+
+
 
 
 def _parse_time(path: str, line: int, row: list[str], index: int) -> float:
@@ -436,11 +464,11 @@ def _parse_time(path: str, line: int, row: list[str], index: int) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise DemandFileError(path, line, TIME_COLUMN, f"not a number: {text!r}") from None
+        raise DemandFileError(path, line, TIME_COLUMN, f"not a number: {shown(text)}") from None
     if not math.isfinite(value):
-        raise DemandFileError(path, line, TIME_COLUMN, f"not a finite number: {text!r}")
+        raise DemandFileError(path, line, TIME_COLUMN, f"not a finite number: {shown(text)}")
     if value < 0.0:
-        raise DemandFileError(path, line, TIME_COLUMN, f"negative time: {text!r}")
+        raise DemandFileError(path, line, TIME_COLUMN, f"negative time: {shown(text)}")
     return value + 0.0  # turns -0.0 into 0.0
 
 
@@ -452,12 +480,12 @@ def _parse_servers(path: str, line: int, row: list[str], index: int) -> int:
         try:
             as_float = float(text)
         except ValueError:
-            raise DemandFileError(path, line, SERVERS_COLUMN, f"not an integer: {text!r}") from None
+            raise DemandFileError(path, line, SERVERS_COLUMN, f"not an integer: {shown(text)}") from None
         if not math.isfinite(as_float) or not as_float.is_integer():
-            raise DemandFileError(path, line, SERVERS_COLUMN, f"not an integer: {text!r}") from None
+            raise DemandFileError(path, line, SERVERS_COLUMN, f"not an integer: {shown(text)}") from None
         value = int(as_float)
     if value < 0:
-        raise DemandFileError(path, line, SERVERS_COLUMN, f"negative server count: {text!r}")
+        raise DemandFileError(path, line, SERVERS_COLUMN, f"negative server count: {shown(text)}")
     return value
 
 

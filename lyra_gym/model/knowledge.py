@@ -45,6 +45,7 @@ import numpy as np
 from lyra_gym.errors import ConfigError, number_problem
 from lyra_gym.model.jobs import Job
 from lyra_gym.model.jobspec import MAX_DURATION_S
+from lyra_gym.model.userfiles import shown
 
 __all__ = ["KNOWLEDGE_MODES", "EstimateKnowledge", "HistoryKnowledge", "Knowledge", "KnowledgeConfig",
            "build_knowledge", "grown"]
@@ -77,8 +78,9 @@ class KnowledgeConfig:
     }
 
     def __post_init__(self) -> None:
-        if self.mode not in KNOWLEDGE_MODES:
-            raise ConfigError(f"KnowledgeConfig.mode: must be one of {', '.join(KNOWLEDGE_MODES)}, got {self.mode!r}")
+        if not isinstance(self.mode, str) or self.mode not in KNOWLEDGE_MODES:
+            raise ConfigError(f"KnowledgeConfig.mode: must be one of {', '.join(KNOWLEDGE_MODES)}, "
+                              f"got {shown(self.mode)}")
         for name, rule in self.RULES.items():
             problem = number_problem(getattr(self, name), **rule)
             if problem:

@@ -64,6 +64,7 @@ from pathlib import Path
 
 from lyra_gym.errors import LyraGymError
 from lyra_gym.model.jobspec import MAX_BATCH_SIZE, MAX_DURATION_S, MAX_SUBMIT_TIME_S, JobSpec, JobSpecError
+from lyra_gym.model.userfiles import read_user_file, shown
 
 __all__ = [
     "BATCH_COLUMN",
@@ -135,29 +136,40 @@ class _RowError(Exception):
         self.problem = problem
 
 
+def _ascii(field: str, text: str, kind: str) -> None:
+    """Refuse a number ``int()``/``float()`` read from another script's digits (Arabic-Indic ``'١٢'``)."""
+    if not text.isascii():
+        raise _RowError(field, f"not {kind}: {shown(text)} (only ASCII digits are read)")
+
+
 def _parse_float(field: str, text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise _RowError(field, f"not a number: {text!r}") from None
+        raise _RowError(field, f"not a number: {shown(text)}") from None
     if not math.isfinite(value):
-        raise _RowError(field, f"must be finite, got {text!r}")
+        raise _RowError(field, f"must be finite, got {shown(text)}")
+    _ascii(field, text, "a number")
     return value
 
 
 def _parse_int(field: str, text: str) -> int:
     try:
-        return int(text)
+        whole = int(text)
     except ValueError:
         pass
+    else:
+        _ascii(field, text, "an integer")
+        return whole
     # Accept integral floats ("4.0"), as written by tools that store an
     # integer column holding blanks as floats.
     try:
         value = float(text)
     except ValueError:
-        raise _RowError(field, f"not an integer: {text!r}") from None
+        raise _RowError(field, f"not an integer: {shown(text)}") from None
     if not math.isfinite(value) or not value.is_integer():
-        raise _RowError(field, f"not an integer: {text!r}")
+        raise _RowError(field, f"not an integer: {shown(text)}")
+    _ascii(field, text, "an integer")
     return int(value)
 
 
@@ -228,7 +240,7 @@ def _parse_row(cells: list[str], col: _Columns) -> JobSpec:
     elif el_key in _FALSE:
         elastic = False
     else:
-        raise _RowError("elastic", f"expected one of 1/0/true/false/yes/no, got {el_text!r}")
+        raise _RowError("elastic", f"expected one of 1/0/true/false/yes/no, got {shown(el_text)}")
 
     min_gpus = _parse_bound("min_gpus", cells[col.min_gpus].strip(), elastic, num_gpus)
     max_gpus = _parse_bound("max_gpus", cells[col.max_gpus].strip(), elastic, num_gpus)
@@ -263,18 +275,33 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _ZIP_MAGIC = b"PK\x03\x04"
 
 
+#: Most bytes of a trace file (or of a public trace converted by :mod:`lyra_gym.workloads.realtraces`).
+MAX_TRACE_BYTES = 2**30
+
+
+def _read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """A regular file's bytes, at most :data:`MAX_TRACE_BYTES` (a FIFO or ``/dev/zero`` is refused unread)."""
+    def error(message: str) -> TraceError:
+        return TraceError.whole_file(path, message.removeprefix(f"{os.fspath(path)}: "))
+
+    return read_user_file(path, MAX_TRACE_BYTES, "trace file", error=error)
+
+
 def read_text(path: str | os.PathLike[str]) -> str:
     """The whole file as text (UTF-8, an optional byte-order mark dropped; line endings kept).
 
+    Only a regular file of at most :data:`MAX_TRACE_BYTES` bytes is read: a FIFO, a device
+    (``/dev/zero``) or a larger file is refused before reading.
+
     Raises:
-        TraceError: the path is a directory, a gzip or zip archive, or not UTF-8 text (the
-            message names the line of the first bad byte), or holds NUL bytes (binary data).
+        TraceError: the path is a directory, not a regular file, too large, a gzip or zip
+            archive, or not UTF-8 text (the message names the line of the first bad byte), or
+            holds NUL bytes (binary data).
         OSError: the file cannot be opened (missing, no permission).
     """
     if os.path.isdir(path):
         raise TraceError.whole_file(path, "is a directory, not a trace file")
-    with open(path, "rb") as fh:
-        data = fh.read()
+    data = _read_bytes(path)
     if data.startswith(_GZIP_MAGIC):
         raise TraceError.whole_file(path, "is gzip-compressed; decompress it first (gunzip)")
     if data.startswith(_ZIP_MAGIC):
@@ -358,11 +385,11 @@ def load_trace(
             if known is not None and job.model not in known:
                 raise TraceError(
                     path, line, "model",
-                    f"unknown model key {job.model!r}; known models: {', '.join(sorted(known))}",
+                    f"unknown model key {shown(job.model)}; known models: {', '.join(sorted(known))}",
                 )
             prev = first_line.setdefault(job.job_id, line)
             if prev != line:
-                raise TraceError(path, line, "job_id", f"duplicate job_id {job.job_id!r} (first on line {prev})")
+                raise TraceError(path, line, "job_id", f"duplicate job_id {shown(job.job_id)} (first on line {prev})")
             jobs.append(job)
     except csv.Error as err:  # e.g. a field larger than the csv module's limit
         raise TraceError(path, reader.line_num or 1, "csv", f"not a readable CSV file ({err})") from None

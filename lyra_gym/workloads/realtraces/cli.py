@@ -65,8 +65,9 @@ def run_convert(args: argparse.Namespace) -> int:
 
     ``--out`` follows the output rule (:mod:`lyra_gym.outputs`), checked after the options and
     before reading: an existing file needs ``--overwrite``, an input (symbolic links followed)
-    is always refused, and the file is written atomically. Malformed input raises
-    :class:`TraceError` (the ``lyra-gym`` entry point prints it).
+    is always refused, and the file is written atomically. Malformed input, or an input of
+    which no job is kept (nothing is written), raises :class:`TraceError` (the ``lyra-gym``
+    entry point prints it).
     """
     from lyra_gym.outputs import atomic_path, check_out_file
 
@@ -105,6 +106,10 @@ def run_convert(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"lyra-gym: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
+    if not jobs:  # a header-only trace, which every loader refuses: write nothing
+        skipped = ", ".join(f"{n} {why}" for why, n in jobs.skipped.items()) or "none"
+        raise TraceError.whole_file(args.input, f"no job kept ({jobs.records} read; skipped: {skipped}); "
+                                                f"nothing written to {args.out}")
     with atomic_path(out) as tmp:
         write_trace(jobs, tmp)
     print(jobs.summary())

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.model.userfiles import shown
 from lyra_gym.workloads.trace import TraceError, read_text
 
 _TIME_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%f",
@@ -69,7 +70,7 @@ class _Skips:
         if (first_line, first_index) != (line, index):
             where = f"line {first_line}" if index is None else f"record [{first_index}] on line {first_line}"
             here = "" if index is None else f" (record [{index}])"
-            raise TraceError(path, line, field, f"duplicate job id {job_id!r}{here}; first at {where}")
+            raise TraceError(path, line, field, f"duplicate job id {shown(job_id)}{here}; first at {where}")
         return job_id
 
 
@@ -81,30 +82,30 @@ def _parse_time(value: Any, path: str, line: int, field: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool):
-        raise TraceError(path, line, field, f"expected a time, got {value!r}")
+        raise TraceError(path, line, field, f"expected a time, got {shown(value)}")
     if isinstance(value, (int, float)):
         if not math.isfinite(value):
-            raise TraceError(path, line, field, f"must be finite, got {value!r}")
+            raise TraceError(path, line, field, f"must be finite, got {shown(value)}")
         return float(value)
     if not isinstance(value, str):
-        raise TraceError(path, line, field, f"expected a time string or number, got {value!r}")
+        raise TraceError(path, line, field, f"expected a time string or number, got {shown(value)}")
     text = value.strip()
     if text == "" or text.lower() in ("none", "null", "nan", "nat"):
         return None
     try:
-        number = float(text)
+        number = float(_ascii(text, path, line, field))
     except ValueError:
         pass
     else:
         if not math.isfinite(number):
-            raise TraceError(path, line, field, f"must be finite, got {text!r}")
+            raise TraceError(path, line, field, f"must be finite, got {shown(text)}")
         return number
     for fmt in _TIME_FORMATS:
         try:
             return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc).timestamp()
         except ValueError:
             continue
-    raise TraceError(path, line, field, f"not a time: {text!r} (expected 'YYYY-MM-DD HH:MM:SS' or seconds)")
+    raise TraceError(path, line, field, f"not a time: {shown(text)} (expected 'YYYY-MM-DD HH:MM:SS' or seconds)")
 
 
 def _parse_number(text: str, path: str, line: int, field: str, empty: float | None = None) -> float:
@@ -114,20 +115,27 @@ def _parse_number(text: str, path: str, line: int, field: str, empty: float | No
             return empty
         raise TraceError(path, line, field, "missing value")
     try:
-        value = float(text)
+        value = float(_ascii(text, path, line, field))
     except ValueError:
-        raise TraceError(path, line, field, f"not a number: {text!r}") from None
+        raise TraceError(path, line, field, f"not a number: {shown(text)}") from None
     if not math.isfinite(value):
-        raise TraceError(path, line, field, f"must be finite, got {text!r}")
+        raise TraceError(path, line, field, f"must be finite, got {shown(text)}")
     if value < 0:
-        raise TraceError(path, line, field, f"must be >= 0, got {text!r}")
+        raise TraceError(path, line, field, f"must be >= 0, got {shown(text)}")
     return value
+
+
+def _ascii(text: str, path: str, line: int, field: str) -> str:
+    """``text`` if ASCII: ``float()`` reads other scripts' digits too (Arabic-Indic ``'١٢'``)."""
+    if not text.isascii():
+        raise TraceError(path, line, field, f"not a number: {shown(text)} (only ASCII digits are read)")
+    return text
 
 
 def _parse_gpus(text: str, path: str, line: int, field: str) -> int:
     value = _parse_number(text, path, line, field)
     if not value.is_integer():
-        raise TraceError(path, line, field, f"not a whole number of GPUs: {text.strip()!r}")
+        raise TraceError(path, line, field, f"not a whole number of GPUs: {shown(text.strip())}")
     return int(value)
 
 
@@ -135,7 +143,7 @@ def _job_id(value: Any, path: str, line: int, field: str) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str) or not value.strip():
-        raise TraceError(path, line, field, f"missing or empty job id: {value!r}")
+        raise TraceError(path, line, field, f"missing or empty job id: {shown(value)}")
     return value.strip()
 
 
@@ -170,6 +178,8 @@ def _json_records(path: str) -> Iterator[tuple[int, int, Any]]:
             record, end = decoder.raw_decode(text, i)
         except json.JSONDecodeError as err:
             raise TraceError(path, err.lineno, "json", f"invalid JSON: {err.msg} (column {err.colno})") from None
+        except RecursionError:
+            raise TraceError(path, line_of(i), "json", "a job record nested too deeply") from None
         yield index, line_of(i), record
         index += 1
         i = skip_ws(end)
@@ -259,5 +269,5 @@ def _kept(state: str, keep: frozenset | set, failed: frozenset | set, unfinished
         return False
     if state not in keep:
         known = sorted(keep | failed | unfinished)
-        raise TraceError(path, line, field, f"unknown {field} {state!r} (expected one of {', '.join(known)})")
+        raise TraceError(path, line, field, f"unknown {field} {shown(state)} (expected one of {', '.join(known)})")
     return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Mapping
 
+from lyra_gym.model.userfiles import shown
 from lyra_gym.workloads.realtraces.assemble import DEFAULT_ELASTIC_SHARE, _convert
 from lyra_gym.workloads.realtraces.common import ConvertedJobs, _job_id, _json_records, _parse_time, _ran, _Raw, _Skips
 from lyra_gym.workloads.trace import TraceError
@@ -27,31 +28,31 @@ def _philly_raw(path: str, skips: _Skips) -> tuple[list[_Raw], int]:
             continue
         if status not in _PHILLY_KEEP:
             known = ", ".join(sorted(_PHILLY_KEEP | _PHILLY_FAILED))
-            raise TraceError(path, line, "status", f"unknown status {status!r} (expected one of {known})")
+            raise TraceError(path, line, "status", f"unknown status {shown(status)} (expected one of {known})")
         submit = _parse_time(rec.get("submitted_time"), path, line, "submitted_time")
         if submit is None:
             raise TraceError(path, line, "submitted_time", "missing submission time")
         attempts = rec.get("attempts")
         if not isinstance(attempts, list):
-            raise TraceError(path, line, "attempts", f"expected a list of attempts, got {attempts!r}")
+            raise TraceError(path, line, "attempts", f"expected a list of attempts, got {shown(attempts)}")
         if not attempts:
             skips.add("never ran")
             continue
         k = len(attempts) - 1
         last = attempts[k]
         if not isinstance(last, dict):
-            raise TraceError(path, line, f"attempts[{k}]", f"expected an object, got {last!r}")
+            raise TraceError(path, line, f"attempts[{k}]", f"expected an object, got {shown(last)}")
         start = _parse_time(last.get("start_time"), path, line, f"attempts[{k}].start_time")
         end = _parse_time(last.get("end_time"), path, line, f"attempts[{k}].end_time")
         detail = last.get("detail")
         if not isinstance(detail, list):
-            raise TraceError(path, line, f"attempts[{k}].detail", f"expected a list of servers, got {detail!r}")
+            raise TraceError(path, line, f"attempts[{k}].detail", f"expected a list of servers, got {shown(detail)}")
         gpus = 0
         for d, server in enumerate(detail):
             listed = server.get("gpus") if isinstance(server, dict) else None
             if not isinstance(listed, list):
                 raise TraceError(path, line, f"attempts[{k}].detail[{d}].gpus",
-                                 f"expected a list of GPUs, got {listed!r}")
+                                 f"expected a list of GPUs, got {shown(listed)}")
             gpus += len(listed)
         raw = _ran(job_id, submit, gpus, start, end, line, path, skips, zero_gpus_first=False)
         if raw is not None:

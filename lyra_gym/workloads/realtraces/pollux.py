@@ -113,6 +113,7 @@ from typing import Any
 
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.model.scaling import ScalingModel
+from lyra_gym.model.userfiles import shown
 from lyra_gym.workloads.realtraces.common import ConvertedJobs, _csv_rows, _job_id, _parse_number, _Skips
 from lyra_gym.workloads.trace import TraceError
 
@@ -162,9 +163,9 @@ POLLUX_APPLICATIONS: dict[str, PolluxApplication] = {
 def _whole(text: str, path: str, line: int, field: str, what: str) -> int:
     value = _parse_number(text, path, line, field)
     if not value.is_integer():
-        raise TraceError(path, line, field, f"not a whole number of {what}: {text.strip()!r}")
+        raise TraceError(path, line, field, f"not a whole number of {what}: {shown(text.strip())}")
     if value < 1:
-        raise TraceError(path, line, field, f"must be >= 1, got {text.strip()!r}")
+        raise TraceError(path, line, field, f"must be >= 1, got {shown(text.strip())}")
     return int(value)
 
 
@@ -188,13 +189,13 @@ def _pollux_jobs(path: str, profiles: Any, gpus_per_server: int, skips: _Skips) 
         app_name = row["application"]
         app = POLLUX_APPLICATIONS.get(app_name)
         if app is None:
-            raise TraceError(path, line, "application", f"unknown application {app_name!r} "
+            raise TraceError(path, line, "application", f"unknown application {shown(app_name)} "
                              f"(expected one of {', '.join(sorted(POLLUX_APPLICATIONS))})")
         gpus = _whole(row["num_replicas"], path, line, "num_replicas", "replicas")
         batch = _whole(row["batch_size"], path, line, "batch_size", "samples")
         if app.model not in profiles:
             raise TraceError(path, line, "application",
-                             f"{app_name!r} maps to model {app.model!r}, which the profile "
+                             f"{shown(app_name)} maps to model {shown(app.model)}, which the profile "
                              f"{profiles.source or ''} lacks (known: {', '.join(sorted(profiles.models))})")
         if app.elastic:
             elastic, lo, hi = True, 1, max(app.max_gpus, gpus)
@@ -222,7 +223,7 @@ def load_pollux(path: str | os.PathLike[str], *, profiles: Any = None,
     from lyra_gym.model.profiles import ProfileSet, builtin_profiles, load_profiles
 
     if isinstance(gpus_per_server, bool) or not isinstance(gpus_per_server, int) or gpus_per_server < 1:
-        raise ValueError(f"gpus_per_server: must be an integer >= 1, got {gpus_per_server!r}")
+        raise ValueError(f"gpus_per_server: must be an integer >= 1, got {shown(gpus_per_server)}")
     if profiles is None:
         profiles = builtin_profiles()
     elif not isinstance(profiles, ProfileSet):
