@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from lyra_baselines.placement import capacities, groups_by_type, placer
+from lyra_gym.sim.params import check_fields, param
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.sim.view import ClusterView, JobView
@@ -21,9 +22,12 @@ from lyra_gym.sim.view import ClusterView, JobView
 class FifoScheduler(Scheduler):
     """:param backfill: let jobs behind a blocked head start if they fit (default False)."""
 
-    backfill: bool = False
+    backfill: bool = param(False, "let jobs behind a blocked queue head start if they fit")
     name = "fifo"
     reads = frozenset()  # nothing of durations: submit order and sizes only
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     def order(self, view: ClusterView) -> Iterable[JobView]:
         """Queued jobs in the order this policy starts them."""

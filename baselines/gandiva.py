@@ -107,8 +107,9 @@ from typing import Callable, Mapping, TypeVar
 
 import numpy as np
 
-from lyra_baselines.loaning import Loaning, free_after
+from lyra_baselines.loaning import Loaning, free_after, loan_param, reclaim_rule_param
 from lyra_baselines.placement import capacities, place_in_groups, spanning_group, take, warn_unrunnable
+from lyra_gym.sim.params import MAX_S, MIN_TICK_S, check_fields, param
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.sim.view import ClusterView, JobView
@@ -124,19 +125,17 @@ class GandivaScheduler(Scheduler):
 
     reads = frozenset({"remaining_work", "remaining_time_at"})  # migration and grow-shrink by time left
 
-    quantum_s: float = 60.0
-    grow_min_gain_s: float = 120.0
-    migrate_min_remaining_s: float = 300.0
-    loan: bool = False
-    reclaim_rule: str = "cost"
+    quantum_s: float = param(60.0, "time-slice quantum, also the tick", lo=MIN_TICK_S, hi=MAX_S, unit="s")
+    grow_min_gain_s: float = param(120.0, "least predicted saving of remaining time for a grow", lo=0, hi=MAX_S,
+                                   unit="s")
+    migrate_min_remaining_s: float = param(300.0, "a job closer than this to its end is not moved", lo=0,
+                                           hi=MAX_S, unit="s")
+    loan: bool = loan_param(False)
+    reclaim_rule: str = reclaim_rule_param()
     name = "gandiva"
 
     def __post_init__(self) -> None:
-        if not self.quantum_s > 0:
-            raise ValueError(f"quantum_s: must be > 0, got {self.quantum_s}")
-        for key in ("grow_min_gain_s", "migrate_min_remaining_s"):
-            if not getattr(self, key) >= 0:
-                raise ValueError(f"{key}: must be >= 0, got {getattr(self, key)}")
+        check_fields(self)
         self.loaning = Loaning(enabled=self.loan, reclaim_rule=self.reclaim_rule)
         self.reset(None)  # the engine calls reset() with the run's generator before any decision
 

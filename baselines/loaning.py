@@ -26,16 +26,28 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
+from lyra_gym.sim.params import param
 from lyra_gym.sim.plan import Plan, TrackedAllocations
 from lyra_gym.sim.topology import FreeMap
 from lyra_gym.sim.scheduler import NEUTRAL_RETURN_LEVEL
 from lyra_gym.sim.view import ClusterView
 
 RECLAIM_RULES = ("cost", "random")
+
+
+def loan_param(default: bool) -> Any:
+    """The ``loan`` parameter of a scheduler that can borrow (declared once, here)."""
+    return param(default, "borrow idle inference servers")
+
+
+def reclaim_rule_param() -> Any:
+    """The ``reclaim_rule`` parameter of a scheduler that can borrow (declared once, here)."""
+    return param("cost", "which loaned servers go back on a reclaim: least preemption cost, or at random",
+                 choices=RECLAIM_RULES)
 
 
 @dataclass

@@ -58,19 +58,19 @@ Left out: the paper's exact preemption-cost formula and job-size predictor
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
 
 from lyra_baselines.knapsack import DEFAULT_EXACT_LIMIT
-from lyra_baselines.loaning import Loaning
+from lyra_baselines.loaning import Loaning, loan_param, reclaim_rule_param
 from lyra_baselines.lyra_admission import admit
 from lyra_baselines.lyra_extras import place_extras
 from lyra_baselines.lyra_rebalance import HOLD_EWMA, rebalance
 from lyra_baselines.lyra_state import Decision, LyraMemory, base_demand
 from lyra_gym.sim.cluster import Pool
+from lyra_gym.sim.params import MAX_S, MIN_TICK_S, check_fields, param
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import Guidance, Scheduler
 from lyra_gym.sim.topology import Topology
@@ -83,6 +83,8 @@ LOANED_RULES = ("speed", "overflow")
 FLEX_HORIZONS = ("queue", "completion")
 FIXED_SIZES = ("requested", "min")
 VALUE_RATES = ("goodput", "throughput")
+MAX_SERVERS = 100_000  # servers: the most reserve_servers (a count beyond any cluster)
+MAX_EXACT_LIMIT = 10**8  # DP cells: the most knapsack_exact_limit (the exact DP's time grows with it)
 
 
 @dataclass
@@ -116,32 +118,31 @@ class LyraScheduler(Scheduler):
     #: shortest-remaining-first admission, the release timeline, loaning and the knapsack's values
     reads = frozenset({"remaining_work", "remaining_time_at", "total_work", "expected_finish"})
 
-    loan: bool = True
-    elastic: bool = True
-    fixed_size: str = "requested"
-    reclaim_rule: str = "cost"
-    reserve_servers: int = 0
-    backfill: bool = False
-    loaned_rule: str = "speed"
-    move_back: bool = True
-    flex_horizon: str = "queue"
-    value_rate: str = "goodput"
-    knapsack_exact_limit: int = DEFAULT_EXACT_LIMIT
-    round_s: float = 60.0
+    loan: bool = loan_param(True)
+    elastic: bool = param(True, "scale elastic jobs above their minimum")
+    fixed_size: str = param("requested", "with elastic=false: run elastic jobs at their requested or min size",
+                            choices=FIXED_SIZES)
+    reclaim_rule: str = reclaim_rule_param()
+    reserve_servers: int = param(0, "loanable servers left unborrowed", lo=0, hi=MAX_SERVERS, unit="servers")
+    backfill: bool = param(False, "admit later jobs past one that does not fit")
+    loaned_rule: str = param("speed", "onto loaned GPUs when it finishes sooner there (speed), or whenever "
+                             "training GPUs are full (overflow)", choices=LOANED_RULES)
+    move_back: bool = param(True, "move a job from loaned to free training GPUs when that pays")
+    flex_horizon: str = param("queue", "how long the knapsack assumes extra workers are held",
+                              choices=FLEX_HORIZONS)
+    value_rate: str = param("goodput", "rate of the remaining-time estimates and knapsack values",
+                            choices=VALUE_RATES)
+    knapsack_exact_limit: int = param(DEFAULT_EXACT_LIMIT, "DP cells above which the greedy knapsack is used",
+                                      lo=0, hi=MAX_EXACT_LIMIT, unit="cells")
+    round_s: float = param(60.0, "seconds between knapsack rounds (the tick when elastic)", lo=MIN_TICK_S,
+                           hi=MAX_S, unit="s")
     loaning: Loaning = field(init=False)
     memory: LyraMemory = field(init=False, repr=False, compare=False)
     name = "lyra"
     _admitted_fast_path = True  # lyra_rebalance.rebalance_admitted where it applies (False: always rebalance_types; tests compare them)
 
     def __post_init__(self) -> None:
-        for key, value, allowed in (("loaned_rule", self.loaned_rule, LOANED_RULES),
-                                    ("flex_horizon", self.flex_horizon, FLEX_HORIZONS),
-                                    ("fixed_size", self.fixed_size, FIXED_SIZES),
-                                    ("value_rate", self.value_rate, VALUE_RATES)):
-            if value not in allowed:
-                raise ValueError(f"{key}: must be one of {allowed}, got {value!r}")
-        if not (math.isfinite(self.round_s) and self.round_s > 0):
-            raise ValueError(f"round_s: must be a finite number > 0, got {self.round_s!r}")
+        check_fields(self)
         self.loaning = Loaning(enabled=self.loan, reserve_servers=self.reserve_servers, reclaim_rule=self.reclaim_rule)
         self.reset(np.random.default_rng(0))
 

@@ -128,12 +128,12 @@ Parameters (dataclass fields, defaults and sources)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from lyra_baselines.loaning import Loaning, free_after
+from lyra_baselines.loaning import Loaning, free_after, loan_param, reclaim_rule_param
 from lyra_baselines.placement import best_fit, take, warn_unrunnable
 from lyra_baselines.pollux_admission import admit, admit_running, minimum, place_spanning
 from lyra_baselines.pollux_batches import BATCH_POINTS as BATCH_POINTS
@@ -141,6 +141,7 @@ from lyra_baselines.pollux_batches import MAX_BATCH_GROWTH as MAX_BATCH_GROWTH
 from lyra_baselines.pollux_batches import application_batches, batch_candidates
 from lyra_baselines.pollux_optimizer import best_sizes, restart_factor, statistical_efficiency
 from lyra_baselines.pollux_pools import Pool, build_pools, job_limit
+from lyra_gym.sim.params import MAX_S, MIN_TICK_S, check_fields, param
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.sim.view import ClusterView, JobView
@@ -150,6 +151,9 @@ from lyra_gym.sim.view import ClusterView, JobView
 SPEEDUP_BASES = ("fair-share", "request")
 #: Where the adaptive batch is searched (``batch_range``).
 BATCH_RANGES = ("application", "workload")
+MAX_P = 10.0  # the largest |p| (Pollux uses -1; a floored speed-up, 1e-3, to the power -100 nears float64's limit)
+MAX_RATIO = 1e6  # the largest noise-scale ratio phi / M0
+MAX_MODELS = 1000  # the most model keys in model_noise_scale_ratio and fixed_batch_models
 
 
 @dataclass
@@ -175,30 +179,28 @@ class PolluxScheduler(Scheduler):
 
     reads = frozenset()  # no duration: goodput at the job's current (measured) progress part
 
-    p: float = -1.0
-    noise_scale_ratio: float | None = None
-    model_noise_scale_ratio: Mapping[str, float] = field(default_factory=dict)
-    speedup_base: str = "fair-share"
-    batch_range: str = "application"
-    fixed_batch_models: Sequence[str] = ("ncf",)
-    restart_penalty_s: float = 30.0
-    tick_interval: float | None = 60.0
-    backfill: bool = True
-    preempt: bool = True
-    loan: bool = False
-    reclaim_rule: str = "cost"
+    p: float = param(-1.0, "power-mean exponent over the admitted jobs' speed-ups", lo=-MAX_P, hi=MAX_P)
+    noise_scale_ratio: float | None = param(None, "phi / M0 of Pollux's assumed efficiency for every model "
+                                            "(null: the engine's goodput)", lo=0, hi=MAX_RATIO)
+    model_noise_scale_ratio: Mapping[str, float] = param(factory=dict, doc="per-model-key phi / M0", lo=0,
+                                                         hi=MAX_RATIO, max_items=MAX_MODELS)
+    speedup_base: str = param("fair-share", "what a speed-up is measured against", choices=SPEEDUP_BASES)
+    batch_range: str = param("application", "where the adaptive batch is searched", choices=BATCH_RANGES)
+    fixed_batch_models: Sequence[str] = param(("ncf",), "model keys whose jobs keep the workload's batch",
+                                              max_items=MAX_MODELS, scalar=True)
+    restart_penalty_s: float = param(30.0, "delay in Pollux's restart factor (0: off)", lo=0, hi=MAX_S, unit="s")
+    tick_interval: float | None = param(60.0, "seconds between re-optimisations besides events (null: events "
+                                        "only)", lo=MIN_TICK_S, hi=MAX_S, unit="s")
+    backfill: bool = param(True, "without preempt: skip queued jobs whose minimum does not fit")
+    preempt: bool = param(True, "any job may get zero GPUs; the most jobs that fit run")
+    loan: bool = loan_param(False)
+    reclaim_rule: str = reclaim_rule_param()
     name = "pollux"
 
     def __post_init__(self) -> None:
-        if (self.noise_scale_ratio is not None and self.noise_scale_ratio < 0) \
-                or any(r < 0 for r in self.model_noise_scale_ratio.values()):
-            raise ValueError("noise_scale_ratio: must be >= 0")
-        if self.speedup_base not in SPEEDUP_BASES:
-            raise ValueError(f"speedup_base: must be one of {', '.join(SPEEDUP_BASES)}, got {self.speedup_base!r}")
-        if self.batch_range not in BATCH_RANGES:
-            raise ValueError(f"batch_range: must be one of {', '.join(BATCH_RANGES)}, got {self.batch_range!r}")
-        if self.restart_penalty_s < 0:
-            raise ValueError(f"restart_penalty_s: must be >= 0, got {self.restart_penalty_s}")
+        check_fields(self)
+        if isinstance(self.fixed_batch_models, str):  # one model, e.g. from the command line
+            self.fixed_batch_models = (self.fixed_batch_models,)
         self.loaning = Loaning(enabled=self.loan, reclaim_rule=self.reclaim_rule)
         self.rng = np.random.default_rng(0)  # replaced by the run's generator in reset()
         self._speedups: dict[tuple, np.ndarray] = {}

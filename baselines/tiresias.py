@@ -129,9 +129,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from lyra_baselines.loaning import Loaning, free_after, free_map_after
+from lyra_baselines.loaning import Loaning, free_after, free_map_after, loan_param, reclaim_rule_param
 from lyra_baselines.placement import (best_fit_in_groups, capacities, groups_by_type, place, place_in_groups,
                                       spanning_group, take, warn_unrunnable)
+from lyra_gym.sim.params import MAX_S, MIN_TICK_S, check_fields, param
 from lyra_gym.sim.placement import FreeGPUs
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.topology import FreeMap, ServerSet
@@ -143,6 +144,9 @@ Key = tuple[int, float, int]
 MODES = ("realistic", "artifact")
 QUEUE_ORDERS = ("running-first", "arrival")
 ARTIFACT_PLACEMENTS = ("best-fit", "most-free")
+MAX_QUEUES = 32  # the most queues (thresholds + 1)
+MAX_SERVICE = 1e15  # GPU-s: the largest threshold (a thousand GPUs for 30,000 years)
+MAX_STARVATION = 1e6  # the largest starvation_factor
 # Artifact mode: (key, job id, GPUs per pool if running, the job if waiting)
 _Entry = tuple[Key, str, dict[int, int] | None, JobView | None]
 
@@ -153,38 +157,31 @@ class TiresiasScheduler(Scheduler):
 
     reads = frozenset()  # no duration: attained service only (Tiresias's premise)
 
-    thresholds: Sequence[float] = (3250.0, 7200.0)
-    starvation_factor: float = 0.0
-    tick_interval: float | None = 60.0
-    loan: bool = False
-    reclaim_rule: str = "cost"
-    mode: str = "realistic"
-    rounds_only: bool = False
-    queue_order: str = "running-first"
-    artifact_placement: str = "best-fit"
+    thresholds: Sequence[float] = param((3250.0, 7200.0), "attained service where a job drops a queue; one "
+                                        "number = two queues", lo=0, lo_open=True, hi=MAX_SERVICE, unit="GPU-s",
+                                        max_items=MAX_QUEUES - 1, scalar=True)
+    starvation_factor: float = param(0.0, "wait, as a multiple of run time, that returns a job to the top "
+                                     "queue (0: off)", lo=0, hi=MAX_STARVATION)
+    tick_interval: float | None = param(60.0, "seconds between extra decision points (null: events only)",
+                                        lo=MIN_TICK_S, hi=MAX_S, unit="s")
+    loan: bool = loan_param(False)
+    reclaim_rule: str = reclaim_rule_param()
+    mode: str = param("realistic", "realistic, or the Pollux artifact's rules", choices=MODES)
+    rounds_only: bool = param(False, "decide only at multiples of tick_interval (the artifact's rounds)")
+    queue_order: str = param("running-first", "artifact mode: order within a queue", choices=QUEUE_ORDERS)
+    artifact_placement: str = param("best-fit", "artifact mode: where a job is placed",
+                                    choices=ARTIFACT_PLACEMENTS)
     name = "tiresias"
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"mode: must be one of {', '.join(repr(m) for m in MODES)}, got {self.mode!r}")
-        if isinstance(self.thresholds, (int, float)):  # one threshold (two queues), e.g. from the command line
-            self.thresholds = (self.thresholds,)
-        self.thresholds = tuple(float(t) for t in self.thresholds)
+        check_fields(self)
+        # a lone number is one threshold (two queues), e.g. from the command line
+        self.thresholds = tuple(float(t) for t in np.atleast_1d(self.thresholds))
         th = self.thresholds
-        if any(t <= 0 for t in th) or any(a >= b for a, b in zip(th, th[1:])):
+        if any(a >= b for a, b in zip(th, th[1:])):
             raise ValueError(f"thresholds: must be positive and increasing (GPU-s), got {list(th)}")
-        if not self.starvation_factor >= 0:
-            raise ValueError(f"starvation_factor: must be >= 0 (0 = off), got {self.starvation_factor}")
-        if self.tick_interval is not None and not self.tick_interval > 0:
-            raise ValueError(f"tick_interval: must be > 0 s or None, got {self.tick_interval}")
         if self.rounds_only and self.tick_interval is None:
             raise ValueError("rounds_only: needs a tick_interval (the round length)")
-        if self.queue_order not in QUEUE_ORDERS:
-            raise ValueError(f"queue_order: must be one of {', '.join(map(repr, QUEUE_ORDERS))}, "
-                             f"got {self.queue_order!r}")
-        if self.artifact_placement not in ARTIFACT_PLACEMENTS:
-            raise ValueError(f"artifact_placement: must be one of {', '.join(map(repr, ARTIFACT_PLACEMENTS))}, "
-                             f"got {self.artifact_placement!r}")
         self.tick_origin = 0.0 if self.rounds_only else None  # rounds at multiples of tick_interval
         self.artifact = self.mode == "artifact"
         self.loaning = Loaning(enabled=self.loan, reclaim_rule=self.reclaim_rule)

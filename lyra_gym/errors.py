@@ -1,5 +1,6 @@
 """The project's errors: one base, :class:`LyraGymError`, for every bad input the gym refuses
-(configs, traces, profiles, plans, output paths, model files, ...), and the shared number check.
+(configs, traces, profiles, plans, output paths, model files, ...), the shared number check, and
+:func:`shown` (a user's value cut short for a message).
 
 Every error of the project subclasses :class:`LyraGymError` (a ``ValueError``), so a caller can
 catch all of them at once; the message always names the field, file or line at fault.
@@ -9,10 +10,12 @@ Imports no project module.
 from __future__ import annotations
 
 import math
+import reprlib
+from typing import Any
 
 import numpy as np
 
-__all__ = ["ConfigError", "LyraGymError", "number_problem"]
+__all__ = ["SHOWN_CHARS", "ConfigError", "LyraGymError", "number_problem", "shown"]
 
 
 class LyraGymError(ValueError):
@@ -21,6 +24,23 @@ class LyraGymError(ValueError):
 
 class ConfigError(LyraGymError):
     """An impossible or malformed configuration; the message names the field (and file)."""
+
+
+#: Most characters of a user's value an error message shows (then ``...``).
+SHOWN_CHARS = 60
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 2, 6, 6, 4, 4
+_REPR.maxstring = _REPR.maxother = SHOWN_CHARS
+_REPR.maxlong = 4 * SHOWN_CHARS  # cut in the middle past this; shown() keeps the prefix
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` for an error message, cut to :data:`SHOWN_CHARS` characters plus ``...``
+    (nested or long values never printed whole; the cost is bounded too)."""
+    if isinstance(value, int) and value.bit_length() > 4 * SHOWN_CHARS:  # repr fails past 4,300 digits
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    text = repr(value[:SHOWN_CHARS + 1]) if isinstance(value, str) else _REPR.repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
 
 
 def number_problem(
@@ -48,7 +68,7 @@ def number_problem(
         bounds = f" {'>' if lo_open else '>='} {lo:g}"
     elif hi is not None:
         bounds = f" {'<' if hi_open else '<='} {hi:g}"
-    problem = f"must be {kind}{bounds}, got {value!r}"
+    problem = f"must be {kind}{bounds}, got {shown(value)}"
     if isinstance(value, (bool, np.bool_)):
         return problem
     if integer:

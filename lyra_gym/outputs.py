@@ -15,12 +15,18 @@ simulate, compare, sweep, trace generate/convert, ``lyra_agents.export``,
 4. Files are written atomically (:func:`atomic_path`, :func:`atomic_write_text`):
    a hidden sibling first, renamed over the target once complete, so an
    interrupted command leaves the old file or the new one, never half of one.
+5. Nothing is written inside a ``.git`` folder, and a run folder that is a symbolic
+   link is refused, never followed (:func:`replace_folder`).
+6. A folder that several runs fill (compare, sweep) is locked while in use
+   (:func:`locked_folder`): a second command into it is refused, and the leftovers of
+   an interrupted one (:func:`is_leftover`) are removed by the next.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import secrets
 import shutil
 import tempfile
@@ -28,9 +34,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
+from filelock import FileLock, Timeout
+
 from lyra_gym.errors import LyraGymError
 
 TMP_MARK = ".tmp-"  # in the name of a file or folder being written
+LOCK_SUFFIX = ".lyra-gym.lock"  # ``.<folder>.lyra-gym.lock``, beside a folder in use (locked_folder)
+_LEFTOVER = re.compile(r"\..+\.tmp-(\d+)-[0-9a-z_]{8}")  # what atomic_path, write_result, staged_folder name
 
 
 class OutputError(LyraGymError):
@@ -47,6 +57,12 @@ def _real(path: str | os.PathLike[str]) -> Path:
 
 def _is_within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
+
+
+def _refuse_git(path: str | os.PathLike[str], what: str) -> None:
+    """Refuse a path inside a ``.git`` folder (git's own data), symbolic links followed."""
+    if any(part.lower() == ".git" for part in _real(path).parts):
+        raise OutputError(f"{what} {path}: is inside a .git folder, which only git writes; choose another {what}")
 
 
 def _check_writable_parent(out: Path, path: str | os.PathLike[str], what: str) -> None:
@@ -97,6 +113,7 @@ def check_out_folder(path: str | os.PathLike[str], overwrite: bool = False, *, i
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise OutputError(f"{what} {path}: is a file, not a folder")
+    _refuse_git(out, what)
     _check_writable_parent(out, path, what)
     check_inputs_outside(out, inputs or {}, what)
     if out.is_dir():
@@ -124,6 +141,7 @@ def check_out_file(path: str | os.PathLike[str], overwrite: bool = False, *, inp
     out = Path(path)
     if out.is_dir():
         raise OutputError(f"{what} {path}: is a folder; give the file to write")
+    _refuse_git(out, what)
     _check_writable_parent(out.parent if os.fspath(out.parent) else Path("."), path, what)
     check_inputs_outside(out, inputs or {}, what)
     if (out.exists() or out.is_symlink()) and not overwrite:
@@ -134,6 +152,112 @@ def check_out_file(path: str | os.PathLike[str], overwrite: bool = False, *, inp
 def is_temporary(entry: Path) -> bool:
     """A leftover of an interrupted atomic write (``.<name>.tmp-...``)."""
     return entry.name.startswith(".") and TMP_MARK in entry.name
+
+
+def is_leftover(entry: Path) -> bool:
+    """A temporary file or folder named as this module and :func:`lyra_gym.run.simulate.write_result`
+    name them (``.<name>.tmp-<pid>-<8 characters>``) whose process is gone: an interrupted write's."""
+    match = _LEFTOVER.fullmatch(entry.name)
+    return match is not None and not _alive(int(match.group(1)))
+
+
+def _alive(pid: int) -> bool:
+    """Whether another process ``pid`` runs (POSIX; elsewhere none is assumed: the lock guards)."""
+    if os.name != "posix" or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)  # signal 0: nothing is sent
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it runs, as another user
+    return True
+
+
+def remove_leftovers(folder: Path, depth: int = 2) -> None:
+    """Remove the leftovers (:func:`is_leftover`) of interrupted commands in ``folder`` and, down
+    to ``depth`` levels, in its sub-folders (symbolic links are never followed); best effort."""
+    for entry in sorted(folder.iterdir()):
+        try:
+            if is_leftover(entry):
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+            elif depth > 1 and entry.is_dir() and not entry.is_symlink():
+                remove_leftovers(entry, depth - 1)
+        except OSError:
+            pass  # a later write there reports what is wrong
+
+
+def _holder(lock_path: Path) -> str:
+    """`` (pid N)`` of the command holding ``lock_path`` (it writes its pid there), or ""."""
+    try:
+        text = lock_path.read_text()[:20].strip()
+    except OSError:
+        return ""
+    return f" (pid {text})" if text.isdigit() else ""
+
+
+def _write_pid(lock_path: Path) -> None:
+    """Record this process's pid in the lock file it holds (best effort: some platforms refuse)."""
+    try:
+        lock_path.write_text(f"{os.getpid()}\n")
+    except OSError:
+        pass
+
+
+def _missing_parents(folder: Path) -> list[Path]:
+    """The ancestors of ``folder`` (itself included) that do not exist, deepest first."""
+    missing = []
+    while not folder.exists() and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+@contextmanager
+def locked_folder(path: str | os.PathLike[str], what: str = "--out") -> Iterator[Path]:
+    """Hold ``path``'s lock for the block (filelock, on ``.<name>.lyra-gym.lock`` beside the folder,
+    symbolic links followed; removed on exit, as are parent folders created for it that stay
+    empty). Taken before the folder is checked, so of two commands into one folder the second
+    is refused (:class:`OutputError` naming the holder's pid), and no command ever sees
+    another's half-written files. The leftovers of interrupted commands in the folder are
+    removed on entry (:func:`remove_leftovers`). Yields ``Path(path)``; creates nothing in it."""
+    if not os.fspath(path):
+        raise OutputError(f"{what}: empty path")
+    real = _real(path)
+    _refuse_git(real, what)
+    if real.exists() and not real.is_dir():
+        raise OutputError(f"{what} {path}: is a file, not a folder")
+    _check_writable_parent(real, path, what)
+    created = _missing_parents(real.parent)
+    real.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = real.parent / f".{real.name or 'root'}{LOCK_SUFFIX}"
+    lock = FileLock(lock_path)
+    try:
+        lock.acquire(timeout=0)
+        if not lock_path.exists():  # its holder removed it as we took it: it was in use just now
+            lock.release()
+            raise Timeout(str(lock_path))
+    except Timeout:
+        raise OutputError(f"{what} {path}: in use by another lyra-gym command{_holder(lock_path)}; wait "
+                          f"for it to finish, or choose another {what}") from None
+    except OSError as err:
+        raise OutputError(f"{what} {path}: cannot lock it ({lock_path}: {err.strerror or err})") from None
+    try:
+        _write_pid(lock_path)
+        if real.is_dir():
+            remove_leftovers(real)
+        yield Path(path)
+    finally:
+        try:
+            lock_path.unlink(missing_ok=True)  # before the release: no command locks a removed file
+        except OSError:
+            pass  # a platform that cannot remove an open file: filelock's release does
+        lock.release()
+        for folder in created:
+            try:
+                folder.rmdir()
+            except OSError:
+                break  # not empty: the command wrote there
 
 
 @contextmanager
@@ -178,10 +302,12 @@ def _tmp_sibling(target: Path, kind: str = "") -> Path:
 def replace_folder(new: str | os.PathLike[str], target: str | os.PathLike[str]) -> Path:
     """Rename the complete folder ``new`` to ``target``, replacing any folder there as a whole
     (renamed aside first, then removed), so ``target`` is always the old folder or the new one.
-    A symbolic link at ``target`` is followed: the folder it points to is replaced, the link kept."""
+    A symbolic link at ``target`` is refused (:class:`OutputError`), never followed: the folder
+    it points to may be another command's."""
     target = Path(target)
     if target.is_symlink():
-        target = Path(os.path.realpath(target))
+        raise OutputError(f"{target}: is a symbolic link, where a run folder is written; a run folder is "
+                          f"replaced as a whole, so it is never followed (remove the link)")
     if target.exists():
         old = _tmp_sibling(target, ".old")
         os.rename(target, old)

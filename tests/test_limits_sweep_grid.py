@@ -28,7 +28,7 @@ def _error(path: Path) -> str:
 
 
 def test_file_level_errors_name_the_file(tmp_path):
-    assert _error(tmp_path) == f"{tmp_path}: is a directory, not a sweep file"
+    assert _error(tmp_path) == f"{tmp_path}: a folder, not a sweep file (only regular files are read)"
     bad = tmp_path / "latin.yaml"
     bad.write_bytes(b"policies: [caf\xe9]\n")
     assert _error(bad) == f"{bad}: not UTF-8 text"

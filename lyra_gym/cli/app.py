@@ -15,25 +15,22 @@ Before any simulation every command checks all it was given: policy names
 config, the trace (and that every job can fit on the cluster,
 :mod:`lyra_gym.model.feasibility`; ``--skip-infeasible`` drops those that cannot) and
 the output, by one rule for every command that writes (:mod:`lyra_gym.outputs`):
-an existing non-empty ``--out`` (an existing file for ``trace generate`` and
-``trace convert``) is refused unless ``--overwrite``; an ``--out`` that is, or
-holds, something the command reads (trace, config, the files it names, a
-``model:`` folder; symbolic links followed) is refused, overwrite or not; and
-``--overwrite`` replaces only the command's own files: nothing is emptied.
-``simulate`` replaces its run folder as a whole, so a folder holding anything
-but a run's files is refused; ``compare`` and ``sweep`` leave other entries of
-``--out`` untouched. Every file and run folder is written atomically, and every
-run folder records what produced it in ``run.json``
+a non-empty ``--out`` (an existing file for ``trace generate`` and ``convert``) is
+refused unless ``--overwrite``, which replaces only the command's own files (nothing is
+emptied; ``simulate`` replaces its run folder as a whole, so one holding anything else is
+refused); an ``--out`` that is, or holds, something the command reads (symbolic links
+followed) is refused, overwrite or not. ``compare`` and ``sweep`` lock ``--out`` while
+they run: a second command into it is refused. Every file and run folder is written
+atomically; ``run.json`` records what produced a run folder
 (:func:`lyra_gym.run.simulate.write_result`). ``compare.json`` says which runs the
 folder holds and whether the comparison completed (``status``: ``running``,
-``complete``, ``interrupted``, ``failed``); it, ``summary.csv``/``.json`` (the last
-columns) and the TensorBoard text ``config/provenance`` record what produced them
-(``lyra_gym_version``, ``lyra_gym_commit``: :mod:`lyra_gym.provenance`). ``sweep`` writes each run's result as
-it finishes and resumes: called again on the same grid and ``--out``, it skips
-the runs already done (:mod:`lyra_gym.harness.sweep`).
+``complete``, ``interrupted``, ``failed``); it, ``summary.csv``/``.json`` and the
+TensorBoard text ``config/provenance`` record what produced them (:mod:`lyra_gym.provenance`).
+``sweep`` writes each run's result as it finishes and resumes: called again on the same
+grid and ``--out``, it skips the runs already done (:mod:`lyra_gym.harness.sweep`).
 
 Errors: one line on stderr (``lyra-gym: error: ...``), exit code 2, no
-traceback (a run that crashes also prints the run's traceback). Ctrl-C: worker
+traceback (a run that crashes also prints the run's traceback). Ctrl-C or SIGTERM: worker
 processes are stopped at once, ``lyra-gym: interrupted`` and exit code 130.
 """
 
@@ -42,10 +39,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import reprlib
+import signal
 import sys
+import threading
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import Any, Iterator, NoReturn, Sequence
 
+from lyra_gym.harness import ray_backend
+from lyra_gym.harness.report import TABLE_KEYS, format_table
 from lyra_gym.sim import scheduler as registry
 from lyra_gym.sim.import_spec import split_spec
 from lyra_gym.harness.compare import (BACKENDS, CompareError, RunError, RunSpec, check_policies, parse_policy_params,
@@ -56,8 +59,8 @@ from lyra_gym.model.demand import DemandFileError
 from lyra_gym.sim.plan import PlanError
 from lyra_gym.model.profiles import ProfileError
 from lyra_gym.outputs import (OutputError, atomic_path, atomic_write_text, check_inputs_outside, check_out_file,
-                              check_out_folder, named_inputs, owned_names, staged_folder)
-from lyra_gym.run.simulate import (RUN_FILES, SimResult, check_out_dir, load_profile_set, simulate, trace_info,
+                              check_out_folder, locked_folder, named_inputs, owned_names, staged_folder)
+from lyra_gym.run.simulate import (RUN_FILES, check_out_dir, load_profile_set, simulate, trace_info,
                                 write_result)
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.provenance import provenance
@@ -68,14 +71,6 @@ from lyra_gym.workloads.realtraces import add_convert_parser
 
 DEFAULT_TRACE = "traces/default.csv"
 DEFAULT_PRESET, DEFAULT_PRESET_SEED = "small-1d", 0  # traces/default.csv is this preset at this seed
-TABLE_KEYS = (
-    "jobs_finished", "jobs_unfinished", "jct_mean_s", "jct_p95_s", "queue_mean_s", "queue_p95_s",
-    "gpu_usage_training", "gpu_usage_overall", "gpu_usage_effective", "gpu_usage_goodput", "gpu_usage_effective_overall",
-    "overhead_gpu_share", "preemptions",
-    "scale_events", "migrations", "reclaim_disruptions", "servers_borrowed", "inference_violations", "makespan_s",
-)
-
-
 def _warn(message: str) -> None:
     print(f"lyra-gym: warning: {message}", file=sys.stderr)
 
@@ -166,34 +161,6 @@ def _inputs(policy_option: str, policies: Sequence[str], trace: str, config_path
     return named_inputs(pairs)
 
 
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 10 else f"{value:.0f}"
-    return str(value)
-
-
-def format_table(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> str:
-    """Aligned text table, one row per dict, first column ``policy``."""
-    header = ["policy", *keys]
-    body = [[str(r.get("policy", "")), *(_fmt(r.get(k)) for k in keys)] for r in rows]
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(b, widths)) for b in body]
-    return "\n".join(lines)
-
-
-def mean_over_seeds(results: Sequence[SimResult]) -> dict[str, Any]:
-    """Summary row of one policy's runs: mean of every metric over seeds and its 95 % CI
-    half-width (``<metric>_ci95``; None with one seed). See :func:`lyra_gym.harness.report.summarize_runs`."""
-    from lyra_gym.harness.report import summarize_runs
-
-    return summarize_runs(results)
-
-
 def cmd_simulate(args: argparse.Namespace) -> int:
     _trust_model_files(args)
     params = parse_policy_params(args.policy_param, [args.policy])
@@ -216,9 +183,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _csv_list(text: str, what: str) -> list[str]:
-    items = [p.strip() for p in text.split(",") if p.strip()]
-    if not items:
+    items = [p.strip() for p in text.split(",")]
+    if not any(items):
         raise CompareError(f"{what}: empty list")
+    if "" in items:
+        raise CompareError(f"{what} {reprlib.repr(text)}: item {items.index('') + 1} is empty (a comma-separated list)")
     return items
 
 
@@ -234,14 +203,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         try:
             seeds.append(_seed(text))
         except argparse.ArgumentTypeError as err:
-            raise CompareError(f"--seeds {args.seeds!r}: {err} (comma-separated integers >= 0, e.g. 0,1,2)") from None
+            raise CompareError(f"--seeds {reprlib.repr(args.seeds)}: {err} (comma-separated integers >= 0, "
+                               f"e.g. 0,1,2)") from None
     if len(set(seeds)) != len(seeds):
-        raise CompareError(f"--seeds {args.seeds!r}: a seed is listed twice")
+        raise CompareError(f"--seeds {reprlib.repr(args.seeds)}: a seed is listed twice")
     n_jobs = args.jobs or os.cpu_count() or 1
     params = parse_policy_params(args.policy_param, policies)
     check_policies(policies, params)  # fail fast on a typo before any run
-    if args.address and args.backend != "ray":
-        raise CompareError("--address is only used with --backend ray")
+    if (args.address or args.ray_retries is not None) and args.backend != "ray":
+        raise CompareError("--address and --ray-retries are only used with --backend ray")
     config = _config(args.config)
     inputs = _inputs("--policies", policies, args.trace, args.config, config)
     out = check_out_folder(args.out, args.overwrite, inputs=inputs)
@@ -318,6 +288,10 @@ def _check_compare_targets(out: Path, shown: str, policies: Sequence[str], seeds
             raise OutputError(f"--out {shown}: {folder} is a file, where this command writes {p!r}'s run folders")
         for s in seeds:
             run = folder / f"seed{s}"
+            for path in (folder, run):  # it may lead to another comparison's runs
+                if path.is_symlink():
+                    raise OutputError(f"--out {shown}: {path} is a symbolic link, where this command writes run "
+                                      f"folders; it is never followed, so remove it or choose another --out")
             check_inputs_outside(run, inputs)
             if run.exists() and not run.is_dir():
                 raise OutputError(f"--out {shown}: {run} is a file, where this command writes a run folder")
@@ -369,7 +343,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from lyra_gym.harness.sweep import expand, load_grid, run_sweep, summary_table
 
-    grid = load_grid(args.file)
+    grid = load_grid(args.file, trust_code=args.trust_code)
     runs = expand(grid, args.skip_infeasible)  # checks the whole file, and every trace, before any run
     with tqdm(total=len(runs), unit="run", delay=2.0, leave=False) as bar:
         def resumed(done: int, total: int) -> None:
@@ -389,6 +363,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_policies(args: argparse.Namespace) -> int:
     """Every scheduler's name, one a line; with ``--reads`` also what it reads of job durations
     (``Scheduler.reads``)."""
+    if args.params:
+        print(registry.describe_params(args.params))
+        return 0
     names = registry.available()
     width = max(map(len, names), default=0)
     for name in names:
@@ -425,11 +402,11 @@ def _trust_model_files(args: argparse.Namespace) -> None:
 
 
 def _warn_unfinished(rows: Sequence[dict[str, Any]]) -> None:
-    from lyra_gym.run.metrics import unfinished_warning
+    """One line on stderr per run that left jobs unfinished or had invalid actions dropped."""
+    from lyra_gym.run.metrics import invalid_actions_warning, unfinished_warning
 
     for row in rows:
-        message = unfinished_warning(row)
-        if message:
+        for message in filter(None, (unfinished_warning(row), invalid_actions_warning(row))):
             print(f"lyra-gym: {message}", file=sys.stderr)
 
 
@@ -440,6 +417,9 @@ def _add_backend(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", metavar="ADDR",
                    help="with --backend ray: the Ray cluster to connect to (e.g. auto, ray://host:10001); "
                         "default: start a local Ray instance with --jobs CPUs")
+    p.add_argument("--ray-retries", type=_non_negative("reruns of a task"), metavar="N",
+                   help=f"with --backend ray: rerun a task whose worker process died up to N times (default "
+                        f"{ray_backend.DEFAULT_RETRIES}); any other Ray failure fails the command")
 
 
 OVERWRITE_HELP = ("use an existing non-empty --out, replacing only this command's own files in it (nothing is "
@@ -514,12 +494,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="worker processes, or Ray CPUs of a local instance (default 1; 0: one per CPU core)")
     _add_backend(p)
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--trust-code", action="store_true",
+                   help="allow policies in the sweep file that import or unpickle code (MODULE:ATTRIBUTE, file.py:NAME, "
+                        "policy:..., model:PATH?trust=1, trust_model_files); only for files you trust (docs/trust.md)")
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("policies", help="list every scheduler name")
     p.add_argument("--reads", action="store_true",
                    help="also what each reads of job durations (Scheduler.reads; see docs/example-config.yaml, "
                         "knowledge)")
+    p.add_argument("--params", metavar="NAME", help="print scheduler NAME's parameters: type, default, range, "
+                                                    "meaning (set them with --policy-param NAME.KEY=VALUE)")
     p.set_defaults(func=cmd_policies)
 
     p = sub.add_parser("trace", help="trace tools")
@@ -544,6 +529,21 @@ def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
 
+@contextmanager
+def _command_context(args: argparse.Namespace) -> Iterator[None]:
+    """Around a command: SIGTERM raises KeyboardInterrupt as Ctrl-C does (main thread), ``--ray-retries``
+    applies, and the ``--out`` of compare and sweep is locked (:func:`locked_folder`) before it is checked."""
+    with ExitStack() as stack:
+        if threading.current_thread() is threading.main_thread():
+            old = signal.signal(signal.SIGTERM, signal.default_int_handler)
+            stack.callback(signal.signal, signal.SIGTERM, old)
+        if getattr(args, "ray_retries", None) is not None:
+            stack.enter_context(ray_backend.task_retries(args.ray_retries))
+        if args.command in ("compare", "sweep"):
+            stack.enter_context(locked_folder(args.out))
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``lyra-gym`` command: returns the exit code (0, 2 on any error, 130 on Ctrl-C)."""
     try:
@@ -551,7 +551,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as done:  # --help (0), or a usage error already reported in one line (2)
         return done.code if isinstance(done.code, int) else (0 if done.code is None else 2)
     try:
-        return args.func(args)
+        with _command_context(args):
+            return args.func(args)
     except KeyboardInterrupt:
         print("lyra-gym: interrupted", file=sys.stderr)
         return 130

@@ -51,6 +51,7 @@ import yaml
 from lyra_gym.harness import ray_backend
 from lyra_gym.sim import scheduler as registry
 from lyra_gym.sim.import_spec import SchedulerSpecError
+from lyra_gym.sim.params import ParamError, shown as short
 from lyra_gym.model.config import ConfigError, SimConfig, load_config
 from lyra_gym.harness.runspec import CompareError, RunError, RunSpec, _init_worker, run_one
 from lyra_gym.run.simulate import SimResult, write_result
@@ -67,15 +68,18 @@ def parse_policy_param(item: str) -> tuple[str, str, Any]:
     left, eq, raw = item.partition("=")
     name, dot, key = left.strip().rpartition(".")
     if not eq or not dot or not name or not _KEY.fullmatch(key):
-        raise CompareError(f"--policy-param {item!r}: expected NAME.KEY=VALUE, e.g. lyra.reclaim_rule=random")
+        raise CompareError(f"--policy-param {short(item)}: expected NAME.KEY=VALUE, e.g. lyra.reclaim_rule=random")
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as err:
-        raise CompareError(f"--policy-param {item!r}: VALUE is not a YAML scalar ({err})") from None
+        problem = getattr(err, "problem", None) or "not valid YAML"  # the message, not the value quoted
+        raise CompareError(f"--policy-param {short(item)}: VALUE is not a YAML scalar ({problem})") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise CompareError(f"--policy-param {short(item)}: VALUE is not a usable number") from None
     if isinstance(value, str) and _EXPONENT.fullmatch(value.strip()):
         value = float(value)
     if isinstance(value, (dict, list)):
-        raise CompareError(f"--policy-param {item!r}: VALUE must be a scalar, got a {type(value).__name__}")
+        raise CompareError(f"--policy-param {short(item)}: VALUE must be a scalar, got a {type(value).__name__}")
     return name, key, value
 
 
@@ -87,14 +91,15 @@ def parse_policy_params(items: Sequence[str], policies: Sequence[str]) -> dict[s
         name, key, value = parse_policy_param(item)
         if name not in params:
             raise CompareError(
-                f"--policy-param {item!r}: policy {name!r} is not among the policies run ({', '.join(policies)})")
+                f"--policy-param {short(item)}: policy {name!r} is not among the policies run ({', '.join(policies)})")
         params[name][key] = value
     return params
 
 
 def check_policies(policies: Sequence[str], params: Mapping[str, Mapping[str, Any]]) -> None:
     """Fail before any run: unknown names, repeated names, names that share a results folder,
-    parameters a scheduler rejects, model files that cannot be loaded.
+    parameters a scheduler rejects (type and range: :mod:`lyra_gym.sim.params`, the same check for
+    values typed on the command line and read from a sweep file), model files that cannot be loaded.
 
     Schedulers with parameters are built once here to check them. A ``PREFIX:ARG`` name
     needs a known loader prefix; a loader with a ``check`` attribute (``model:``, ``rllib:``,
@@ -122,7 +127,7 @@ def check_policies(policies: Sequence[str], params: Mapping[str, Mapping[str, An
 def _check_policy(p: str, params: Mapping[str, Any], known: bool) -> None:
     """Build (or ``check``) policy ``p`` (``known``: a registry name) with ``params`` when that can
     fail; one line if it does."""
-    shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
+    shown = ", ".join(f"{k}={short(v)}" for k, v in params.items())
     imported = not known and registry.is_import_spec(p)
     check = None if imported or known else _loader_check(p)
     try:
@@ -132,6 +137,8 @@ def _check_policy(p: str, params: Mapping[str, Any], known: bool) -> None:
             registry.make(p, **params)
     except SchedulerSpecError:
         raise  # names the policy already
+    except ParamError as err:  # names the policy and the parameter
+        raise CompareError(str(err)) from None
     except TypeError as err:
         where = f"--policy-param for {p!r} ({shown})" if params else f"policy {p!r}"
         raise CompareError(f"{where}: {err}") from None
@@ -289,7 +296,7 @@ def stop_workers(workers: Sequence[tuple[Any, Any]]) -> None:
         if proc.is_alive():
             proc.terminate()
     for proc, conn in workers:
-        proc.join(timeout=5)
+        proc.join(timeout=0.5)  # a worker outliving the command holds its terminal and files
         if proc.is_alive():  # pragma: no cover - SIGTERM ignored
             proc.kill()
             proc.join(timeout=5)

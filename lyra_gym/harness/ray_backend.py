@@ -17,13 +17,29 @@ instance is started with ``num_cpus`` CPUs and shut down afterwards; with an
 ``address`` (``auto``, ``ray://host:10001``, ``host:6379``) this process
 connects to that cluster. A Ray instance that is already initialised in this
 process (``ray.init`` called by the caller) is used as it is and left running.
+
+Faults: a task whose worker process dies (killed, out of memory) is run again, up to
+``--ray-retries`` times (:func:`task_retries`, default :data:`DEFAULT_RETRIES`); any other
+Ray failure (a node or the local Ray instance lost, an object lost, an error of Ray itself)
+is a :class:`RunError` of one line, so the command's manifest says ``failed``. Ray ends a
+driver process whose local instance is lost (the raylet or its dashboard agent killed)
+without a Python exception, so a local instance that this module starts is driven from a
+spawned child process (the *driver*), which sends each result here as it arrives: its
+death is reported here as a one-line :class:`RunError`. Ray's own log lines go to its log
+files (``/tmp/ray/session_latest/logs``), not to this command's output.
 """
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Generator, Iterator, Sequence
 
 from lyra_gym.harness.runspec import CompareError, RunError, RunSpec, run_one
 from lyra_gym.model.config import SimConfig
@@ -31,6 +47,19 @@ from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.run.simulate import SimResult, write_result
 
 INSTALL_HINT = "the Ray backend needs Ray: pip install lyra-gym[ray]"
+DEFAULT_RETRIES = 2  # reruns of a task whose worker process died (--ray-retries)
+_retries = DEFAULT_RETRIES
+
+
+@contextmanager
+def task_retries(n: int) -> Iterator[None]:
+    """Within the block, a task whose worker process dies is rerun up to ``n`` times (``--ray-retries``)."""
+    global _retries
+    old, _retries = _retries, n
+    try:
+        yield
+    finally:
+        _retries = old
 
 
 def import_ray() -> Any:
@@ -79,21 +108,34 @@ def run_tasks_ray(
 
     Each distinct ``jobs`` and ``config`` object is put into the object store once.
     ``on_done(i)`` is called as task ``i`` finishes (completion order), after its
-    ``out_dir`` is written here.
+    ``out_dir`` is written here. A Ray instance already initialised in this process is
+    used here; otherwise Ray is started, or ``address`` connected to, by a driver process
+    (module docstring).
     """
     ray = import_ray()
-    started = False
-    if not ray.is_initialized():
-        kwargs: dict[str, Any] = {"address": address or None, "include_dashboard": False}
-        if not address:
-            kwargs["num_cpus"] = num_cpus
-        try:
-            ray.init(**kwargs)
-        except ConnectionError as err:
-            raise CompareError(f"--address {address!r}: cannot connect to a Ray cluster ({err})") from None
-        started = True
+    remote = [(replace(s, out_dir=None), jobs, config) for s, jobs, config in tasks]
+    done = _run_here(ray, remote) if ray.is_initialized() else _run_in_driver(remote, address, num_cpus)
+    results: list[SimResult | None] = [None] * len(tasks)
     try:
-        task = ray.remote(num_cpus=1, max_retries=0)(_run_task)
+        for i, result in done:
+            spec = tasks[i][0]
+            if spec.out_dir is not None:
+                write_result(result, Path(spec.out_dir), spec.run_info)
+            results[i] = result
+            if on_done:
+                on_done(i)
+    finally:
+        done.close()  # the tasks still running are cancelled, the driver stopped
+    return results  # type: ignore[return-value]
+
+
+def _run_here(ray: Any, tasks: Sequence[tuple[RunSpec, Sequence[JobSpec], SimConfig]]
+              ) -> Generator[tuple[int, SimResult], None, None]:
+    """``(index, result)`` of each task as it finishes, with Ray initialised in this process;
+    on any exception, or when closed early, the tasks still running are cancelled."""
+    pending: dict[Any, int] = {}
+    try:
+        task = ray.remote(num_cpus=1, max_retries=_retries, retry_exceptions=False)(_run_task)
         refs: dict[int, Any] = {}
 
         def put(obj: Any) -> Any:
@@ -101,30 +143,144 @@ def run_tasks_ray(
                 refs[id(obj)] = (ray.put(list(obj) if isinstance(obj, (list, tuple)) else obj), obj)
             return refs[id(obj)][0]
 
-        pending = {}
-        for i, (s, jobs, config) in enumerate(tasks):
-            remote_spec = replace(s, out_dir=None)
-            pending[task.remote(remote_spec, put(jobs), put(config))] = i
-        results: list[SimResult | None] = [None] * len(tasks)
-        try:
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
-                for ref in ready:
-                    i = pending.pop(ref)
-                    result, error = ray.get(ref)
-                    if error is not None:
-                        raise error
-                    spec = tasks[i][0]
-                    if spec.out_dir is not None:
-                        write_result(result, Path(spec.out_dir), spec.run_info)
-                    results[i] = result
-                    if on_done:
-                        on_done(i)
-        except BaseException:
-            for ref in pending:
-                ray.cancel(ref, force=True)
-            raise
-        return results  # type: ignore[return-value]
+        for i, (spec, jobs, config) in enumerate(tasks):
+            pending[task.remote(spec, put(jobs), put(config))] = i
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                i = pending.pop(ref)
+                yield i, _result(ray, ref, tasks[i][0])
+    except ray.exceptions.RayError as err:
+        raise RunError(f"Ray failed: {_ray_problem(err, ray)}", "") from None
     finally:
-        if started:
+        for ref in pending:
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - Ray itself may be gone; the first error is the one to report
+                pass
+
+
+def _run_in_driver(tasks: Sequence[tuple[RunSpec, Sequence[JobSpec], SimConfig]], address: str | None,
+                   num_cpus: int | None) -> Generator[tuple[int, SimResult], None, None]:
+    """``(index, result)`` of each task as the driver process (:func:`_driver_main`) sends it; its
+    error re-raised here, its death a one-line :class:`RunError`; stopped on any exit."""
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    driver = context.Process(target=_driver_main, args=(send, tasks, address, num_cpus, _retries), daemon=True)
+    with _sigint_ignored():  # inherited: a Ctrl-C while it starts reaches only this process
+        driver.start()
+    send.close()
+    try:
+        while True:
+            try:
+                message = receive.recv()
+            except EOFError:
+                driver.join(timeout=5)
+                raise RunError(f"Ray failed: its driver process ended (exit code {driver.exitcode}), so the "
+                               f"Ray instance was lost; Ray's logs: /tmp/ray/session_latest/logs", "") from None
+            if message[0] == "error":
+                raise message[1]
+            if message[0] == "end":
+                return
+            yield message[1], message[2]
+    finally:
+        _stop(driver)
+        receive.close()
+
+
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored in the block (main thread; blocked first, so one sent meanwhile is delivered after)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _stop(driver: Any) -> None:
+    """Stop the driver process: SIGTERM (it shuts Ray down), then SIGKILL if it lingers."""
+    if driver.is_alive():
+        driver.terminate()
+    driver.join(timeout=5)
+    if driver.is_alive():
+        driver.kill()
+        driver.join(timeout=5)
+
+
+def _driver_main(send: Any, tasks: Sequence[tuple[RunSpec, Sequence[JobSpec], SimConfig]], address: str | None,
+                 num_cpus: int | None, retries: int) -> None:
+    """The driver process: start (or connect to) Ray, run ``tasks``, send ``("done", i, result)`` for
+    each, then ``("end",)``, or ``("error", err)``. SIGINT is left to the parent; SIGTERM shuts Ray down."""
+    global _retries
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _retries = retries
+    for fd in (1, 2):  # Ray's C++ log lines: in its log files only
+        os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+    try:
+        ray = import_ray()
+        _init(ray, address, num_cpus)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        try:
+            for i, result in _run_here(ray, tasks):
+                send.send(("done", i, result))
+        finally:
             ray.shutdown()
+        send.send(("end",))
+    except BaseException as err:  # noqa: BLE001 - reported in the parent
+        if not isinstance(err, (RunError, CompareError)):
+            err = RunError(f"Ray failed: {type(err).__name__}: {_one_line(err)}", "")
+        try:
+            send.send(("error", err))
+        except OSError:
+            pass  # the parent is gone
+
+
+def _init(ray: Any, address: str | None, num_cpus: int | None) -> None:
+    """``ray.init`` for this command: a local instance of ``num_cpus`` CPUs, or the cluster at
+    ``address``; Ray's log lines kept to errors."""
+    kwargs: dict[str, Any] = {"address": address or None, "include_dashboard": False,
+                              "logging_level": logging.ERROR, "log_to_driver": False}
+    if not address:
+        kwargs["num_cpus"] = num_cpus
+    try:
+        ray.init(**kwargs)
+    except ConnectionError as err:
+        raise CompareError(f"--address {address!r}: cannot connect to a Ray cluster ({_one_line(err)})") from None
+    except (RuntimeError, ValueError, ray.exceptions.RayError) as err:
+        raise CompareError(f"cannot start Ray{f' at --address {address!r}' if address else ''}: "
+                           f"{_one_line(err)}") from None
+
+
+def _one_line(err: object, limit: int = 200) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _ray_problem(err: BaseException, ray: Any) -> str:
+    """One line for a Ray failure: its type and the first line of its message (the last, the
+    error itself, for an error raised in a task, whose message is a traceback)."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    if not lines:
+        return type(err).__name__
+    return f"{type(err).__name__}: {_one_line(lines[-1] if isinstance(err, ray.exceptions.RayTaskError) else lines[0])}"
+
+
+def _result(ray: Any, ref: Any, spec: RunSpec) -> SimResult:
+    """Task ``ref``'s result; a failed run re-raised as its :class:`RunError`, a Ray failure
+    (a worker that died more than the retries allow, ...) as a one-line one naming the run."""
+    try:
+        result, error = ray.get(ref)
+    except ray.exceptions.RayError as err:
+        n = _retries + 1
+        tries = f" (tried {n} time{'s' if n > 1 else ''})" if isinstance(err, ray.exceptions.WorkerCrashedError) else ""
+        raise RunError(f"run {spec.policy!r} seed {spec.seed} failed on Ray{tries}: {_ray_problem(err, ray)}",
+                       "") from None
+    if error is not None:
+        raise error
+    return result

@@ -41,6 +41,38 @@ import numpy as np
 from lyra_gym.provenance import provenance
 from lyra_gym.run.simulate import SimResult
 
+#: The metrics of the printed simulate/compare table (every metric is in metrics.json and summary.*):
+#: ``queue_*`` is the wait before a job's first start, ``queue_total_*`` all time queued (after
+#: preemptions too); ``invalid_actions`` counts a learned policy's actions dropped as no-ops.
+TABLE_KEYS = (
+    "jobs_finished", "jobs_unfinished", "jct_mean_s", "jct_p95_s", "queue_mean_s", "queue_p95_s",
+    "queue_total_mean_s", "queue_total_p95_s", "gpu_usage_training", "gpu_usage_overall", "gpu_usage_effective",
+    "gpu_usage_goodput", "gpu_usage_effective_overall", "overhead_gpu_share", "preemptions",
+    "scale_events", "migrations", "reclaim_disruptions", "servers_borrowed", "inference_violations", "invalid_actions",
+    "makespan_s",
+)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:.0f}"
+    return str(value)
+
+
+def format_table(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> str:
+    """Aligned text table, one row per dict, first column ``policy``."""
+    header = ["policy", *keys]
+    body = [[str(r.get("policy", "")), *(_fmt(r.get(k)) for k in keys)] for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(b, widths)) for b in body]
+    return "\n".join(lines)
+
+
 CI_SUFFIX = "_ci95"
 PLOT_FILES = ("jct_cdf.png", "queued_jobs.png", "loaning.png", "gpu_usage.png")
 

@@ -396,6 +396,9 @@ def open_out(out: str | os.PathLike, path: str | os.PathLike, grid: Grid, runs: 
     folder = check_out_folder(out, overwrite=True, inputs=sweep_inputs(path, grid, runs), what=what)
     ident = grid_sha256(grid, runs, skip_infeasible)
     entries = [e for e in folder.iterdir() if not is_temporary(e)] if folder.is_dir() else []
+    if (folder / RUNS_DIR).is_symlink():  # a fresh start empties it: through a link, another sweep's runs
+        raise OutputError(f"{what} {out}: {folder / RUNS_DIR} is a symbolic link; a sweep keeps its runs in a "
+                          f"folder of its own")
     if (folder / RUNS_DIR).exists() and not (folder / RUNS_DIR).is_dir():
         raise OutputError(f"{what} {out}: {folder / RUNS_DIR} is a file, where a sweep keeps its runs")
     for name in ("sweep.json", "runs.csv", *(plot_name(p) for p in grid.swept)):

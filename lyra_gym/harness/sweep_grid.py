@@ -9,11 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import yaml
-
 from lyra_gym.harness.compare import CompareError, check_policies, read_config
-from lyra_gym.model.config import ConfigError, SimConfig, _strict_yaml_loader, config_from_dict, config_to_dict
+from lyra_gym.model.config import MAX_CONFIG_BYTES, ConfigError, SimConfig, config_from_dict, config_to_dict
 from lyra_gym.model.paths import resolve_beside
+from lyra_gym.model.userfiles import YamlProblem, read_user_file, strict_yaml
 from lyra_gym.sim.import_spec import UntrustedCodeError, refuse_code_specs, shorten
 from lyra_gym.workloads.tracegen import PRESETS, TracePreset
 
@@ -150,14 +149,13 @@ def load_grid(path: str | os.PathLike, trust_code: bool = False) -> Grid:
 def _read_grid_file(path: Path) -> Mapping[str, Any]:
     """The sweep file's top-level mapping; a folder, non-UTF-8 text, bad YAML, another top level
     or an unknown key is a :class:`SweepError` naming the file."""
-    if path.is_dir():
-        raise SweepError(f"{path}: is a directory, not a sweep file")
+    raw = read_user_file(path, MAX_CONFIG_BYTES, "sweep file", error=SweepError)  # a regular file, bounded
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_strict_yaml_loader()) or {}  # YAML 1.2 bools, 1e5
+        data = strict_yaml(raw.decode("utf-8")) or {}  # YAML 1.2 numbers and bools, no aliases
     except UnicodeDecodeError:
         raise SweepError(f"{path}: not UTF-8 text") from None
-    except yaml.YAMLError as err:
-        raise SweepError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
+    except YamlProblem as err:
+        raise SweepError(f"{path}: not valid YAML ({err})") from None
     if not isinstance(data, Mapping):
         raise SweepError(f"{path}: expected a mapping at the top level")
     unknown = sorted(set(data) - set(GRID_KEYS))

@@ -75,7 +75,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Mapping, Sequence
 
-from lyra_gym.errors import LyraGymError
+from lyra_gym.errors import LyraGymError, shown
 from lyra_gym.model.profiles import read_json
 
 EFFICIENCY_FORMAT = "lyra-gym-efficiency/1"
@@ -89,24 +89,24 @@ class EfficiencyError(LyraGymError):
 
 def _finite(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise EfficiencyError(f"{name}: expected a number, got {value!r}")
+        raise EfficiencyError(f"{name}: expected a number, got {shown(value)}")
     number = float(value)
     if not math.isfinite(number):
-        raise EfficiencyError(f"{name}: expected a finite number, got {value!r}")
+        raise EfficiencyError(f"{name}: expected a finite number, got {shown(value)}")
     return number
 
 
 def _progress(value: object) -> float:
     p = _finite(value, "progress")
     if not 0.0 <= p <= 1.0:
-        raise EfficiencyError(f"progress: must be in [0, 1], got {value!r}")
+        raise EfficiencyError(f"progress: must be in [0, 1], got {shown(value)}")
     return p
 
 
 def _batch(value: object, name: str = "batch") -> float:
     b = _finite(value, name)
     if b < 1:
-        raise EfficiencyError(f"{name}: must be >= 1 sample, got {value!r}")
+        raise EfficiencyError(f"{name}: must be >= 1 sample, got {shown(value)}")
     return b
 
 
@@ -241,7 +241,7 @@ class EfficiencyTable:
             return self.models[key]
         except (KeyError, TypeError):
             raise EfficiencyError(
-                f"model: unknown model key {key!r} in {self.source} (known: {', '.join(sorted(self.models))})"
+                f"model: unknown model key {shown(key)} in {self.source} (known: {', '.join(sorted(self.models))})"
             ) from None
 
     def __contains__(self, key: object) -> bool:
@@ -261,7 +261,7 @@ class EfficiencyTable:
         """``throughput`` (samples/s, >= 0) x efficiency: progress per second in reference-batch samples."""
         rate = _finite(throughput, "throughput")
         if rate < 0:
-            raise EfficiencyError(f"throughput: must be >= 0, got {throughput!r}")
+            raise EfficiencyError(f"throughput: must be >= 0, got {shown(throughput)}")
         return rate * self.efficiency(model, batch, progress, reference_batch)
 
 
@@ -276,14 +276,14 @@ def parse_efficiency(data: Mapping, source: str = "efficiency") -> EfficiencyTab
     if not isinstance(data, Mapping) or data.get("format") not in (EFFICIENCY_FORMAT, EFFICIENCY_FORMAT_2):
         got = data.get("format") if isinstance(data, Mapping) else data
         raise EfficiencyError(f"{source}: field 'format' must be {EFFICIENCY_FORMAT!r} or "
-                              f"{EFFICIENCY_FORMAT_2!r}, got {got!r}")
+                              f"{EFFICIENCY_FORMAT_2!r}, got {shown(got)}")
     if data["format"] == EFFICIENCY_FORMAT_2:
         return _parse_v2(data, source)
     models = {}
     for name, where, entry in _model_entries(data, source):
         init_batch = _finite(entry.get("init_batch"), f"{where}.init_batch")
         if init_batch < 1:
-            raise EfficiencyError(f"{where}.init_batch: must be >= 1, got {init_batch!r}")
+            raise EfficiencyError(f"{where}.init_batch: must be >= 1, got {shown(init_batch)}")
         xs = [_finite(x, f"{where}.progress[{i}]")
               for i, x in enumerate(_points(entry.get("progress"), f"{where}.progress"))]
         ys = [_finite(y, f"{where}.noise_scale[{i}]")
@@ -319,7 +319,7 @@ def _parse_v2(data: Mapping, source: str) -> EfficiencyTable:
             raise EfficiencyError(f"{where}.batches: must be >= 1 and increase strictly, got {batches}")
         init_batch = _finite(entry.get("init_batch"), f"{where}.init_batch")
         if init_batch != batches[0]:
-            raise EfficiencyError(f"{where}.init_batch: must be the smallest batch {batches[0]!r}, got {init_batch!r}")
+            raise EfficiencyError(f"{where}.init_batch: must be the smallest batch {batches[0]!r}, got {shown(init_batch)}")
         ends = [_finite(x, f"{where}.epoch_end[{i}]")
                 for i, x in enumerate(_points(entry.get("epoch_end"), f"{where}.epoch_end"))]
         if any(not 0.0 < x <= 1.0 for x in ends) or any(b <= a for a, b in zip(ends, ends[1:])) or ends[-1] != 1.0:

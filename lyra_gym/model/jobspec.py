@@ -9,7 +9,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
-from lyra_gym.errors import LyraGymError
+from lyra_gym.errors import LyraGymError, shown
 
 __all__ = ["MAX_BATCH_SIZE", "MAX_DURATION_S", "MAX_SUBMIT_TIME_S", "JobSpec", "JobSpecError"]
 
@@ -52,7 +52,7 @@ def _as_float(spec: "JobSpec", name: str) -> float:
     if type(x) is float:
         return x
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise JobSpecError(name, f"must be a number, got {x!r}")
+        raise JobSpecError(name, f"must be a number, got {shown(x)}")
     x = float(x)
     object.__setattr__(spec, name, x)
     return x
@@ -64,7 +64,7 @@ def _as_int(spec: "JobSpec", name: str) -> int:
     if type(x) is int:
         return x
     if isinstance(x, bool) or not isinstance(x, numbers.Integral):
-        raise JobSpecError(name, f"must be an integer, got {x!r}")
+        raise JobSpecError(name, f"must be an integer, got {shown(x)}")
     x = int(x)
     object.__setattr__(spec, name, x)
     return x
@@ -108,9 +108,9 @@ class JobSpec:
         # Every field is read once into a local (this runs once per job of every trace).
         job_id = self.job_id
         if not isinstance(job_id, str) or not job_id:
-            raise JobSpecError("job_id", f"must be a non-empty string, got {job_id!r}")
+            raise JobSpecError("job_id", f"must be a non-empty string, got {shown(job_id)}")
         if job_id != job_id.strip():
-            raise JobSpecError("job_id", f"must not start or end with whitespace, got {job_id!r}")
+            raise JobSpecError("job_id", f"must not start or end with whitespace, got {shown(job_id)}")
         # Numbers are normalised to plain float / int (numpy scalars are
         # accepted and converted), so equality and CSV output do not depend
         # on where the values came from.
@@ -118,45 +118,45 @@ class JobSpec:
         if type(st) is not float:
             st = _as_float(self, "submit_time")
         if not math.isfinite(st) or st < 0:
-            raise JobSpecError("submit_time", f"must be a finite number >= 0, got {st!r}")
+            raise JobSpecError("submit_time", f"must be a finite number >= 0, got {shown(st)}")
         if st > MAX_SUBMIT_TIME_S:
             raise JobSpecError("submit_time", f"must be at most MAX_SUBMIT_TIME_S = {MAX_SUBMIT_TIME_S:.0f} s "
-                                              f"(10 years), got {st!r}")
+                                              f"(10 years), got {shown(st)}")
         ng = self.num_gpus
         if type(ng) is not int:
             ng = _as_int(self, "num_gpus")
         if ng < 1:
-            raise JobSpecError("num_gpus", f"must be an integer >= 1, got {ng!r}")
+            raise JobSpecError("num_gpus", f"must be an integer >= 1, got {shown(ng)}")
         d = self.duration
         if type(d) is not float:
             d = _as_float(self, "duration")
         if not math.isfinite(d) or d <= 0:
-            raise JobSpecError("duration", f"must be a finite number > 0, got {d!r}")
+            raise JobSpecError("duration", f"must be a finite number > 0, got {shown(d)}")
         if d > MAX_DURATION_S:
             raise JobSpecError("duration", f"must be at most MAX_DURATION_S = {MAX_DURATION_S:.0f} s (10 years), "
-                                           f"got {d!r} s (a unit mix-up?)")
+                                           f"got {shown(d)} s (a unit mix-up?)")
         model = self.model
         if not isinstance(model, str) or not model or model != model.strip():
             raise JobSpecError(
-                "model", f"must be a non-empty string without surrounding whitespace, got {model!r}"
+                "model", f"must be a non-empty string without surrounding whitespace, got {shown(model)}"
             )
         el = self.elastic
         if type(el) is not bool:
             # numpy booleans are accepted and converted; ints (0/1) are not.
             if getattr(getattr(el, "dtype", None), "kind", None) != "b" or getattr(el, "ndim", 1) != 0:
-                raise JobSpecError("elastic", f"must be a bool, got {el!r}")
+                raise JobSpecError("elastic", f"must be a bool, got {shown(el)}")
             el = bool(el)
             object.__setattr__(self, "elastic", el)
         lo = self.min_gpus
         if type(lo) is not int:
             lo = _as_int(self, "min_gpus")
         if lo < 1:
-            raise JobSpecError("min_gpus", f"must be an integer >= 1, got {lo!r}")
+            raise JobSpecError("min_gpus", f"must be an integer >= 1, got {shown(lo)}")
         hi = self.max_gpus
         if type(hi) is not int:
             hi = _as_int(self, "max_gpus")
         if hi < 1:
-            raise JobSpecError("max_gpus", f"must be an integer >= 1, got {hi!r}")
+            raise JobSpecError("max_gpus", f"must be an integer >= 1, got {shown(hi)}")
         if not el:
             for name, value in (("min_gpus", lo), ("max_gpus", hi)):
                 if value != ng:
@@ -170,7 +170,7 @@ class JobSpec:
         if self.batch_size is not None:
             b = _as_int(self, "batch_size")
             if b < 1:
-                raise JobSpecError("batch_size", f"must be an integer >= 1, got {b!r}")
+                raise JobSpecError("batch_size", f"must be an integer >= 1, got {shown(b)}")
             if b > MAX_BATCH_SIZE:
                 raise JobSpecError("batch_size", f"must be at most MAX_BATCH_SIZE = {MAX_BATCH_SIZE:,} samples, "
                                                  f"got {b:.6g}")

@@ -57,7 +57,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Hashable, Iterable, Mapping
 
-from lyra_gym.errors import LyraGymError
+from lyra_gym.errors import LyraGymError, shown
+from lyra_gym.model.userfiles import read_user_file
 
 PROFILE_FORMAT = "lyra-gym-profiles/1"
 #: Most memos one ProfileSet keeps (:meth:`ProfileSet.memo`); all are dropped beyond.
@@ -101,7 +102,7 @@ class ModelProfile:
             return self.gpus[gpu_type]
         except KeyError:
             raise ProfileError(
-                f"model {self.name!r} has no profile for GPU type {gpu_type!r} (known: {sorted(self.gpus)})"
+                f"model {self.name!r} has no profile for GPU type {shown(gpu_type)} (known: {sorted(self.gpus)})"
             ) from None
 
     def step_time(self, workers: int, servers: int, gpu_types: Iterable[str],
@@ -114,7 +115,7 @@ class ModelProfile:
         else:
             if not (local_batch > 0 and math.isfinite(local_batch)):
                 raise ProfileError(f"model {self.name!r}: local_batch must be a finite number > 0 samples, "
-                                   f"got {local_batch!r}")
+                                   f"got {shown(local_batch)}")
             compute = max(p.compute_s(local_batch, self.local_batch) for p in profiles)
         if workers <= 1:
             return compute
@@ -174,7 +175,7 @@ class ProfileSet:
         try:
             return self.models[key]
         except KeyError:
-            raise ProfileError(f"unknown model key {key!r} (known: {', '.join(sorted(self.models))})") from None
+            raise ProfileError(f"unknown model key {shown(key)} (known: {', '.join(sorted(self.models))})") from None
 
     def __contains__(self, key: object) -> bool:
         return key in self.models
@@ -202,16 +203,16 @@ def _positive(value: object, where: str) -> float:
     try:
         number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise ProfileError(f"{where}: expected a number, got {value!r}") from None
+        raise ProfileError(f"{where}: expected a number, got {shown(value)}") from None
     if not math.isfinite(number) or number < 0:
-        raise ProfileError(f"{where}: expected a finite number >= 0, got {value!r}")
+        raise ProfileError(f"{where}: expected a finite number >= 0, got {shown(value)}")
     return number
 
 
 def parse_profiles(data: Mapping, source: str = "profiles") -> ProfileSet:
     """Build a ProfileSet from the decoded JSON document; errors name ``source`` and the field."""
     if data.get("format") != PROFILE_FORMAT:
-        raise ProfileError(f"{source}: field 'format' must be {PROFILE_FORMAT!r}, got {data.get('format')!r}")
+        raise ProfileError(f"{source}: field 'format' must be {PROFILE_FORMAT!r}, got {shown(data.get('format'))}")
     reference = data.get("metadata", {}).get("reference_gpu")
     if not isinstance(reference, str):
         raise ProfileError(f"{source}: field 'metadata.reference_gpu' must name a GPU type")
@@ -246,24 +247,34 @@ def parse_profiles(data: Mapping, source: str = "profiles") -> ProfileSet:
         if cap is not None:
             cap = _positive(cap, f"{where}.max_local_batch")
             if cap < 1:
-                raise ProfileError(f"{where}.max_local_batch: must be >= 1 sample, got {cap!r}")
+                raise ProfileError(f"{where}.max_local_batch: must be >= 1 sample, got {shown(cap)}")
         low = entry.get("min_local_batch")
         if low is not None:
             low = _positive(low, f"{where}.min_local_batch")
             if low < 1 or (cap is not None and low > cap):
                 raise ProfileError(f"{where}.min_local_batch: must be >= 1 sample and <= max_local_batch, "
-                                   f"got {low!r}")
+                                   f"got {shown(low)}")
         models[name] = ModelProfile(name, batch, gpus, restart, cap, low)
     return ProfileSet(models, reference, source)
 
 
+#: Most bytes of a profile or efficiency file (the shipped ones are under 100 KB); a regular file
+#: only (issue 40: ``/dev/zero`` or a FIFO named as a profile hung the reader).
+MAX_JSON_FILE_BYTES = 64 * 2**20
+
+
 def read_json(path: str | os.PathLike, error: type[Exception]) -> Any:
-    """A JSON file's data (json only, never pickle); ``error`` naming the file and line if invalid."""
+    """A JSON file's data (json only, never pickle); ``error`` naming the file and line if invalid,
+    or if ``path`` is not a regular file of at most :data:`MAX_JSON_FILE_BYTES`."""
+    raw = read_user_file(path, MAX_JSON_FILE_BYTES, "JSON file", error=error)
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise error(f"{path}: not UTF-8 text (byte {err.start})") from None
     except json.JSONDecodeError as err:
         raise error(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+    except RecursionError:
+        raise error(f"{path}: not valid JSON (nested too deeply)") from None
 
 
 def load_profiles(path: str | os.PathLike) -> ProfileSet:

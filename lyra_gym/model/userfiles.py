@@ -7,34 +7,15 @@ value in an error message cut to a short prefix (:func:`shown`). Imports no proj
 
 from __future__ import annotations
 
-import math
 import os
 import re
-import reprlib
 import stat
 from typing import Any, Callable
 
-from lyra_gym.errors import ConfigError
+from lyra_gym.errors import SHOWN_CHARS, ConfigError, shown
 
 __all__ = ["ALIAS_PROBLEM", "SHOWN_CHARS", "YamlProblem", "read_user_file", "shown", "strict_yaml",
            "unique_key_loader"]
-
-#: Most characters of a user's value an error message shows (then ``...``).
-SHOWN_CHARS = 60
-_REPR = reprlib.Repr()
-_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 2, 6, 6, 4, 4
-_REPR.maxstring = _REPR.maxother = SHOWN_CHARS
-_REPR.maxlong = 4 * SHOWN_CHARS  # cut in the middle past this; shown() keeps the prefix
-
-
-def shown(value: Any) -> str:
-    """``repr(value)`` for an error message, cut to :data:`SHOWN_CHARS` characters plus ``...``
-    (nested or long values never printed whole; the cost is bounded too)."""
-    if isinstance(value, int) and value.bit_length() > 4 * SHOWN_CHARS:  # repr fails past 4,300 digits
-        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
-    text = repr(value[:SHOWN_CHARS + 1]) if isinstance(value, str) else _REPR.repr(value)
-    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
-
 
 def read_user_file(path: str | os.PathLike, limit: int, what: str,
                    error: Callable[[str], Exception] = ConfigError) -> bytes:

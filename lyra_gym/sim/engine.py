@@ -22,6 +22,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from lyra_gym.errors import shown
 from lyra_gym.model.config import SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.efficiency import EfficiencyTable
@@ -218,8 +219,9 @@ class Engine:
         self.scheduler.reset(self.rng)
         tick = self.scheduler.tick_interval
         if tick is not None:
-            if tick <= 0:
-                raise ValueError(f"{type(self.scheduler).__name__}.tick_interval: must be > 0, got {tick}")
+            if not (isinstance(tick, (int, float)) and math.isfinite(tick) and tick > 0):  # NaN hung the loop
+                raise ValueError(f"{type(self.scheduler).__name__}.tick_interval: must be a finite number > 0 "
+                                 f"seconds, got {shown(tick)}")
             origin = getattr(self.scheduler, "tick_origin", None)
             if origin is None:
                 self._push(self.now + tick, _TICK)

@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from lyra_gym.errors import LyraGymError
+from lyra_gym.sim import params as params_module
 from lyra_gym.sim.import_spec import SchedulerSpecError, load_object, split_spec
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.view import ClusterView
@@ -146,22 +147,37 @@ def unknown_error(name: str) -> UnknownSchedulerError:
         f"{', '.join(loader_names()) or 'none'}; or MODULE:ATTRIBUTE, a Scheduler class or factory to import)")
 
 
+def _factory(name: str) -> Any | None:
+    """What builds scheduler ``name``: its class or factory (None: a ``PREFIX:ARGUMENT`` loader's
+    scheduler, known only once built). Raises :class:`UnknownSchedulerError` for an unknown name."""
+    if name in _registered:
+        return _registered[name]
+    if is_import_spec(name):
+        return load_object(name)
+    eps = _entry_point_factories()
+    if name not in eps:
+        if name.partition(":")[0] in _loaders():
+            return None
+        raise unknown_error(name)
+    return eps[name].load()
+
+
 def declared_reads(name: str) -> frozenset[str] | None:
     """``reads`` of scheduler ``name``'s class (None: not declared, or a ``PREFIX:ARGUMENT`` loader's
     scheduler, known only once built). Raises :class:`UnknownSchedulerError` for an unknown name."""
-    if name in _registered:
-        factory: Any = _registered[name]
-    elif is_import_spec(name):
-        factory = load_object(name)
-    else:
-        eps = _entry_point_factories()
-        if name not in eps:
-            if name.partition(":")[0] in _loaders():
-                return None
-            raise unknown_error(name)
-        factory = eps[name].load()
-    reads = getattr(factory, "reads", None)
+    reads = getattr(_factory(name), "reads", None)
     return frozenset(reads) if reads is not None else None
+
+
+def describe_params(name: str) -> str:
+    """Scheduler ``name``'s parameters as a table (parameter, type, default, range, meaning), from
+    their declarations (:mod:`lyra_gym.sim.params`); a line saying so when none are known."""
+    rows = params_module.describe(_factory(name))
+    if not rows:
+        return f"{name}: no declared parameters (not a dataclass scheduler; see its documentation)"
+    rows = [["parameter", "type", "default", "range", "meaning"], *rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return "\n".join("  ".join([*(c.ljust(w) for c, w in zip(row, widths)), row[4]]).rstrip() for row in rows)
 
 
 def knowledge_tag(reads: frozenset[str] | None) -> str:
@@ -178,10 +194,13 @@ def make(name: str, **params: Any) -> Scheduler:
     ``PREFIX:ARGUMENT`` names a scheduler built by a loader (entry-point group
     ``lyra_gym.scheduler_loaders``), e.g. ``model:PATH`` for a trained agent;
     ``MODULE:ATTRIBUTE`` a class or factory imported and called with ``params``
-    (:func:`make_imported`).
+    (:func:`make_imported`). Declared parameters (and a dataclass's field types) are checked before
+    the scheduler is built: :class:`~lyra_gym.sim.params.ParamError` names the policy and parameter.
     """
     if name in _registered:
-        return _registered[name](**params)
+        factory = _registered[name]
+        params_module.check_params(name, factory, params)
+        return factory(**params)
     prefix, sep, argument = name.partition(":")
     if sep:
         loaders = _loaders()
@@ -192,17 +211,21 @@ def make(name: str, **params: Any) -> Scheduler:
     eps = _entry_point_factories()
     if name not in eps:
         raise unknown_error(name)
-    return eps[name].load()(**params)
+    factory = eps[name].load()
+    params_module.check_params(name, factory, params)
+    return factory(**params)
 
 
 def make_imported(spec: str, **params: Any) -> Scheduler:
     """``ATTRIBUTE(**params)`` of the ``MODULE:ATTRIBUTE`` spec (:func:`lyra_gym.sim.import_spec.load_object`):
     a :class:`Scheduler` subclass or a factory returning a Scheduler, else :class:`SchedulerSpecError`.
-    A ``TypeError`` of the call (an unknown parameter) is raised as it is."""
+    A ``TypeError`` of the call (an unknown parameter) is raised as it is; a dataclass's field types
+    are checked first (:func:`lyra_gym.sim.params.check_params`)."""
     factory = load_object(spec)
     if isinstance(factory, Scheduler) or not callable(factory):
         raise SchedulerSpecError(f"{spec!r}: {type(factory).__name__} object is not a Scheduler class or factory "
                                  f"(name the class, or a function returning a new Scheduler)")
+    params_module.check_params(spec, factory, params)
     scheduler = factory(**params)
     if not isinstance(scheduler, Scheduler):
         hint = (" (an observation -> action policy? name it policy:" + spec + ")"
