@@ -70,6 +70,7 @@ from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
 from lyra_gym.sim import scheduler as registry
 from lyra_gym.envs import ActionMaskObservation
+from lyra_gym.errors import shown
 from lyra_gym.outputs import TMP_MARK, atomic_path, atomic_write_text
 
 from lyra_agents.callbacks import CUSTOM_KEYS
@@ -216,7 +217,7 @@ def split_overrides(overrides: Sequence[str]) -> tuple[list[str], dict[str, int]
             try:
                 rllib[key.strip()] = RLLIB_KEYS[key.strip()](value)
             except ValueError:
-                raise TrainConfigError(f"{key.strip()}: expected an integer, got {value!r}") from None
+                raise TrainConfigError(f"{key.strip()}: expected an integer, got {shown(value)}") from None
         else:
             rest.append(item)
     return rest, rllib
