@@ -135,7 +135,7 @@ def test_an_echoed_value_is_cut_to_a_short_prefix():
     huge = "x" * 100_000
     with pytest.raises(ParamError) as err:
         registry.make("pollux", speedup_base=huge)
-    cut = "'" + "x" * 17 + "..." + "x" * 18 + "'"  # reprlib: 40 characters of repr, the middle elided
+    cut = "'" + "x" * 59 + "..."  # lyra_gym.errors.shown: the first 60 characters of the repr
     assert str(err.value) == ("policy 'pollux': parameter speedup_base: must be one of 'fair-share', 'request' "
                               f"(got {cut})")
     bomb: list[Any] = ["a"]

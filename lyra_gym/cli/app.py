@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import reprlib
 import signal
 import sys
 import threading
@@ -47,6 +46,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator, NoReturn, Sequence
 
+from lyra_gym.errors import shown as cut
 from lyra_gym.harness import ray_backend
 from lyra_gym.harness.report import TABLE_KEYS, format_table
 from lyra_gym.sim import scheduler as registry
@@ -187,7 +187,7 @@ def _csv_list(text: str, what: str) -> list[str]:
     if not any(items):
         raise CompareError(f"{what}: empty list")
     if "" in items:
-        raise CompareError(f"{what} {reprlib.repr(text)}: item {items.index('') + 1} is empty (a comma-separated list)")
+        raise CompareError(f"{what} {cut(text)}: item {items.index('') + 1} is empty (a comma-separated list)")
     return items
 
 
@@ -203,10 +203,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         try:
             seeds.append(_seed(text))
         except argparse.ArgumentTypeError as err:
-            raise CompareError(f"--seeds {reprlib.repr(args.seeds)}: {err} (comma-separated integers >= 0, "
+            raise CompareError(f"--seeds {cut(args.seeds)}: {err} (comma-separated integers >= 0, "
                                f"e.g. 0,1,2)") from None
     if len(set(seeds)) != len(seeds):
-        raise CompareError(f"--seeds {reprlib.repr(args.seeds)}: a seed is listed twice")
+        raise CompareError(f"--seeds {cut(args.seeds)}: a seed is listed twice")
     n_jobs = args.jobs or os.cpu_count() or 1
     params = parse_policy_params(args.policy_param, policies)
     check_policies(policies, params)  # fail fast on a typo before any run

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import reprlib
 import types
 import typing
 from collections import abc
@@ -30,7 +29,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from lyra_gym.errors import LyraGymError, number_problem
+from lyra_gym.errors import LyraGymError, number_problem, shown
 
 __all__ = ["MAX_S", "MIN_TICK_S", "Param", "ParamError", "check_fields", "check_params", "describe", "param",
            "shown"]
@@ -81,20 +80,6 @@ def param(default: Any = MISSING, doc: str = "", *, factory: Callable[[], Any] |
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
-
-
-_SHORT = reprlib.Repr()  # bounded: a huge or deeply nested value is never expanded
-_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlevel = 40, 40, 2
-_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 4
-
-
-def shown(value: Any) -> str:
-    """``repr(value)`` cut to a short prefix (at most 60 characters), never expanding a huge value."""
-    try:
-        text = _SHORT.repr(value)
-    except ValueError:  # an int too long to print
-        return f"<{type(value).__name__}>"
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @dataclass(frozen=True)
