@@ -37,7 +37,8 @@ T4_COUNTERPARTS = {"resnet18": ("cifar10", "FP32"), "resnet50": ("imagenet", "AM
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("derive_builtin_profiles_t", ROOT / "tools" / "derive_builtin_profiles.py")
+    path = ROOT / "tools" / "derive_builtin_profiles.py"
+    spec = importlib.util.spec_from_file_location("derive_builtin_profiles_t", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
