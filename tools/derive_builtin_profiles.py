@@ -10,11 +10,15 @@ Sources (numbers, not text):
 - NVIDIA DeepLearningExamples READMEs, mixed precision, samples/s on 1 and 8
   GPUs of one server (V100, A100), as collected in shared/data/PROVENANCE.md.
 - Gavel (stanford-futuredata/gavel, scheduler/simulation_throughputs.json,
-  commit c4fa4009, MIT): ResNet-18 batch 128 on one V100 = 17.99 steps/s;
-  ResNet-50 batch 128 = 2.50 steps/s (T4/V100 ratio only).
+  commit c4fa4009, MIT): ResNet-18 (CIFAR-10, FP32) batch 128 on one V100 =
+  17.99 steps/s.
 - Pollux artifact (petuum/adaptdl de25dcc9, Apache-2.0), simulator/traces/
-  {cifar10,imagenet}/placements.csv: single-T4 step times, for the measured
-  T4/V100 speed of resnet18 and resnet50 (MEASURED_T4_VS_V100).
+  {cifar10,imagenet}/placements.csv via traces/pollux-t4-profile.json: the
+  absolute single-T4 figures of resnet18 and resnet50 (T4_MEASURED).
+Every GPU entry carries a ``figure`` record: the 1-GPU samples/s it rests on,
+its local batch and precision, and whether it is a measurement or an
+assumption (tests/test_builtin_profile_sources.py holds each measured one to
+the repository's figure within 15 %).
 This is the small built-in profile; the measured profiles of the CUDA
 collector replace it.
 """
@@ -42,40 +46,63 @@ PUBLISHED = {
 # are assumed equal to ResNet-50's (Gavel's multi-GPU ResNet-18 entries are super-linear).
 RESNET18_V100 = 17.994906225052176 * 128
 
-# T4 vs V100 per-GPU training speed (samples/s on one T4 / on one V100 at the same local batch),
-# measured where both exist in shared/data (issue 25 item 7): Gavel's single-V100 steps/s
-# (simulation_throughputs.json, key "v100", scale 1, "null" = alone; stanford-futuredata/gavel
-# c4fa4009, MIT) against the Pollux artifact's single-T4 step time (simulator/traces/<app>/
-# placements.csv, rows placement=1, linear between the two measured local batches around B, as the
-# artifact's get_throughput interpolates; petuum/adaptdl de25dcc9, Apache-2.0), at the largest
-# batch both measured up to the profile's local batch. Assumptions: Gavel's ResNet-18 (CIFAR-10)
-# and ResNet-50 (ImageNet) are the artifact's cifar10 and imagenet; both sets were timed in FP32 on
-# different machines, and the ratio is carried over to the profile's mixed-precision V100 figure
-# (and, for resnet50, from batch 128 to the profile's 256).
-# model -> (B, Gavel V100 steps/s at B, Pollux T4 (batch, step_time s) below and above B, source)
-MEASURED_T4_VS_V100 = {
-    "resnet18": (128, 17.994906225052176, (91, 0.07591350078582763), (129, 0.10385050773620605),
-                 "Gavel v100 ResNet-18 bs128 (17.99 steps/s) vs Pollux artifact cifar10 placements.csv, "
-                 "1 T4 at local_bsz 128 (between 91 and 129)"),
-    "resnet50": (128, 2.4967655780898292, (115, 0.5602007150650025), (163, 0.7624222040176392),
-                 "Gavel v100 ResNet-50 bs128 (2.50 steps/s; its largest batch) vs Pollux artifact imagenet "
-                 "placements.csv, 1 T4 at local_bsz 128 (between 115 and 163)"),
+# T4 entries (issue 39 item 1): the absolute single-T4 measurement of the same model where the
+# repository holds one, else the V100 figure scaled by an assumed speed. The measurement is the
+# Pollux artifact's (petuum/adaptdl de25dcc9, Apache-2.0, simulator/traces/<app>/placements.csv,
+# copied in shared/data/pollux_t4/), as fitted in traces/pollux-t4-profile.json by
+# tools/derive_pollux_t4_profile.py: the measured one-T4 step at the artifact's local batch and the
+# least-squares line step = step_fixed_s + slope x local batch through its one-T4 rows. The T4 step
+# at this profile's local batch is that line read there (the same batch model the simulator uses,
+# lyra_gym/model/profiles.py compute_s). It replaces a T4/V100 ratio (issue 25 item 7) taken from
+# Gavel's FP32 V100 ResNet-50 against the artifact's mixed-precision T4 ImageNet and applied to the
+# profile's mixed-precision V100 figure: T4 resnet50 = 781 img/s at 256, 3.6x the measurement.
+# model -> (artifact application, precision of its T4 run, why it is the same model)
+T4_MEASURED = {
+    "resnet18": ("cifar10", "FP32",
+                 "ResNet-18 on CIFAR-10, FP32 (the artifact's benchmark/models/cifar10/main.py, no AMP), "
+                 "the model and precision of Gavel's V100 figure (workloads/pytorch/image_classification/"
+                 "cifar10/main.py, no AMP)"),
+    "resnet50": ("imagenet", "AMP",
+                 "torchvision ResNet-50 on ImageNet, mixed precision (the artifact's benchmark/models/imagenet/"
+                 "main.py: apex amp.initialize, default opt_level O1), as DeepLearningExamples' AMP ResNet-50 v1.5"),
 }
-# Assumption where no pair exists (bert, deepspeech2, ncf, transformer, yolov3: no V100 figure for the
-# artifact's models in shared/data, and no T4 one for transformer; Gavel's "Recommendation" is an
-# autoencoder whose samples/s is 6-31x below the artifact's NCF on a slower GPU: not a counterpart).
-T4_SPEED_VS_V100 = 0.3     # NVIDIA datasheets: 65 vs 125 FP16 tensor TFLOPS, 320 vs 900 GB/s memory
+# Assumption where the repository holds no T4 measurement of the profile's model: the artifact's bert
+# is a SQuAD fine-tune at local batch <= 12 (the profile's: BERT-large pretraining, seq 128, 64);
+# its ncf is guoyang9's NCF (32 factors, 3 layers, FP32, batch <= 32,768; the profile's: DLE's NCF,
+# AMP, 131,072); its yolov3 and deepspeech2 are the named models, but the profile's V100/A100 figures
+# are stand-ins (SSD300, GNMT), so an absolute T4 figure would set the speed of one model against
+# another's; transformer has no T4 figure at all.
+T4_SPEED_VS_V100 = 0.3     # assumption: NVIDIA datasheets, 65 vs 125 FP16 tensor TFLOPS, 320 vs 900 GB/s memory
+POLLUX_T4 = Path(__file__).resolve().parents[1] / "traces" / "pollux-t4-profile.json"
 
 
-def t4_speed(name: str) -> tuple[float, str]:
-    """(T4 / V100 per-GPU speed, its source) for a model: measured pair, else the 0.3 assumption."""
-    pair = MEASURED_T4_VS_V100.get(name)
-    if pair is None:
-        return T4_SPEED_VS_V100, "assumption: speed x0.3 (no measured T4/V100 pair in shared/data)"
-    b, v100_steps, (b_lo, t_lo), (b_hi, t_hi), source = pair
-    t4_step = t_lo + (b - b_lo) / (b_hi - b_lo) * (t_hi - t_lo)
-    ratio = (b / t4_step) / (v100_steps * b)
-    return ratio, f"measured speed x{ratio:.3f}: {source}"
+def t4_compute(name: str, local_batch: float, v100_compute: float, v100_precision: str) -> tuple[float, dict]:
+    """(T4 step compute time at ``local_batch``, the figure record it comes from) for a model."""
+    measured = T4_MEASURED.get(name)
+    if measured is None:
+        compute = v100_compute / T4_SPEED_VS_V100
+        return compute, {
+            "basis": "assumption", "samples_per_s": local_batch / compute, "batch": local_batch,
+            "precision": v100_precision,
+            "source": f"assumption: V100 speed x{T4_SPEED_VS_V100} (NVIDIA datasheets; no T4 measurement of "
+                      "this model in the repository, see tools/derive_builtin_profiles.py)"}
+    app, precision, same = measured
+    ref = json.loads(POLLUX_T4.read_text(encoding="utf-8"))["models"][name]
+    if ref["pollux_application"] != app:
+        raise ValueError(f"{POLLUX_T4.name}: {name} is {ref['pollux_application']!r}, expected {app!r}")
+    g = ref["gpus"]["t4"]
+    row = ref["measured_row"]
+    fixed, measured_batch = g["step_fixed_s"], ref["local_batch"]
+    compute = fixed + (g["step_compute_s"] - fixed) * local_batch / measured_batch
+    beyond = local_batch > ref["max_local_batch"]
+    return compute, {
+        "basis": "measured", "samples_per_s": row["local_bsz"] / row["step_time"], "batch": row["local_bsz"],
+        "precision": precision,
+        "source": (f"Pollux artifact (petuum/adaptdl de25dcc9, Apache-2.0) {row['file']}, 1 T4 at local_bsz "
+                   f"{row['local_bsz']}: step {row['step_time']:.4f} s; {same}; at this profile's local batch "
+                   f"{local_batch:g} the T4 line of traces/pollux-t4-profile.json"
+                   + (f" (assumption: extended past its largest measured batch {ref['max_local_batch']:g})"
+                      if beyond else ""))}
 
 
 T4_INTRA_VS_V100 = 2.0     # T4 servers use PCIe, not NVLink: in-server all-reduce twice V100's
@@ -90,7 +117,6 @@ INTER_VS_INTRA = 2.0       # V100/A100 training servers on an InfiniBand-class f
 # where both count the same samples (images, sequences, user-item pairs); deepspeech2's stand-in
 # counts tokens and the artifact utterances, so it takes the T4 fraction at the T4's own batch;
 # transformer has no counterpart and takes bert's fraction.
-POLLUX_T4 = Path(__file__).resolve().parents[1] / "traces" / "pollux-t4-profile.json"
 SAME_UNITS = {"resnet18", "resnet50", "bert", "ncf", "yolov3"}
 FIXED_LIKE = {"transformer": "bert"}
 
@@ -129,8 +155,13 @@ def gpu_entry(batch: float, sps1: float, sps8: float, source: str) -> dict:
 def derive() -> dict:
     models = {}
     for name, (batch, gpus, source, note) in PUBLISHED.items():
-        entries = {g: gpu_entry(batch, s1, s8, f"{source}: {g} {s1:g} -> {s8:g} samples/s on 1 -> 8 GPUs")
-                   for g, (s1, s8) in gpus.items()}
+        entries = {}
+        for g, (s1, s8) in gpus.items():
+            entries[g] = gpu_entry(batch, s1, s8, f"{source}: {g} {s1:g} -> {s8:g} samples/s on 1 -> 8 GPUs")
+            stand_in = note.startswith("assumption")
+            entries[g]["figure"] = {
+                "basis": "assumption" if stand_in else "measured", "samples_per_s": s1, "batch": batch,
+                "precision": "AMP", "source": (f"{note}; " if stand_in else "") + f"{source}: {s1:g} samples/s on 1 {g}"}
         models[name] = {"local_batch": batch, "gpus": entries, "note": note}
     r50 = PUBLISHED["resnet50"][1]
     eff8 = r50["v100"][1] / (8 * r50["v100"][0])
@@ -141,15 +172,23 @@ def derive() -> dict:
         "v100": gpu_entry(128, v100, 8 * v100 * eff8, src),
         "a100": gpu_entry(128, a100, 8 * a100 * r50["a100"][1] / (8 * r50["a100"][0]), src),
     }}
+    models["resnet18"]["gpus"]["v100"]["figure"] = {
+        "basis": "measured", "samples_per_s": v100, "batch": 128, "precision": "FP32",
+        "source": "Gavel (stanford-futuredata/gavel c4fa4009, MIT) simulation_throughputs.json v100 "
+                  "ResNet-18 (batch size 128): 17.99 steps/s on 1 V100"}
+    models["resnet18"]["gpus"]["a100"]["figure"] = {
+        "basis": "assumption", "samples_per_s": a100, "batch": 128, "precision": "FP32",
+        "source": "assumption: Gavel's V100 ResNet-18 x the A100/V100 ratio of DLE's AMP ResNet-50 (2470 / 1200)"}
     for name, m in models.items():
         v = m["gpus"]["v100"]
-        speed, speed_source = t4_speed(name)
+        compute, figure = t4_compute(name, m["local_batch"], v["step_compute_s"], v["figure"]["precision"])
         m["gpus"]["t4"] = {
-            "step_compute_s": v["step_compute_s"] / speed,
+            "step_compute_s": compute,
             "allreduce_intra_s": v["allreduce_intra_s"] * T4_INTRA_VS_V100,
             "allreduce_inter_s": v["allreduce_intra_s"] * T4_INTER_VS_V100,
-            "source": f"V100 figures scaled: {speed_source}; assumption: in-server all-reduce x2, across x4; "
+            "source": f"{figure['source']}; assumption: all-reduce as V100's, in-server x2, across x4; "
                       "see tools/derive_builtin_profiles.py",
+            "figure": figure,
         }
         m["restart_overhead_s"] = RESTART_S[name]
         m["restart_source"] = RESTART_SRC

@@ -19,7 +19,7 @@ one. The honest counterparts:
 
 - speed(m, T) = single-GPU throughput of model m on GPU type T / on the
   reference GPU type (the profile's ``step_compute_s`` ratio, reference = 1.0;
-  in the shipped ``builtin_profiles.json`` a T4 is 0.54 (resnet18) and 0.65
+  in the shipped ``builtin_profiles.json`` a T4 is 0.54 (resnet18) and 0.18
   (resnet50) of a V100 as measured, 0.3 for the other models (assumption), an
   A100 1.6-2.6: see ``tools/derive_builtin_profiles.py`` and ``docs/profiles.md``
   for the sources). A job whose workers span several types runs at the slowest one's
