@@ -120,13 +120,16 @@ class Knowledge:
         return estimate
 
     def remaining_work(self, job: Job, now: float) -> float:
-        """Believed samples left at ``now``: the believed total less the work done (the truth's)."""
-        done = job.total_work - job.remaining_work(now)
+        """Believed samples left at ``now``: the believed total less the work done
+        (:meth:`~lyra_gym.model.jobs.Job.work_done_at`, the engine's, never through the true total)."""
+        done = job.work_done_at(now)
         return self.total_work(job, done) - done
 
     def duration(self, job: Job, done: float) -> float:
-        """The believed ``spec.duration`` (s at the requested size), capped at ``MAX_DURATION_S``."""
-        return min(MAX_DURATION_S, self.total_work(job, done) / job.total_work * job.spec.duration)
+        """The believed ``spec.duration`` (s at the requested size), capped at ``MAX_DURATION_S``:
+        the believed total over the job's reference rate (samples/s at its requested size, a
+        function of its model, size and batch: never of its true duration)."""
+        return min(MAX_DURATION_S, self.total_work(job, done) / job.reference_rate)
 
     def finished(self, job: Job) -> None:  # noqa: B027 - only the history predictor listens
         """The engine's word that ``job`` finished now (completions come in time order)."""
@@ -169,8 +172,10 @@ class HistoryKnowledge(Knowledge):
         return self.prior_s
 
     def initial(self, job: Job) -> float:
+        """The predicted duration times the job's reference rate: the same float for every job of
+        one (model, GPUs, batch) at one moment, whatever their true durations."""
         spec = job.spec
-        return self.predicted_duration(spec.model, spec.num_gpus) * (job.total_work / spec.duration)
+        return self.predicted_duration(spec.model, spec.num_gpus) * job.reference_rate
 
     def finished(self, job: Job) -> None:
         spec = job.spec
