@@ -94,7 +94,7 @@ def test_no_decision_before_t_depends_on_durations_after_it(policy, mode):
 @pytest.mark.parametrize("mode", ["history", "estimate"])
 @pytest.mark.parametrize("policy", _policies())
 def test_no_decision_before_t_depends_on_durations_after_it_larger(policy, mode):
-    _check(policy, mode, jobs_n=1000, until=200_000.0)
+    _check(policy, mode, jobs_n=600, until=100_000.0)
 
 
 def test_the_check_sees_a_policy_that_reads_the_truth():
