@@ -166,9 +166,13 @@ class _Job:
         self.spec = JobSpec(f"j{index}", 0.0, 4, 1000.0, "m", True, 1, 8)
         self.index, self.total_work, self.init_batch, self.batch, self.speed = index, total, 64.0, None, rate
         self.workers, self.state = 4, JobState.RUNNING
+        self.reference_rate = total / self.spec.duration  # samples/s at the requested size
 
     def remaining_work(self, now: float) -> float:
         return max(0.0, self.total_work - self.speed * now)
+
+    def work_done_at(self, now: float) -> float:
+        return min(self.total_work, self.speed * now)
 
 
 def _rate(job, workers: int) -> float:

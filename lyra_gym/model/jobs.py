@@ -55,13 +55,20 @@ class Job:
         "scale_ins", "scale_outs", "migrations", "suspended", "version", "view",
         "busy_gpu_s", "effective_gpu_s", "speed", "reclaim_disruptions",
         "init_batch", "batch", "progress_bin", "milestone_work", "start_seq", "efficiency",
-        "goodput_gpu_s",
+        "goodput_gpu_s", "reference_rate",
     )
 
-    def __init__(self, index: int, spec: JobSpec, total_work: float) -> None:
+    def __init__(self, index: int, spec: JobSpec, total_work: float, reference_rate: float | None = None) -> None:
         self.index = index
         self.spec = spec
         self.total_work = total_work
+        #: samples/s at the requested size on reference servers at ``B0`` (what ``total_work =
+        #: spec.duration x`` this was computed with; ``lyra_gym.sim.trace_jobs.build_jobs`` passes it).
+        #: A function of the model, size and batch alone, never of the duration: what a knowledge
+        #: model converts believed seconds and samples with. None (hand-built records): work per second
+        #: of the trace's duration.
+        self.reference_rate = (reference_rate if reference_rate is not None
+                               else total_work / spec.duration if spec.duration > 0 else 1.0)
         self.state = JobState.PENDING
         self.allocation: FrozenAllocation = EMPTY_ALLOCATION
         self.workers = 0
@@ -133,6 +140,15 @@ class Job:
             if busy > 0:
                 goodput += self.speed * self.efficiency * self.workers * busy
         return goodput
+
+    def work_done_at(self, now: float) -> float:
+        """Samples done at ``now`` (without mutating the record): the work done at ``last_update``
+        plus the rate times the time since, outside overheads. Never computed through
+        ``total_work`` (what a knowledge model may show of the work done: :mod:`lyra_gym.model.knowledge`)."""
+        if not self.workers:
+            return self.work_done
+        busy = now - max(self.last_update, self.overhead_until)
+        return self.work_done + self.rate * busy if busy > 0 else self.work_done
 
     def remaining_work(self, now: float) -> float:
         """Samples left at ``now`` (without mutating the record)."""

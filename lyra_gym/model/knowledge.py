@@ -28,11 +28,25 @@ corrections of too-short runtime predictions in backfilling schedulers (Tsafrir,
 Feitelson, TPDS 2007), whose exact rule differs.
 
 What stays visible: the work done so far (``total_work - remaining_work`` is the work done in
-every mode), attained GPU-seconds, the rate, and the progress *part* (the 1/20 of training
-progress the statistical efficiency is held over, :data:`lyra_gym.model.scaling.PROGRESS_BINS`),
-which the rate depends on and a live measurement of the gradient noise scale would reveal
-(Pollux measures it online). The exact progress fraction is not shown: with the work done it
-would give the true total.
+every mode, to the believed total's rounding), attained GPU-seconds, the rate, and the progress
+*part* (the 1/20 of training progress the statistical efficiency is held over,
+:data:`lyra_gym.model.scaling.PROGRESS_BINS`), which the rate depends on and a live measurement of
+the gradient noise scale would reveal (Pollux measures it online). The exact progress fraction is
+not shown: with the work done it would give the true total.
+
+No side channel (issue 39 item 2): a belief is computed only from what the policy may know, never
+through the true duration's arithmetic. ``E0`` is in samples (``estimate``: the one draw ``r x
+total``; ``history``: the prediction in seconds times the job's reference rate,
+:attr:`~lyra_gym.model.jobs.Job.reference_rate`, samples/s at its requested size from the
+profile, a function of its model, size and batch alone); the believed duration is the believed
+total over that rate; the work done a belief is measured against is
+:meth:`~lyra_gym.model.jobs.Job.work_done_at` (work done at the last update plus rate x busy
+time), not ``total - (total - done)``. So jobs of one (model, GPUs) are believed alike to the bit
+under ``history``, ties between them are broken by the policy and not by each job's own rounding
+of its true duration, and lengthening jobs that have not finished by ``T`` changes nothing a
+policy does before ``T`` (``tests/test_knowledge_causality.py``, every built-in policy under
+``history`` and ``estimate``, ``scaling: throughput``: under the goodput rules the rate itself
+follows the true progress part).
 """
 
 from __future__ import annotations
@@ -122,13 +136,16 @@ class Knowledge:
         return estimate
 
     def remaining_work(self, job: Job, now: float) -> float:
-        """Believed samples left at ``now``: the believed total less the work done (the truth's)."""
-        done = job.total_work - job.remaining_work(now)
+        """Believed samples left at ``now``: the believed total less the work done
+        (:meth:`~lyra_gym.model.jobs.Job.work_done_at`, the engine's, never through the true total)."""
+        done = job.work_done_at(now)
         return self.total_work(job, done) - done
 
     def duration(self, job: Job, done: float) -> float:
-        """The believed ``spec.duration`` (s at the requested size), capped at ``MAX_DURATION_S``."""
-        return min(MAX_DURATION_S, self.total_work(job, done) / job.total_work * job.spec.duration)
+        """The believed ``spec.duration`` (s at the requested size), capped at ``MAX_DURATION_S``:
+        the believed total over the job's reference rate (samples/s at its requested size, a
+        function of its model, size and batch: never of its true duration)."""
+        return min(MAX_DURATION_S, self.total_work(job, done) / job.reference_rate)
 
     def finished(self, job: Job) -> None:  # noqa: B027 - only the history predictor listens
         """The engine's word that ``job`` finished now (completions come in time order)."""
@@ -171,8 +188,10 @@ class HistoryKnowledge(Knowledge):
         return self.prior_s
 
     def initial(self, job: Job) -> float:
+        """The predicted duration times the job's reference rate: the same float for every job of
+        one (model, GPUs, batch) at one moment, whatever their true durations."""
         spec = job.spec
-        return self.predicted_duration(spec.model, spec.num_gpus) * (job.total_work / spec.duration)
+        return self.predicted_duration(spec.model, spec.num_gpus) * job.reference_rate
 
     def finished(self, job: Job) -> None:
         spec = job.spec

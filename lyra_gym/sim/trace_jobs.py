@@ -44,8 +44,8 @@ def build_jobs(specs: Sequence[JobSpec], profiles: ProfileSet, scaling: ScalingM
             raise ValueError(f"job_id {spec.job_id!r}: duplicate job id")
         seen.add(spec.job_id)
         b0 = scaling.initial_batch(spec)
-        work = spec.duration * scaling.reference_rate(spec, b0, reference_gpu, reference_gpus_per_server)
-        job = Job(index, spec, work)
+        rate = scaling.reference_rate(spec, b0, reference_gpu, reference_gpus_per_server)
+        job = Job(index, spec, spec.duration * rate, rate)
         job.init_batch = job.batch = b0
         jobs.append(job)
     return jobs

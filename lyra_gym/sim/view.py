@@ -217,8 +217,7 @@ class KnownJobView(JobView):
         object.__setattr__(self, "_shown", None)
 
     def _done(self) -> float:
-        job = self._job
-        return job.total_work - job.remaining_work(self._engine.now)
+        return self._job.work_done_at(self._engine.now)
 
     @property
     def spec(self) -> JobSpec:  # type: ignore[override]
@@ -258,11 +257,11 @@ class KnownJobView(JobView):
         if workers < 1:
             return float("inf")
         engine, job = self._engine, self._job
-        scaling, spec, b0, total = engine.scaling, job.spec, job.init_batch, job.total_work
-        done = total - job.remaining_work(engine.now)
+        scaling, spec, b0 = engine.scaling, job.spec, job.init_batch
         batch = scaling.global_batch(spec, b0, workers, job.batch)
         rate = scaling.packed_rate(spec, b0, workers, engine.reference_gpu, engine.reference_gpus_per_server,
-                                   batch, progress_bin(done, total))
+                                   batch, self.progress_part)
+        done = job.work_done_at(engine.now)
         return (self._know.total_work(job, done) - done) / rate
 
 
