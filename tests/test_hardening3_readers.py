@@ -139,11 +139,13 @@ def test_shipped_suites_windows_exist():
     ("j1,0,\u0661\u0662,60,resnet50,0,,\n", "num_gpus"),  # Arabic-Indic 12
     ("j1,\u0665,1,60,resnet50,0,,\n", "submit_time"),
     ("j1,0,1,\uff16\uff10,resnet50,0,,\n", "duration"),  # full-width 60
+    ("j1,1_000,1,60,resnet50,0,,\n", "submit_time"),  # float() reads '1_000' as 1000
+    ("j1,0,1,6_0,resnet50,0,,\n", "duration"),
 ])
 def test_trace_numbers_must_be_ascii(tmp_path, row, field):
     path = tmp_path / "t.csv"
     path.write_text(HEADER + row, encoding="utf-8")
-    with pytest.raises(TraceError, match=rf"field '{field}': not an? .*\(only ASCII digits are read\)"):
+    with pytest.raises(TraceError, match=rf"field '{field}': not an? .*\(only ASCII digits, no '_' separators\)"):
         load_trace(path)
 
 
@@ -236,3 +238,24 @@ def test_simulate_names_the_config_field_not_the_file_contents(tmp_path, capsys)
                  str(ROOT / "traces" / "default.csv"), "--out", str(tmp_path / "run")])
     line = one_line_error(capsys.readouterr().err)
     assert code == 2 and f"(field demand_csv of {cfg})" in line and "s3cr3t" not in line
+
+
+@pytest.mark.parametrize("group, field", [("training", "cluster.training[0].gpu_type"),
+                                          ("inference", "cluster.inference.gpu_type")])
+def test_an_unknown_gpu_type_in_the_cluster_is_refused_naming_the_field(tmp_path, capsys, group, field):
+    """An inference GPU type no profile knows went unnoticed until a policy borrowed a server
+    (fifo never does: exit 0); now every run refuses it before the first event."""
+    from lyra_gym.cli.app import main
+
+    types = {"training": "v100", "inference": "t4", group: "tpu9"}
+    config = tmp_path / "c.yaml"
+    config.write_text(f"cluster:\n  training:\n    - {{count: 2, gpu_type: {types['training']}, gpus_per_server: 8}}\n"
+                      f"  inference: {{count: 2, gpu_type: {types['inference']}, gpus_per_server: 8}}\n")
+    trace = tmp_path / "t.csv"
+    trace.write_text(HEADER + "j1,0,1,60,resnet50,0,,\n")
+    code = main(["simulate", "--policy", "fifo", "--trace", str(trace), "--config", str(config),
+                 "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (f"lyra-gym: error: {field}: unknown GPU type 'tpu9' "
+                                               f"(the profile knows a100, t4, v100)")
+    assert not (tmp_path / "out").exists()

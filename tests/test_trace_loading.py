@@ -356,6 +356,12 @@ def _old_jobspec_checks(v: dict) -> None:
                                f"needs at least one sample per step")
 
 
+def _old_ascii(field, text, kind):
+    """Issue 40's rule added to 862f366's: numbers in ASCII digits, no '_' (float() reads both)."""
+    if not text.isascii() or "_" in text:
+        raise _OldRowError(field, f"not {kind}: {text!r} (only ASCII digits, no '_' separators)")
+
+
 def _old_float(field, text):
     try:
         value = float(text)
@@ -363,20 +369,25 @@ def _old_float(field, text):
         raise _OldRowError(field, f"not a number: {text!r}") from None
     if not math.isfinite(value):
         raise _OldRowError(field, f"must be finite, got {text!r}")
+    _old_ascii(field, text, "a number")
     return value
 
 
 def _old_int(field, text):
     try:
-        return int(text)
+        whole = int(text)
     except ValueError:
         pass
+    else:
+        _old_ascii(field, text, "an integer")
+        return whole
     try:
         value = float(text)
     except ValueError:
         raise _OldRowError(field, f"not an integer: {text!r}") from None
     if not math.isfinite(value) or not value.is_integer():
         raise _OldRowError(field, f"not an integer: {text!r}")
+    _old_ascii(field, text, "an integer")
     return int(value)
 
 

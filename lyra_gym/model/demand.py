@@ -451,8 +451,8 @@ def _cell(path: str, line: int, row: list[str], index: int, field: str) -> str:
     if index >= len(row) or not row[index].strip():
         raise DemandFileError(path, line, field, "missing value")
     text = row[index].strip()
-    if not text.isascii():  # float() reads other scripts' digits too (Arabic-Indic '١٢')
-        raise DemandFileError(path, line, field, f"not a number: {shown(text)} (only ASCII digits are read)")
+    if not text.isascii() or "_" in text:  # float() reads other scripts' digits ('١٢') and '1_000' too
+        raise DemandFileError(path, line, field, f"not a number: {shown(text)} (only ASCII digits, no '_' separators)")
     return text
 
 

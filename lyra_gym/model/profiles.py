@@ -146,6 +146,10 @@ class ProfileSet:
         self._throughput = lru_cache(maxsize=65536)(self._throughput_uncached)
         self._memos: dict[Hashable, dict] = {}
 
+    def gpu_types(self) -> frozenset[str]:
+        """Every GPU type some model of this set is profiled on."""
+        return frozenset(gpu for model in self.models.values() for gpu in model.gpus)
+
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         del state["_throughput"]  # a cache of a bound method: rebuilt on unpickling

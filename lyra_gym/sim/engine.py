@@ -22,7 +22,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from lyra_gym.errors import shown
+from lyra_gym.errors import ConfigError, shown
 from lyra_gym.model.config import SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.efficiency import EfficiencyTable
@@ -52,6 +52,19 @@ __all__ = ["ELASTIC_CAP_GPUS", "Engine", "as_elastic"]
 _COMPLETION, _DEADLINE, _TICK = COMPLETION, DEADLINE, TICK  # the names tests and older code import
 _RUNNING, _QUEUED, _FINISHED = JobState.RUNNING, JobState.QUEUED, JobState.FINISHED
 
+
+
+def _check_gpu_types(config: SimConfig, profiles: ProfileSet) -> None:
+    """Refuse a server group whose GPU type no model of ``profiles`` is profiled on (an unknown
+    inference type went unnoticed until a policy borrowed a server), naming the config field."""
+    known = profiles.gpu_types()
+    groups = [(f"cluster.training[{i}].gpu_type", g.gpu_type) for i, g in enumerate(config.cluster.training)]
+    if config.cluster.inference.count:
+        groups.append(("cluster.inference.gpu_type", config.cluster.inference.gpu_type))
+    for field, gpu_type in groups:
+        if gpu_type not in known:
+            raise ConfigError(f"{field}: unknown GPU type {shown(gpu_type)} (the profile knows "
+                              f"{', '.join(sorted(known))})")
 
 class Engine:
     """Simulates ``jobs`` under ``scheduler``; call :meth:`run` once.
@@ -96,6 +109,7 @@ class Engine:
         self.scheduler = scheduler
         self.rng = rng
         self.progress = progress
+        _check_gpu_types(config, profiles)
         self.servers: list[Server] = build_servers(config.cluster)
         self.inference_servers = [s for s in self.servers if s.pool is Pool.INFERENCE]
         # free GPUs by pool, GPU type and count (DESIGN.md "Cost"), updated on every change

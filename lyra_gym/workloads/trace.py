@@ -138,8 +138,8 @@ class _RowError(Exception):
 
 def _ascii(field: str, text: str, kind: str) -> None:
     """Refuse a number ``int()``/``float()`` read from another script's digits (Arabic-Indic ``'١٢'``)."""
-    if not text.isascii():
-        raise _RowError(field, f"not {kind}: {shown(text)} (only ASCII digits are read)")
+    if not text.isascii() or "_" in text:  # float() also reads '1_000'
+        raise _RowError(field, f"not {kind}: {shown(text)} (only ASCII digits, no '_' separators)")
 
 
 def _parse_float(field: str, text: str) -> float:

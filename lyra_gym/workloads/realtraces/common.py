@@ -127,8 +127,8 @@ def _parse_number(text: str, path: str, line: int, field: str, empty: float | No
 
 def _ascii(text: str, path: str, line: int, field: str) -> str:
     """``text`` if ASCII: ``float()`` reads other scripts' digits too (Arabic-Indic ``'١٢'``)."""
-    if not text.isascii():
-        raise TraceError(path, line, field, f"not a number: {shown(text)} (only ASCII digits are read)")
+    if not text.isascii() or "_" in text:  # float() also reads '1_000'
+        raise TraceError(path, line, field, f"not a number: {shown(text)} (only ASCII digits, no '_' separators)")
     return text
 
 
