@@ -6,7 +6,8 @@ Protocol
    :data:`lyra_agents.scenarios.SUITE`: ``default``, ``contended``, ``contended-warm``,
    ``strong-diurnal``, ``low-elastic``, ``paper-shape``; one trace seed, three windows each) or
    ``v1`` (``traces/suite-v1/suite.yaml``: v0's six on two trace seeds x three windows, plus
-   ``elastic-heavy``, ``overload`` and ``hetero``), or a suite file. Each scenario runs on its own
+   ``elastic-heavy``, ``overload`` and ``hetero``), ``v1.1`` (``traces/suite-v1.1/suite.yaml``: v1 with
+   priced preemption, a checkpoint every 1800 s of run time), or a suite file. Each scenario runs on its own
    cluster config and the throughput profile it names, on fixed test windows of the
    environments (paired: every policy sees the same jobs and the same simulation seed on a window).
 2. Policies: scheduler registry names (``lyra``, ``baseline``, ``tiresias``, ...),
@@ -410,7 +411,7 @@ def _default_policies() -> list[str]:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lyra_agents.benchmark", description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", default="v0",
-                        help="v0 (default: the first fixed suite), v1 (traces/suite-v1/suite.yaml) or a suite file")
+                        help="v0 (default), v1 (traces/suite-v1/suite.yaml), v1.1 (v1, priced preemption) or a suite file")
     parser.add_argument("--policies", default=None,
                         help="comma-separated registry names, 'random', 'small-first', model:PATH, policy:MODULE:FACTORY, "
                              "MODULE:CLASS (default: every registry scheduler and random)")

@@ -217,7 +217,7 @@ class TrainConfig:
 # ---------------------------------------------------------------------- helpers
 #: The fields that hold input file paths (``trace`` only when it is not a preset name).
 PATH_FIELDS = ("trace", "sim_config", "profiles", "suite")
-_NAMED_SUITES = ("v0", "v1")  # suite names that are not paths (lyra_agents.suite.SUITE_FILES and v0)
+_NAMED_SUITES = ("v0", "v1", "v1.1")  # suite names that are not paths (lyra_agents.suite.SUITE_FILES and v0)
 _NULL_WORDS = ("null", "none", "~")
 
 

@@ -42,7 +42,8 @@ from lyra_gym.model.userfiles import shown
 
 FORMAT = "lyra-gym-suite/1"
 #: Built-in suite files by version.
-SUITE_FILES = {"v1": TRACES_DIR / "suite-v1" / "suite.yaml"}
+SUITE_FILES = {"v1": TRACES_DIR / "suite-v1" / "suite.yaml",
+               "v1.1": TRACES_DIR / "suite-v1.1" / "suite.yaml"}  # v1 with priced preemption
 #: Settings a scenario may require that this version lacks, and why.
 NOT_YET: dict[str, str] = {}  # none at present (the knowledge model, once required here, has landed)
 _TOP_KEYS = {"format", "version", "description", "defaults", "scenarios"}

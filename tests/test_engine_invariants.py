@@ -14,7 +14,9 @@ events:
 - no job holds GPUs on an inference server that is not on loan;
 - loaned servers <= inference servers, and a plan never borrows more servers
   than were loanable just before it;
-- every job's work never decreases and stays within [0, total_work];
+- every job's work stays within [0, total_work] and never decreases, but at a preemption
+  (``overheads.checkpoint_interval_s`` > 0): then it goes back exactly to the job's last
+  checkpoint, the job is queued, and the decrease is what ``Job.lost_work`` counts;
 - with ``reclaim_grace_s == 0``, after every decision point the loaned
   servers never exceed ``inference servers - demand``;
 - every job ends finished or reported unfinished, the per-job rows cover each
@@ -217,6 +219,10 @@ class CheckedEngine(Engine):
         super().__init__(*args, **kwargs)
         self.last_work_done = [0.0] * len(self.jobs)
         self.last_effective_done = [0.0] * len(self.jobs)
+        self.last_preemptions = [0] * len(self.jobs)
+        self.last_lost = [0.0] * len(self.jobs)
+        self.clock_lost = [0.0] * len(self.jobs)
+        self.rollbacks = 0
         self.borrow_plans = 0
 
     # hooks ----------------------------------------------------------------------
@@ -260,9 +266,11 @@ class CheckedEngine(Engine):
         super()._advance_clock(t)
         for job in self.jobs:
             done = job.total_work - job.remaining_work(self.now)
-            assert done >= self.last_effective_done[job.index], job.spec.job_id
+            rolled_back = job.lost_work > self.clock_lost[job.index]  # at a preemption since the last advance
+            assert done >= self.last_effective_done[job.index] or rolled_back, job.spec.job_id
             assert 0.0 <= done <= job.total_work
             self.last_effective_done[job.index] = done
+            self.clock_lost[job.index] = job.lost_work
 
     # checks ---------------------------------------------------------------------
     def check_reclaimed(self) -> None:
@@ -276,8 +284,14 @@ class CheckedEngine(Engine):
         for job in self.jobs:
             spec = job.spec
             assert 0.0 <= job.work_done <= job.total_work, spec.job_id
-            assert job.work_done >= self.last_work_done[job.index], spec.job_id
+            if job.work_done < self.last_work_done[job.index]:  # only a preemption rolls work back
+                assert job.checkpoint_s > 0 and job.preemptions > self.last_preemptions[job.index], spec.job_id
+                assert job.work_done == job.checkpoint_work, spec.job_id
+                self.rollbacks += 1
+            assert job.lost_work >= self.last_lost[job.index]
             self.last_work_done[job.index] = job.work_done
+            self.last_preemptions[job.index] = job.preemptions
+            self.last_lost[job.index] = job.lost_work
             if job.state is JobState.RUNNING:
                 running.add(job.index)
                 assert job.allocation, spec.job_id
@@ -329,6 +343,7 @@ def scenarios(draw):
         overheads=OverheadConfig(
             rescale_s=draw(st.sampled_from([0.0, 30.0])),
             restart_s=draw(st.sampled_from([None, 0.0, 20.0])),
+            checkpoint_interval_s=draw(st.sampled_from([0.0, 0.0, 300.0, 1000.0])),
         ),
         horizon_s=HORIZON_S,
     )
@@ -393,6 +408,8 @@ def check_accounting(engine: Engine, jobs: list[JobSpec]) -> dict:
         h, b, e = job.usage_until(engine.now)
         top = max(engine.speed(job.spec.model, frozenset((g,))) for g in PROFILES.model(job.spec.model).gpus)
         assert 0.0 <= b <= h * (1 + 1e-12) and 0.0 <= e <= b * top * (1 + 1e-12), job.spec.job_id
+        assert 0.0 <= job.lost_gpu_s <= b * (1 + 1e-12) and job.lost_work >= 0.0, job.spec.job_id
+        assert (job.lost_gpu_s > 0) <= (job.preemptions > 0), job.spec.job_id
         held += h
         busy += b
     assert held == pytest.approx(engine.gpu_s_training + engine.gpu_s_loaned, rel=1e-9, abs=1e-6)
@@ -432,6 +449,7 @@ def test_random_policy_exercises_every_mechanism():
                 training=(ServerGroup(2, "v100", 4), ServerGroup(1, "a100", 8)),
                 inference=ServerGroup(4, "t4", 4),
             ),
+            overheads=OverheadConfig(checkpoint_interval_s=500.0 if seed % 2 else 0.0),
             horizon_s=HORIZON_S,
         )
         jobs = []
@@ -452,9 +470,10 @@ def test_random_policy_exercises_every_mechanism():
             "jobs_finished", "jobs_unfinished", "preemptions", "scale_ins", "scale_outs", "migrations",
             "servers_borrowed", "servers_returned", "inference_violations", "reclaim_disruptions")})
         totals["borrow_plans"] += engine.borrow_plans
+        totals["rollbacks"] += engine.rollbacks
     for key in ("jobs_finished", "preemptions", "scale_ins", "scale_outs", "migrations",
                 "servers_borrowed", "servers_returned", "inference_violations", "reclaim_disruptions",
-                "borrow_plans"):
+                "borrow_plans", "rollbacks"):
         assert totals[key] > 0, (key, dict(totals))
 
 

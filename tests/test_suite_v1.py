@@ -245,3 +245,23 @@ def test_an_estimate_scenario_has_lyra_told_the_truth_as_reference(tmp_path, cap
         assert float(lyra["jct_mean_s"]) == float(guessed)
     assert "lyra@oracle" not in {r["policy"] for r in rows if r["kind"] == "aggregate"}
     assert "lyra told the truth" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------- suite v1.1
+def test_v1_1_is_v1_with_a_checkpoint_interval_in_every_scenario():
+    """Suite v1.1 (issue 39 item 3): v1's scenarios, seeds, windows and clusters, with
+    overheads.checkpoint_interval_s = 1800 in every scenario's run config (v1 keeps 0)."""
+    import dataclasses
+
+    v1, v11 = get_suite("v1"), get_suite("v1.1")
+    assert v11.version == "v1.1" and v11.bootstrap == "units" and not v11.unavailable
+    assert list(v11.scenarios) == list(v1.scenarios)
+    for name, scenario in v11.scenarios.items():
+        old = v1.scenarios[name]
+        config, old_config = scenario.sim_config(), old.sim_config()
+        assert config.overheads.checkpoint_interval_s == 1800.0, name
+        assert old_config.overheads.checkpoint_interval_s == 0.0, name
+        same = dataclasses.replace(config, overheads=old_config.overheads)
+        assert same == old_config, name  # nothing else differs
+        for key in ("trace", "trace_seeds", "windows", "window_s", "warmup_s", "elastic_share", "test_fraction"):
+            assert getattr(scenario, key) == getattr(old, key), (name, key)

@@ -47,7 +47,7 @@ from lyra_gym.run.simulate import SimResult
 TABLE_KEYS = (
     "jobs_finished", "jobs_unfinished", "jct_mean_s", "jct_p95_s", "queue_mean_s", "queue_p95_s",
     "queue_total_mean_s", "queue_total_p95_s", "gpu_usage_training", "gpu_usage_overall", "gpu_usage_effective",
-    "gpu_usage_goodput", "gpu_usage_effective_overall", "overhead_gpu_share", "preemptions",
+    "gpu_usage_goodput", "gpu_usage_effective_overall", "overhead_gpu_share", "preemptions", "work_lost_gpu_s",
     "scale_events", "migrations", "reclaim_disruptions", "servers_borrowed", "inference_violations", "invalid_actions",
     "makespan_s",
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import math
 from typing import Any
 
 from lyra_gym.model.jobspec import JobSpec
@@ -55,7 +56,8 @@ class Job:
         "scale_ins", "scale_outs", "migrations", "suspended", "version", "view",
         "busy_gpu_s", "effective_gpu_s", "speed", "reclaim_disruptions",
         "init_batch", "batch", "progress_bin", "milestone_work", "start_seq", "efficiency",
-        "goodput_gpu_s", "reference_rate",
+        "goodput_gpu_s", "reference_rate", "checkpoint_s", "run_s", "checkpoint_work", "lost_work", "lost_run_s",
+        "lost_gpu_s",
     )
 
     def __init__(self, index: int, spec: JobSpec, total_work: float, reference_rate: float | None = None) -> None:
@@ -100,6 +102,15 @@ class Job:
         self.start_seq = 0            # the engine's count of starts when this job last started
         self.efficiency = 1.0         # statistical efficiency of the batch run now (lyra_gym.model.scaling)
         self.goodput_gpu_s = 0.0      # effective GPU-s x efficiency (reference-GPU-s of useful work)
+        # periodic checkpoints (lyra_gym.sim.overheads): every checkpoint_s s of run time (0 = none needed:
+        # free preemption); run_s = s of progress since the checkpoint clock last restarted (a start,
+        # rescale or migration), checkpoint_work = work_done at the last checkpoint
+        self.checkpoint_s = 0.0
+        self.run_s = 0.0
+        self.checkpoint_work = 0.0
+        self.lost_work = 0.0   # samples lost at preemptions (rolled back to the last checkpoint)
+        self.lost_run_s = 0.0  # s of run time whose progress was lost
+        self.lost_gpu_s = 0.0  # GPU-s of run time whose progress was lost
 
     def advance(self, now: float) -> None:
         """Integrate progress and attained service up to ``now``."""
@@ -110,7 +121,15 @@ class Job:
             self.attained_gpu_s += self.workers * dt
             busy = now - max(self.last_update, self.overhead_until)
             if busy > 0:
-                self.work_done = min(self.total_work, self.work_done + self.rate * busy)
+                done = self.work_done
+                self.work_done = min(self.total_work, done + self.rate * busy)
+                interval = self.checkpoint_s
+                if interval:  # the checkpoints of this stretch: the last one is at run time `last`
+                    run = self.run_s
+                    self.run_s = after = run + busy
+                    last = math.floor(after / interval) * interval
+                    if last > run:
+                        self.checkpoint_work = min(self.total_work, done + self.rate * (last - run))
                 busy_gpu_s = self.workers * busy
                 self.busy_gpu_s += busy_gpu_s
                 self.effective_gpu_s += self.speed * busy_gpu_s

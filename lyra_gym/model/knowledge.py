@@ -118,7 +118,8 @@ class Knowledge:
     def __init__(self, jobs: Sequence[Job], growth: float) -> None:
         self.growth = growth
         # job index -> (E0 it was grown from, the grown estimate): grown() continued from the last
-        # answer gives the same float as from E0, since the work done never decreases
+        # answer gives the same float as from E0, since the work done never decreases (but at a priced
+        # preemption, lyra_gym.sim.overheads: the grown estimate, above the work done before, then stays)
         self._grown: dict[int, tuple[float, float]] = {}
 
     def initial(self, job: Job) -> float:

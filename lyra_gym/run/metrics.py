@@ -52,6 +52,10 @@ one. The honest counterparts:
   so it is at most ``gpu_usage_overall``.
 - ``overhead_gpu_share``: GPU-s held by jobs inside overheads (start/restart,
   rescale, migration, resume) / all GPU-s held by jobs.
+- ``work_lost_gpu_s``: GPU-s of run time whose progress was lost at preemptions (the work since
+  each preempted job's last checkpoint, ``overheads.checkpoint_interval_s``; 0 with free
+  preemption); per job, ``work_lost_s`` in ``jobs.csv`` is the run time (s) it lost. The lost
+  GPU-s stay in the usage keys above: they were held and busy, only their progress was undone.
 - ``reclaim_disruptions``: per applied plan, the jobs that lost workers on a
   server returned to inference (scaled in, moved or preempted); also per job
   in ``jobs.csv``.
@@ -80,7 +84,7 @@ if TYPE_CHECKING:
 JOB_COLUMNS = (
     "job_id", "model", "num_gpus", "elastic", "submit_time", "first_start", "finish_time",
     "jct_s", "queue_s", "queue_total_s", "attained_gpu_s", "preemptions", "scale_ins", "scale_outs",
-    "migrations", "reclaim_disruptions", "finished",
+    "migrations", "reclaim_disruptions", "work_lost_s", "finished",
 )
 
 
@@ -210,6 +214,7 @@ def summarize(engine: "Engine", invalid_actions: int | None = None) -> dict[str,
         "scale_events": counts["scale_ins"] + counts["scale_outs"],
         "migrations": counts["migrations"],
         "reclaim_disruptions": counts["reclaim_disruptions"],
+        "work_lost_gpu_s": sum(j.lost_gpu_s for j in jobs),
         "servers_borrowed": counts["servers_borrowed"],
         "servers_returned": counts["servers_returned"],
         "inference_violations": counts["inference_violations"],
@@ -235,6 +240,7 @@ def job_rows(engine: "Engine") -> list[dict[str, Any]]:
             "queue_s": j.first_start - s.submit_time if j.first_start is not None else None,
             "queue_total_s": j.queued_total, "attained_gpu_s": j.attained_gpu_s,
             "preemptions": j.preemptions, "scale_ins": j.scale_ins, "scale_outs": j.scale_outs,
-            "migrations": j.migrations, "reclaim_disruptions": j.reclaim_disruptions, "finished": int(done),
+            "migrations": j.migrations, "reclaim_disruptions": j.reclaim_disruptions,
+            "work_lost_s": j.lost_run_s, "finished": int(done),
         })
     return rows

@@ -157,6 +157,7 @@ class Engine:
         self.accounting = Accounting(self.now, config.cluster.inference.gpus_per_server, self._inference_n)
         self.counts = self.accounting.counts
         self.overheads = OverheadModel(config.overheads, profiles, self.counts)
+        self.overheads.set_checkpoints(self.jobs)
         self.rates = RateTables(profiles, self.reference_gpu, self.reference_gpus_per_server)
         self._speeds = self.rates.speeds  # read inline by _assign
         self._redecide = False  # a forced reclaim asks for a second decision at the same instant
@@ -528,6 +529,8 @@ class Engine:
     def _stop(self, job: Job, suspend: bool) -> None:
         """Preempt ``job`` (or suspend it in host memory); its allocation is already released."""
         old_allocation = job.allocation
+        if not suspend and job.checkpoint_s:
+            self.overheads.roll_back(job)  # the work since the last checkpoint is lost
         job.allocation, job.workers, job.servers_used, job.rate = EMPTY_ALLOCATION, 0, 0, 0.0
         job.state = _QUEUED
         job.queued_since = self.now
@@ -569,6 +572,8 @@ class Engine:
                 job.first_start = now
             self.counts["starts"] += 1
         job.allocation = allocation
+        if job.checkpoint_s:  # a (re)start, resume, rescale or move checkpoints (lyra_gym.sim.overheads)
+            self.overheads.restart_clock(job)
         spec = job.spec
         self._journal.append((spec.job_id, old_allocation if was_running else None, job.start_seq))
         self.running_allocations[spec.job_id] = allocation

@@ -12,13 +12,25 @@ Modelling choices (DESIGN.md "Model contract"):
   ``overheads.resume_s``; on any other set its state must be copied over first, so it pays
   ``overheads.migrate_s`` and counts one migration. A job stopped without ``suspend``
   (preempted) pays the restart overhead wherever it starts again.
-- Preemption checkpoints: no work is lost.
+- Periodic checkpoints (``overheads.checkpoint_interval_s``, per model ``checkpoint_by_model``;
+  ``docs/model.md`` "Preemption cost"): a job with interval I > 0 writes a checkpoint after every I
+  seconds of *run time* (time making progress: not in an overhead) counted from the checkpoint
+  clock's origin. The clock restarts (a checkpoint of the work done then) at every start or
+  restart, resume, rescale and migration: those are checkpoint-restarts in the modelled frameworks
+  (AdaptDL's rescale, whose 30 s ``rescale_s`` stands for it) or, for a resume, a state kept
+  whole in host memory. A job stopped without ``suspend`` (preempted, or stopped by a reclaim)
+  loses the work since its last checkpoint: ``work_done`` goes back to it, and the lost run time
+  (s and GPU-s) is counted in ``Job.lost_run_s`` / ``Job.lost_gpu_s``. A job that keeps running
+  (a scale-in, a move) loses nothing; a suspended one loses nothing. I = 0: no work is lost
+  (the Pollux artifact's free preemption).
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+import math
+from typing import Mapping, Sequence
 
+from lyra_gym.errors import ConfigError
 from lyra_gym.model.config import OverheadConfig
 from lyra_gym.model.jobs import Job
 from lyra_gym.model.profiles import ProfileSet
@@ -34,6 +46,41 @@ class OverheadModel:
         self.counts = counts
         self.suspended_on: dict[int, frozenset[int]] = {}  # suspended job index -> the server ids it left
         self._restart_s: dict[str, float] = {}  # model -> its profile's restart overhead
+
+    def set_checkpoints(self, jobs: Sequence[Job]) -> None:
+        """Give every job its model's checkpoint interval; a ``checkpoint_by_model`` entry for a
+        model the profile lacks is a :class:`ConfigError` (a typo would silently do nothing)."""
+        config = self.config
+        for i, entry in enumerate(config.checkpoint_by_model):
+            if entry.model not in self.profiles.models:
+                raise ConfigError(f"overheads.checkpoint_by_model[{i}].model: unknown model {entry.model!r} "
+                                  f"(the profile has {', '.join(sorted(self.profiles.models))})")
+        if not config.checkpoint_interval_s and not config.checkpoint_by_model:
+            return
+        for job in jobs:
+            job.checkpoint_s = config.checkpoint_interval(job.spec.model)
+
+    @staticmethod
+    def restart_clock(job: Job) -> None:
+        """``job`` (re)starts, resumes, is rescaled or moved: its work done now is checkpointed."""
+        job.run_s = 0.0
+        job.checkpoint_work = job.work_done
+
+    @staticmethod
+    def roll_back(job: Job) -> None:
+        """``job`` (advanced to now, still holding its workers' count) is preempted: back to its
+        last checkpoint; the lost run time is counted."""
+        interval = job.checkpoint_s
+        if not interval:
+            return
+        run = job.run_s
+        lost_s = run - math.floor(run / interval) * interval
+        if job.checkpoint_work < job.work_done:
+            job.lost_work += job.work_done - job.checkpoint_work
+            job.work_done = job.checkpoint_work
+        job.lost_run_s += lost_s
+        job.lost_gpu_s += job.workers * lost_s
+        job.run_s = 0.0
 
     def suspend(self, job: Job, allocation: Mapping[int, int]) -> None:
         """``job`` is suspended: its state waits on the servers of ``allocation``."""
