@@ -10,7 +10,6 @@ benchmark that kept nothing."""
 from __future__ import annotations
 
 import errno
-import importlib.util
 import os
 import shutil
 import signal
@@ -25,24 +24,12 @@ from lyra_agents import benchmark, evaluate
 from lyra_agents.callbacks import ClusterMetricsCallback
 from lyra_agents.config import TrainConfig
 from lyra_agents.factory import build_training_envs, make_model, save_normalizer_stats
+from test_agents_cli_hardening import TINY, train  # the smallest run that trains; train.py as a module
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "lyra_gym" / "data" / "builtin_profiles.json"
 
 
-def _load_train():
-    spec = importlib.util.spec_from_file_location("train_script_h3", ROOT / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-train = _load_train()
-
-# the smallest run that trains: K = 6 job slots, one env, 64 steps per update
-TINY = dict(window_s=6 * 3600.0, num_job_slots=6, num_server_slots=3, n_envs=1, vec_env="dummy", n_steps=64,
-            batch_size=64, n_epochs=1, net_arch=[16], device="cpu", total_timesteps=64, progress_bar=False,
-            eval_freq=0, eval_windows=1, final_windows=1, checkpoint_freq=0, name="tiny")
 
 
 def last_line(capsys, prog: str) -> str:

@@ -22,11 +22,12 @@ from hypothesis import strategies as st
 from lyra_gym.model.config import ClusterConfig, OverheadConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.jobspec import JobSpec
-from lyra_gym.model.profiles import builtin_profiles, parse_profiles
+from lyra_gym.model.profiles import builtin_profiles
 from lyra_gym.run.metrics import best_speeds, invalid_actions_warning
 from lyra_gym.run.simulate import build_engine, simulate
 from lyra_gym.sim import scheduler as registry
 from test_engine_overheads import Script, step
+from test_metrics_effective import CFG, DEMAND, JOBS, SCRIPT, TWO
 from toy import TOY, config, job, run
 
 
@@ -54,26 +55,11 @@ def test_a_full_t4_server_is_used_at_most_once(policy):
     assert m["gpu_usage_goodput"] == pytest.approx(1.0)
 
 
-_FREE = {"allreduce_intra_s": 0.0, "allreduce_inter_s": 0.0}
-TWO = parse_profiles({
-    "format": "lyra-gym-profiles/1",
-    "metadata": {"reference_gpu": "v100"},
-    "models": {
-        "toy": {"local_batch": 1, "restart_overhead_s": 20, "gpus": {
-            "v100": {"step_compute_s": 1.0, **_FREE}, "t4": {"step_compute_s": 2.0, **_FREE}}},
-        "fast": {"local_batch": 1, "restart_overhead_s": 10, "gpus": {
-            "v100": {"step_compute_s": 1.0, **_FREE}, "t4": {"step_compute_s": 1.0, **_FREE}}},
-    },
-})
-# Server 0: training, 4 V100; server 1: inference, 4 T4, needed from t = 80 (tests/test_metrics_effective.py).
-# A (fast, 4 V100, 0-60, stalled 0-10): busy 200 GPU-s at speed 1 = best(fast) 1 -> 200.
-# B (toy): busy 160 GPU-s on 4 T4 at 0.5 of best(toy) = 1 (the V100) -> 80; 120 on 4 V100 -> 120.
-# Capacity: training 4 x 130 = 520 GPU-s + loaned 4 x 80 = 320. Inference busy 4 x 50 = 200 GPU-s;
-# all GPUs 8 x 130 = 1040.
-JOBS = [job("A", 0, 4, 50, model="fast"), job("B", 0, 2, 100, elastic=True, lo=2, hi=4)]
-DEMAND = DemandCurve(np.array([0.0, 80.0]), np.array([0, 1]))
-SCRIPT = [step(0, borrow=[1], A={0: 4}, B={1: 2}), step(10, B={1: 4}), step(80, give_back=[1], B={0: 4})]
-CFG = config(gpus=4, inference=1, restart=None, rescale=30.0, migrate_s=20.0)
+# The toy run of tests/test_metrics_effective.py (server 0: training, 4 V100; server 1: inference,
+# 4 T4, needed from t = 80). A (fast, 4 V100, 0-60, stalled 0-10): busy 200 GPU-s at speed 1 =
+# best(fast) 1 -> 200. B (toy): busy 160 GPU-s on 4 T4 at 0.5 of best(toy) = 1 (the V100) -> 80;
+# 120 on 4 V100 -> 120. Capacity: training 4 x 130 = 520 GPU-s + loaned 4 x 80 = 320. Inference
+# busy 4 x 50 = 200 GPU-s; all GPUs 8 x 130 = 1040.
 
 
 def test_effective_usage_counts_each_job_against_its_best_pace_on_the_cluster():

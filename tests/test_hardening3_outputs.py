@@ -18,10 +18,9 @@ from lyra_gym.cli.app import main
 from lyra_gym.outputs import OutputError, check_out_file, check_out_folder, replace_folder
 from lyra_gym.workloads.trace import write_trace
 from lyra_gym.workloads.tracegen import generate_trace
+from test_output_rule import TRACE
 
 ROOT = Path(__file__).resolve().parents[1]
-TRACE = ("job_id,submit_time,num_gpus,duration,model,elastic,min_gpus,max_gpus\n"
-         "j0,0.0,1,500.0,resnet50,0,,\nj1,60.0,2,300.0,bert,1,1,4\nj2,120.0,4,900.0,resnet50,0,,\n")
 
 
 @pytest.fixture(autouse=True)

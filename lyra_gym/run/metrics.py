@@ -117,28 +117,29 @@ def best_speeds(engine: "Engine") -> dict[str, float]:
     return best
 
 
-def unfinished_warning(metrics: Mapping[str, Any]) -> str | None:
-    """A one-line warning when a run left jobs unfinished, else None. Takes a run's metrics
-    or a comparison's summary row (``policy``, ``seeds``, means over seeds)."""
-    left = metrics.get("jobs_unfinished") or 0
-    if not left:
+def _warning(metrics: Mapping[str, Any], key: str, text: str) -> str | None:
+    """``warning: [policy: ]N <text>`` when ``metrics[key]`` is nonzero, else None; ``{mean}`` in
+    ``text`` says "(mean over seeds)" for a comparison's summary row of several seeds."""
+    count = metrics.get(key) or 0
+    if not count:
         return None
     who = f"{metrics['policy']}: " if metrics.get("policy") else ""
     mean = " (mean over seeds)" if (metrics.get("seeds") or 1) > 1 else ""
-    return (f"warning: {who}{left:g} of {metrics.get('jobs_total', 0):g} jobs unfinished at the end of the "
-            f"run{mean}; JCT and queuing statistics cover finished jobs only")
+    return f"warning: {who}{count:g} " + text.format(mean=mean, total=metrics.get("jobs_total", 0))
+
+
+def unfinished_warning(metrics: Mapping[str, Any]) -> str | None:
+    """A one-line warning when a run left jobs unfinished, else None. Takes a run's metrics
+    or a comparison's summary row (``policy``, ``seeds``, means over seeds)."""
+    return _warning(metrics, "jobs_unfinished", "of {total:g} jobs unfinished at the end of the run{mean}; JCT and "
+                                                "queuing statistics cover finished jobs only")
 
 
 def invalid_actions_warning(metrics: Mapping[str, Any]) -> str | None:
     """A one-line warning when a run's agent or observation policy made invalid actions (each
     replaced by the neutral one), else None. Takes a run's metrics or a comparison's summary row."""
-    count = metrics.get("invalid_actions") or 0
-    if not count:
-        return None
-    who = f"{metrics['policy']}: " if metrics.get("policy") else ""
-    mean = " (mean over seeds)" if (metrics.get("seeds") or 1) > 1 else ""
-    return (f"warning: {who}{count:g} invalid actions{mean} (out of range or masked), each run as the "
-            f"neutral action (a no-op); see invalid_actions in the metrics")
+    return _warning(metrics, "invalid_actions", "invalid actions{mean} (out of range or masked), each run as the "
+                                                "neutral action (a no-op); see invalid_actions in the metrics")
 
 
 def _since_submit(job: Job, t: float | None) -> float:
