@@ -1,0 +1,40 @@
+"""tools/bench_table.py: the docs' benchmark tables from a CSV, checked by hand on a tiny CSV."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import bench_table  # noqa: E402
+
+HEADER = "kind,policy,run,scenario,window,trace_seed,jct_mean_s,jct_vs_lyra,metric,iqm,ci_low,ci_high\n"
+
+
+def _csv(tmp_path: Path) -> str:
+    rows = []
+    for seed, window, lyra, other in [(0, 0, 100.0, 80.0), (0, 1, 200.0, 220.0), (1, 0, 300.0, 240.0)]:
+        rows.append(f"window,lyra,,s,{window},{seed},{lyra},1.0,,,,")
+        rows.append(f"window,p,,s,{window},{seed},{other},{other / lyra},,,,")
+        rows.append(f"bound,bound,,s,{window},{seed},{lyra / 2},0.5,,,,")
+    rows.append("aggregate,p,,,,,,,jct_vs_lyra,0.9,0.8,1.1")
+    path = tmp_path / "b.csv"
+    path.write_text(HEADER + "\n".join(rows) + "\n")
+    return str(path)
+
+
+def test_mean_jct_and_whole_suite_cells_are_the_csvs(tmp_path):
+    rows = bench_table.read_rows(_csv(tmp_path))
+    table = bench_table.jct_table(rows, ["lyra", "p"], ["s"]).splitlines()
+    assert table[2] == "| lyra |  | 200 |"  # (100 + 200 + 300) / 3; lyra has no aggregate row here
+    assert table[3] == "| p | 0.900 [0.800, 1.100] | 180 |"  # (80 + 220 + 240) / 3
+
+
+def test_ratio_cells_are_the_iqm_over_units(tmp_path):
+    rows = bench_table.read_rows(_csv(tmp_path))
+    table = bench_table.ratio_table(rows, ["lyra", "p"], ["s"], reps=200).splitlines()
+    assert table[2] == "| lyra |  | 1.000 |"
+    # units 0.8, 1.1, 0.8: the IQM of three values is their mean trimmed by a quarter at each end
+    point = bench_table.iqm([0.8, 1.1, 0.8])
+    assert table[3].startswith(f"| p | 0.900 [0.800, 1.100] | {point:.3f} [")
+    assert table[4] == "| isolated-job bound (unreachable) | | 0.500 |"
