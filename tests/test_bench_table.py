@@ -15,9 +15,9 @@ def _csv(tmp_path: Path) -> str:
     rows = []
     for seed, window, lyra, other in [(0, 0, 100.0, 80.0), (0, 1, 200.0, 220.0), (1, 0, 300.0, 240.0)]:
         rows.append(f"window,lyra,,s,{window},{seed},{lyra},1.0,,,,")
-        rows.append(f"window,p,,s,{window},{seed},{other},{other / lyra},,,,")
+        rows.append(f"window,fifo,,s,{window},{seed},{other},{other / lyra},,,,")
         rows.append(f"bound,bound,,s,{window},{seed},{lyra / 2},0.5,,,,")
-    rows.append("aggregate,p,,,,,,,jct_vs_lyra,0.9,0.8,1.1")
+    rows.append("aggregate,fifo,,,,,,,jct_vs_lyra,0.9,0.8,1.1")
     path = tmp_path / "b.csv"
     path.write_text(HEADER + "\n".join(rows) + "\n")
     return str(path)
@@ -25,16 +25,24 @@ def _csv(tmp_path: Path) -> str:
 
 def test_mean_jct_and_whole_suite_cells_are_the_csvs(tmp_path):
     rows = bench_table.read_rows(_csv(tmp_path))
-    table = bench_table.jct_table(rows, ["lyra", "p"], ["s"]).splitlines()
+    table = bench_table.jct_table(rows, ["lyra", "fifo"], ["s"]).splitlines()
     assert table[2] == "| lyra |  | 200 |"  # (100 + 200 + 300) / 3; lyra has no aggregate row here
-    assert table[3] == "| p | 0.900 [0.800, 1.100] | 180 |"  # (80 + 220 + 240) / 3
+    assert table[3] == "| fifo | 0.900 [0.800, 1.100] | 180 |"  # (80 + 220 + 240) / 3
 
 
 def test_ratio_cells_are_the_iqm_over_units(tmp_path):
     rows = bench_table.read_rows(_csv(tmp_path))
-    table = bench_table.ratio_table(rows, ["lyra", "p"], ["s"], reps=200).splitlines()
+    table = bench_table.ratio_table(rows, ["lyra", "fifo"], ["s"], reps=200).splitlines()
     assert table[2] == "| lyra |  | 1.000 |"
     # units 0.8, 1.1, 0.8: the IQM of three values is their mean trimmed by a quarter at each end
     point = bench_table.iqm([0.8, 1.1, 0.8])
-    assert table[3].startswith(f"| p | 0.900 [0.800, 1.100] | {point:.3f} [")
+    assert table[3].startswith(f"| fifo | 0.900 [0.800, 1.100] | {point:.3f} [")
     assert table[4] == "| isolated-job bound (unreachable) | | 0.500 |"
+
+
+def test_headroom_is_the_benchmarks_over_the_registered_heuristics(tmp_path):
+    """fifo's units 0.8, 1.1, 0.8 against lyra's 1.0: fifo is the best heuristic; the bound 0.5."""
+    text = bench_table.headroom_markdown(bench_table.read_rows(_csv(tmp_path)))
+    row = next(line for line in text.splitlines() if line.startswith("s "))
+    cells = row.split()
+    assert cells[:4] == ["s", "3", "200", "fifo"] and cells[-1] == "0.500"

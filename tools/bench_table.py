@@ -6,7 +6,10 @@ Two tables, every cell from the CSV's rows:
   (the CSV's ``aggregate`` row) and the mean JCT (s) of each scenario over its units;
 - ``--kind ratio``: per policy, the whole-suite IQM [CI] and, per scenario, the IQM of JCT / lyra
   over the scenario's (trace seed, window) units with its 95 % bootstrap interval over the units
-  (``iqm_ci(units=True)``, the benchmark's own statistics), and the isolated-job bound's IQM.
+  (``iqm_ci(units=True)``, the benchmark's own statistics), and the isolated-job bound's IQM;
+- ``--kind headroom``: the benchmark's headroom table (:func:`lyra_agents.headroom.headroom` over
+  the registered heuristics in the CSV: the best heuristic per scenario, the per-window best, the
+  isolated-job bound).
 
     python tools/bench_table.py docs/bench-suite-v1-all.csv
     python tools/bench_table.py docs/bench-suite-v1-all.csv --kind ratio --scenarios history,overload \\
@@ -86,7 +89,7 @@ def ratio_table(rows: Sequence[dict[str, Any]], policies: Sequence[str], scenari
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("csv", help="a benchmark CSV")
-    parser.add_argument("--kind", choices=("jct", "ratio"), default="jct")
+    parser.add_argument("--kind", choices=("jct", "ratio", "headroom"), default="jct")
     parser.add_argument("--policies", default=None, help="comma-separated (default: every policy, CSV order)")
     parser.add_argument("--scenarios", default=None, help="comma-separated (default: every scenario, CSV order)")
     args = parser.parse_args(argv)
@@ -94,8 +97,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     windows = [r for r in rows if r["kind"] == "window"]
     policies = args.policies.split(",") if args.policies else list(dict.fromkeys(r["policy"] for r in windows))
     scenarios = args.scenarios.split(",") if args.scenarios else list(dict.fromkeys(r["scenario"] for r in windows))
-    print(jct_table(rows, policies, scenarios) if args.kind == "jct" else ratio_table(rows, policies, scenarios))
+    if args.kind == "headroom":
+        print(headroom_markdown(rows))
+    else:
+        print(jct_table(rows, policies, scenarios) if args.kind == "jct" else ratio_table(rows, policies, scenarios))
     return 0
+
+
+def headroom_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """The benchmark's headroom table of the CSV's rows, over the registered heuristics in it."""
+    from lyra_agents.headroom import headroom, headroom_table
+    from lyra_gym.sim import scheduler as registry
+
+    known = set(registry.available())
+    heuristics = [p for p in dict.fromkeys(r["policy"] for r in rows if r["kind"] == "window") if p in known]
+    per_window = [r for r in rows if r["kind"] != "aggregate"]  # aggregates have no scenario
+    return headroom_table(headroom(per_window, heuristics))
 
 
 if __name__ == "__main__":
