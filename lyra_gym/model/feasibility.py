@@ -33,11 +33,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from lyra_gym.errors import LyraGymError
+from lyra_gym.errors import ConfigError, LyraGymError, shown
 from lyra_gym.model.config import SimConfig
 from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.model.profiles import ProfileSet
 
-__all__ = ["InfeasibleJobError", "Infeasible", "Feasibility", "capacity", "check_feasibility", "drop_infeasible"]
+__all__ = ["InfeasibleJobError", "Infeasible", "Feasibility", "capacity", "check_feasibility", "check_gpu_types",
+           "drop_infeasible"]
 
 
 class InfeasibleJobError(LyraGymError):
@@ -111,3 +113,16 @@ def drop_infeasible(jobs: Sequence[JobSpec], config: SimConfig, skip: bool, sour
             f"start and would block the queue; use a larger cluster or pass --skip-infeasible to drop such jobs")
     dropped = {i.job_id for i in result.infeasible}
     return [j for j in jobs if j.job_id not in dropped], result
+
+
+def check_gpu_types(config: SimConfig, profiles: ProfileSet) -> None:
+    """Refuse a server group whose GPU type no model of ``profiles`` is profiled on (an unknown
+    inference type went unnoticed until a policy borrowed a server), naming the config field."""
+    known = profiles.gpu_types()
+    groups = [(f"cluster.training[{i}].gpu_type", g.gpu_type) for i, g in enumerate(config.cluster.training)]
+    if config.cluster.inference.count:
+        groups.append(("cluster.inference.gpu_type", config.cluster.inference.gpu_type))
+    for where, gpu_type in groups:
+        if gpu_type not in known:
+            raise ConfigError(f"{where}: unknown GPU type {shown(gpu_type)} (the profile knows "
+                              f"{', '.join(sorted(known))})")

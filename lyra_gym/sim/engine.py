@@ -8,8 +8,7 @@ engine validates completely before applying any of it. What the views tell of du
 run's knowledge model (:mod:`lyra_gym.model.knowledge`); the engine keeps the truth.
 
 Modelling choices (DESIGN.md "Model contract"): overheads, suspend/resume and preemption in
-:mod:`lyra_gym.sim.overheads`; reclaiming, reclaim disruptions and returning in :mod:`lyra_gym.sim.reclaim`;
-the other units in :mod:`lyra_gym.sim` too (events, ``validate_plan``, journal, accounting, occupancy).
+:mod:`lyra_gym.sim.overheads`; reclaiming in :mod:`lyra_gym.sim.reclaim`; the rest in :mod:`lyra_gym.sim`.
 """
 
 from __future__ import annotations
@@ -22,10 +21,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from lyra_gym.errors import ConfigError, shown
 from lyra_gym.model.config import SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.efficiency import EfficiencyTable
+from lyra_gym.model.feasibility import check_gpu_types
 from lyra_gym.model.jobs import EMPTY_ALLOCATION, Job, JobState
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.model.knowledge import build_knowledge
@@ -38,6 +37,7 @@ from lyra_gym.sim.inputs import ProgressBar, ProgressFactory, efficiency_of, tqd
 from lyra_gym.sim.journal import AllocationJournal
 from lyra_gym.sim.occupancy import hold, lend, release, take_back
 from lyra_gym.sim.overheads import OverheadModel
+from lyra_gym.sim.params import checked_tick
 from lyra_gym.sim.plan import FrozenAllocation, PendingAllocations, Plan, unchanged_current, unread_pending
 from lyra_gym.sim.rates import RateTables
 from lyra_gym.sim.reclaim import ReclaimLedger, free_victims, loanable, owed, reclaim_victims
@@ -53,18 +53,6 @@ _COMPLETION, _DEADLINE, _TICK = COMPLETION, DEADLINE, TICK  # the names tests an
 _RUNNING, _QUEUED, _FINISHED = JobState.RUNNING, JobState.QUEUED, JobState.FINISHED
 
 
-
-def _check_gpu_types(config: SimConfig, profiles: ProfileSet) -> None:
-    """Refuse a server group whose GPU type no model of ``profiles`` is profiled on (an unknown
-    inference type went unnoticed until a policy borrowed a server), naming the config field."""
-    known = profiles.gpu_types()
-    groups = [(f"cluster.training[{i}].gpu_type", g.gpu_type) for i, g in enumerate(config.cluster.training)]
-    if config.cluster.inference.count:
-        groups.append(("cluster.inference.gpu_type", config.cluster.inference.gpu_type))
-    for field, gpu_type in groups:
-        if gpu_type not in known:
-            raise ConfigError(f"{field}: unknown GPU type {shown(gpu_type)} (the profile knows "
-                              f"{', '.join(sorted(known))})")
 
 class Engine:
     """Simulates ``jobs`` under ``scheduler``; call :meth:`run` once.
@@ -109,7 +97,7 @@ class Engine:
         self.scheduler = scheduler
         self.rng = rng
         self.progress = progress
-        _check_gpu_types(config, profiles)
+        check_gpu_types(config, profiles)
         self.servers: list[Server] = build_servers(config.cluster)
         self.inference_servers = [s for s in self.servers if s.pool is Pool.INFERENCE]
         # free GPUs by pool, GPU type and count (DESIGN.md "Cost"), updated on every change
@@ -232,11 +220,8 @@ class Engine:
         the Gymnasium environments drive the same loop one decision at a time)."""
         self._wall = time.perf_counter()
         self.scheduler.reset(self.rng)
-        tick = self.scheduler.tick_interval
+        tick = checked_tick(self.scheduler)
         if tick is not None:
-            if not (isinstance(tick, (int, float)) and math.isfinite(tick) and tick > 0):  # NaN hung the loop
-                raise ValueError(f"{type(self.scheduler).__name__}.tick_interval: must be a finite number > 0 "
-                                 f"seconds, got {shown(tick)}")
             origin = getattr(self.scheduler, "tick_origin", None)
             if origin is None:
                 self._push(self.now + tick, _TICK)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import types
 import typing
 from collections import abc
@@ -31,8 +32,8 @@ import numpy as np
 
 from lyra_gym.errors import LyraGymError, number_problem, shown
 
-__all__ = ["MAX_S", "MIN_TICK_S", "Param", "ParamError", "check_fields", "check_params", "describe", "param",
-           "shown"]
+__all__ = ["MAX_S", "MIN_TICK_S", "Param", "ParamError", "check_fields", "check_params", "checked_tick", "describe",
+           "param", "shown"]
 
 #: s: the shortest tick (decision interval) a heuristic may ask for: a shorter one floods the engine
 #: with decision points (``tick_interval=1e-9`` never finishes) for no gain at trace time scales.
@@ -276,3 +277,13 @@ def describe(factory: Any) -> list[list[str]]:
             d = rules[f.name]
             rows.append([f.name, _type_name(d.type), _default(f), _range(d.spec, d.type), d.spec.doc if d.spec else ""])
     return rows
+
+
+def checked_tick(scheduler: Any) -> float | None:
+    """``scheduler.tick_interval`` (s; None: no ticks), refused unless a finite number > 0 whatever
+    the scheduler declares (a NaN tick hung the engine's loop)."""
+    tick = scheduler.tick_interval
+    if tick is not None and not (_is_number(tick) and math.isfinite(tick) and tick > 0):
+        raise ValueError(f"{type(scheduler).__name__}.tick_interval: must be a finite number > 0 seconds, "
+                         f"got {shown(tick)}")
+    return tick
