@@ -46,3 +46,12 @@ def test_headroom_is_the_benchmarks_over_the_registered_heuristics(tmp_path):
     row = next(line for line in text.splitlines() if line.startswith("s "))
     cells = row.split()
     assert cells[:4] == ["s", "3", "200", "fifo"] and cells[-1] == "0.500"
+
+
+def test_merged_csvs_take_each_policy_from_the_first_file_that_has_it(tmp_path):
+    first = Path(_csv(tmp_path))
+    second = tmp_path / "agent.csv"
+    second.write_text(HEADER + "window,lyra,,s,0,0,999.0,1.0,,,,\nwindow,agent,,s,0,0,90.0,0.9,,,,\n")
+    rows = bench_table.merged_rows([str(first), str(second)])
+    assert sorted(r["jct_mean_s"] for r in rows if r["policy"] == "lyra") == [100.0, 200.0, 300.0]
+    assert [r["jct_mean_s"] for r in rows if r["policy"] == "agent"] == [90.0]

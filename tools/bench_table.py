@@ -12,6 +12,7 @@ Two tables, every cell from the CSV's rows:
   isolated-job bound).
 
     python tools/bench_table.py docs/bench-suite-v1-all.csv
+    python tools/bench_table.py docs/bench-suite-v1-all.csv docs/bench-suite-v1-generalist-seed1.csv  # + an agent
     python tools/bench_table.py docs/bench-suite-v1-all.csv --kind ratio --scenarios history,overload \\
         --policies lyra,pollux+loan,lyra-backfill
 """
@@ -39,6 +40,19 @@ def read_rows(path: str) -> list[dict[str, Any]]:
             row[key] = int(row[key]) if row.get(key) not in (None, "") else 0
         for key in ("jct_mean_s", "jct_vs_lyra", "score_vs_random", "iqm", "ci_low", "ci_high"):
             row[key] = float(row[key]) if row.get(key) not in (None, "") else math.nan
+    return rows
+
+
+def merged_rows(paths: Sequence[str]) -> list[dict[str, Any]]:
+    """The rows of several CSVs of one suite; every policy's rows come from the first file that has
+    the policy (the reference rows, lyra and random, are the same runs in each file)."""
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for path in paths:
+        mine = read_rows(path)
+        new = {r["policy"] for r in mine} - seen
+        rows += [r for r in mine if r["policy"] in new]
+        seen |= new
     return rows
 
 
@@ -88,12 +102,13 @@ def ratio_table(rows: Sequence[dict[str, Any]], policies: Sequence[str], scenari
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("csv", help="a benchmark CSV")
+    parser.add_argument("csv", nargs="+", help="benchmark CSVs of one suite (a policy's rows are taken from the "
+                                               "first file that has them: lyra and random repeat in each run)")
     parser.add_argument("--kind", choices=("jct", "ratio", "headroom"), default="jct")
     parser.add_argument("--policies", default=None, help="comma-separated (default: every policy, CSV order)")
     parser.add_argument("--scenarios", default=None, help="comma-separated (default: every scenario, CSV order)")
     args = parser.parse_args(argv)
-    rows = read_rows(args.csv)
+    rows = merged_rows(args.csv)
     windows = [r for r in rows if r["kind"] == "window"]
     policies = args.policies.split(",") if args.policies else list(dict.fromkeys(r["policy"] for r in windows))
     scenarios = args.scenarios.split(",") if args.scenarios else list(dict.fromkeys(r["scenario"] for r in windows))
