@@ -150,6 +150,15 @@ def markdown(rows: Sequence[dict[str, Any]], reference: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def read_csv(path: str) -> list[dict[str, Any]]:
+    """The rows of a ``headline.csv``: numbers parsed, an empty interval (one seed) as None."""
+    text = ("scenario", "comparison", "backfill", "usage_key")
+    with open(path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    return [{k: (v if k in text else int(v) if k == "seeds" else None if v == "" else float(v)) for k, v in r.items()}
+            for r in rows]
+
+
 def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
@@ -209,7 +218,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default 1)")
     parser.add_argument("--work", default=None, help="keep traces and run folders here (default: a temp dir)")
     parser.add_argument("--out", default="runs/headline", help="where headline.csv / headline.md go")
+    parser.add_argument("--from-csv", metavar="CSV", help="print the table of a headline.csv written before "
+                                                          "(docs/headline.csv); runs nothing")
     args = parser.parse_args(argv)
+    if args.from_csv:
+        print(markdown(read_csv(args.from_csv), args.reference), end="")
+        return 0
 
     scenarios, policies = _csv(args.scenarios), _csv(args.policies)
     seeds = [int(s) for s in _csv(args.seeds)]

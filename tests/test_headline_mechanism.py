@@ -81,3 +81,19 @@ def test_one_day_seed0_finite_ratios_and_table_from_csv(hm, tmp_path, capsys):
     assert hm.main(["--from-csv", str(out / "headline_mechanism.csv")]) == 0
     table = (out / "headline_mechanism.md").read_text(encoding="utf-8").split("\n\n", 1)[1]
     assert capsys.readouterr().out == table
+
+
+def test_the_headline_table_is_regenerated_from_its_csv(tmp_path, capsys, monkeypatch):
+    """benchmarks/headline.py --from-csv prints what the run printed: the CSV round-trips (one
+    seed's empty interval included)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import headline
+
+    rows = [{"scenario": "paper", "comparison": "baseline", "backfill": "off", "seeds": 4,
+             "usage_key": headline.USAGE_KEY, "queue_ratio": 13.1, "queue_ratio_ci95": 1.6, "jct_ratio": 1.42,
+             "jct_ratio_ci95": 0.11, "usage_diff_pp": 1.4, "usage_diff_pp_ci95": None, "events_per_job": 1.0,
+             "events_per_job_ci95": 0.07, "comparison_queue_mean_s": 3445.0, "reference_queue_mean_s": 264.0,
+             "comparison_jct_mean_s": 7414.0, "reference_jct_mean_s": 5220.0}]
+    headline.write_csv(rows, tmp_path / "h.csv")
+    assert headline.main(["--from-csv", str(tmp_path / "h.csv")]) == 0
+    assert capsys.readouterr().out == headline.markdown(rows, "lyra")
