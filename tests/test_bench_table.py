@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))  # bench_table, compare_table
 import bench_table  # noqa: E402
 
 HEADER = "kind,policy,run,scenario,window,trace_seed,jct_mean_s,jct_vs_lyra,metric,iqm,ci_low,ci_high\n"
@@ -55,3 +55,16 @@ def test_merged_csvs_take_each_policy_from_the_first_file_that_has_it(tmp_path):
     rows = bench_table.merged_rows([str(first), str(second)])
     assert sorted(r["jct_mean_s"] for r in rows if r["policy"] == "lyra") == [100.0, 200.0, 300.0]
     assert [r["jct_mean_s"] for r in rows if r["policy"] == "agent"] == [90.0]
+
+
+def test_compare_table_rows_and_joined_columns(tmp_path):
+    """tools/compare_table.py: the summary's means, printed as the compare table prints them."""
+    import compare_table
+
+    a = tmp_path / "a.csv"
+    a.write_text("policy,jct_mean_s,queue_mean_s\nfifo,9052.4,2159.0\nlyra,6591.0,0.8125\n")
+    b = tmp_path / "b.csv"
+    b.write_text("policy,jct_mean_s\nlyra,7295.0\nfifo,9657.0\n")
+    text = compare_table.table(compare_table.read_summary(str(a)), ["jct_mean_s", "queue_mean_s"],
+                               [("consolidated", compare_table.read_summary(str(b)), ["jct_mean_s"])])
+    assert text.splitlines()[2:] == ["| fifo | 9052 | 2159 | 9657 |", "| lyra | 6591 | 0.812 | 7295 |"]
