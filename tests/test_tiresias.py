@@ -270,7 +270,7 @@ def test_artifact_mode_warns_unless_preemption_is_free():
     with pytest.warns(UserWarning, match="restart_s"):
         simulate(jobs, TiresiasScheduler(mode="artifact"), seed=0)
     cfg = load_config(ARTIFACT_CONFIG)
-    assert dataclasses.astuple(cfg.overheads) == (0.0, 0.0, 0.0, 0.0)
+    assert dataclasses.astuple(cfg.overheads) == (0.0, 0.0, 0.0, 0.0, 0.0, ())  # free restarts, free preemption
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         simulate(jobs, TiresiasScheduler(mode="artifact"), cfg, seed=0)
