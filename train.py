@@ -54,7 +54,8 @@ from lyra_agents.callbacks import (
 from lyra_agents.config import TrainConfigError, load_train_config, resolve_config
 from lyra_agents.evaluate import compare_saved, comparison_table, recorded
 from lyra_agents.imitation import behaviour_clone, collect_demonstrations
-from lyra_agents.artifacts import DISK_ERRORS, WriteError, save_model, save_stats, sigterm_as_interrupt, written
+from lyra_agents.artifacts import DISK_ERRORS, WriteError, save_model, save_stats, written
+from lyra_gym.interrupts import sigterm_as_interrupt
 from lyra_agents.factory import (
     CONFIG_FILE, MODEL_FILE, OPTIMIZER_MEMBER, POLICY_MEMBER, VECNORM_FILE, VECNORM_STATS_FILE, Artifacts,
     build_training_envs, configure_torch, find_artifacts, load_model, make_eval_env, make_model, new_run_dir,

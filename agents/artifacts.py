@@ -7,8 +7,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import signal
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -152,25 +150,6 @@ def save_stats(vecnorm: Any, npz: str | os.PathLike, pickle_path: str | os.PathL
     if pickle_path is not None:
         with written(pickle_path) as tmp:
             vecnorm.save(str(tmp))
-
-
-def _raise_interrupt(_signum: int, _frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Inside, SIGTERM raises ``KeyboardInterrupt`` as Ctrl-C does, so a command stopped either way
-    cleans up and says so in one line (exit status 130); the old handler is restored after.
-    Outside the main thread (where no handler can be set), nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
 
 
 # ---------------------------------------------------------------------- what loading a run reads

@@ -103,7 +103,8 @@ from lyra_gym.outputs import Inputs, OutputError, check_out_file
 from lyra_gym.sim.scheduler import Scheduler
 from lyra_gym.run.simulate import load_profile_set, simulate
 
-from lyra_agents.artifacts import WriteError, sigterm_as_interrupt
+from lyra_agents.artifacts import WriteError
+from lyra_gym.interrupts import sigterm_as_interrupt
 from lyra_agents.bench_output import (
     AGGREGATE_COLUMNS, COLUMNS, METRICS, WINDOW_COLUMNS, PartialRows, Unit, aggregate, benchmark_inputs,
     few_units_warning, files_sha256, identity_sha256, model_paths, partial_path, score_cube, score_matrix, table,

@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from lyra_agents.artifacts import WriteError, run_inputs, sigterm_as_interrupt, written
+from lyra_agents.artifacts import WriteError, run_inputs, written
 from lyra_gym.envs.learner_extras import LearnerExtrasObservation
+from lyra_gym.interrupts import sigterm_as_interrupt
 from lyra_gym.run.simulate import simulate
 from lyra_gym.sim.scheduler import Scheduler
 

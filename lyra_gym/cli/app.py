@@ -39,15 +39,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
-import threading
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator, NoReturn, Sequence
 
 from lyra_gym.errors import shown as cut
 from lyra_gym.harness import ray_backend
+from lyra_gym.interrupts import sigterm_as_interrupt
 from lyra_gym.harness.report import TABLE_KEYS, format_table
 from lyra_gym.sim import scheduler as registry
 from lyra_gym.sim.import_spec import split_spec
@@ -534,9 +533,7 @@ def _command_context(args: argparse.Namespace) -> Iterator[None]:
     """Around a command: SIGTERM raises KeyboardInterrupt as Ctrl-C does (main thread), ``--ray-retries``
     applies, and the ``--out`` of compare and sweep is locked (:func:`locked_folder`) before it is checked."""
     with ExitStack() as stack:
-        if threading.current_thread() is threading.main_thread():
-            old = signal.signal(signal.SIGTERM, signal.default_int_handler)
-            stack.callback(signal.signal, signal.SIGTERM, old)
+        stack.enter_context(sigterm_as_interrupt())
         if getattr(args, "ray_retries", None) is not None:
             stack.enter_context(ray_backend.task_retries(args.ray_retries))
         if args.command in ("compare", "sweep"):

@@ -53,7 +53,6 @@ _COMPLETION, _DEADLINE, _TICK = COMPLETION, DEADLINE, TICK  # the names tests an
 _RUNNING, _QUEUED, _FINISHED = JobState.RUNNING, JobState.QUEUED, JobState.FINISHED
 
 
-
 class Engine:
     """Simulates ``jobs`` under ``scheduler``; call :meth:`run` once.
 
