@@ -109,8 +109,7 @@ def _scalar_problem(base: type, value: Any, rule: Mapping[str, Any]) -> str | No
         if isinstance(value, str) and value.strip():
             return None
         return f"must be a non-empty string, got {shown(value)}"
-    problem = number_problem(value, **{**rule, "integer": base is int})
-    return None if problem is None else f"{problem.rpartition(', got ')[0]}, got {shown(value)}"
+    return number_problem(value, **{**rule, "integer": base is int})  # it cuts the value it echoes
 
 
 @dataclass(frozen=True)
