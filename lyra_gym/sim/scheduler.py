@@ -52,11 +52,18 @@ class Guidance:
     - ``return_levels``: loaned server id -> level in ``0 .. RETURN_LEVELS - 1``;
       on a reclaim, servers with a higher level are returned first (0 =
       protect; ``NEUTRAL_RETURN_LEVEL`` = no preference).
+    - ``preempt``: ids of running jobs to stop now and send back to the queue
+      (the engine charges the usual restart cost and work since the last
+      checkpoint, ``overheads``); the heuristic does not restart them in the same
+      decision and may give their GPUs to other jobs. Ids of jobs that are not
+      running are ignored. The lever Pollux and Tiresias use on their own
+      (issue 38 item 1).
     """
 
     job_levels: Mapping[str, int] = field(default_factory=dict)
     borrow_fraction: float | None = None
     return_levels: Mapping[int, int] = field(default_factory=dict)
+    preempt: frozenset[str] = frozenset()
 
 
 JOB_LEVELS = 5
