@@ -1,36 +1,27 @@
 """Lyra, the reference: the paper's two phases over the public view, to read first.
 
-``lyra-reference`` decides exactly what ``lyra`` (``baselines/lyra.py``) decides, plan for plan
-(``tests/test_reference_equivalence.py`` checks it at every decision), without any of its speed
-work: no caches, no change feed, one plain :class:`_Decision` per decision that reads only the
-public :class:`~lyra_gym.sim.view.ClusterView` / :class:`~lyra_gym.sim.view.JobView`. Read it to
-learn the algorithm, fork it to change it, run it for small studies (it is slower: O(jobs x
-servers) per decision).
+``lyra-reference`` decides what ``lyra`` (``baselines/lyra.py``) decides, plan for plan
+(``tests/test_reference_equivalence.py`` checks it at every decision), without its speed work: no
+caches, no change feed, one plain :class:`_Decision` per decision reading only the public
+``ClusterView``/``JobView``. Read, fork and ablate it; run it for small studies (O(jobs x servers)
+per decision).
 
-Each decision (Li et al., "Lyra: Elastic Scheduling for Deep Learning Clusters", EuroSys 2023):
-
-0. **Loaning** (``baselines/loaning.py``): answer a reclaim (least preemption cost first) and
-   borrow every loanable inference server.
-1. **Phase 1, admission**: queued jobs, shortest remaining time first, get their base demand
-   (elastic: ``min_gpus``) on training GPUs (free first, then other jobs' flexible workers); a job
-   that does not fit goes onto loaned GPUs when it finishes sooner there than by waiting
-   (``loaned_rule="speed"``); a job on loaned GPUs keeps its place in line and moves to training
-   GPUs when that pays (``move_back``). Without ``backfill`` the first job that waits blocks the
-   later ones from training GPUs.
-2. **Phase 2, extra workers**: at a round (every ``round_s``, and on loaning changes) a
-   multiple-choice knapsack (``baselines/knapsack.py``) gives each elastic job the extra workers
-   worth most JCT seconds; between rounds jobs keep theirs and a newly admitted job grows.
-
-Remembered across decisions: the round clock, the observed holds of extra workers
-(``flex_horizon="queue"``) and, under ``oracle`` knowledge, each running job's expected finish
-as first read for its allocation (see :meth:`_Decision.timeline`). The switches are those of
-``LyraScheduler``, documented there.
+Each decision (Li et al., EuroSys 2023): loaning (``baselines/loaning.py``: answer a reclaim,
+borrow idle inference servers); **phase 1** (:meth:`_Decision.admit`): queued jobs, shortest
+remaining time first, get their base demand on training GPUs, or on loaned GPUs when that finishes
+sooner, and jobs on loaned GPUs move back when it pays; **phase 2** (:meth:`_Decision.rebalance`):
+at a round a multiple-choice knapsack (``baselines/knapsack.py``) gives elastic jobs the extra
+workers worth most JCT seconds; between rounds jobs keep theirs and admitted jobs grow.
+Remembered across decisions: the round clock, the observed holds of extra workers, and (under
+``oracle``) each running job's expected finish as first read for its allocation
+(:meth:`_Decision.timeline`). The switches are ``LyraScheduler``'s, documented there.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Mapping
 
 import numpy as np
@@ -94,8 +85,7 @@ class LyraReferenceScheduler(Scheduler):
         self.finishes: dict[str, tuple[Mapping[int, int], float]] = {}  # job -> (allocation, finish s)
 
     def base_demand(self, job: JobView) -> int:
-        """GPUs ``job`` is admitted at: an elastic job's minimum when Lyra scales it (or runs it at
-        its minimum), else its requested size."""
+        """GPUs ``job`` is admitted at: an elastic job's minimum (scaled, or run at it), else its request."""
         if job.spec.elastic and (self.elastic or self.fixed_size == "min"):
             return job.spec.min_gpus
         return job.spec.num_gpus
@@ -104,9 +94,7 @@ class LyraReferenceScheduler(Scheduler):
         return self.decide_guided(view, Guidance())
 
     def decide_guided(self, view: ClusterView, guidance: Guidance) -> Plan:
-        """Loaning, phase 1, phase 2. ``guidance``: job levels (0 holds a job; higher levels are
-        admitted first and their knapsack values scaled by 2 ** (level - neutral)), the borrowed
-        fraction, the return order of loaned servers, and running jobs to preempt."""
+        """Loaning, phase 1, phase 2, under an agent's ``guidance`` (``Guidance``'s docstring)."""
         round_due = self.elastic and view.now >= self.next_round
         if view.tick_only and (not round_due or view.now - self.last_decision < self.round_s):
             return view.current_plan()  # a tick brings only the round of a cluster quiet for a whole round
@@ -179,7 +167,7 @@ class _Decision:
         self.placed: list[tuple[float, int, str]] = []  # (finish s, GPUs, type) of jobs placed on training now
 
     def _by_type(self, ids: list[int] | tuple[int, ...]) -> dict[str, list[int]]:
-        groups: dict[str, list[int]] = {}
+        groups: dict[str, list[int]] = {}  # GPU type -> ids, first-seen type first
         for sid in ids:
             groups.setdefault(self.types[sid], []).append(sid)
         return groups
@@ -199,7 +187,7 @@ class _Decision:
 
     # ------------------------------------------------------------------ rates and times
     def rate(self, job: JobView, workers: int, gpu_type: str) -> float:
-        """The job's rate on ``workers`` GPUs of ``gpu_type`` packed, by ``value_rate``."""
+        """The job's rate (samples/s) on ``workers`` GPUs of ``gpu_type`` packed, by ``value_rate``."""
         if workers < 1:
             return 0.0
         if self.lyra.value_rate == "throughput":
@@ -265,12 +253,7 @@ class _Decision:
         self.lyra.finishes = finishes
         releases += [(t, g) for t, g, typ in self.placed if typ == gpu_type]
         releases.sort()  # the order of equal times changes no wait
-        times, freed, total = [], [], 0
-        for t, g in releases:
-            total += g
-            times.append(t)
-            freed.append(total)
-        return times, freed
+        return [t for t, _ in releases], list(accumulate(g for _, g in releases))
 
     def wait_for(self, gpu_type: str, deficit: int) -> float:
         """Seconds until ``deficit`` more training GPUs of ``gpu_type`` than available now free up."""
@@ -289,8 +272,7 @@ class _Decision:
 
     # ------------------------------------------------------------------ placement
     def fit(self, need: int, groups: list[list[int]]) -> Alloc | None:
-        """The run's placement rule on truly free GPUs of the first group that holds ``need``; else
-        counting flexible workers as free."""
+        """The placement rule on free GPUs of the first group that holds ``need``; else on ``avail``."""
         rule = self.view.placement
         for free in (self.free, self.avail):
             for group in groups:
@@ -308,13 +290,12 @@ class _Decision:
         return placement
 
     def pool_sizes(self) -> list[int]:
-        """GPUs of each pool one job may use alone (training types, all training when types may
-        mix, loaned types)."""
+        """GPUs of each pool one job may use alone: training types, loaned types, all training."""
         sizes = [len(ids) * self.per_server[t] for t, ids in self.training_types.items()]
         sizes += [len(g) * self.per_server[self.types[g[0]]] for g in self.loaned_groups]
         return sizes + ([sum(sizes[: len(self.training_types)])] if self.spanning else [])
 
-    def loaned_room(self) -> int:
+    def loaned_room(self) -> int:  # free or flexible GPUs on loaned servers
         return sum(self.avail[s] for s in self.loaned)
 
     def place(self, job: JobView, placement: Alloc) -> None:
@@ -335,8 +316,8 @@ class _Decision:
 
     # ------------------------------------------------------------------ phase 1
     def admit(self) -> None:
-        """Phase 1 over the shortest-first line: queued jobs, jobs our reclaim answer just stopped,
-        and jobs on loaned GPUs holding their place (``move_back``). An agent's levels come first."""
+        """Phase 1 over the shortest-first line (an agent's levels first): queued jobs, those our
+        reclaim answer just stopped, and jobs on loaned GPUs holding their place (``move_back``)."""
         view, levels = self.view, self.levels
         line = list(view.queued_jobs())
         if self.plan.give_back:
@@ -393,9 +374,8 @@ class _Decision:
         return best, best_wait, best_type
 
     def loaned_pays(self, job: JobView, need: int, placement: Alloc) -> bool:
-        """Is ``job`` expected to finish sooner on loaned ``placement`` than by waiting? It stays
-        there to the end or (``move_back``) moves to training GPUs when they would have been its;
-        only an option whose time on loaned GPUs ends before the next reclaim counts."""
+        """Does ``job`` finish sooner on loaned ``placement`` (to the end, or moving back when training
+        GPUs would be its) than by waiting? Only stays ending before the next reclaim count."""
         if self.lyra.loaned_rule == "overflow":
             return True
         on_training, wait, training_type = self.training_estimate(job, need)
@@ -408,16 +388,15 @@ class _Decision:
         return min((finish for finish, stay in options if stay <= safe), default=math.inf) < on_training
 
     def safe_loaned_s(self, placement: Alloc) -> float:
-        """Seconds until inference demand would reclaim a server of ``placement``: reclaims take the
-        idle inference servers first, then the loaned ones holding no base worker."""
+        """Seconds until demand reclaims a server of ``placement`` (idle ones and loaned ones without
+        a base worker go first)."""
         view = self.view
         spare = {s for s in self.loaned if self.avail[s] == self.capacity[s]}
         threshold = len(view.inference_server_ids) - len(self.loaned) + len(spare) - len(spare & set(placement))
         return view.next_demand_above(threshold) - view.now
 
     def wait_for_training(self, job: JobView, need: int) -> None:
-        """``job`` waits for training GPUs: later estimates count its demand ahead of theirs, and
-        without backfill later jobs may not take training GPUs (unless no pool can ever hold it)."""
+        """``job`` waits for training GPUs: counted ahead of later jobs; without backfill it blocks them."""
         holding = [t for t, ids in self.training_types.items() if need <= len(ids) * self.per_server[t]]
         spans = bool(self.spanning) and need <= sum(len(ids) * self.per_server[t]
                                                     for t, ids in self.training_types.items())
@@ -431,8 +410,7 @@ class _Decision:
             self.waiting[gpu_type] = self.waiting.get(gpu_type, 0) + need
 
     def move_back(self, job: JobView) -> bool:
-        """Move ``job`` from loaned to training GPUs when migrate_s plus its time there beats
-        staying; when they cannot hold it now, it waits in line for them."""
+        """Move ``job`` from loaned to training GPUs when migrate_s plus its time there beats staying."""
         placement = self.fit_training(job.workers)
         if placement is None:
             self.wait_for_training(job, job.workers)
@@ -456,8 +434,7 @@ class _Decision:
 
     # ------------------------------------------------------------------ phase 2
     def rebalance(self, round_due: bool, hold: bool) -> None:
-        """The knapsack at a round or a loaning change; else, when phase 1 admitted an elastic job,
-        displaced flexible workers or moved a job, or an agent holds one: keep and grow."""
+        """The knapsack at a round or loaning change; else keep and grow when phase 1 changed something."""
         if not self.elastic_jobs:
             return
         lyra, plan = self.lyra, self.plan
@@ -493,15 +470,14 @@ class _Decision:
             self.place_extras(gpu_type, typed, choice)
 
     def hold_horizon(self, waiting: float | None, gpu_type: str) -> float:
-        """Seconds extra workers are likely held: until the first waiting job gets its GPUs; else
-        the smoothed observed hold (at least ``round_s``; inf before any); ``"completion"``: inf."""
+        """Seconds extra workers are likely held: until a waiting job's turn, else the mean hold."""
         if self.lyra.flex_horizon == "completion":
             return math.inf
         if waiting is not None:
             return waiting
         return max(self.lyra.held_s.get(gpu_type, math.inf), self.lyra.round_s)
 
-    def observe_hold(self, gpu_type: str, held_s: float) -> None:
+    def observe_hold(self, gpu_type: str, held_s: float) -> None:  # exponentially weighted mean
         held = self.lyra.held_s
         if held_s > 0:
             mean = held.get(gpu_type)
@@ -522,16 +498,13 @@ class _Decision:
 
     def keep_choice(self, typed: list[JobView], capacity: int, gpu_type: str, horizon: float,
                     grow: bool) -> list[int]:
-        """Between rounds: running jobs keep the extra workers that still have room where they
-        are (taken in job order); displaced ones move only when T(w + moved) + (migrate_s, or
-        rescale_s for part of them) < T(w) + rescale_s; a new job grows to its most valuable size."""
+        """Between rounds: jobs keep the extras that still have room (in job order); displaced ones
+        move only when that pays the stall; a new job grows to its most valuable size."""
         room, kept, lost = list(self.avail), [], []
         for job in typed:
             k = 0
             for sid, g in self.flex[job.id].items():
-                take = min(g, room[sid])
-                room[sid] -= take
-                k += take
+                k, room[sid] = k + min(g, room[sid]), room[sid] - min(g, room[sid])
             kept.append(k)
             lost.append(sum(self.flex[job.id].values()) - k)
         left, overheads, choice = capacity - sum(kept), self.view.overheads, []
@@ -558,8 +531,7 @@ class _Decision:
 
     def knapsack_choice(self, typed: list[JobView], capacity: int, gpu_type: str, horizon: float,
                         grow: bool) -> list[int]:
-        """Extra workers per job maximising the total JCT seconds saved (MCKP over the value rows,
-        scaled by an agent's levels); a running job pays ``rescale_s`` now for any change."""
+        """Extras per job maximising the JCT seconds saved (MCKP); a running job pays a rescale to change."""
         rescale, values = self.view.overheads.rescale_s, []
         for job in typed:
             spec, current = job.spec, sum(self.flex[job.id].values())
@@ -574,9 +546,8 @@ class _Decision:
         return solve(values, capacity, self.lyra.knapsack_exact_limit)
 
     def place_extras(self, gpu_type: str, typed: list[JobView], choice: list[int]) -> None:
-        """Each job first keeps what it can of its extra workers where they are (loaned servers
-        first), then the rest go largest job first (ties: trace order) on servers with GPUs to
-        spare, loaned ones first, ascending, so that a reclaim becomes a scale-in."""
+        """Jobs keep what they can of their extras (loaned first); the rest go largest job first on
+        spare servers, loaned ones first, so that a reclaim becomes a scale-in."""
         avail, loaned, extras, left = self.avail, self.loaned_set, [], list(choice)
         for i, job in enumerate(typed):
             extra: Alloc = {}

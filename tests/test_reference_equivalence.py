@@ -12,6 +12,7 @@ needs no new test file: it runs under this harness.
 from __future__ import annotations
 
 import copy
+import inspect
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -19,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import lyra_baselines.lyra as lyra_module
 import lyra_baselines.lyra_estimates as lyra_estimates
 import lyra_baselines.lyra_rates as lyra_rates
 from lyra_baselines.lyra import LyraScheduler
@@ -32,9 +34,6 @@ from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import JOB_LEVELS, RETURN_LEVELS, Guidance, Scheduler
 from lyra_gym.sim.view import ClusterView
 from toy import TOY, job
-
-SWITCH_FIELDS = ("backfill", "loaned_rule", "move_back", "flex_horizon", "value_rate", "reclaim_rule", "loan",
-                 "elastic", "fixed_size")
 
 
 class PlanMismatch(AssertionError):
@@ -173,6 +172,43 @@ def test_guided_lyra_equals_the_reference(case, config, switches):
     run_twin(jobs, demand, config, switches, guide=random_guidance)
 
 
+def _guide_with_preempt(view: ClusterView, rng: np.random.Generator) -> Guidance:
+    running = [j.id for j in view.running_jobs()]
+    preempt = frozenset(j for j in running if rng.random() < 0.2)
+    return replace(random_guidance(view, rng), preempt=preempt)
+
+
+FAST_READS_PREEMPT = ".preempt" in inspect.getsource(lyra_module)  # (issue 38 item 1 adds it)
+
+
+@pytest.mark.skipif(not FAST_READS_PREEMPT, reason="the fast lyra does not read Guidance.preempt yet (issue 38)")
+@_examples(25)
+@given(case=workloads(), config=clusters(), switches=lyra_switches())
+def test_guided_preempt_equals_the_reference(case, config, switches):
+    jobs, demand = case
+    run_twin(jobs, demand, config, switches, guide=_guide_with_preempt)
+
+
+@pytest.mark.parametrize("case", ["default", pytest.param("workload-6-t4", marks=pytest.mark.slow),
+                                  pytest.param("lyra-15d-day1", marks=pytest.mark.slow)])
+def test_golden_traces_plan_for_plan(case):
+    """The golden results' traces and configs (``test_golden_results.py``), every decision."""
+    from test_golden_results import _case
+
+    jobs, config = _case(case)
+    checked = twin()
+    simulate(jobs, checked, config, seed=0)
+    assert checked.decisions > 1000 and checked.changed > 400
+
+
+@pytest.mark.slow
+@_examples(400)
+@given(case=workloads(max_jobs=30), config=clusters(), switches=lyra_switches())
+def test_larger_sweep(case, config, switches):
+    jobs, demand = case
+    run_twin(jobs, demand, config, switches, guide=random_guidance if len(jobs) % 2 else None)
+
+
 DEFAULT_CONFIG = SimConfig(
     cluster=ClusterConfig(training=(ServerGroup(2, "v100", 4),), inference=ServerGroup(3, "t4", 4)),
     overheads=OverheadConfig(rescale_s=30.0, restart_s=20.0, migrate_s=45.0))
@@ -201,7 +237,7 @@ def test_a_stale_cache_fails_the_harness(monkeypatch):
     monkeypatch.setattr(lyra_estimates.ReleaseTracker, "_sync_believed",
                         lambda self, view, allocations: self._sync_all(view, allocations))
     config = replace(DEFAULT_CONFIG, knowledge=KnowledgeConfig(mode="estimate"))
-    run_twin(STALE_CASE, BUSY_DEMAND, config, {"elastic": False, "loan": False})  # (before the patch bites)
+    run_twin(STALE_CASE, BUSY_DEMAND, config, {"elastic": False, "loan": False})  # a run it does not change passes
     with pytest.raises(PlanMismatch):
         run_twin(STALE_CASE, BUSY_DEMAND, config, {})
 
@@ -216,3 +252,14 @@ def test_a_wrong_tie_break_fails_the_harness(monkeypatch):
     monkeypatch.setattr(lyra_rates.LyraRates, "queued_line", later_first)
     with pytest.raises(PlanMismatch):
         run_twin(BUSY, BUSY_DEMAND, DEFAULT_CONFIG, {})
+
+
+def test_registered_as_lyra_reference(monkeypatch):
+    """``lyra-reference`` runs by name (registered here until the entry point is installed) and
+    gives lyra's results."""
+    from lyra_gym.sim import scheduler as registry
+
+    monkeypatch.setitem(registry._registered, "lyra-reference", LyraReferenceScheduler)
+    by_name = simulate(BUSY, "lyra-reference", DEFAULT_CONFIG, seed=0, profiles=TOY, demand=BUSY_DEMAND)
+    fast = simulate(BUSY, "lyra", DEFAULT_CONFIG, seed=0, profiles=TOY, demand=BUSY_DEMAND)
+    assert by_name.jobs == fast.jobs
