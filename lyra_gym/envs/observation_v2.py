@@ -87,16 +87,27 @@ def restart_overhead_s(view: ClusterView, model: str) -> float:
     return restart if restart is not None else view.profiles.model(model).restart_overhead_s
 
 
-def job_features(view: ClusterView, job: JobView, now: float) -> tuple[float, ...]:
-    """:data:`V2_JOB_FEATURES` of ``job`` at ``now`` (unclipped: the builder clips)."""
+def job_features(view: ClusterView, job: JobView, now: float, restart_s: dict[str, float] | None = None
+                 ) -> tuple[float, ...]:
+    """:data:`V2_JOB_FEATURES` of ``job`` at ``now`` (unclipped: the builder clips); ``restart_s``:
+    :func:`restart_overhead_s` by model, kept by the caller (filled here)."""
     record = job._job  # noqa: SLF001 -- the engine's record behind the view, read only
-    service = job.attained_gpu_s / ATTAINED_SCALE_S
-    preempted = min(job.preemptions, PREEMPTIONS_CAP) / PREEMPTIONS_CAP
-    if record.state is not JobState.RUNNING or not record.workers:
+    workers = record.workers
+    since = now - record.last_update
+    attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)  # job.attained_gpu_s
+    service = attained / ATTAINED_SCALE_S
+    preemptions = record.preemptions
+    preempted = (preemptions if preemptions < PREEMPTIONS_CAP else PREEMPTIONS_CAP) / PREEMPTIONS_CAP
+    if record.state is not JobState.RUNNING or not workers:
         return service, 1.0, 0.0, preempted, 0.0
     speedup = math.log2(1.0 + record.rate / record.reference_rate) / 4.0
-    cost = restart_overhead_s(view, job.spec.model) + lost_run_s(record, now)
-    return service, record.efficiency, speedup, preempted, _log_time(cost)
+    model = record.spec.model
+    restart = restart_s.get(model) if restart_s is not None else None
+    if restart is None:
+        restart = restart_overhead_s(view, model)
+        if restart_s is not None:
+            restart_s[model] = restart
+    return service, record.efficiency, speedup, preempted, _log_time(restart + lost_run_s(record, now))
 
 
 def cluster_features(submits: list[float], now: float, window: WindowLike | None) -> tuple[float, float, float]:
@@ -116,10 +127,12 @@ def splice_job_rows(values: list[float], view: ClusterView, jobs: list[JobView],
     :data:`V2_JOB_FEATURES` and then ``pad`` (an environment's own features, 0) appended."""
     out: list[float] = []
     now = view.now
+    restart_s: dict[str, float] = {}
     for row, job in enumerate(jobs):
         out += values[row * width:(row + 1) * width]
-        out += job_features(view, job, now)
-        out += pad
+        out += job_features(view, job, now, restart_s)
+        if pad:
+            out += pad
     return out
 
 
