@@ -95,6 +95,14 @@ What is modelled
   loanable inference server at every decision; reclaims are answered first,
   by ``reclaim_rule``, whether or not ``loan`` is set.
 
+**Guided** (``decide_guided``; ``decide`` is it with an empty Guidance, so the two cannot drift;
+``baselines/guided.py``): the ``preempt`` jobs are stopped first and are not admitted again in the
+same decision (their GPUs go to others); ``borrow_fraction`` / ``return_levels`` go to
+``Loaning.prepare``; job levels are admission tiers, highest first, each tier admitted by the rule
+above on what higher tiers left (a queued job at level 0 is not admitted; a running one at level 0
+gives way first and, if elastic, is held at its minimum), and weights ``2 ** (level - 2)`` of the
+jobs' terms in the power mean. All levels neutral and nothing preempted = plain Pollux, bit for bit.
+
 Left out: learning-rate scaling (AdaScale is not modelled), online fitting of the
 throughput and noise-scale models (both are known exactly), interference
 avoidance and the one-distributed-job-per-node rule, placement optimised

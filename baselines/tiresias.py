@@ -36,6 +36,13 @@ Both modes:
   ``reclaim_rule``. A job a reclaim stops is placed again at once if it fits
   elsewhere (the engine counts that as a migration).
 
+Guided (``decide_guided``; ``decide`` is it with an empty Guidance; ``baselines/guided.py``):
+the ``preempt`` jobs are stopped first and not restarted in the same decision; ``borrow_fraction``
+and ``return_levels`` go to ``Loaning.prepare``; a job's level puts it in a tier before its queue
+(higher levels first, so a higher level is served and preempts before a lower one; a running job
+at level 0 is the first victim), and a queued job at level 0 stays out of the round. All levels
+neutral and nothing preempted = plain Tiresias, bit for bit.
+
 Realistic mode (default):
 
 - Placement by the run's ``placement`` rule (``baselines/placement.py``):
