@@ -48,7 +48,10 @@ SCHEDULERS = {
     "pollux+loan": lambda: PolluxLoanScheduler(tick_interval=None),
     "tiresias": lambda: TiresiasScheduler(tick_interval=None),
     "tiresias+loan": lambda: TiresiasLoanScheduler(tick_interval=None),
+    "pollux preempt=false": lambda: PolluxScheduler(tick_interval=None, preempt=False),
+    "tiresias mode=artifact": lambda: TiresiasScheduler(tick_interval=None, mode="artifact"),
 }
+VARIANTS = (*PEERS, "pollux preempt=false", "tiresias mode=artifact")
 
 
 def first_decision(name, jobs, inference=0, demand=None):
@@ -67,7 +70,7 @@ def guided(engine, **guidance):
     return plan
 
 
-@pytest.mark.parametrize("name", PEERS)
+@pytest.mark.parametrize("name", VARIANTS)
 def test_a_held_queued_job_is_not_admitted(name):
     # a and b (2 GPUs each) fit together on the 4-GPU server; the agent holds a
     engine = first_decision(name, [job("a", 0.0, 2, 100.0), job("b", 0.0, 2, 100.0)])
@@ -78,7 +81,7 @@ def test_a_held_queued_job_is_not_admitted(name):
     assert "a" in guided(engine).allocations
 
 
-@pytest.mark.parametrize("name", PEERS)
+@pytest.mark.parametrize("name", VARIANTS)
 def test_a_higher_level_is_admitted_first(name):
     # a and b (4 GPUs each) arrive together; only one fits: a (first in trace order) unless b ranks higher
     jobs = [job("a", 0.0, 4, 100.0), job("b", 0.0, 4, 100.0)]
@@ -87,7 +90,7 @@ def test_a_higher_level_is_admitted_first(name):
     assert set(guided(engine, job_levels={"b": 3}).allocations) == {"b"}
 
 
-@pytest.mark.parametrize("name", PEERS)
+@pytest.mark.parametrize("name", (*PEERS, "tiresias mode=artifact"))
 def test_a_higher_level_arrival_displaces_a_neutral_running_job(name):
     # a (4 GPUs) runs; b (4 GPUs) arrives at t=10. Neutral: b waits (same queue for Tiresias; Pollux
     # keeps the most running jobs). At level 3 it takes a's GPUs.
@@ -99,7 +102,7 @@ def test_a_higher_level_arrival_displaces_a_neutral_running_job(name):
         assert set(plan.allocations) == {running}
 
 
-@pytest.mark.parametrize("name", PEERS)
+@pytest.mark.parametrize("name", VARIANTS)
 def test_a_preempted_job_goes_back_to_the_queue_and_waits_one_decision(name):
     engine = first_decision(name, [job("a", 0.0, 2, 100.0), job("b", 10.0, 2, 100.0)])
     guided(engine)
