@@ -15,11 +15,11 @@ from lyra_gym.sim import scheduler as registry
 #: What each shipped registry name is (a scheduler registered by a plugin shows its docstring's first line).
 ABOUT = {
     "baseline": "the paper's comparison point: Lyra's scheduler without loaning or elastic scaling",
-    "baseline-min": "baseline with elastic jobs run at their minimum size (the size Lyra admits them at)",
-    "fifo": "first in, first out; backfill=True lets later jobs that fit start past a blocked head",
+    "baseline-min": "baseline with elastic jobs at their minimum size (the size Lyra admits them at)",
+    "fifo": "first in, first out; backfill=True starts later jobs that fit past a blocked head",
     "gandiva": "Gandiva-style time slicing, migration and grow-shrink",
     "gandiva+loan": "gandiva borrowing every loanable inference server",
-    "lyra": "Lyra (EuroSys 2023): capacity loaning and elastic scaling, the reference of every score",
+    "lyra": "Lyra (EuroSys 2023): capacity loaning and elastic scaling; the benchmark's reference",
     "lyra-backfill": "lyra admitting later jobs past one that does not fit (backfill=True)",
     "lyra-noelastic": "lyra ablation: loaning, no elastic scaling (elastic=False)",
     "lyra-noloan": "lyra ablation: elastic scaling, no loaning (loan=False)",
