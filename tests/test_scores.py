@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lyra_agents.bench_output import COLUMNS, METRICS, add_scores, aggregate
 from lyra_agents.bench_stats import headroom_closed
@@ -79,7 +80,8 @@ def test_aggregate_of_the_history_case():
 @given(bound=st.floats(100.0, 1_000.0), extra=st.lists(st.floats(0.0, 5_000.0), min_size=2, max_size=6, unique=True))
 def test_score_falls_as_jct_grows_and_never_passes_one(bound, extra):
     jct = {"lyra": bound + extra[0] + 1.0, **{f"p{i}": bound + e for i, e in enumerate(extra[1:])}}
-    score = {r["policy"]: r["headroom_closed"] for r in add_scores(_rows(jct, bound), ["lyra"]) if r["kind"] == "window"}
+    scored = add_scores(_rows(jct, bound), ["lyra"])
+    score = {r["policy"]: r["headroom_closed"] for r in scored if r["kind"] == "window"}
     order = sorted(jct, key=jct.__getitem__)
     assert [score[p] for p in order] == sorted(score.values(), reverse=True)
     assert all(s <= 1.0 for s in score.values())

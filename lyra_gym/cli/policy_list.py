@@ -32,7 +32,7 @@ ABOUT = {
 
 #: The forms a loader or an import builds, and the benchmark's own policies: (name, kind, what it is).
 FORMS = (
-    ("model:PATH", "loader", "a trained run of train.py (its folder or model.zip); ?trust=1 for pickled files"),
+    ("model:PATH", "loader", "a trained run of train.py (folder or model.zip); ?trust=1 for pickled files"),
     ("policy:MODULE:FACTORY", "loader", "a policy of observations (docs/writing-a-policy.md); also file.py:NAME"),
     ("rllib:PATH", "loader", "an RLlib checkpoint (needs the rllib extra)"),
     ("MODULE:CLASS", "import", "a Scheduler class or factory imported by name (docs/writing-a-scheduler.md)"),
@@ -45,8 +45,8 @@ READS_NOTE = ("reads: the fields of a job's duration a scheduler looks at (Sched
               "duration,\n  'undeclared' did not say; under knowledge estimate or history (docs/example-config.yaml) "
               "those fields\n  hold estimates, not the truth. Shown with --reads; a loader's model declares its own.")
 
-KIND_NOTE = ("kind: the registry's names and the loader and import forms work wherever a policy is named (simulate, compare,\n"
-             "  sweep, the benchmark); benchmark ones only in python -m lyra_agents.benchmark.")
+KIND_NOTE = ("kind: the registry's names and the loader and import forms work wherever a policy is named "
+             "(simulate, compare,\n  sweep, the benchmark); benchmark ones only in python -m lyra_agents.benchmark.")
 
 
 def about(name: str, factory: Callable[[str], Any] = registry._factory) -> str:
