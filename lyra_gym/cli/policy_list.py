@@ -54,7 +54,10 @@ def about(name: str, factory: Callable[[str], Any] = registry._factory) -> str:
     of what ``factory(name)`` gives (its class; imported only then)."""
     if name in ABOUT:
         return ABOUT[name]
-    made = factory(name)
+    try:
+        made = factory(name)
+    except Exception as err:  # noqa: BLE001 - a plugin that does not import is listed, not fatal
+        return f"(cannot be imported: {type(err).__name__})"
     for line in (getattr(made, "__doc__", None) or "").strip().splitlines():
         line = line.strip()
         if line and not line.startswith(":") and not line.startswith(getattr(made, "__name__", "\0") + "("):
