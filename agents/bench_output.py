@@ -18,18 +18,20 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from lyra_agents.artifacts import WriteError, run_inputs, scenario_inputs, written
-from lyra_agents.bench_stats import MIN_UNITS, iqm_ci
-from lyra_agents.headroom import REFERENCE_KINDS
+from lyra_agents.bench_stats import MIN_UNITS, headroom_closed, iqm, iqm_ci
+from lyra_agents.headroom import BOUND, REFERENCE_KINDS, headroom
 from lyra_gym.errors import LyraGymError
+from lyra_gym.harness.report import WIDTH, fit_columns
 from lyra_gym.outputs import named_inputs
 
 if TYPE_CHECKING:
     from lyra_agents.scenarios import Scenario
     from lyra_agents.suite import Suite
 
-METRICS = ("jct_vs_lyra", "score_vs_random")  # the normalised scores aggregated per policy
+SCORE = "headroom_closed"  # the share of headroom closed (:func:`add_scores`); replaced score_vs_random
+METRICS = ("jct_vs_lyra", SCORE)  # the normalised scores aggregated per policy
 WINDOW_COLUMNS = ["kind", "policy", "run", "scenario", "window", "trace_seed", "window_seed", "jct_mean_s",
-                  "jct_vs_lyra", "score_vs_random"]
+                  "jct_vs_lyra", SCORE, "headroom_ref"]
 AGGREGATE_COLUMNS = ["metric", "iqm", "ci_low", "ci_high", "reps", "cells", "units", "bootstrap"]
 COLUMNS = WINDOW_COLUMNS + AGGREGATE_COLUMNS + ["suite", "lyra_gym_version", "lyra_gym_commit"]
 
@@ -60,26 +62,83 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
             fh.write(text)
 
 
-def table(rows: Sequence[dict[str, Any]], aggregates: Sequence[dict[str, Any]]) -> str:
-    """Policy, IQM JCT/lyra [CI], IQM score vs random [CI], runs, mean JCT (s) per scenario."""
-    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+def _ci(point: float, low: float, high: float) -> str:
+    return "n/a" if math.isnan(point) else f"{point:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def _label(policy: str) -> str:
+    from lyra_gym.harness.report import short_label
+
+    return short_label(policy)
+
+
+def table(rows: Sequence[dict[str, Any]], aggregates: Sequence[dict[str, Any]], width: int | None = WIDTH) -> str:
+    """The whole-suite table: policy (a run's name, not its path, unless ``width`` is None), runs,
+    IQM [95 % CI] of JCT / lyra and of the headroom closed (the ``aggregates``)."""
     agg = {(a["policy"], a["metric"]): a for a in aggregates}
-
-    def ci(a: dict[str, Any]) -> str:
-        return f"{a['iqm']:.3f} [{a['ci_low']:.3f}, {a['ci_high']:.3f}]"
-
-    header = ["policy", "runs", "JCT/lyra IQM [95% CI]", "vs random IQM [95% CI]", *scenarios]
+    header = ["policy", "runs", "JCT/lyra IQM [95% CI]", "headroom closed IQM [95% CI]"]
     body = []
     for policy in dict.fromkeys(r["policy"] for r in rows if r.get("kind") not in REFERENCE_KINDS):
-        mine = [r for r in rows if r["policy"] == policy]
-        means = [np.mean([r["jct_mean_s"] for r in mine if r["scenario"] == s]) for s in scenarios]
-        body.append([policy, str(len({r["run"] for r in mine})), ci(agg[policy, "jct_vs_lyra"]),
-                     ci(agg[policy, "score_vs_random"]), *[f"{m:.0f}" for m in means]])
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))]
-    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(b, widths)))
-              for b in body]
+        runs = len({r["run"] for r in rows if r["policy"] == policy})
+        cells = [_ci(*(agg[policy, m][k] for k in ("iqm", "ci_low", "ci_high"))) for m in METRICS]
+        body.append([policy if width is None else _label(policy), str(runs), *cells])
+    return "\n".join(fit_columns(header, body, width))
+
+
+def scenario_table(rows: Sequence[dict[str, Any]], reps: int, seed: int, bootstrap: str = "stratified",
+                   width: int | None = WIDTH) -> str:
+    """Per scenario, a heading (its best heuristic, lyra's mean JCT, the bound / lyra) and one line
+    per policy: runs, mean JCT (s), IQM [95 % CI] of JCT / lyra and of the headroom closed against
+    the best heuristic, over the scenario's (trace seed, window) units x runs (the bootstrap of
+    :func:`aggregate` on that scenario alone)."""
+    lines: list[str] = ["per scenario: IQM [95% CI] over its (trace seed, window) units x runs",
+                        "(headroom closed: 0 = the scenario's best heuristic, 1 = the isolated-job bound)"]
+    policies = list(dict.fromkeys(r["policy"] for r in rows if r.get("kind") not in REFERENCE_KINDS))
+    for scenario in dict.fromkeys(r["scenario"] for r in rows):
+        mine = [r for r in rows if r["scenario"] == scenario]
+        lyra = [r["jct_mean_s"] for r in mine if r["policy"] == "lyra" and r.get("kind") == "window"]
+        bound = [r["jct_vs_lyra"] for r in mine if r.get("kind") == "bound"]
+        ref = next((r.get("headroom_ref") for r in mine if r.get("headroom_ref")), "")
+        lines += ["", f"{scenario}: best heuristic {ref or 'n/a'}; lyra {np.mean(lyra):,.0f} s; isolated-job bound "
+                      f"{iqm(bound) if bound else math.nan:.3f} of lyra"]
+        header = ["  policy", "runs", "JCT s", "JCT/lyra IQM [95% CI]", "headroom closed IQM [95% CI]"]
+        body = []
+        for policy in policies:
+            mine_p = _cells(mine, policy, scenario)
+            if not mine_p:
+                continue
+            cells = [_ci(*_one_scenario(mine, policy, m, scenario, reps, seed, bootstrap)) for m in METRICS]
+            body.append(["  " + (policy if width is None else _label(policy)), str(len({r["run"] for r in mine_p})),
+                         f"{np.mean([r['jct_mean_s'] for r in mine_p]):,.0f}", *cells])
+        lines += fit_columns(header, body, width)
     return "\n".join(lines)
+
+
+def _one_scenario(rows: Sequence[dict[str, Any]], policy: str, metric: str, scenario: str, reps: int, seed: int,
+                  bootstrap: str) -> tuple[float, float, float]:
+    if bootstrap == "units":
+        return iqm_ci(score_cube(rows, policy, metric, [scenario]), reps, seed, units=True)
+    return iqm_ci(score_matrix(rows, policy, metric, [scenario]), reps, seed)
+
+
+# ---------------------------------------------------------------------- the headroom score
+def add_scores(rows: Sequence[dict[str, Any]], heuristics: Sequence[str]) -> list[dict[str, Any]]:
+    """Every row with ``headroom_closed`` (:func:`~lyra_agents.bench_stats.headroom_closed` of its
+    mean JCT against the same window's JCT of the scenario's best heuristic and its isolated-job
+    bound) and ``headroom_ref`` (that heuristic). The best heuristic of a scenario is the one of
+    ``heuristics`` run with the lowest IQM of JCT / lyra over its units
+    (:func:`lyra_agents.headroom.headroom`; ties by name). NaN without a bound row."""
+    best = {e["scenario"]: e["best"] for e in headroom(rows, heuristics)}
+    jct: dict[tuple[Any, ...], float] = {}
+    for r in rows:
+        jct.setdefault((r["scenario"], r.get("trace_seed", 0), r["window"], r["policy"]), r["jct_mean_s"])
+    out = []
+    for r in rows:
+        ref = best.get(r["scenario"], "")
+        unit = (r["scenario"], r.get("trace_seed", 0), r["window"])
+        score = headroom_closed(r["jct_mean_s"], jct.get((*unit, ref), math.nan), jct.get((*unit, BOUND), math.nan))
+        out.append({**r, SCORE: score, "headroom_ref": ref})
+    return out
 
 
 # ---------------------------------------------------------------------- aggregate rows
@@ -93,7 +152,8 @@ def score_matrix(rows: Sequence[dict[str, Any]], policy: str, metric: str,
     """``metric`` of ``policy`` as a (runs x trace seeds x windows) rows by scenarios columns matrix."""
     columns = []
     for s in scenarios:
-        cells = sorted((r["run"], r.get("trace_seed", 0), r["window"], r[metric]) for r in _cells(rows, policy, s))
+        cells = sorted((r["run"], r.get("trace_seed", 0), r["window"], r.get(metric, math.nan))
+                       for r in _cells(rows, policy, s))
         columns.append([c[3] for c in cells])
     if len({len(c) for c in columns}) != 1:
         raise ValueError(f"{policy}: unequal numbers of windows per scenario ({[len(c) for c in columns]})")
@@ -107,7 +167,8 @@ def score_cube(rows: Sequence[dict[str, Any]], policy: str, metric: str, scenari
     runs = sorted({r["run"] for r in rows if r["policy"] == policy})
     planes = []
     for s in scenarios:
-        cells = {(r.get("trace_seed", 0), r["window"], r["run"]): r[metric] for r in _cells(rows, policy, s)}
+        cells = {(r.get("trace_seed", 0), r["window"], r["run"]): r.get(metric, math.nan)
+                 for r in _cells(rows, policy, s)}
         units = sorted({(seed, window) for seed, window, _run in cells})
         if len(cells) != len(units) * len(runs):
             raise ValueError(f"{policy}: scenario {s!r} lacks some (unit, run) cells")

@@ -99,8 +99,19 @@ def iqm_ci(scores: np.ndarray, reps: int, seed: int, units: bool = False) -> tup
     return (iqm(scores), *ci(scores, reps, seed=seed))
 
 
-def normalise(jct: float, lyra: float, random: float) -> tuple[float, float]:
-    """(JCT / lyra, (random - JCT) / (random - lyra)); the second is NaN when random == lyra."""
-    vs_lyra = jct / lyra if lyra > 0 else math.nan
-    gap = random - lyra
-    return vs_lyra, ((random - jct) / gap if gap != 0 else math.nan)
+def vs_lyra(jct: float, lyra: float) -> float:
+    """JCT / JCT(lyra) (lower is better; lyra = 1); NaN when lyra's is not positive."""
+    return jct / lyra if lyra > 0 else math.nan
+
+
+def headroom_closed(jct: float, ref: float, bound: float) -> float:
+    """The share of the headroom between a reference's mean JCT ``ref`` (s; the scenario's best
+    heuristic) and the isolated-job bound ``bound`` (s) that ``jct`` (s) closes:
+    ``(ref - jct) / (ref - bound)``. 1 at the bound, 0 at the reference, negative when worse than
+    it; never above 1 (no schedule beats the bound) and falling as ``jct`` grows, whatever random
+    or lyra do. NaN when a value is not finite or ``ref <= bound`` (no headroom to close).
+    E.g. ref 10,000 s, bound 5,000 s: 8,000 s -> 0.4; 11,000 s -> -0.2."""
+    gap = ref - bound
+    if not (math.isfinite(jct) and math.isfinite(gap)) or gap <= 0:
+        return math.nan
+    return (ref - jct) / gap

@@ -20,8 +20,9 @@ Protocol
    ``lyra`` and ``random`` are always run: they are the references.
 3. Metric per (policy, scenario, window, run): mean JCT (``jct_mean_s``), and
    ``jct_vs_lyra = JCT / JCT(lyra)`` (lower is better; lyra = 1) and
-   ``score_vs_random = (JCT(random) - JCT) / (JCT(random) - JCT(lyra))``
-   (higher is better; lyra = 1, random = 0; NaN on a window where they tie).
+   ``headroom_closed = (JCT(ref) - JCT) / (JCT(ref) - JCT(bound))`` (higher is better; the
+   scenario's best heuristic ``ref`` = 0, the isolated-job bound = 1, never above 1; named in
+   ``headroom_ref``): :func:`~lyra_agents.bench_output.add_scores`; the formulas are in docs/benchmark.md.
 4. Aggregate per policy over scenarios x (trace seed, window) units (x runs): the interquartile
    mean (IQM, the mean of the middle 50 %: ``scipy.stats.trim_mean(x, 0.25)``)
    and a 95 % stratified percentile bootstrap CI: the score matrix is (windows x
@@ -96,6 +97,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from lyra_gym.errors import LyraGymError
+from lyra_gym.harness.report import WIDTH
 from lyra_gym.model.knowledge import KnowledgeConfig
 from lyra_gym.provenance import provenance
 from lyra_gym.sim import scheduler as registry
@@ -106,19 +108,21 @@ from lyra_gym.run.simulate import load_profile_set, simulate
 from lyra_agents.artifacts import WriteError
 from lyra_gym.interrupts import sigterm_as_interrupt
 from lyra_agents.bench_output import (
-    AGGREGATE_COLUMNS, COLUMNS, METRICS, WINDOW_COLUMNS, PartialRows, Unit, aggregate, benchmark_inputs,
-    few_units_warning, files_sha256, identity_sha256, model_paths, partial_path, score_cube, score_matrix, table,
+    AGGREGATE_COLUMNS, COLUMNS, METRICS, WINDOW_COLUMNS, PartialRows, Unit, add_scores, aggregate, benchmark_inputs,
+    few_units_warning, files_sha256, identity_sha256, model_paths, partial_path, scenario_table, score_cube,
+    score_matrix, table,
     thin_interval_warning, to_csv, write_atomic,
 )
-from lyra_agents.bench_stats import iqm, iqm_ci, normalise, stratified_bootstrap_ci, unit_bootstrap_ci
+from lyra_agents.bench_stats import headroom_closed, iqm, iqm_ci, stratified_bootstrap_ci, unit_bootstrap_ci, vs_lyra
 from lyra_agents.experts import SMALL_FIRST, random_masked_action
 from lyra_agents.headroom import BOUND, ORACLE, headroom, headroom_table, isolated_jct, row_kind
 from lyra_agents.scenarios import Scenario
 from lyra_agents.suite import Suite, SuiteError, get_suite
 
-__all__ = ["AGGREGATE_COLUMNS", "COLUMNS", "METRICS", "WINDOW_COLUMNS", "aggregate", "few_units_warning", "iqm",
-           "iqm_ci", "main", "model_paths", "normalise", "score_cube", "score_matrix", "stratified_bootstrap_ci",
-           "table", "thin_interval_warning", "to_csv", "unit_bootstrap_ci", "write_atomic"]
+__all__ = ["AGGREGATE_COLUMNS", "COLUMNS", "METRICS", "WINDOW_COLUMNS", "add_scores", "aggregate", "few_units_warning",
+           "headroom_closed", "iqm", "iqm_ci", "main", "model_paths", "score_cube", "score_matrix",
+           "stratified_bootstrap_ci", "table", "thin_interval_warning", "to_csv", "unit_bootstrap_ci", "vs_lyra",
+           "write_atomic"]
 
 TRAIN_SCRIPT = Path(__file__).resolve().parents[1] / "train.py"  # run for --train, wherever the cwd is
 REFERENCE = "lyra"
@@ -268,12 +272,10 @@ def evaluation_count(policies: Sequence[Policy], scenarios: Sequence[Scenario], 
 
 def _window_rows(jct: dict[tuple[str, str], float], base: dict[str, Any]) -> list[dict[str, Any]]:
     lyra = next(v for (p, _r), v in jct.items() if p == REFERENCE)
-    rand = next(v for (p, _r), v in jct.items() if p == RANDOM)
     rows = []
     for (name, run), value in jct.items():
-        vs_lyra, vs_random = normalise(value, lyra, rand)
         rows.append({**base, "kind": row_kind(name), "policy": name, "run": run,
-                     "jct_mean_s": value, "jct_vs_lyra": vs_lyra, "score_vs_random": vs_random})
+                     "jct_mean_s": value, "jct_vs_lyra": vs_lyra(value, lyra)})
     return rows
 
 
@@ -314,7 +316,7 @@ def evaluate(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows:
              progress: Callable[[str], None] | None = None, bar: Any | None = None,
              bounds: bool = False, kept: PartialRows | None = None) -> list[dict[str, Any]]:
     """One row per (policy, run, scenario, trace seed, window): its mean JCT and both normalised
-    scores; with ``bounds``, one more (kind ``bound``) per window: the isolated-job bound
+    scores (:func:`~lyra_agents.bench_output.add_scores`: the best heuristic among ``policies``); with ``bounds``, one more (kind ``bound``) per window: the isolated-job bound
     (:func:`lyra_agents.headroom.isolated_jct`). Each scenario runs on its own config and the
     profile that config names. ``bar`` (a :func:`lyra_gym.progress.progress` bar of
     :func:`evaluation_count` steps) is told the policy and scenario of each simulation and
@@ -346,7 +348,7 @@ def evaluate(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows:
                 rows += window_rows
                 if progress:
                     progress(_window_line(unit, what, window_rows))
-    return rows
+    return add_scores(rows, [p.name for p in policies if p.name in registry.available()])
 
 
 # ---------------------------------------------------------------------- training
@@ -431,6 +433,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", default=None, help="training seeds for --train (default 0,1,2; only with --train)")
     parser.add_argument("--train-name", default="trained", help="agent name of the --train runs")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr (per-window lines, progress bar)")
+    parser.add_argument("--wide", action="store_true",
+                        help=f"tables on full-length lines, policies by full name (default: {WIDTH} columns)")
     return parser
 
 
@@ -554,11 +558,14 @@ def _run(args: argparse.Namespace, suite: Suite, scenarios: Sequence[Scenario], 
     with progress_bar(count, unit="sim", enabled=not args.quiet) as bar:
         rows = evaluate(policies, scenarios, args.windows, progress, bar, bounds=True, kept=kept)
     aggregates = aggregate(rows, args.reps, args.seed, suite.bootstrap)
+    width = None if args.wide else WIDTH
     print(f"suite {suite.version}")
-    print(table(rows, aggregates))
-    what = ("stratified bootstrap CI (windows redrawn within each scenario)" if suite.bootstrap == "stratified"
-            else "bootstrap CI over (trace seed, window) units, each unit's scenarios redrawn together")
-    print(f"(IQM over {len(scenarios)} scenarios x trace seeds x windows x runs; 95 % {what}, {args.reps} samples)")
+    print(table(rows, aggregates, width))
+    what = ("stratified bootstrap (windows redrawn within each scenario)" if suite.bootstrap == "stratified"
+            else "bootstrap over (trace seed, window) units, a unit's scenarios redrawn together")
+    print(f"(IQM over {len(scenarios)} scenarios x trace seeds x windows x runs;\n 95 % CI: {what}, {args.reps} samples)")
+    print()
+    print(scenario_table(rows, args.reps, args.seed, suite.bootstrap, width))
     print()
     print(headroom_table(headroom(rows, [p.name for p in policies if p.name in registry.available()])))
     _warn(aggregates, len(scenarios))

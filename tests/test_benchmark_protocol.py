@@ -10,7 +10,7 @@ import pytest
 
 import lyra_gym  # noqa: F401  (registers the envs)
 from lyra_agents import benchmark
-from lyra_agents.benchmark import iqm, normalise, stratified_bootstrap_ci
+from lyra_agents.benchmark import headroom_closed, iqm, stratified_bootstrap_ci, vs_lyra
 from lyra_agents.scenarios import SUITE, Scenario
 
 TINY = Scenario("tiny", "small-1d, 2 h windows", trace="small-1d", window_s=7200.0, windows=(0, 1))
@@ -49,11 +49,13 @@ def test_bootstrap_is_seeded():
 
 
 def test_normalisation_by_hand():
-    assert normalise(110.0, 100.0, 120.0) == pytest.approx((1.1, 0.5))
-    assert normalise(100.0, 100.0, 120.0) == (1.0, 1.0)       # lyra
-    assert normalise(120.0, 100.0, 120.0) == (1.2, 0.0)       # random
-    assert normalise(90.0, 100.0, 120.0) == pytest.approx((0.9, 1.5))
-    assert math.isnan(normalise(100.0, 100.0, 100.0)[1])      # random ties lyra: undefined
+    assert vs_lyra(110.0, 100.0) == pytest.approx(1.1)
+    assert math.isnan(vs_lyra(110.0, 0.0))
+    assert headroom_closed(100.0, 100.0, 60.0) == 0.0               # the best heuristic itself
+    assert headroom_closed(60.0, 100.0, 60.0) == 1.0                # the bound
+    assert headroom_closed(90.0, 100.0, 60.0) == pytest.approx(0.25)
+    assert headroom_closed(120.0, 100.0, 60.0) == pytest.approx(-0.5)
+    assert math.isnan(headroom_closed(100.0, 100.0, 100.0))         # no headroom: undefined
 
 
 def test_random_masked_action_takes_only_valid_values():
@@ -92,19 +94,23 @@ def test_a_warm_scenario_adds_the_jobs_before_each_window_and_keeps_its_seeds():
 
 
 # ---------------------------------------------------------------------- end to end
-def test_end_to_end_lyra_is_exactly_one_and_random_zero():
+def test_end_to_end_lyra_is_exactly_one_and_the_best_heuristic_zero():
     policies = benchmark.resolve_policies(["lyra", "baseline", "random"], [], random_seed=0)
-    rows = benchmark.evaluate(policies, [TINY])
-    assert len(rows) == 3 * 2
+    rows = benchmark.evaluate(policies, [TINY], bounds=True)
+    assert len([r for r in rows if r["kind"] == "window"]) == 3 * 2
+    best = {r["headroom_ref"] for r in rows}
+    assert len(best) == 1 and best <= {"lyra", "baseline"}
     for row in rows:
         if row["policy"] == "lyra":
-            assert (row["jct_vs_lyra"], row["score_vs_random"]) == (1.0, 1.0)
-        if row["policy"] == "random":
-            assert row["score_vs_random"] == 0.0
+            assert row["jct_vs_lyra"] == 1.0
+        if row["policy"] in best:
+            assert row["headroom_closed"] == 0.0
+        if row["kind"] == "bound":
+            assert row["headroom_closed"] == 1.0
     aggregates = {(a["policy"], a["metric"]): a for a in benchmark.aggregate(rows, 500, 0)}
     lyra = aggregates["lyra", "jct_vs_lyra"]
     assert (lyra["iqm"], lyra["ci_low"], lyra["ci_high"]) == (1.0, 1.0, 1.0)
-    assert aggregates["random", "score_vs_random"]["iqm"] == 0.0
+    assert aggregates[best.pop(), "headroom_closed"]["iqm"] == 0.0
 
 
 CLI = ["--policies", "lyra,baseline,random", "--scenarios", "default", "--windows", "2", "--reps", "300", "--quiet"]

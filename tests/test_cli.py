@@ -44,7 +44,8 @@ def run_simulate(out: Path, *extra: str) -> dict:
 
 def test_policies_lists_fifo_and_sjf(capsys):
     assert main(["policies"]) == 0
-    names = capsys.readouterr().out.split()
+    lines = capsys.readouterr().out.splitlines()
+    names = [line.split()[0] for line in lines if line.split()[1:2] == ["registry"]]
     assert "fifo" in names and "sjf" in names
     assert names == sorted(names)
 

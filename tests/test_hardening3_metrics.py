@@ -304,7 +304,8 @@ def test_simulate_shows_counts_and_warns_about_invalid_actions_in_one_line(tmp_p
     code, out, err = _cli(tmp_path, monkeypatch, "simulate", "--policy", policy, "--out", "run")
     count = json.loads((tmp_path / "run" / "metrics.json").read_text())["invalid_actions"]
     assert code == 0 and count > 0
-    assert "invalid_actions" in out.splitlines()[0] and "queue_total_mean_s" in out.splitlines()[0]
+    shown = [line.split()[0] for line in out.splitlines() if line.split()]  # metrics down, one a line
+    assert "invalid_actions" in shown and "queue_total_mean_s" in shown
     warned = [line for line in err.splitlines() if "invalid actions" in line]
     assert warned == [f"lyra-gym: warning: {policy}: {count} invalid actions (out of range or masked), each run "
                       f"as the neutral action (a no-op); see invalid_actions in the metrics"]

@@ -126,7 +126,7 @@ def test_a_units_scenarios_are_redrawn_together():
 
 def _row(policy, seed, window, value, scenario="s"):
     return {"kind": "window", "policy": policy, "run": "", "scenario": scenario, "window": window,
-            "trace_seed": seed, "jct_vs_lyra": value, "score_vs_random": value}
+            "trace_seed": seed, "jct_vs_lyra": value, "headroom_closed": value}
 
 
 def test_trace_seed_and_window_make_a_unit():

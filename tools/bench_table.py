@@ -38,7 +38,7 @@ def read_rows(path: str) -> list[dict[str, Any]]:
     for row in rows:
         for key in ("window", "trace_seed"):
             row[key] = int(row[key]) if row.get(key) not in (None, "") else 0
-        for key in ("jct_mean_s", "jct_vs_lyra", "score_vs_random", "iqm", "ci_low", "ci_high"):
+        for key in ("jct_mean_s", "jct_vs_lyra", "headroom_closed", "iqm", "ci_low", "ci_high"):
             row[key] = float(row[key]) if row.get(key) not in (None, "") else math.nan
     return rows
 

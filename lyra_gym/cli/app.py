@@ -47,7 +47,7 @@ from typing import Any, Iterator, NoReturn, Sequence
 from lyra_gym.errors import shown as cut
 from lyra_gym.harness import ray_backend
 from lyra_gym.interrupts import sigterm_as_interrupt
-from lyra_gym.harness.report import TABLE_KEYS, format_table
+from lyra_gym.harness.report import TABLE_KEYS, WIDTH, format_table
 from lyra_gym.sim import scheduler as registry
 from lyra_gym.sim.import_spec import split_spec
 from lyra_gym.harness.compare import (BACKENDS, CompareError, RunError, RunSpec, check_policies, parse_policy_params,
@@ -173,7 +173,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                       progress=True, record_timeline=args.timeline)
     if args.skip_infeasible:
         result.metrics["jobs_skipped_infeasible"] = skipped
-    print(format_table([{"policy": result.policy, **result.metrics}], TABLE_KEYS))
+    print(format_table([{"policy": result.policy, **result.metrics}], TABLE_KEYS, None if args.wide else WIDTH))
     _warn_unfinished([{"policy": result.policy, **result.metrics}])
     out = write_result(result, out, {"command": "simulate", "trace": info, "config_file": args.config})
     extra = " and timeline.csv" if args.timeline else ""
@@ -243,7 +243,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         rows = [summarize_runs(results[p]) for p in policies]
         tags = [registry.knowledge_tag(registry.declared_reads(p)) for p in policies]
         shown = [{**row, READS_KEY: tag} for row, tag in zip(rows, tags)]  # what each reads of durations
-        print(format_ci_table(shown, TABLE_KEYS))
+        print(format_ci_table(shown, TABLE_KEYS, None if args.wide else WIDTH))
         _warn_unfinished(rows)
         files: list[Path] = []
         with staged_folder(out, files) as stage:  # each file moved into place whole
@@ -360,16 +360,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_policies(args: argparse.Namespace) -> int:
-    """Every scheduler's name, one a line; with ``--reads`` also what it reads of job durations
-    (``Scheduler.reads``)."""
+    """Every policy name, one a line, with what it is (:mod:`lyra_gym.cli.policy_list`); with
+    ``--reads`` what each reads of job durations instead; ``--params NAME``: its parameters."""
+    from lyra_gym.cli.policy_list import policy_lines
+
     if args.params:
         print(registry.describe_params(args.params))
         return 0
-    names = registry.available()
-    width = max(map(len, names), default=0)
-    for name in names:
-        print(f"{name.ljust(width)}  reads: {registry.knowledge_tag(registry.declared_reads(name))}"
-              if getattr(args, "reads", False) else name)
+    print("\n".join(policy_lines(reads=getattr(args, "reads", False))))
     return 0
 
 
@@ -448,6 +446,11 @@ def cmd_trace_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_wide(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wide", action="store_true", help=f"print the table on full-length lines, policies by their "
+                                                       f"full names (default: cut to {WIDTH} columns, runs by name)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="lyra-gym", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -462,6 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_policy_param(p)
     p.add_argument("--timeline", action="store_true",
                    help="record the cluster after every decision and write timeline.csv")
+    _add_wide(p)
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("compare", help="run several policies over the same trace and seeds")
@@ -479,6 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tensorboard", metavar="DIR",
                    help="also write TensorBoard scalars: one run per policy under DIR")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    _add_wide(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("sweep", help="run a grid of policies x traces x parameters x seeds from a YAML file")
@@ -498,7 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "policy:..., model:PATH?trust=1, trust_model_files); only for files you trust (docs/trust.md)")
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("policies", help="list every scheduler name")
+    p = sub.add_parser("policies", help="list every policy name: schedulers, loaders, benchmark-only policies")
     p.add_argument("--reads", action="store_true",
                    help="also what each reads of job durations (Scheduler.reads; see docs/example-config.yaml, "
                         "knowledge)")

@@ -33,6 +33,7 @@ import csv
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -63,14 +64,63 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def format_table(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> str:
-    """Aligned text table, one row per dict, first column ``policy``."""
-    header = ["policy", *keys]
-    body = [[str(r.get("policy", "")), *(_fmt(r.get(k)) for k in keys)] for r in rows]
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(b, widths)) for b in body]
-    return "\n".join(lines)
+#: The width (characters) the printed simulate and compare tables keep to unless ``--wide``.
+WIDTH = 120
+_RUN_FOLDER = re.compile(r"^.+__(?P<name>.+)__(?P<seed>\d+)__\d+$")  # ENV__NAME__SEED__TIME (train.py's runs)
+
+
+def short_label(policy: str) -> str:
+    """A policy's label in tables and plot legends: a ``model:``/``rllib:`` path (or a bare run path)
+    shown by its run's name, not its path: ``model:runs/LyraGym-Cluster-v1__quick__0__17000/model.zip?trust=1``
+    -> ``model:quick-s0``; a folder not named as train.py names runs keeps its own name; other
+    policies as they are."""
+    prefix, colon, rest = policy.partition(":")
+    if not colon or prefix not in ("model", "rllib"):
+        if "/" not in policy or ":" in policy:
+            return policy
+        prefix, rest = "", policy
+    path = Path(rest.partition("?")[0].rstrip("/"))
+    folder = path.parent if path.suffix in (".zip", ".pt", ".pkl") and path.parent.name else path
+    found = _RUN_FOLDER.match(folder.name)
+    name = f"{found['name']}-s{found['seed']}" if found else folder.name or rest
+    return f"{prefix}:{name}" if prefix else name
+
+
+def short_labels(policies: Sequence[str]) -> list[str]:
+    """:func:`short_label` of each policy; a policy whose short label another shares keeps its full name."""
+    short = [short_label(p) for p in policies]
+    return [s if short.count(s) == 1 else p for p, s in zip(policies, short)]
+
+
+def fit_columns(header: Sequence[str], body: Sequence[Sequence[str]], width: int | None = WIDTH) -> list[str]:
+    """Aligned text lines (first column left, the others right, two spaces apart). With ``width``,
+    the columns after the first are cut into blocks of at most ``width`` characters each (a
+    column wider than that alone), every block repeating the first column, blank lines between."""
+    rows = [list(header), *map(list, body)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    blocks: list[list[int]] = [[]]
+    used = widths[0]
+    for i in range(1, len(header)):
+        if width is not None and blocks[-1] and used + 2 + widths[i] > width:
+            blocks.append([])
+            used = widths[0]
+        blocks[-1].append(i)
+        used += 2 + widths[i]
+    lines: list[str] = []
+    for block in blocks:
+        if lines:
+            lines.append("")
+        lines += ["  ".join([r[0].ljust(widths[0]), *(r[i].rjust(widths[i]) for i in block)]) for r in rows]
+    return lines
+
+
+def format_table(rows: Sequence[dict[str, Any]], keys: Sequence[str], width: int | None = WIDTH) -> str:
+    """Metrics down, one column per row (dict) headed by its ``policy`` (:func:`short_labels`
+    unless ``width`` is None), cut to ``width`` columns (:func:`fit_columns`)."""
+    policies = [str(r.get("policy", "")) for r in rows]
+    header = ["metric", *(policies if width is None else short_labels(policies))]
+    body = [[k, *(_fmt(r.get(k)) for r in rows)] for k in keys]
+    return "\n".join(fit_columns(header, body, width))
 
 
 CI_SUFFIX = "_ci95"
@@ -196,21 +246,21 @@ def format_mean_ci(mean: float | None, half: float | None) -> str:
 READS_KEY = "reads"
 
 
-def format_ci_table(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> str:
+def format_ci_table(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], width: int | None = WIDTH) -> str:
     """Metrics down, policies across; each cell ``mean ± 95 % CI half-width``; first the
-    policies' duration reads (:data:`READS_KEY`) when the rows carry them."""
+    policies' duration reads (:data:`READS_KEY`) when the rows carry them. Policies labelled by
+    :func:`short_labels` and the table cut to ``width`` columns (:func:`fit_columns`); with
+    ``width`` None, full names on one line."""
     seeds = sorted({int(r.get("seeds", 1)) for r in rows})
     seeds_text = "/".join(map(str, seeds))
     note = (f"mean ± 95% CI half-width over {seeds_text} seeds (Student t)" if max(seeds) > 1
             else "one seed: mean only (no confidence interval)")
-    header = ["metric", *(str(r["policy"]) for r in rows)]
+    policies = [str(r["policy"]) for r in rows]
+    header = ["metric", *(policies if width is None else short_labels(policies))]
     body = [[k, *(format_mean_ci(r.get(k), r.get(k + CI_SUFFIX)) for r in rows)] for k in keys]
     if any(READS_KEY in r for r in rows):  # what each policy reads of durations (Scheduler.reads)
         body.insert(0, [READS_KEY, *(str(r.get(READS_KEY, "-")) for r in rows)])
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    lines = [note, "  ".join([header[0].ljust(widths[0]), *(h.rjust(w) for h, w in zip(header[1:], widths[1:]))])]
-    lines += ["  ".join([b[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(b[1:], widths[1:]))]) for b in body]
-    return "\n".join(lines)
+    return "\n".join([note, *fit_columns(header, body, width)])
 
 
 def write_summary(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike,
@@ -258,8 +308,8 @@ def _styles(labels: Sequence[str]) -> dict[str, dict[str, Any]]:
     policies with identical curves (e.g. a policy and its own ablation) both visible."""
     colours = [f"C{i % 10}" for i in range(len(labels))]
     return {p: {"color": c, "linestyle": _LINESTYLES[i % len(_LINESTYLES)],
-                "linewidth": 1.8 if i % len(_LINESTYLES) == 3 else 1.3, "label": p}
-            for i, (p, c) in enumerate(zip(labels, colours))}
+                "linewidth": 1.8 if i % len(_LINESTYLES) == 3 else 1.3, "label": short}
+            for i, (p, c, short) in enumerate(zip(labels, colours, short_labels(labels)))}
 
 
 def write_plots(results: Mapping[str, Sequence[SimResult]], out_dir: str | os.PathLike) -> list[Path]:
@@ -307,7 +357,7 @@ def write_plots(results: Mapping[str, Sequence[SimResult]], out_dir: str | os.Pa
         ax.step(t / hours, demand, where="post", color="black", linewidth=1.6, label="inference demand")
         for p in timed:
             t, v = timelines[p].steps("servers_loaned")
-            ax.step(t / hours, v, where="post", **{**style[p], "label": f"{p}: on loan"})
+            ax.step(t / hours, v, where="post", **{**style[p], "label": f"{style[p]['label']}: on loan"})
         ax.set_ylim(0, ref.inference_servers + 0.5)
     written.append(_save(fig, ax, out / "loaning.png"))
 
