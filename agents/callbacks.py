@@ -205,7 +205,8 @@ class RoundCheckpointCallback(BaseCallback):
             return
         self._last = steps
         self.folder.mkdir(parents=True, exist_ok=True)
-        save_stats(self.model.get_vec_normalize_env(), self.folder / f"{CHECKPOINT_PREFIX}_vecnormalize_{steps}_steps.npz")
+        stats = self.folder / f"{CHECKPOINT_PREFIX}_vecnormalize_{steps}_steps.npz"
+        save_stats(self.model.get_vec_normalize_env(), stats)
         save_model(self.model, self.folder / f"{CHECKPOINT_PREFIX}_{steps}_steps.zip")
 
     def _on_step(self) -> bool:

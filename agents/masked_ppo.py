@@ -87,6 +87,8 @@ class MaskedPolicy(nn.Module):
         index = np.full((len(nvec), levels), total, dtype=np.int64)
         for d, (start, n) in enumerate(zip(starts, nvec)):
             index[d, :n] = np.arange(start, start + n)
+        self.index: torch.Tensor
+        self.real: torch.Tensor
         self.register_buffer("index", torch.as_tensor(index), persistent=False)
         self.register_buffer("real", torch.as_tensor(index < total), persistent=False)
 
@@ -263,9 +265,10 @@ class MaskedPPO:
             return np.inf
         return self.cfg.curriculum_start_s + self.cfg.curriculum_growth_s * self.updates
 
-    def collect(self, choose: Callable[[np.ndarray, np.ndarray, list[gym.Env]], np.ndarray]) -> list[list[Trajectory]]:
+    def collect(self, choose: Callable[[np.ndarray, np.ndarray, list[gym.Env]], tuple]) -> list[list[Trajectory]]:
         """One episode per member of every group, all members stepped together. ``choose(raw_obs,
-        masks, envs)`` gives the actions of the active members; returns ``[group][member]``."""
+        masks, envs)`` gives the active members' (actions, log-probabilities, normalised
+        observations); returns ``[group][member]``."""
         cfg, cap = self.cfg, self.episode_cap_s()
         seeds = cfg.trace_seeds or [cfg.trace_seed]
         envs, trajs, obs, starts = [], [], [], []

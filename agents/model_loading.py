@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from lyra_agents.config import TrainConfig
@@ -47,7 +46,8 @@ def load_model(cfg: TrainConfig, path: str | os.PathLike, venv: VecEnv | None = 
     Default (safe): a fresh model built from ``cfg`` (policy class, network, spaces), then the weights
     of ``policy.pth`` (and, resuming, the optimizer state of ``policy.optimizer.pth``) loaded with
     ``torch.load(weights_only=True)`` and strict key/shape checks, and the step counters of ``data``
-    (:func:`read_model_zip`). ``algo: masked_ppo``: :func:`load_masked_ppo` (always the safe way). ``trust=True``: SB3's ``Algorithm.load``, which unpickles ``data``'s fields;
+    (:func:`read_model_zip`). ``algo: masked_ppo``: :func:`load_masked_ppo` (always the safe way).
+    ``trust=True``: SB3's ``Algorithm.load``, which unpickles ``data``'s fields;
     except for an exported model (no optimizer state, which SB3's loader insists on) loaded for
     inference: its weights are all there is to trust, read the safe way.
     """
