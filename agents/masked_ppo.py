@@ -214,7 +214,7 @@ class MaskedPPO:
         self.num_timesteps = self.updates = 0
         self.logger: Any = None
         self._envs: dict[tuple[int, int], list[gym.Env]] = {}
-        self.timing = {"env": 0.0, "policy": 0.0, "update": 0.0}  # seconds of process time per part
+        self.timing = {"reset": 0.0, "env": 0.0, "policy": 0.0, "update": 0.0}  # process time (s) per part
 
     # ----------------------------------------------------------- what the evaluation asks
     def get_vec_normalize_env(self) -> ObsStats:
@@ -272,6 +272,7 @@ class MaskedPPO:
         cfg, cap = self.cfg, self.episode_cap_s()
         seeds = cfg.trace_seeds or [cfg.trace_seed]
         envs, trajs, obs, starts = [], [], [], []
+        t_reset = time.process_time()
         for slot, kwargs in enumerate(self.slot_kwargs()):
             members = self._members(slot, seeds[(self.updates + slot) % len(seeds)], kwargs)
             reset_seed = cfg.seed + RESET_SEED_STRIDE * self.updates + slot
@@ -282,6 +283,7 @@ class MaskedPPO:
                 obs.append(o)
                 starts.append(info["time_s"])
         active = [i for i, env in enumerate(envs) if not env.unwrapped.done]  # type: ignore[attr-defined]
+        self.timing["reset"] += time.process_time() - t_reset
         while active:
             raw = np.stack([obs[i] for i in active])
             masks = np.stack([action_masks(envs[i]) for i in active])
