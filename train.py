@@ -189,8 +189,7 @@ def train_model(model, venv, eval_env, cfg, run_dir: Path, remaining: int, resum
     """Train ``remaining`` more steps (evaluations, checkpoints, progress bar as configured), then
     save the model and the normalizer (plain arrays and SB3's pickle) into ``run_dir`` and close the
     envs. Returns the evaluation callback (its history)."""
-    evaluator = TestWindowEvalCallback(eval_env, cfg.eval_windows, cfg.eval_freq,
-                                       at_start=bool(cfg.bc_steps) and not resumed)
+    evaluator = TestWindowEvalCallback(eval_env, cfg.eval_windows, cfg.eval_freq, at_start=not resumed)
     made_by = {**provenance(), "env_id": cfg.env_id}  # TensorBoard text config/provenance (issue 27)
     callbacks = [ConfigTextCallback(cfg.to_yaml(), cfg.to_dict(), made_by), ClusterMetricsCallback(), evaluator]
     if cfg.checkpoint_freq:
@@ -249,10 +248,16 @@ def _train(args: argparse.Namespace) -> int:
         print(f"train.py: error: {err}", file=sys.stderr)
         return 2
     if resume:
+        if cfg.algo == "masked_ppo":
+            print("train.py: error: --resume: algo masked_ppo runs cannot be resumed yet (start a new run)",
+                  file=sys.stderr)
+            return 2
         if trust:
             warn_trusted(resume.model)
         cfg = cfg.replace(resume_from=str(resume.model))
     threads = configure_torch(cfg)
+    if cfg.algo == "masked_ppo":
+        return _train_masked(args, cfg, eval_env, threads, start)
 
     # --- envs and model, still before the run folder
     try:
@@ -307,6 +312,66 @@ def _run(args: argparse.Namespace, cfg: Any, run_dir: Path, venv: Any, model: An
               f"ratio {last['eval/jct_vs_lyra']:.3f}")
     if not args.no_compare:
         compare_run(run_dir, cfg.env_id)
+
+
+def _train_masked(args: argparse.Namespace, cfg: Any, eval_env: Any, threads: int, start: float) -> int:
+    """``algo: masked_ppo`` (:mod:`lyra_agents.masked_ppo`): the same run folder, logger, evaluations,
+    checkpoints, atomic saves and comparison as the SB3 path; exit status as :func:`main`."""
+    from lyra_agents.callbacks import RoundCheckpointCallback
+    from lyra_agents.factory import CHECKPOINT_DIR
+    from lyra_agents.masked_ppo import MaskedPPO
+    from lyra_agents.model_build import resolve_device
+    from stable_baselines3.common.callbacks import CallbackList
+
+    model = MaskedPPO(cfg, resolve_device(cfg.device))
+    run_dir = new_run_dir(cfg)
+    try:
+        made_by = provenance()
+        with written(run_dir / CONFIG_FILE) as tmp:
+            tmp.write_text(f"# lyra_gym_version: {made_by['lyra_gym_version']}, "
+                           f"lyra_gym_commit: {made_by['lyra_gym_commit']}\n" + cfg.to_yaml())
+        model.logger = configure(str(run_dir), ["tensorboard", "csv"] + (["stdout"] if cfg.verbose else []))
+        print(f"run {run_dir}  env {cfg.env_id}  algo masked_ppo  {cfg.n_envs} groups x {cfg.group_size}  "
+              f"device {model.device}  torch threads {threads}  steps 0 -> {cfg.total_timesteps}")
+        if cfg.bc_steps:
+            t0 = time.perf_counter()
+            history = model.behaviour_clone()
+            for epoch, row in enumerate(history):
+                for key, value in row.items():
+                    model.logger.record(f"bc/{key}", value)
+                model.logger.dump(epoch)
+            print(f"behaviour cloning of {cfg.bc_expert}: {int(history[-1]['steps'])} expert steps, {cfg.bc_epochs} "
+                  f"epochs in {time.perf_counter() - t0:.0f} s; agreement {history[-1]['agreement']:.3f}, "
+                  f"nll {history[-1]['nll']:.3f}")
+        evaluator = TestWindowEvalCallback(eval_env, cfg.eval_windows, cfg.eval_freq, at_start=True)
+        callbacks = [ConfigTextCallback(cfg.to_yaml(), cfg.to_dict(), {**made_by, "env_id": cfg.env_id}),
+                     ClusterMetricsCallback(), evaluator]
+        if cfg.checkpoint_freq:
+            callbacks.append(RoundCheckpointCallback(run_dir / CHECKPOINT_DIR, cfg.checkpoint_freq))
+        try:
+            model.learn(cfg.total_timesteps, callback=CallbackList(callbacks))
+            save_stats(model.get_vec_normalize_env(), run_dir / VECNORM_STATS_FILE)
+            save_model(model, run_dir / MODEL_FILE)
+        finally:
+            model.close()
+        cpu = sum(model.timing.values())
+        print(f"trained {model.num_timesteps} steps in {time.perf_counter() - start:.0f} s; process time: "
+              + ", ".join(f"{k} {v:.0f} s ({v / max(cpu, 1e-9):.0%})" for k, v in model.timing.items()))
+        first, last = evaluator.history[0], evaluator.history[-1]
+        print(f"eval on {len(evaluator.windows)} test windows: jct/lyra {first['eval/jct_vs_lyra']:.3f} at step 0, "
+              f"{last['eval/jct_vs_lyra']:.3f} at step {int(last['timesteps'])}")
+        if not args.no_compare:
+            compare_run(run_dir, cfg.env_id)
+    except KeyboardInterrupt:
+        print(f"train.py: interrupted; {run_dir} keeps the files written so far", file=sys.stderr)
+        return 130
+    except OSError as err:
+        if not isinstance(err, WriteError) and err.errno not in DISK_ERRORS:
+            raise
+        print(f"train.py: error: {err if isinstance(err, WriteError) else err.strerror}", file=sys.stderr)
+        return 1
+    print(f"\nsaved {run_dir / MODEL_FILE} and {VECNORM_STATS_FILE}; tensorboard --logdir {cfg.runs_dir}")
+    return 0
 
 
 if __name__ == "__main__":

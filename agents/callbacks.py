@@ -187,6 +187,32 @@ class StatsCheckpointCallback(CheckpointCallback):
         return True
 
 
+class RoundCheckpointCallback(BaseCallback):
+    """``algo: masked_ppo``'s checkpoints: after an update (at the next rollout's start) once
+    ``every_steps`` env steps have passed, ``model_<N>_steps.zip`` and its statistics
+    ``model_vecnormalize_<N>_steps.npz`` in ``folder``, each written atomically, the statistics first."""
+
+    def __init__(self, folder: Path, every_steps: int) -> None:
+        super().__init__()
+        self.folder, self.every_steps, self._last = Path(folder), every_steps, 0
+
+    def _on_rollout_start(self) -> None:
+        from lyra_agents.artifacts import save_model, save_stats
+        from lyra_agents.factory import CHECKPOINT_PREFIX
+
+        steps = self.model.num_timesteps
+        if steps - self._last < self.every_steps:
+            return
+        self._last = steps
+        self.folder.mkdir(parents=True, exist_ok=True)
+        stats = self.folder / f"{CHECKPOINT_PREFIX}_vecnormalize_{steps}_steps.npz"
+        save_stats(self.model.get_vec_normalize_env(), stats)
+        save_model(self.model, self.folder / f"{CHECKPOINT_PREFIX}_{steps}_steps.zip")
+
+    def _on_step(self) -> bool:
+        return True
+
+
 def checkpoint_callback(run_dir: Path, every_steps: int, n_envs: int) -> CheckpointCallback:
     """``run_dir/checkpoints/model_<N>_steps.zip`` + ``model_vecnormalize_<N>_steps.npz`` (and SB3's
     ``.pkl``) every ``every_steps`` env steps (SB3 counts calls, each ``n_envs`` steps)."""

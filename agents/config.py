@@ -46,7 +46,8 @@ from lyra_gym.workloads.tracegen import PRESETS
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 QUICK_OVERLAY = CONFIG_DIR / "quick.yaml"
 
-ALGOS = ("maskable_ppo", "ppo")
+ALGOS = ("maskable_ppo", "ppo", "masked_ppo")
+BASELINES = ("group", "value")
 VEC_ENVS = ("auto", "dummy", "subproc")
 EXTRACTORS = ("mlp", "deepsets")
 ACTIVATIONS = ("tanh", "relu")
@@ -124,10 +125,10 @@ class TrainConfig:
     normalize_reward: bool = True         # VecNormalize return scaling (training only)
     tie_slot_stats: bool = True           # one mean/std per feature shared by all job (server) slots
     clip_obs: float = 10.0
-    # --- algorithm (sb3-contrib MaskablePPO or SB3 PPO)
+    # --- algorithm (sb3-contrib MaskablePPO, SB3 PPO, or masked_ppo: agents/masked_ppo.py)
     algo: str = "maskable_ppo"
     learning_rate: float = 3e-4
-    lr_schedule: str = "linear"           # constant | linear (to 0 at the end)
+    lr_schedule: str = "constant"         # constant | linear (to 0 at the end)
     n_steps: int = 256                    # rollout steps per env per update
     batch_size: int = 512
     n_epochs: int = 5
@@ -138,6 +139,13 @@ class TrainConfig:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     target_kl: float | None = 0.05        # stop an update's epochs early past this KL (None = never)
+    # --- masked_ppo only (agents/masked_ppo.py): gamma = 1 returns, grouped rollouts, curriculum
+    group_size: int = 4                   # members per group: same reset seed, same arrivals
+    baseline: str = "group"               # group (mean return-to-go at equal time) | value (value head)
+    trace_seeds: list[int] = field(default_factory=list)  # trace seeds cycled over updates ([] = [trace_seed])
+    curriculum_start_s: float = 0.0       # episode cap, simulated s after the start (0 = whole episodes)
+    curriculum_growth_s: float = 0.0      # s added to the cap per update
+    expert: str | None = None             # a heuristic as guide and BC expert: sets heuristic and bc_expert
     # --- imitation warm start (agents/imitation.py): behaviour cloning of the env's expert before PPO
     bc_steps: int = 0                     # expert transitions to collect (0 = no warm start)
     bc_epochs: int = 10                   # passes over them
@@ -167,6 +175,8 @@ class TrainConfig:
     # ------------------------------------------------------------------ validation
     def __post_init__(self) -> None:
         self.env_id = lyra_gym.current_env_id(self.env_id)  # a config saved under a -v0 id
+        if self.expert is not None:  # one name for the guide and the imitation expert
+            self.heuristic, self.bc_expert = self.expert, "heuristic"
         self.validate()
 
     def validate(self) -> None:
@@ -399,7 +409,7 @@ def _check_target_kl(cfg: TrainConfig) -> str | None:
 
 def _check_choices(cfg: TrainConfig) -> str | None:
     choices = {"algo": ALGOS, "vec_env": VEC_ENVS, "extractor": EXTRACTORS,
-               "activation": ACTIVATIONS, "lr_schedule": LR_SCHEDULES}
+               "activation": ACTIVATIONS, "lr_schedule": LR_SCHEDULES, "baseline": BASELINES}
     for key, allowed in choices.items():
         if getattr(cfg, key) not in allowed:
             return f"{key}: must be one of {', '.join(allowed)}, got {shown(getattr(cfg, key))}"
@@ -407,6 +417,8 @@ def _check_choices(cfg: TrainConfig) -> str | None:
 
 
 def _check_heuristic(cfg: TrainConfig) -> str | None:
+    if cfg.expert is not None and (not cfg.expert or ":" in cfg.expert):
+        return f"expert: must be a registered heuristic name, got {shown(cfg.expert)}"
     if ":" in str(cfg.heuristic):  # a loader name (model:PATH, ...) would load files from a run's config
         return f"heuristic: must be a registered heuristic name, got {shown(cfg.heuristic)}"
     return None
@@ -448,6 +460,14 @@ def _check_scenarios(cfg: TrainConfig) -> str | None:
     return None
 
 
+def _check_masked_ppo(cfg: TrainConfig) -> str | None:
+    if cfg.baseline == "group" and cfg.group_size < 2:
+        return f"group_size: baseline 'group' needs at least 2 members, got {cfg.group_size} (or baseline: value)"
+    if any(seed < 0 for seed in cfg.trace_seeds):
+        return f"trace_seeds: must be seeds >= 0, got {shown(cfg.trace_seeds)}"
+    return None
+
+
 def _check_rollout(cfg: TrainConfig) -> str | None:
     if cfg.n_steps * cfg.n_envs < 2:
         return "n_steps * n_envs: must be >= 2 (PPO advantage normalisation)"
@@ -476,18 +496,19 @@ _RULES: tuple[_Rule, ...] = (
     _bound(("seed", "trace_seed"), lambda v: v < 0, ">= 0"),
     _check_seed_range,
     _bound(("window_s", "reward_scale_s", "clip_obs", "clip_range", "max_grad_norm"), lambda v: v <= 0, "> 0"),
-    _bound(("warmup_s", "ent_coef", "vf_coef"), lambda v: v < 0, ">= 0"),
+    _bound(("warmup_s", "ent_coef", "vf_coef", "curriculum_start_s", "curriculum_growth_s"), lambda v: v < 0,
+           ">= 0"),
     _check_test_fraction, _check_target_kl, _check_choices, _check_heuristic, _check_env_id,
     _bound(("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "num_job_slots",
             "borrow_levels", "max_steps", "eval_windows", "final_windows", "deepsets_hidden",
-            "worker_levels", "bc_epochs", "bc_batch_size"), lambda v: v < 1, ">= 1"),
+            "worker_levels", "bc_epochs", "bc_batch_size", "group_size"), lambda v: v < 1, ">= 1"),
     _bound(("num_server_slots", "eval_freq", "checkpoint_freq", "torch_threads", "deepsets_slot_dim",
             "bc_steps"), lambda v: v < 0, ">= 0"),
     _bound(("total_timesteps",), lambda v: v > MAX_TOTAL_TIMESTEPS, "<= 1e10 (MAX_TOTAL_TIMESTEPS)"),
     _bound(("n_envs",), lambda v: v > MAX_N_ENVS, f"<= {MAX_N_ENVS} (MAX_N_ENVS)"),
     _bound(("deepsets_hidden", "deepsets_slot_dim"), lambda v: v > MAX_NET_WIDTH,
            f"<= {MAX_NET_WIDTH} (MAX_NET_WIDTH)"),
-    _check_rollout, _check_discounts, _check_expert, _check_scenarios,
+    _check_rollout, _check_masked_ppo, _check_discounts, _check_expert, _check_scenarios,
     _bound(("learning_rate", "bc_learning_rate"), lambda v: v <= 0, "> 0"),
     _check_net_arch,
 )

@@ -10,8 +10,8 @@ with ``trust=True``.
 from __future__ import annotations
 
 import os
+from typing import Any
 
-from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from lyra_agents.config import TrainConfig
@@ -19,20 +19,42 @@ from lyra_agents.model_build import _inference_model, algo_class, make_model, re
 from lyra_agents.model_files import OPTIMIZER_MEMBER, POLICY_MEMBER, ModelFileError, _brief, _has_member, read_model_zip
 
 
+def load_masked_ppo(cfg: TrainConfig, path: str | os.PathLike, device: str = "cpu",
+                    with_optimizer: bool = False) -> Any:
+    """A :class:`lyra_agents.masked_ppo.MaskedPPO` of ``cfg`` with the weights of ``path`` (its
+    ``policy.pth``, and ``policy.optimizer.pth`` ``with_optimizer``), read with
+    ``torch.load(weights_only=True)`` (:func:`read_model_zip`): nothing unpickled, trusted or not."""
+    from lyra_agents.masked_ppo import MaskedPPO
+
+    members = (POLICY_MEMBER, OPTIMIZER_MEMBER) if with_optimizer else (POLICY_MEMBER,)
+    counters, states = read_model_zip(path, members, device)
+    model = MaskedPPO(cfg, device)
+    try:
+        model.load_states(states, counters)
+    except (RuntimeError, ValueError, KeyError, TypeError) as err:
+        raise ModelFileError(f"{path}: the weights ({', '.join(members)}) do not fit the network of the run's "
+                             f"config ({_brief(err)})") from None
+    model.policy.eval()
+    return model
+
+
 def load_model(cfg: TrainConfig, path: str | os.PathLike, venv: VecEnv | None = None,
-               device: str | None = None, trust: bool = False) -> BaseAlgorithm:
+               device: str | None = None, trust: bool = False) -> Any:
     """Load ``path`` with the run's algorithm. With ``venv`` (resuming) training continues on it;
     without, the model is for inference only (schedules are replaced by constants).
 
     Default (safe): a fresh model built from ``cfg`` (policy class, network, spaces), then the weights
     of ``policy.pth`` (and, resuming, the optimizer state of ``policy.optimizer.pth``) loaded with
     ``torch.load(weights_only=True)`` and strict key/shape checks, and the step counters of ``data``
-    (:func:`read_model_zip`). ``trust=True``: SB3's ``Algorithm.load``, which unpickles ``data``'s fields;
+    (:func:`read_model_zip`). ``algo: masked_ppo``: :func:`load_masked_ppo` (always the safe way).
+    ``trust=True``: SB3's ``Algorithm.load``, which unpickles ``data``'s fields;
     except for an exported model (no optimizer state, which SB3's loader insists on) loaded for
     inference: its weights are all there is to trust, read the safe way.
     """
-    cls = algo_class(cfg)
     device = resolve_device(device or cfg.device)
+    if cfg.algo == "masked_ppo":
+        return load_masked_ppo(cfg, path, device, with_optimizer=venv is not None)
+    cls = algo_class(cfg)
     if trust and (venv is not None or _has_member(path, OPTIMIZER_MEMBER)):
         read_model_zip(path, (), device)  # the limits (sizes, nesting) hold for trusted files too
         custom = {} if venv is not None else {

@@ -38,7 +38,7 @@ CHECKS = [
     ({"test_fraction": 0}, "test_fraction: must lie in (0, 1), got 0"),
     ({"test_fraction": 1.0}, "test_fraction: must lie in (0, 1), got 1.0"),
     ({"target_kl": 0}, "target_kl: must be > 0 or null, got 0"),
-    ({"algo": "dqn"}, "algo: must be one of maskable_ppo, ppo, got 'dqn'"),
+    ({"algo": "dqn"}, "algo: must be one of maskable_ppo, ppo, masked_ppo, got 'dqn'"),
     ({"vec_env": "x"}, "vec_env: must be one of auto, dummy, subproc, got 'x'"),
     ({"extractor": "x"}, "extractor: must be one of mlp, deepsets, got 'x'"),
     ({"activation": "x"}, "activation: must be one of tanh, relu, got 'x'"),

@@ -1,0 +1,513 @@
+"""Masked PPO with an input-dependent baseline, in one file (issue 38 item 4; CleanRL style).
+
+What differs from SB3's MaskablePPO (``algo: maskable_ppo``), and why:
+
+- **Masks as one tensor op.** The flat logits ``[batch, sum(nvec)]`` are gathered into
+  ``[batch, dims, max_levels]`` (padding points at an extra column) and the invalid values are
+  set to ``-inf`` by one ``masked_fill``; SB3 builds one masked distribution per dimension.
+- **The objective itself.** The ``jct`` reward is -(jobs in system x seconds)/``reward_scale_s``,
+  so with ``gamma = 1`` an episode's return is exactly -(total JCT)/scale. Returns here are
+  undiscounted sums of the raw rewards (``gamma`` and ``gae_lambda`` are not used).
+- **Grouped rollouts, input-dependent baseline** (Mao et al., "Variance Reduction for Reinforcement
+  Learning in Input-Driven Environments", ICLR'19; Decima, SIGCOMM'19). Arrivals dominate a
+  return. The ``group_size`` members of a group reset with one seed, so they play the same train
+  window (same jobs, same warm start); a step's baseline is the group's mean return-to-go at the
+  same *simulated time*, each member's return-to-go curve interpolated linearly between its
+  decision times (exact for the ``jct`` reward, which accrues linearly within a span).
+  ``baseline: value`` uses a learned value head instead (the fallback for ``group_size: 1``).
+- **Curriculum.** An episode stops at its first decision past ``curriculum_start_s`` simulated
+  seconds after its start, a cap that grows by ``curriculum_growth_s`` per update (0: whole
+  episodes). Every member of a group is cut at the same time, so the baseline stays fair.
+- **Many traces.** Update ``u`` runs slot ``i`` (a scenario, or the config's env) on trace seed
+  ``trace_seeds[(u + i) % len]``.
+- **Imitation warm start** (:meth:`MaskedPPO.behaviour_clone`): cross-entropy on the expert's
+  actions (``bc_expert``, as the SB3 path), before any update.
+
+Determinism: weights drawn from ``seed`` (torch's generator forked, nothing global changed),
+actions sampled with the model's own ``torch.Generator``, minibatches from a numpy generator,
+reset seeds ``seed + 1000 * update + slot``. Same config, same weights, bit for bit.
+
+Saved as ``model.zip`` with ``policy.pth``, ``policy.optimizer.pth`` (``torch.save`` of state
+dicts: loaded with ``weights_only=True``) and a ``data`` JSON of counters: the members an SB3
+model file has, so :func:`lyra_agents.model_files.read_model_zip` reads it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+import torch
+from stable_baselines3.common.running_mean_std import RunningMeanStd
+from torch import nn
+
+from lyra_agents.config import TrainConfig
+from lyra_agents.experts import ExpertRule
+from lyra_agents.spaces import model_spaces, observation_widths
+from lyra_gym.envs.learner_extras import LearnerExtrasObservation
+from lyra_gym.envs.observation import observation_layout
+
+POLICY_MEMBER, OPTIMIZER_MEMBER, DATA_MEMBER = "policy.pth", "policy.optimizer.pth", "data"
+RESET_SEED_STRIDE = 1000  # reset seed of slot i at update u: seed + 1000 * u + i
+
+
+# ---------------------------------------------------------------------- the network
+class MaskedPolicy(nn.Module):
+    """An MLP policy over a MultiDiscrete action space with masks, and an MLP value head.
+
+    :param obs_size: observation length.
+    :param nvec: levels of each action dimension.
+    :param net_arch: hidden widths (both heads).
+    :param activation: ``tanh`` or ``relu``.
+    """
+
+    def __init__(self, obs_size: int, nvec: np.ndarray, net_arch: list[int], activation: str) -> None:
+        super().__init__()
+        act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
+
+        def mlp(out: int) -> nn.Sequential:
+            layers: list[nn.Module] = []
+            width = obs_size
+            for hidden in net_arch:
+                layers += [nn.Linear(width, hidden), act()]
+                width = hidden
+            return nn.Sequential(*layers, nn.Linear(width, out))
+
+        nvec = np.asarray(nvec, dtype=np.int64)
+        self.pi, self.vf = mlp(int(nvec.sum())), mlp(1)
+        # index[d, l]: the flat logit of level l of dimension d, or the extra column sum(nvec) (padding)
+        levels, total = int(nvec.max()), int(nvec.sum())
+        starts = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+        index = np.full((len(nvec), levels), total, dtype=np.int64)
+        for d, (start, n) in enumerate(zip(starts, nvec)):
+            index[d, :n] = np.arange(start, start + n)
+        self.index: torch.Tensor
+        self.real: torch.Tensor
+        self.register_buffer("index", torch.as_tensor(index), persistent=False)
+        self.register_buffer("real", torch.as_tensor(index < total), persistent=False)
+
+    def log_probs(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+        """Per-dimension log-probabilities ``[batch, dims, levels]``; -inf where masked or padding.
+        ``masks``: ``[batch, sum(nvec)]`` booleans (the env's ``action_masks()``). A dimension with
+        no valid value (never from these envs) is treated as all valid."""
+        logits = self.pi(obs)
+        pad = logits.new_zeros(logits.shape[0], 1)
+        padded = torch.cat([logits, pad], dim=1)[:, self.index]                    # [B, D, L]
+        valid = torch.cat([masks, masks.new_zeros(masks.shape[0], 1)], dim=1)[:, self.index]
+        valid = valid | (self.real & ~valid.any(dim=2, keepdim=True))
+        return torch.log_softmax(padded.masked_fill(~valid, -torch.inf), dim=2)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.vf(obs).squeeze(1)
+
+    @staticmethod
+    def chosen(logp: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Summed log-probability of ``actions`` ``[batch, dims]`` (-inf if any value is masked)."""
+        return logp.gather(2, actions.unsqueeze(2)).squeeze(2).sum(dim=1)
+
+    @staticmethod
+    def entropy(logp: torch.Tensor) -> torch.Tensor:
+        """Summed entropy over dimensions; masked values (p = 0, log p = -inf) count 0."""
+        finite_logp = logp.masked_fill(~torch.isfinite(logp), 0.0)  # no -inf anywhere in the gradient
+        return -(logp.exp() * finite_logp).sum(dim=(1, 2))
+
+
+# ---------------------------------------------------------------------- observation statistics
+class ObsStats:
+    """Running observation mean/variance (slot statistics tied per feature, as the SB3 path's
+    ``VecNormalize``) and a running return statistic for the value head. The attributes
+    :func:`lyra_agents.normalizer_stats.save_normalizer_stats` saves; ``normalize_obs`` as
+    ``VecNormalize`` computes it."""
+
+    def __init__(self, cfg: TrainConfig, size: int) -> None:
+        from lyra_agents.vec_envs import TiedRunningMeanStd
+
+        groups = []
+        if cfg.tie_slot_stats:
+            layout = observation_layout(cfg.num_job_slots, cfg.num_server_slots, *observation_widths(cfg))
+            groups = [layout["jobs"], layout["servers"]]
+        self.obs_rms = TiedRunningMeanStd((size,), groups)
+        self.ret_rms = RunningMeanStd(shape=())
+        self.norm_obs, self.norm_reward, self.training = cfg.normalize_obs, False, True
+        self.clip_obs, self.clip_reward, self.gamma, self.epsilon = cfg.clip_obs, 10.0, 1.0, 1e-8
+
+    def update(self, raw: np.ndarray) -> None:
+        if self.norm_obs and self.training:
+            self.obs_rms.update(raw)
+
+    def normalize_obs(self, obs: np.ndarray) -> np.ndarray:
+        if not self.norm_obs:
+            return np.asarray(obs, dtype=np.float32)
+        return np.clip((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + self.epsilon),
+                       -self.clip_obs, self.clip_obs).astype(np.float32)
+
+
+# ---------------------------------------------------------------------- the envs
+def make_member(cfg: TrainConfig, kwargs: dict[str, Any]) -> gym.Env:
+    """One training env: learner extras as configured, ``bc_expert`` as its ``expert_action``."""
+    env: gym.Env = gym.make(cfg.env_id, **kwargs)
+    if cfg.observation_extras:
+        env = LearnerExtrasObservation(env)
+    if cfg.bc_expert != "heuristic":
+        env = ExpertRule(env, cfg.bc_expert)
+    return env
+
+
+def expert_action(env: gym.Env) -> np.ndarray:
+    return np.asarray(env.get_wrapper_attr("expert_action")())
+
+
+def action_masks(env: gym.Env) -> np.ndarray:
+    return np.asarray(env.unwrapped.action_masks(), dtype=bool)  # type: ignore[attr-defined]
+
+
+@dataclass
+class Trajectory:
+    """One member's episode: per step the normalised observation, masks, action, its
+    log-probability, the decision time (s) and the reward; ``end_s`` the time after the last step."""
+
+    obs: list[np.ndarray] = field(default_factory=list)
+    masks: list[np.ndarray] = field(default_factory=list)
+    actions: list[np.ndarray] = field(default_factory=list)
+    logp: list[float] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    end_s: float = 0.0
+    metrics: dict[str, Any] | None = None
+
+    def returns_to_go(self) -> np.ndarray:
+        """Undiscounted (gamma = 1) sums of the rewards from each step to the end."""
+        return np.cumsum(np.asarray(self.rewards, dtype=np.float64)[::-1])[::-1]
+
+
+def group_baseline(group: list[Trajectory]) -> list[np.ndarray]:
+    """Each member's baseline per step: the group's mean return-to-go at that step's simulated
+    time, each member's curve (its decision times, and 0 at its end) interpolated linearly."""
+    curves = [(np.append(t.times, t.end_s), np.append(t.returns_to_go(), 0.0)) for t in group]
+    return [np.mean([np.interp(t.times, knots, values) for knots, values in curves], axis=0) for t in group]
+
+
+# ---------------------------------------------------------------------- the algorithm
+class MaskedPPO:
+    """Masked PPO on grouped rollouts. The parts train.py and the evaluation use: ``predict``,
+    ``get_vec_normalize_env``, ``save``, ``num_timesteps``, ``logger`` (an SB3 logger),
+    ``observation_space`` / ``action_space``; :meth:`learn` for the updates."""
+
+    def __init__(self, cfg: TrainConfig, device: str = "cpu") -> None:
+        self.cfg, self.device = cfg, torch.device(device)
+        self.observation_space, self.action_space = model_spaces(cfg)
+        self.nvec = np.asarray(self.action_space.nvec)  # type: ignore[attr-defined]
+        with torch.random.fork_rng(devices=[]):  # initial weights from the seed, global generator untouched
+            torch.manual_seed(cfg.seed)
+            self.policy = MaskedPolicy(self.observation_space.shape[0], self.nvec, list(cfg.net_arch),
+                                       cfg.activation).to(self.device)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.learning_rate, eps=1e-5)
+        self.generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
+        self.rng = np.random.default_rng(cfg.seed)
+        self.stats = ObsStats(cfg, self.observation_space.shape[0])
+        self.num_timesteps = self.updates = 0
+        self.logger: Any = None
+        self._envs: dict[tuple[int, int], list[gym.Env]] = {}
+        self.timing = {"reset": 0.0, "env": 0.0, "policy": 0.0, "update": 0.0}  # process time (s) per part
+
+    # ----------------------------------------------------------- what the evaluation asks
+    def get_vec_normalize_env(self) -> ObsStats:
+        return self.stats
+
+    def get_env(self) -> None:  # SB3 callbacks ask for it
+        return None
+
+    def predict(self, obs: np.ndarray, state: Any = None, episode_start: Any = None, deterministic: bool = True,
+                action_masks: np.ndarray | None = None) -> tuple[np.ndarray, None]:
+        """The action for one (already normalised) observation: each dimension's most likely valid
+        level (``deterministic``) or a sample."""
+        single = np.ndim(obs) == 1
+        obs_t = torch.as_tensor(np.asarray(obs, dtype=np.float32).reshape(-1, self.observation_space.shape[0]))
+        masks = np.ones((len(obs_t), int(self.nvec.sum())), bool) if action_masks is None else action_masks
+        masks_t = torch.as_tensor(np.asarray(masks, dtype=bool).reshape(len(obs_t), -1))
+        with torch.no_grad():
+            actions, _ = self._act(obs_t.to(self.device), masks_t.to(self.device), deterministic)
+        out = actions.cpu().numpy()
+        return (out[0] if single else out), None
+
+    def _act(self, obs: torch.Tensor, masks: torch.Tensor, deterministic: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        logp = self.policy.log_probs(obs, masks)
+        if deterministic:
+            actions = logp.argmax(dim=2)
+        else:
+            flat = logp.exp().reshape(-1, logp.shape[2])
+            actions = torch.multinomial(flat, 1, generator=self.generator).reshape(logp.shape[:2])
+        return actions, MaskedPolicy.chosen(logp, actions)
+
+    # ----------------------------------------------------------- envs and rollouts
+    def slot_kwargs(self) -> list[dict[str, Any]]:
+        from lyra_agents.vec_envs import env_kwargs_of
+
+        return env_kwargs_of(self.cfg)
+
+    def _members(self, slot: int, trace_seed: int, kwargs: dict[str, Any]) -> list[gym.Env]:
+        """The ``group_size`` envs of ``slot`` on ``trace_seed`` (built once, then reused)."""
+        key = (slot, trace_seed)
+        if key not in self._envs:
+            self._envs[key] = [make_member(self.cfg, {**kwargs, "trace_seed": trace_seed})
+                               for _ in range(self.cfg.group_size)]
+        return self._envs[key]
+
+    def episode_cap_s(self) -> float:
+        """Simulated seconds after which this update's episodes stop (inf: no curriculum)."""
+        if not self.cfg.curriculum_start_s:
+            return np.inf
+        return self.cfg.curriculum_start_s + self.cfg.curriculum_growth_s * self.updates
+
+    def collect(self, choose: Callable[[np.ndarray, np.ndarray, list[gym.Env]], tuple]) -> list[list[Trajectory]]:
+        """One episode per member of every group, all members stepped together. ``choose(raw_obs,
+        masks, envs)`` gives the active members' (actions, log-probabilities, normalised
+        observations); returns ``[group][member]``."""
+        cfg, cap = self.cfg, self.episode_cap_s()
+        seeds = cfg.trace_seeds or [cfg.trace_seed]
+        envs, trajs, obs, starts = [], [], [], []
+        t_reset = time.process_time()
+        for slot, kwargs in enumerate(self.slot_kwargs()):
+            members = self._members(slot, seeds[(self.updates + slot) % len(seeds)], kwargs)
+            reset_seed = cfg.seed + RESET_SEED_STRIDE * self.updates + slot
+            for env in members:
+                o, info = env.reset(seed=reset_seed)
+                envs.append(env)
+                trajs.append(Trajectory(end_s=info["time_s"]))
+                obs.append(o)
+                starts.append(info["time_s"])
+        active = [i for i, env in enumerate(envs) if not env.unwrapped.done]  # type: ignore[attr-defined]
+        self.timing["reset"] += time.process_time() - t_reset
+        while active:
+            raw = np.stack([obs[i] for i in active])
+            masks = np.stack([action_masks(envs[i]) for i in active])
+            self.stats.update(raw)
+            t0 = time.process_time()
+            actions, logp, normed = choose(raw, masks, [envs[i] for i in active])
+            t1 = time.process_time()
+            still = []
+            for row, i in enumerate(active):
+                traj = trajs[i]
+                traj.obs.append(normed[row])
+                traj.masks.append(masks[row])
+                traj.actions.append(actions[row])
+                traj.logp.append(float(logp[row]))
+                traj.times.append(traj.end_s)
+                obs[i], reward, terminated, truncated, info = envs[i].step(actions[row])
+                traj.rewards.append(float(reward))
+                traj.end_s = info["time_s"]
+                if terminated or truncated:
+                    traj.metrics = info.get("final_metrics")
+                elif traj.end_s - starts[i] < cap:
+                    still.append(i)
+            self.timing["policy"] += t1 - t0
+            self.timing["env"] += time.process_time() - t1
+            self.num_timesteps += len(active)
+            active = still
+        size = cfg.group_size
+        return [trajs[g:g + size] for g in range(0, len(trajs), size)]
+
+    def _policy_choice(self, raw: np.ndarray, masks: np.ndarray, envs: list[gym.Env]) -> tuple:
+        normed = self.stats.normalize_obs(raw)
+        with torch.no_grad():
+            actions, logp = self._act(torch.as_tensor(normed, device=self.device),
+                                      torch.as_tensor(masks, device=self.device), deterministic=False)
+        return actions.cpu().numpy(), logp.cpu().numpy(), normed
+
+    # ----------------------------------------------------------- imitation warm start
+    def behaviour_clone(self) -> list[dict[str, float]]:
+        """Collect about ``bc_steps`` expert steps (one member per group, whole episodes cut at the
+        count), then ``bc_epochs`` of cross-entropy on the expert's actions under the masks.
+        Per epoch: mean negative log-likelihood and the share of steps whose most likely valid
+        action is the expert's."""
+        cfg = self.cfg
+        raws, masks_all, actions_all = [], [], []
+        for slot, kwargs in enumerate(self.slot_kwargs()):  # slot i: scenario i on the config's trace seed
+            env = self._members(slot, cfg.trace_seed, kwargs)[0]
+            reset = cfg.seed + slot
+            quota = -(-cfg.bc_steps // cfg.n_envs)
+            obs, _ = env.reset(seed=reset)
+            for _ in range(quota):
+                if env.unwrapped.done:  # type: ignore[attr-defined]
+                    reset += RESET_SEED_STRIDE
+                    obs, _ = env.reset(seed=reset)
+                    continue
+                action = expert_action(env)
+                raws.append(obs)
+                masks_all.append(action_masks(env))
+                actions_all.append(action)
+                obs, _, terminated, truncated, _ = env.step(action)
+                if terminated or truncated:
+                    reset += RESET_SEED_STRIDE
+                    obs, _ = env.reset(seed=reset)
+        raw = np.stack(raws).astype(np.float32)
+        self.stats.update(raw)
+        obs_t = torch.as_tensor(self.stats.normalize_obs(raw), device=self.device)
+        masks_t = torch.as_tensor(np.stack(masks_all), device=self.device)
+        act_t = torch.as_tensor(np.stack(actions_all).astype(np.int64), device=self.device)
+        optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.bc_learning_rate)
+        history = []
+        for _ in range(cfg.bc_epochs):
+            order = self.rng.permutation(len(obs_t))
+            nll = agree = 0.0
+            for start in range(0, len(order), cfg.bc_batch_size):
+                idx = torch.as_tensor(order[start:start + cfg.bc_batch_size])
+                logp = self.policy.log_probs(obs_t[idx], masks_t[idx])
+                loss = -MaskedPolicy.chosen(logp, act_t[idx]).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+                optimizer.step()
+                nll += float(loss.detach()) * len(idx)
+                agree += float((logp.argmax(dim=2) == act_t[idx]).all(dim=1).sum())
+            history.append({"nll": nll / len(order), "agreement": agree / len(order), "steps": float(len(order))})
+        return history
+
+    # ----------------------------------------------------------- the update
+    def advantages(self, groups: list[list[Trajectory]]) -> tuple[np.ndarray, np.ndarray]:
+        """(advantages, returns-to-go) of every step, in collection order (group, member, step):
+        return-to-go minus the group baseline, or minus the value head (``baseline: value``)."""
+        returns, baselines = [], []
+        for group in groups:
+            for traj in group:
+                returns.append(traj.returns_to_go())
+            if self.cfg.baseline == "group":
+                baselines += group_baseline(group)
+        ret = np.concatenate(returns)
+        if self.cfg.baseline == "group":
+            return ret - np.concatenate(baselines), ret
+        obs = torch.as_tensor(np.stack([o for g in groups for t in g for o in t.obs]), device=self.device)
+        with torch.no_grad():
+            value = self.policy.value(obs).cpu().numpy().astype(np.float64)
+        rms = self.stats.ret_rms
+        return ret - (value * np.sqrt(rms.var + 1e-8) + rms.mean), ret
+
+    def learning_rate(self, total_timesteps: int) -> float:
+        if self.cfg.lr_schedule == "linear":
+            return self.cfg.learning_rate * max(0.0, 1.0 - self.num_timesteps / total_timesteps)
+        return self.cfg.learning_rate
+
+    def update(self, groups: list[list[Trajectory]], total_timesteps: int) -> dict[str, float]:
+        """PPO's clipped objective over the steps of ``groups`` (``n_epochs`` x minibatches of
+        ``batch_size``; stops an update's epochs past ``target_kl``). Advantages are divided by
+        their standard deviation (not centred: the baseline already did)."""
+        cfg = self.cfg
+        adv, ret = self.advantages(groups)
+        steps = [(o, m, a, lp) for g in groups for t in g for o, m, a, lp in zip(t.obs, t.masks, t.actions, t.logp)]
+        obs = torch.as_tensor(np.stack([s[0] for s in steps]), device=self.device)
+        masks = torch.as_tensor(np.stack([s[1] for s in steps]), device=self.device)
+        actions = torch.as_tensor(np.stack([s[2] for s in steps]).astype(np.int64), device=self.device)
+        old_logp = torch.as_tensor(np.array([s[3] for s in steps], dtype=np.float32), device=self.device)
+        adv_t = torch.as_tensor((adv / (adv.std() + 1e-8)).astype(np.float32), device=self.device)
+        self.stats.ret_rms.update(ret)
+        rms = self.stats.ret_rms
+        target = torch.as_tensor(((ret - rms.mean) / np.sqrt(rms.var + 1e-8)).astype(np.float32), device=self.device)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr = self.learning_rate(total_timesteps)
+        sums = {"policy_loss": 0.0, "value_loss": 0.0, "entropy_loss": 0.0, "approx_kl": 0.0, "clip_fraction": 0.0}
+        batches = 0
+        for _ in range(cfg.n_epochs):
+            order = self.rng.permutation(len(steps))
+            kls = []
+            for start in range(0, len(order), cfg.batch_size):
+                idx = torch.as_tensor(order[start:start + cfg.batch_size])
+                logp_all = self.policy.log_probs(obs[idx], masks[idx])
+                logp = MaskedPolicy.chosen(logp_all, actions[idx])
+                log_ratio = logp - old_logp[idx]
+                ratio = log_ratio.exp()
+                clipped = ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range)
+                policy_loss = -torch.min(ratio * adv_t[idx], clipped * adv_t[idx]).mean()
+                entropy = MaskedPolicy.entropy(logp_all).mean()
+                loss = policy_loss - cfg.ent_coef * entropy
+                value_loss = torch.zeros(())
+                if cfg.baseline == "value":
+                    value_loss = nn.functional.mse_loss(self.policy.value(obs[idx]), target[idx])
+                    loss = loss + cfg.vf_coef * value_loss
+                self.optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+                self.optimizer.step()
+                with torch.no_grad():
+                    kl = float(((ratio - 1) - log_ratio).mean())
+                kls.append(kl)
+                batches += 1
+                clip_fraction = ((ratio - 1).abs() > cfg.clip_range).float().mean()
+                for key, value in (("policy_loss", policy_loss), ("value_loss", value_loss),
+                                   ("entropy_loss", -entropy), ("clip_fraction", clip_fraction)):
+                    sums[key] += float(value.detach())
+                sums["approx_kl"] += kl
+            if cfg.target_kl is not None and np.mean(kls) > 1.5 * cfg.target_kl:
+                break
+        self.updates += 1
+        return {**{k: v / max(batches, 1) for k, v in sums.items()}, "learning_rate": lr,
+                "n_updates": float(self.updates), "advantage_std": float(adv.std())}
+
+    def learn(self, total_timesteps: int, callback: Any = None) -> None:
+        """Collect and update until ``num_timesteps`` reaches ``total_timesteps``. ``callback``:
+        an SB3 ``CallbackList`` (told of the training start, each rollout start and end, each
+        collection round as one step with the finished episodes' infos, and the training end)."""
+        if callback is not None:
+            callback.init_callback(self)
+            callback.on_training_start(locals(), globals())
+        started = time.perf_counter()
+        while self.num_timesteps < total_timesteps:
+            if callback is not None:
+                callback.on_rollout_start()
+            groups = self.collect(self._policy_choice)
+            episodes = [t for g in groups for t in g]
+            if callback is not None:
+                callback.update_locals({"infos": [{"final_metrics": t.metrics} for t in episodes if t.metrics]})
+                callback.on_step()
+                callback.on_rollout_end()
+            t0 = time.process_time()
+            row = self.update(groups, total_timesteps)
+            self.timing["update"] += time.process_time() - t0
+            self.record(row, episodes, started)
+        if callback is not None:
+            callback.on_training_end()
+
+    def record(self, row: dict[str, float], episodes: list[Trajectory], started: float) -> None:
+        """One update's scalars (``rollout/*``, ``train/*``, ``time/*``) into the logger, dumped."""
+        if self.logger is None:
+            return
+        self.logger.record("rollout/ep_rew_mean", float(np.mean([sum(t.rewards) for t in episodes])))
+        self.logger.record("rollout/ep_len_mean", float(np.mean([len(t.rewards) for t in episodes])))
+        self.logger.record("rollout/episode_cap_s", float(min(self.episode_cap_s(), 1e12)))
+        for key, value in row.items():
+            self.logger.record(f"train/{key}", value)
+        self.logger.record("time/total_timesteps", self.num_timesteps)
+        self.logger.record("time/fps", int(self.num_timesteps / max(time.perf_counter() - started, 1e-9)))
+        for key, value in self.timing.items():
+            self.logger.record(f"time/{key}_cpu_s", value)
+        self.logger.dump(self.num_timesteps)
+
+    def close(self) -> None:
+        for members in self._envs.values():
+            for env in members:
+                env.close()
+        self._envs.clear()
+
+    # ----------------------------------------------------------- files
+    def save(self, fh: Any) -> None:
+        """Write ``model.zip``'s members into the open binary file ``fh``."""
+        with zipfile.ZipFile(fh, "w") as archive:
+            for member, state in ((POLICY_MEMBER, self.policy.state_dict()),
+                                  (OPTIMIZER_MEMBER, self.optimizer.state_dict())):
+                buffer = io.BytesIO()
+                torch.save(state, buffer)
+                archive.writestr(member, buffer.getvalue())
+            archive.writestr(DATA_MEMBER, json.dumps({"num_timesteps": self.num_timesteps, "_n_updates": self.updates}))
+
+    def load_states(self, states: dict[str, Any], counters: dict[str, Any]) -> None:
+        """Weights (and, when given, optimizer state) read by :func:`read_model_zip`; strict keys."""
+        self.policy.load_state_dict(states["policy"], strict=True)
+        if "policy.optimizer" in states:
+            self.optimizer.load_state_dict(states["policy.optimizer"])
+        self.num_timesteps = int(counters.get("num_timesteps", 0))
+        self.updates = int(counters.get("_n_updates", 0))

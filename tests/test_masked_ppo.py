@@ -1,0 +1,143 @@
+"""agents/masked_ppo.py: masks as one tensor op, the grouped (input-dependent) baseline by hand,
+gamma = 1 returns equal to -total JCT / scale, determinism, and the saved model as a scheduler."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from lyra_agents.artifacts import save_model, save_stats
+from lyra_agents.config import TrainConfig, TrainConfigError
+from lyra_agents.evaluate import evaluate_model, evaluate_scheduler
+from lyra_agents.factory import make_eval_env
+from lyra_agents.masked_ppo import MaskedPolicy, MaskedPPO, Trajectory, expert_action, group_baseline
+from lyra_agents.policy_scheduler import PolicyScheduler, load_policy_scheduler
+
+
+def tiny(**changes) -> TrainConfig:
+    base = dict(env_id="LyraGym/Cluster-v1", algo="masked_ppo", window_s=3 * 3600.0, num_job_slots=6,
+                num_server_slots=3, n_envs=1, group_size=2, net_arch=[32], batch_size=64, n_epochs=2,
+                total_timesteps=60, curriculum_start_s=1800.0, device="cpu", seed=5, learning_rate=1e-3)
+    return TrainConfig(**{**base, **changes})
+
+
+def test_masked_values_are_never_sampled_and_their_log_prob_is_minus_inf_with_finite_gradients():
+    nvec = np.array([5, 3, 4])
+    policy = MaskedPolicy(7, nvec, [16], "tanh")
+    gen = torch.Generator().manual_seed(0)
+    obs = torch.randn(200, 7, generator=gen)
+    masks = torch.rand(200, int(nvec.sum()), generator=gen) < 0.5
+    masks[:, [0, 5, 8]] = True  # level 0 of every dimension always valid
+    logp = policy.log_probs(obs, masks)
+    assert logp.shape == (200, 3, 5)
+    assert torch.isinf(logp[:, 1, 3:]).all() and torch.isinf(logp[:, 2, 4:]).all()  # padding
+    samples = torch.multinomial(logp.exp().reshape(-1, 5), 50, replacement=True, generator=gen).reshape(200, 3, 50)
+    starts = [0, 5, 8]
+    for d in range(3):
+        flat = samples[:, d, :] + starts[d]
+        assert masks.gather(1, flat).all(), d  # only valid values drawn
+    masked_action = torch.zeros(200, 3, dtype=torch.long)
+    masked_action[:, 0] = 1
+    rows = ~masks[:, 1]
+    assert torch.isneginf(MaskedPolicy.chosen(logp, masked_action)[rows]).all()
+    # entropy and the log-prob of valid actions backpropagate without NaN through the -inf entries
+    loss = MaskedPolicy.entropy(logp).mean() + MaskedPolicy.chosen(logp, torch.zeros(200, 3, dtype=torch.long)).mean()
+    loss.backward()
+    assert all(torch.isfinite(p.grad).all() for p in policy.pi.parameters())
+    # a dimension's probabilities sum to 1 over its valid values
+    assert torch.allclose(logp.exp().sum(dim=2), torch.ones(200, 3))
+
+
+def test_group_baseline_is_the_mean_return_to_go_at_equal_simulated_time_by_hand():
+    a = Trajectory(times=[0.0, 10.0], rewards=[-2.0, -1.0], end_s=20.0)   # rtg: 0 s -> -3, 10 s -> -1, 20 s -> 0
+    b = Trajectory(times=[0.0, 5.0, 15.0], rewards=[-1.0, -2.0, -3.0], end_s=30.0)  # -6, -5, -3, 30 s -> 0
+    c = Trajectory(times=[0.0], rewards=[-4.0], end_s=40.0)                # -4, 40 s -> 0
+    base_a, base_b, base_c = group_baseline([a, b, c])
+    # at 10 s: a -1; b between 5 s (-5) and 15 s (-3): -4; c between 0 (-4) and 40 (0): -3
+    assert base_a == pytest.approx([(-3 - 6 - 4) / 3, (-1 - 4 - 3) / 3])
+    # at 5 s: a -2 (between -3 and -1); b -5; c -3.5. At 15 s: a -0.5; b -3; c -2.5
+    assert base_b == pytest.approx([(-3 - 6 - 4) / 3, (-2 - 5 - 3.5) / 3, (-0.5 - 3 - 2.5) / 3])
+    assert base_c == pytest.approx([(-3 - 6 - 4) / 3])
+    assert np.array_equal(b.returns_to_go(), [-6.0, -5.0, -3.0])
+
+
+def test_group_members_see_one_window_and_returns_at_gamma_1_are_minus_total_jct_over_scale():
+    cfg = tiny(curriculum_start_s=0.0, bc_expert="heuristic")
+    model = MaskedPPO(cfg)
+    groups = model.collect(lambda raw, masks, envs: (np.stack([expert_action(e) for e in envs]),
+                                                     np.zeros(len(envs)), raw))
+    first, second = groups[0]
+    assert first.times == second.times and first.rewards == second.rewards  # same arrivals, same expert
+    metrics = first.metrics
+    assert metrics is not None and metrics["jobs_unfinished"] == 0
+    env = model._envs[(0, cfg.trace_seed)][0].unwrapped
+    jobs = env.engine.jobs
+    total_jct_s = sum(job.finish_time - job.spec.submit_time for job in jobs)
+    assert first.returns_to_go()[0] == pytest.approx(-total_jct_s / cfg.reward_scale_s, rel=1e-9)
+    model.close()
+
+
+def test_curriculum_cuts_episodes_at_the_first_decision_past_the_cap():
+    model = MaskedPPO(tiny(curriculum_start_s=1800.0, curriculum_growth_s=600.0))
+    traj = model.collect(model._policy_choice)[0][0]
+    assert traj.times[-1] - traj.times[0] < 1800.0 <= traj.end_s - traj.times[0]
+    model.updates = 2
+    assert model.episode_cap_s() == 3000.0
+    model.close()
+
+
+def test_same_seed_same_weights_bit_for_bit_after_a_tiny_run():
+    states = []
+    for _ in range(2):
+        model = MaskedPPO(tiny(bc_steps=32, bc_epochs=1))
+        model.behaviour_clone()
+        model.learn(60)
+        states.append({k: v.clone() for k, v in model.policy.state_dict().items()})
+        model.close()
+    assert states[0].keys() == states[1].keys()
+    assert all(torch.equal(states[0][k], states[1][k]) for k in states[0])
+    other = MaskedPPO(tiny(seed=6))
+    assert not torch.equal(other.policy.state_dict()["pi.0.weight"], states[0]["pi.0.weight"])
+
+
+def test_saved_model_runs_as_a_scheduler_with_the_env_episode(tmp_path):
+    cfg = tiny()
+    model = MaskedPPO(cfg)
+    model.learn(60)
+    save_stats(model.get_vec_normalize_env(), tmp_path / "vecnormalize.npz")
+    save_model(model, tmp_path / "model.zip")
+    (tmp_path / "config.yaml").write_text(cfg.to_yaml())
+    model.close()
+    env = make_eval_env(cfg)
+    in_env = evaluate_model(model, env, [0], model.get_vec_normalize_env())[0]
+    loaded = load_policy_scheduler(tmp_path)
+    assert isinstance(loaded, PolicyScheduler)
+    assert all(torch.equal(a, b) for a, b in zip(loaded.model.policy.state_dict().values(),
+                                                   model.policy.state_dict().values()))
+    in_engine = evaluate_scheduler(loaded, env, [0])[0]
+    for key in ("jct_mean_s", "queue_mean_s", "preemptions", "makespan_s"):
+        assert in_env[key] == in_engine[key], key
+
+
+def test_config_keys_are_checked_and_expert_sets_guide_and_bc_expert():
+    with pytest.raises(TrainConfigError, match="group_size: baseline 'group' needs at least 2"):
+        tiny(group_size=1)
+    assert tiny(group_size=1, baseline="value").baseline == "value"
+    with pytest.raises(TrainConfigError, match="baseline: must be one of group, value"):
+        tiny(baseline="mean")
+    with pytest.raises(TrainConfigError, match="trace_seeds: must be seeds >= 0"):
+        tiny(trace_seeds=[0, -1])
+    with pytest.raises(TrainConfigError, match="curriculum_growth_s: must be >= 0"):
+        tiny(curriculum_growth_s=-1.0)
+    cfg = tiny(bc_expert="small_first").updated({"expert": "lyra"})
+    assert (cfg.heuristic, cfg.bc_expert) == ("lyra", "heuristic")
+    assert TrainConfig().lr_schedule == "constant"
+
+
+def test_value_baseline_trains_the_value_head():
+    model = MaskedPPO(tiny(group_size=1, baseline="value"))
+    before = model.policy.state_dict()["vf.0.weight"].clone()
+    model.learn(30)
+    assert not torch.equal(before, model.policy.state_dict()["vf.0.weight"])
+    model.close()
