@@ -165,3 +165,26 @@ def test_v2_defaults_and_versions():
     assert env.obs_version == 2 and env.action_version == 2
     assert list(env.action_space.nvec[:64]) == [6] * 64
     assert list(env.action_space.nvec[64:]) == [env.b + 1] + [3] * env.m
+
+
+def test_a_v2_model_as_scheduler_reproduces_its_env_episode():
+    """``agents/policy_scheduler.py`` decodes -v2 actions (PREEMPT, the -v2 slots and masks,
+    auto-commit without asking the model) as the env does: the same metrics on a test window."""
+    from lyra_agents.evaluate import evaluate_model, evaluate_scheduler
+    from lyra_agents.factory import build_training_envs, make_eval_env, make_model
+    from lyra_agents.policy_scheduler import PolicyScheduler
+    from test_agents import small_config
+
+    cfg = small_config("LyraGym/Cluster-v2", num_job_slots=12)
+    venv = build_training_envs(cfg)
+    try:
+        model = make_model(cfg, venv)
+        env = make_eval_env(cfg)
+        scheduler = PolicyScheduler(model, cfg, venv)
+        in_env = evaluate_model(model, env, [1], venv)[0]
+        in_engine = evaluate_scheduler(scheduler, env, [1])[0]
+    finally:
+        venv.close()
+    assert in_env["preemptions"] > 0 and scheduler.invalid_actions == 0  # (the untrained policy preempts often)
+    for key in ("jct_mean_s", "queue_mean_s", "preemptions", "servers_borrowed", "scale_events", "makespan_s"):
+        assert in_env[key] == in_engine[key], key

@@ -18,9 +18,9 @@ import lyra_baselines.lyra as lyra_module
 import lyra_baselines.lyra_admission as admission_module
 from lyra_baselines.lyra import LyraScheduler
 from lyra_gym.run.simulate import simulate
+from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import Guidance
 from lyra_gym.sim.view import ClusterView
-from lyra_gym.sim.plan import Plan
 from test_lyra_fast_paths import _CheckedDecision
 from test_lyra_invariants import CONFIG, SWITCHES, workloads
 from toy import TOY, job

@@ -16,8 +16,8 @@ from gymnasium import spaces
 
 from lyra_gym.envs.cluster_env import LyraClusterEnv
 from lyra_gym.envs.episode import Episode
-from lyra_gym.envs.levers import LeverCodec, lever_slots
-from lyra_gym.envs.observation import ObservationBuilder, server_slots
+from lyra_gym.envs.levers import LeverCodec, lever_point
+from lyra_gym.envs.observation import ObservationBuilder
 from lyra_gym.sim.scheduler import Guidance
 
 #: Job slots K of the ``-v2`` environments by default.
@@ -61,9 +61,12 @@ class LeverClusterEnv(LyraClusterEnv):
 
     obs_version = 2
     action_version = 2
+    codec: LeverCodec  # type: ignore[assignment]  # (-v1's is an ActionCodec)
 
-    def __init__(self, *args: Any, num_job_slots: int = V2_JOB_SLOTS, **kwargs: Any) -> None:
-        super().__init__(*args, num_job_slots=num_job_slots, **kwargs)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """The ``-v1`` arguments; ``num_job_slots`` defaults to 64 (:data:`V2_JOB_SLOTS`)."""
+        kwargs.setdefault("num_job_slots", V2_JOB_SLOTS)
+        super().__init__(*args, **kwargs)
 
     def _init_spaces(self) -> None:
         self.builder = ObservationBuilder(self.k, self.m)
@@ -119,13 +122,11 @@ class LeverClusterEnv(LyraClusterEnv):
         return r
 
     def _observe(self, episode: Episode) -> None:
-        engine = episode.engine
-        view = engine.view
-        self.slots, counts, *unseen = lever_slots(view, self.k)
-        self._unseen = (unseen[0], unseen[1])
-        self.server_ids = server_slots(view, self.m)
-        self._masks, self._single = self.codec.masks(counts, len(self.server_ids), engine.num_loanable() > 0,
-                                                     engine.reclaim_owed() > 0)
+        view = episode.engine.view
+        point = lever_point(view, self.codec)
+        self.slots, self.server_ids = point.slots, point.server_ids
+        self._masks, self._single = point.masks, point.single
+        self._unseen = (point.running_unseen, point.queued_unseen)
         if not self._single or episode.done:  # (a decision point committed on its own is never shown)
             self.obs = self.builder.build(view, self.slots, self.server_ids)
 

@@ -16,12 +16,12 @@ only while a reclaim is pending (else it is never read: only the neutral level).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
 from lyra_gym.envs.actions import check_action
-from lyra_gym.envs.observation import job_slots_counted
+from lyra_gym.envs.observation import job_slots_counted, server_slots
 from lyra_gym.sim.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS, Guidance
 from lyra_gym.sim.view import ClusterView, JobView
 
@@ -52,6 +52,25 @@ def lever_slots(view: ClusterView, k: int) -> tuple[list[JobView], SlotCounts, i
     slots = queued + elastic[:n_elastic] + inelastic[:shown_running - n_elastic]
     counts = (len(queued), n_elastic, shown_running - n_elastic)
     return slots, counts, len(running) - shown_running, num_queued - len(queued)
+
+
+class LeverPoint(NamedTuple):
+    """One decision point as a ``-v2`` env (and a ``-v2`` model run as a scheduler) sees it."""
+
+    slots: list[JobView]
+    server_ids: list[int]
+    masks: np.ndarray  # read-only (kept by the codec)
+    single: bool  # every dimension has one valid value: committed without asking the agent
+    running_unseen: int
+    queued_unseen: int
+
+
+def lever_point(view: ClusterView, codec: LeverCodec) -> LeverPoint:
+    """The slots, server slots and masks of the decision point ``view`` is at."""
+    slots, counts, running_unseen, queued_unseen = lever_slots(view, codec.k)
+    server_ids = server_slots(view, codec.m)
+    masks, single = codec.masks(counts, len(server_ids), view.num_loanable > 0, view.reclaim_pending > 0)
+    return LeverPoint(slots, server_ids, masks, single, running_unseen, queued_unseen)
 
 
 class LeverCodec:
@@ -152,4 +171,4 @@ class LeverCodec:
         return guidance, invalid
 
 
-__all__ = ["LEVER_JOB_VALUES", "PREEMPT", "LeverCodec", "SlotCounts", "lever_slots"]
+__all__ = ["LEVER_JOB_VALUES", "PREEMPT", "LeverCodec", "LeverPoint", "SlotCounts", "lever_point", "lever_slots"]
