@@ -16,7 +16,8 @@ reproduces the env's episode on that window step for step (tested in
 ``tests/test_agents.py``), and a trained agent enters ``lyra-gym compare`` beside the
 heuristics, measured by the same engine.
 
-Steps 2 and 5 use the env's own :class:`~lyra_gym.envs.actions.ActionCodec`.
+Steps 2 and 5 use the env's own codec: :class:`~lyra_gym.envs.actions.ActionCodec`, or for a ``-v2``
+id :class:`~lyra_gym.envs.levers.LeverCodec` (its slots, masks and auto-commit: ``lever_point``).
 
 Inference cost. A decision asks the network about one observation (batch of 1), where
 torch's intra-op threads only add synchronisation: on a loaded 2-core machine two threads
@@ -38,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+from dataclasses import replace
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -46,7 +48,7 @@ from gymnasium import spaces
 
 from lyra_gym.sim import scheduler as registry
 from lyra_gym.envs import ALLOC_ENV_ID
-from lyra_gym.envs.actions import ActionCodec
+from lyra_gym.envs.levers import LeverCodec, lever_point
 from lyra_gym.envs.alloc import AllocLayout, AllocObserver, SkippedTick, open_decision
 from lyra_gym.envs.learner_extras import LearnerExtras, extras_size
 from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
@@ -60,7 +62,7 @@ from lyra_agents.factory import (
     ModelFileError, find_artifacts, load_model, load_normalizer, load_run_config, supports_action_masks,
     trust_requested, warn_trusted,
 )
-from lyra_agents.spaces import env_controls
+from lyra_agents.spaces import action_codec
 
 
 #: torch intra-op threads while an agent decides (a batch of one observation).
@@ -195,8 +197,8 @@ class GuidedAgentScheduler(AgentScheduler):
         self.deterministic = deterministic
         if name is not None:
             self.name = name
-        self.codec = ActionCodec(config.num_job_slots, config.num_server_slots, config.borrow_levels,
-                                 *env_controls(config.env_id))
+        self.codec = action_codec(config)  # ActionCodec, or LeverCodec for a -v2 id
+        self.levers = isinstance(self.codec, LeverCodec)
         self.builder = ObservationBuilder(config.num_job_slots, config.num_server_slots)
         self.extras = LearnerExtras(config.num_job_slots) if config.observation_extras else None
         self.heuristic = registry.make(config.heuristic)
@@ -231,13 +233,33 @@ class GuidedAgentScheduler(AgentScheduler):
         raise NotImplementedError
 
     def guidance(self, view: ClusterView) -> Guidance:
-        """The agent's guidance; at the heuristic's own ticks its last one stands (as in the env)."""
+        """The agent's guidance; at the heuristic's own ticks its last one stands (as in the env;
+        a ``-v2`` preemption is not repeated there)."""
         if view.tick_only and self._last is not None:
             return self._last
+        if self.levers:
+            return self._lever_guidance(view)
         obs, masks, slots, server_ids = self.observe(view)
         guidance, invalid = self.codec.decode(self.act(obs, masks), masks, slots, server_ids)
         self.invalid_actions += invalid
         self._last = guidance
+        return guidance
+
+    def _lever_guidance(self, view: ClusterView) -> Guidance:
+        """A ``-v2`` model's guidance as the env gives it: at a decision point with one valid value
+        everywhere (auto-commit) the neutral action, the model not asked; else the model's."""
+        point = lever_point(view, self.codec)
+        slots, server_ids, masks = point.slots, point.server_ids, point.masks
+        if point.single:
+            action = self.codec.neutral(slots)
+        else:
+            obs = self.builder.build(view, slots, server_ids)
+            if self.extras is not None:
+                obs = self.extras.extend(obs, view, slots)
+            action = self.act(obs, masks.copy())
+        guidance, invalid = self.codec.decode(action, masks, slots, server_ids)
+        self.invalid_actions += invalid
+        self._last = replace(guidance, preempt=frozenset()) if guidance.preempt else guidance
         return guidance
 
     def decide(self, view: ClusterView) -> Plan:

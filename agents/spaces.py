@@ -24,6 +24,23 @@ def env_controls(env_id: str) -> tuple[bool, bool]:
     return bool(cls.controls_jobs), bool(cls.controls_loaning)
 
 
+def action_version(env_id: str) -> int:
+    """The action layout of a LyraGym guided id (1: ``ActionCodec``; 2: the ``-v2`` levers,
+    ``lyra_gym.envs.levers.LeverCodec``), read from its class (no env built)."""
+    entry = gym.spec(env_id).entry_point
+    cls: Any = load_env_creator(entry) if isinstance(entry, str) else entry
+    return int(getattr(cls, "action_version", 1))
+
+
+def action_codec(cfg: TrainConfig) -> Any:
+    """The action codec of ``cfg``'s guided env (``ActionCodec``, or ``LeverCodec`` for ``-v2``)."""
+    from lyra_gym.envs.actions import ActionCodec
+    from lyra_gym.envs.levers import LeverCodec
+
+    codec = LeverCodec if action_version(cfg.env_id) == 2 else ActionCodec
+    return codec(cfg.num_job_slots, cfg.num_server_slots, cfg.borrow_levels, *env_controls(cfg.env_id))
+
+
 def observation_widths(cfg: TrainConfig) -> tuple[int, int]:
     """(job row width, cluster block width) of ``cfg``'s env observation (:mod:`lyra_gym.envs.observation`)."""
     from lyra_gym.envs.alloc import ALLOC_CLUSTER_FEATURES, ALLOC_JOB_FEATURES
@@ -36,7 +53,6 @@ def observation_widths(cfg: TrainConfig) -> tuple[int, int]:
 
 def model_spaces(cfg: TrainConfig) -> tuple[gym.spaces.Box, gym.spaces.Space]:
     """The (observation, action) spaces of ``cfg``'s env, built as the env builds them (no env, no trace)."""
-    from lyra_gym.envs.actions import ActionCodec
     from lyra_gym.envs.alloc import AllocLayout
 
     layout = observation_layout(cfg.num_job_slots, cfg.num_server_slots, *observation_widths(cfg))
@@ -49,5 +65,4 @@ def model_spaces(cfg: TrainConfig) -> tuple[gym.spaces.Box, gym.spaces.Space]:
     if cfg.env_id == ALLOC_ENV_ID:
         alloc = AllocLayout(cfg.num_job_slots, cfg.num_server_slots, cfg.borrow_levels, cfg.worker_levels)
         return obs_space, gym.spaces.Discrete(alloc.n)
-    codec = ActionCodec(cfg.num_job_slots, cfg.num_server_slots, cfg.borrow_levels, *env_controls(cfg.env_id))
-    return obs_space, gym.spaces.MultiDiscrete(codec.nvec)
+    return obs_space, gym.spaces.MultiDiscrete(action_codec(cfg).nvec)

@@ -60,7 +60,7 @@ Left out: the paper's exact preemption-cost formula and job-size predictor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import AbstractSet, Mapping
 
 import numpy as np
 
@@ -70,6 +70,7 @@ from lyra_baselines.lyra_admission import admit
 from lyra_baselines.lyra_extras import place_extras
 from lyra_baselines.lyra_rebalance import HOLD_EWMA, rebalance
 from lyra_baselines.lyra_state import Decision, LyraMemory, base_demand
+from lyra_gym.model.jobs import JobState
 from lyra_gym.sim.cluster import Pool
 from lyra_gym.sim.params import MAX_S, MIN_TICK_S, check_fields, param
 from lyra_gym.sim.plan import Plan
@@ -177,10 +178,15 @@ class LyraScheduler(Scheduler):
         Job levels: 0 holds a queued job and denies a running one extra workers; otherwise
         queued jobs are admitted by level (higher first), then shortest remaining time, and a
         job's knapsack values are scaled by 2 ** (level - neutral).
+
+        ``guidance.preempt``: those running jobs leave the plan (after the reclaim answer, before
+        admission), so their GPUs go to the queue's admission as a completion's would (and to
+        extra workers at the next knapsack round); they wait in the queue and are not restarted
+        in this decision.
         """
         memory = self.memory
         round_due = self.elastic and view.now >= memory.next_round
-        if view.tick_only and (not round_due or view.now - memory.last_decision < self.round_s):
+        if view.tick_only and not guidance.preempt and (not round_due or view.now - memory.last_decision < self.round_s):
             # a tick only brings the knapsack round of a quiet cluster (no decision for a whole
             # round); on a busy one the round comes with the next event
             return view.current_plan()
@@ -188,10 +194,13 @@ class LyraScheduler(Scheduler):
         levels = guidance.job_levels
         plan = view.current_plan()
         self.loaning.prepare(view, plan, self.rng, guidance.borrow_fraction, guidance.return_levels)
+        stopped = _preempt(view, plan, guidance.preempt) if guidance.preempt else frozenset()
         hold = self.elastic and bool(levels) and _holds_extras(view, plan.allocations, self._held(levels))
-        if not (view.num_queued or round_due or plan.give_back or plan.borrow or hold or self._may_move_back(view)):
+        if not (stopped or view.num_queued or round_due or plan.give_back or plan.borrow or hold
+                or self._may_move_back(view)):
             return plan  # nothing to admit, return, move back or rebalance: keep everything
         decision = Decision(self, memory, view, plan, levels)
+        decision.preempted = stopped
         admit(decision)
         rebalance(decision, round_due, hold, self._admitted_fast_path)
         return plan
@@ -217,6 +226,25 @@ class LyraScheduler(Scheduler):
         if cells is None:
             cells = self.memory.training_cells = [c.index for c in topology.cells if c.pool is Pool.TRAINING]
         return cells
+
+
+def _preempt(view: ClusterView, plan: Plan, preempt: AbstractSet[str]) -> frozenset[str]:
+    """Remove the running jobs of ``preempt`` from ``plan``; the ids of those running jobs (those
+    the reclaim answer already stopped included: none of them restarts in this decision). Ids of
+    jobs that are not running, or unknown, are ignored."""
+    stopped = []
+    for job_id in preempt:
+        try:
+            running = view.job(job_id).state is JobState.RUNNING
+        except KeyError:
+            continue
+        if running:
+            stopped.append(job_id)
+    allocations = plan.allocations
+    for job_id in sorted(stopped):  # (a fixed order: the plan records its edits in it)
+        if job_id in allocations:
+            del allocations[job_id]
+    return frozenset(stopped)
 
 
 def _holds_extras(view: ClusterView, allocations: Mapping[str, Mapping[int, int]], held: list[str]) -> bool:

@@ -37,7 +37,8 @@ def admit(d: Decision) -> None:
     line: list[tuple] = rates.queued_line(view, view.queued_jobs())
     running = []  # still running now: their remaining work is current, not cached
     if d.plan.give_back:  # jobs our own reclaim answer just stopped may restart elsewhere at once
-        running += [j for j in view.running_jobs() if j.id not in d.allocations]
+        stopped_now = d.preempted  # an agent's preemptions wait in the queue: not restarted now
+        running += [j for j in view.running_jobs() if j.id not in d.allocations and j.id not in stopped_now]
     if d.settings.move_back and memory.on_loaned and not levels and LAZY_LINE and MovingLine.usable(
             view, d.settings.value_rate):  # the same walk, move-back candidates' keys only when due
         line += rates.running_line(view, running)

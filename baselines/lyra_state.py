@@ -207,6 +207,7 @@ class Decision:
         flex_cells = self._split_running() if settings.elastic else {}
         self._set_avail(free, flex_cells)
         self.admitted: list[JobView] = []  # elastic jobs placed in phase 1, in order
+        self.preempted: AbstractSet[str] = frozenset()  # running jobs an agent stopped now (not restarted now)
         self.moved = False  # a job moved from loaned to training servers
         # phase 1's book-keeping
         self.blocked = False  # a job waits for training GPUs and backfill is off

@@ -15,6 +15,9 @@ ENV_ENTRY_POINTS = {
     "LyraGym/Loaning-v1": "lyra_gym.envs.cluster_env:LoaningEnv",
     "LyraGym/Elastic-v1": "lyra_gym.envs.cluster_env:ElasticEnv",
     "LyraGym/Alloc-v1": "lyra_gym.envs.alloc_env:AllocEnv",
+    "LyraGym/Cluster-v2": "lyra_gym.envs.cluster_env_v2:ClusterEnvV2",
+    "LyraGym/Loaning-v2": "lyra_gym.envs.cluster_env_v2:LoaningEnvV2",
+    "LyraGym/Elastic-v2": "lyra_gym.envs.cluster_env_v2:ElasticEnvV2",
 }
 
 #: The ids' extra wrapper: ``info["final_metrics"]`` on a ``TimeLimit`` truncation, applied only
@@ -25,14 +28,15 @@ ENV_ADDITIONAL_WRAPPERS = (
 #: The ``-v0`` ids of releases before 0.2.0 -> their ``-v1`` id (CHANGELOG.md). Kept one release:
 #: they make the present (``-v1``) environment, and Gymnasium warns that they are out of date. They
 #: do not reproduce what ``-v0`` did before the changes CHANGELOG.md lists.
-DEPRECATED_ENV_IDS = {env_id.replace("-v1", "-v0"): env_id for env_id in ENV_ENTRY_POINTS}
+DEPRECATED_ENV_IDS = {env_id.replace("-v1", "-v0"): env_id for env_id in ENV_ENTRY_POINTS if env_id.endswith("-v1")}
 
 
 def register_env_ids() -> None:
-    """Register every id of :data:`ENV_ENTRY_POINTS` and its deprecated ``-v0`` name (idempotent)."""
+    """Register every id of :data:`ENV_ENTRY_POINTS` and the deprecated ``-v0`` name of each ``-v1``
+    id (idempotent)."""
     old_names = {new: old for old, new in DEPRECATED_ENV_IDS.items()}
     for env_id, entry_point in ENV_ENTRY_POINTS.items():
-        for name in (env_id, old_names[env_id]):
+        for name in (env_id, *([old_names[env_id]] if env_id in old_names else [])):
             if name not in registry:
                 register(id=name, entry_point=entry_point, additional_wrappers=ENV_ADDITIONAL_WRAPPERS)
 

@@ -1,4 +1,5 @@
-"""Env ids are versioned (CHANGELOG.md): the present behaviour is -v1; the -v0 names of earlier
+"""Env ids are versioned (CHANGELOG.md): the present behaviour is -v1 (and -v2 for the guided envs
+with the heuristics' levers, issue 38); the -v0 names of earlier
 releases make the same environment for one release, with Gymnasium's out-of-date warning, and a
 training config saved under a -v0 id is read as its -v1 id."""
 
@@ -17,10 +18,15 @@ from lyra_gym.envs import ALL_ENV_IDS
 OLD = ("LyraGym/Cluster-v0", "LyraGym/Loaning-v0", "LyraGym/Elastic-v0", "LyraGym/Alloc-v0")
 
 
-def test_the_present_ids_are_v1_and_every_old_one_maps_to_its_own():
-    assert ALL_ENV_IDS == ("LyraGym/Cluster-v1", "LyraGym/Loaning-v1", "LyraGym/Elastic-v1", "LyraGym/Alloc-v1")
-    assert lyra_gym.DEPRECATED_ENV_IDS == dict(zip(OLD, ALL_ENV_IDS))
+V1 = ("LyraGym/Cluster-v1", "LyraGym/Loaning-v1", "LyraGym/Elastic-v1", "LyraGym/Alloc-v1")
+V2 = ("LyraGym/Cluster-v2", "LyraGym/Loaning-v2", "LyraGym/Elastic-v2")
+
+
+def test_the_present_ids_are_v1_and_v2_and_every_old_one_maps_to_its_own():
+    assert ALL_ENV_IDS == (*V1, *V2)
+    assert lyra_gym.DEPRECATED_ENV_IDS == dict(zip(OLD, V1))  # (-v2 has no old name)
     assert set(lyra_gym.ENV_ENTRY_POINTS) == set(ALL_ENV_IDS)
+    assert lyra_gym.current_env_id("LyraGym/Cluster-v2") == "LyraGym/Cluster-v2"
 
 
 @pytest.mark.parametrize("old", ["LyraGym/Elastic-v0", "LyraGym/Alloc-v0"])

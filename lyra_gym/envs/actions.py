@@ -138,29 +138,9 @@ class ActionCodec:
         return np.array(action, dtype=np.int64)
 
     def check(self, action: object) -> np.ndarray:
-        """``action`` as a 1-D int64 array, or ``ValueError`` saying what is wrong with it.
-
-        An action must be an array (or sequence) of integers (any NumPy integer dtype) of
-        exactly ``nvec``'s shape: floats (even whole ones), booleans, strings, objects and
-        other shapes (e.g. a batch ``(1, n)``) are errors, as ``MultiDiscrete.contains`` says.
-        Values out of a dimension's range are not errors here: :meth:`decode` replaces them.
-        """
-        try:
-            array = np.asarray(action)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"action: must be {self._expected()}, got {type(action).__name__} ({err})") from None
-        dtype = array.dtype
-        if dtype.kind not in "iu":
-            raise ValueError(f"action: must be {self._expected()}, got dtype {dtype} (cast whole numbers with "
-                             f".astype(np.int64))")
-        if array.shape != self._shape:
-            raise ValueError(f"action: must be {self._expected()}, got shape {array.shape}")
-        if dtype == _UINT64:  # keep huge values out of range instead of wrapping negative
-            array = np.minimum(array, np.uint64(np.iinfo(np.int64).max))
-        return array.astype(np.int64)
-
-    def _expected(self) -> str:
-        return f"an integer array of shape {tuple(self.nvec.shape)}"
+        """``action`` as a 1-D int64 array, or ``ValueError`` saying what is wrong with it
+        (:func:`check_action`)."""
+        return check_action(action, self._shape)
 
     def decode(self, action: np.ndarray, masks: np.ndarray, slots: Sequence[JobView],
                server_ids: Sequence[int], counts: tuple[int, int, int] | None = None) -> tuple[Guidance, int]:
@@ -194,6 +174,30 @@ class ActionCodec:
             guidance.borrow_fraction = vals[pos] / self.b
             guidance.return_levels = dict(zip(server_ids, vals[pos + 1:]))  # server j -> vals[pos + 1 + j]
         return guidance, invalid
+
+
+def check_action(action: object, shape: tuple[int, ...]) -> np.ndarray:
+    """``action`` as a 1-D int64 array of ``shape``, or ``ValueError`` saying what is wrong with it.
+
+    An action must be an array (or sequence) of integers (any NumPy integer dtype) of
+    exactly that shape: floats (even whole ones), booleans, strings, objects and other
+    shapes (e.g. a batch ``(1, n)``) are errors, as ``MultiDiscrete.contains`` says.
+    Values out of a dimension's range are not errors here: decoding replaces them.
+    """
+    expected = f"an integer array of shape {tuple(shape)}"
+    try:
+        array = np.asarray(action)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"action: must be {expected}, got {type(action).__name__} ({err})") from None
+    dtype = array.dtype
+    if dtype.kind not in "iu":
+        raise ValueError(f"action: must be {expected}, got dtype {dtype} (cast whole numbers with "
+                         f".astype(np.int64))")
+    if array.shape != shape:
+        raise ValueError(f"action: must be {expected}, got shape {array.shape}")
+    if dtype == _UINT64:  # keep huge values out of range instead of wrapping negative
+        array = np.minimum(array, np.uint64(np.iinfo(np.int64).max))
+    return array.astype(np.int64)
 
 
 def _valid_range(allowed: bytes) -> tuple[int, int] | None:

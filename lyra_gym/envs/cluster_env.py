@@ -142,6 +142,8 @@ class LyraClusterEnv(EpisodeEnv):
 
     controls_jobs = True
     controls_loaning = True
+    obs_version = 1  # the observation layout (``-v2`` ids: 2)
+    action_version = 1  # the action layout: 1 ``ActionCodec``, 2 ``lyra_gym.envs.levers.LeverCodec``
 
     def _init_spaces(self) -> None:
         self.builder = ObservationBuilder(self.k, self.m)

@@ -142,10 +142,12 @@ class EpisodeEnv(ForkMixin, FinalMetricsMixin, gym.Env[np.ndarray, Any]):
                               "window had no decision to make); call reset()")
         return episode
 
-    def _end_step(self, episode: Episode, r: float, invalid: int):
-        """Count the step, charge what an early end leaves, observe; the step's 5-tuple."""
+    def _end_step(self, episode: Episode, r: float, invalid: int, observed: bool = False):
+        """Count the step, charge what an early end leaves, observe (unless ``observed``: the
+        current decision point was observed already); the step's 5-tuple."""
         r, truncated = episode.end_step(r, invalid)
-        self._observe(episode)
+        if not observed:
+            self._observe(episode)
         info = self._info(invalid)
         if episode.done or truncated:
             info["final_metrics"] = episode.final_metrics()
