@@ -62,7 +62,7 @@ from lyra_agents.factory import (
     ModelFileError, find_artifacts, load_model, load_normalizer, load_run_config, supports_action_masks,
     trust_requested, warn_trusted,
 )
-from lyra_agents.spaces import action_codec
+from lyra_agents.spaces import action_codec, obs_version
 
 
 #: torch intra-op threads while an agent decides (a batch of one observation).
@@ -162,6 +162,7 @@ class AgentScheduler(Scheduler):
     :meth:`start_window`) the agent's own heuristic decides alone, as in the env's warm-up."""
 
     handover_s: float = -math.inf
+    window: Window | None = None  # the episode's window (read by observation version 2), None: a whole trace
     heuristic: Scheduler
     config: TrainConfig
 
@@ -178,6 +179,7 @@ class AgentScheduler(Scheduler):
     def start_window(self, window: Window) -> None:
         """Hand over at ``window.start_s`` when the window is warm-started (else from the start)."""
         self.handover_s = window.start_s if window.warmup_s > 0 else -math.inf
+        self.window = window
 
     def warming_up(self, view: ClusterView) -> bool:
         return view.now < self.handover_s
@@ -199,7 +201,8 @@ class GuidedAgentScheduler(AgentScheduler):
             self.name = name
         self.codec = action_codec(config)  # ActionCodec, or LeverCodec for a -v2 id
         self.levers = isinstance(self.codec, LeverCodec)
-        self.builder = ObservationBuilder(config.num_job_slots, config.num_server_slots)
+        self.builder = ObservationBuilder(config.num_job_slots, config.num_server_slots,
+                                          version=obs_version(config.env_id))
         self.extras = LearnerExtras(config.num_job_slots) if config.observation_extras else None
         self.heuristic = registry.make(config.heuristic)
         self.invalid_actions = 0
@@ -214,7 +217,8 @@ class GuidedAgentScheduler(AgentScheduler):
 
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
-        self.builder = ObservationBuilder(self.config.num_job_slots, self.config.num_server_slots)
+        self.builder = ObservationBuilder(self.config.num_job_slots, self.config.num_server_slots,
+                                          version=obs_version(self.config.env_id))
         if self.extras is not None:
             self.extras.reset()
         self._last = None
@@ -223,7 +227,7 @@ class GuidedAgentScheduler(AgentScheduler):
         """(observation, masks, job slots, server slots) exactly as the env builds them."""
         slots = job_slots(view, self.config.num_job_slots)
         server_ids = server_slots(view, self.config.num_server_slots)
-        obs = self.builder.build(view, slots, server_ids)
+        obs = self.builder.build(view, slots, server_ids, self.window)
         if self.extras is not None:  # learner extras (issue 26 item 4), as LearnerExtrasObservation
             obs = self.extras.extend(obs, view, slots)
         return obs, self.codec.masks(slots, server_ids), slots, server_ids
@@ -253,7 +257,7 @@ class GuidedAgentScheduler(AgentScheduler):
         if point.single:
             action = self.codec.neutral(slots)
         else:
-            obs = self.builder.build(view, slots, server_ids)
+            obs = self.builder.build(view, slots, server_ids, self.window)
             if self.extras is not None:
                 obs = self.extras.extend(obs, view, slots)
             action = self.act(obs, masks.copy())

@@ -24,12 +24,20 @@ def env_controls(env_id: str) -> tuple[bool, bool]:
     return bool(cls.controls_jobs), bool(cls.controls_loaning)
 
 
+def _env_class(env_id: str) -> Any:
+    entry = gym.spec(env_id).entry_point
+    return load_env_creator(entry) if isinstance(entry, str) else entry
+
+
 def action_version(env_id: str) -> int:
     """The action layout of a LyraGym guided id (1: ``ActionCodec``; 2: the ``-v2`` levers,
     ``lyra_gym.envs.levers.LeverCodec``), read from its class (no env built)."""
-    entry = gym.spec(env_id).entry_point
-    cls: Any = load_env_creator(entry) if isinstance(entry, str) else entry
-    return int(getattr(cls, "action_version", 1))
+    return int(getattr(_env_class(env_id), "action_version", 1))
+
+
+def obs_version(env_id: str) -> int:
+    """The observation version of a LyraGym id (``ObservationBuilder(..., version=)``), read from its class."""
+    return int(getattr(_env_class(env_id), "obs_version", 1))
 
 
 def action_codec(cfg: TrainConfig) -> Any:
@@ -44,11 +52,12 @@ def action_codec(cfg: TrainConfig) -> Any:
 def observation_widths(cfg: TrainConfig) -> tuple[int, int]:
     """(job row width, cluster block width) of ``cfg``'s env observation (:mod:`lyra_gym.envs.observation`)."""
     from lyra_gym.envs.alloc import ALLOC_CLUSTER_FEATURES, ALLOC_JOB_FEATURES
-    from lyra_gym.envs.observation import CLUSTER_FEATURES, JOB_FEATURES
+    from lyra_gym.envs.observation import CLUSTER_FEATURES, JOB_FEATURES, builder_features
 
     if cfg.env_id == ALLOC_ENV_ID:
         return len(JOB_FEATURES) + len(ALLOC_JOB_FEATURES), len(CLUSTER_FEATURES) + len(ALLOC_CLUSTER_FEATURES)
-    return len(JOB_FEATURES), len(CLUSTER_FEATURES)
+    job, cluster = builder_features(obs_version(cfg.env_id))
+    return len(job), len(cluster)
 
 
 def model_spaces(cfg: TrainConfig) -> tuple[gym.spaces.Box, gym.spaces.Space]:

@@ -29,6 +29,7 @@ import numpy as np
 from lyra_baselines.knapsack import DEFAULT_EXACT_LIMIT, solve
 from lyra_baselines.loaning import Loaning, free_after, loan_param, reclaim_rule_param
 from lyra_baselines.placement import place
+from lyra_gym.model.jobs import JobState
 from lyra_gym.sim.params import MAX_S, MIN_TICK_S, check_fields, param
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL, Guidance, Scheduler
@@ -96,14 +97,16 @@ class LyraReferenceScheduler(Scheduler):
     def decide_guided(self, view: ClusterView, guidance: Guidance) -> Plan:
         """Loaning, phase 1, phase 2, under an agent's ``guidance`` (``Guidance``'s docstring)."""
         round_due = self.elastic and view.now >= self.next_round
-        if view.tick_only and (not round_due or view.now - self.last_decision < self.round_s):
+        if view.tick_only and not guidance.preempt and (not round_due or view.now - self.last_decision < self.round_s):
             return view.current_plan()  # a tick brings only the round of a cluster quiet for a whole round
         self.last_decision = view.now
         plan = view.current_plan()
-        preempt = {job_id for job_id in guidance.preempt if job_id in plan.allocations}
-        for job_id in preempt:  # preempted: back to the queue, not restarted in this decision
-            del plan.allocations[job_id]
         self.loaning.prepare(view, plan, self.rng, guidance.borrow_fraction, guidance.return_levels)
+        # preempted (after the reclaim answer): back to the queue, not restarted in this decision,
+        # those the reclaim answer already stopped included
+        preempt = {job_id for job_id in guidance.preempt if _is_running(view, job_id)}
+        for job_id in preempt:
+            plan.allocations.pop(job_id, None)
         levels = guidance.job_levels
         hold = self.elastic and any(level == 0 and job_id in plan.allocations and sum(
             plan.allocations[job_id].values()) > view.job(job_id).spec.min_gpus for job_id, level in levels.items())
@@ -571,3 +574,11 @@ class _Decision:
                 alloc[sid] = alloc.get(sid, 0) + g
             if extra != self.flex[job.id] and alloc != self.alloc.get(job.id):
                 self.alloc[job.id] = alloc
+
+
+def _is_running(view: ClusterView, job_id: str) -> bool:
+    """Is ``job_id`` a running job of ``view`` (unknown ids: no)?"""
+    try:
+        return view.job(job_id).state is JobState.RUNNING
+    except KeyError:
+        return False

@@ -69,7 +69,7 @@ class LeverClusterEnv(LyraClusterEnv):
         super().__init__(*args, **kwargs)
 
     def _init_spaces(self) -> None:
-        self.builder = ObservationBuilder(self.k, self.m)
+        self.builder = ObservationBuilder(self.k, self.m, version=self.obs_version)
         self.observation_space = spaces.Box(-1.0, 1.0, (self.builder.size,), dtype=np.float32)
         self.codec = LeverCodec(self.k, self.m, self.b, self.controls_jobs, self.controls_loaning)
         self.action_space = spaces.MultiDiscrete(self.codec.nvec)
@@ -128,7 +128,7 @@ class LeverClusterEnv(LyraClusterEnv):
         self._masks, self._single = point.masks, point.single
         self._unseen = (point.running_unseen, point.queued_unseen)
         if not self._single or episode.done:  # (a decision point committed on its own is never shown)
-            self.obs = self.builder.build(view, self.slots, self.server_ids)
+            self.obs = self.builder.build(view, self.slots, self.server_ids, episode.window)
 
     def expert_action(self) -> np.ndarray:
         """The heuristic's own choice: neutral levels, no preemption, borrow as it would
