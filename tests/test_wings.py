@@ -40,7 +40,8 @@ MAY_NAME_OLD_PATHS = {"CHANGELOG.md", "benchmarks/asv_bench/_common.py"}
 
 def test_nothing_in_the_tree_names_an_old_flat_path():
     root = Path(__file__).resolve().parents[1]
-    old = re.compile(r"\blyra_gym[./](" + "|".join(OLD_PATHS) + r")\b|\bfrom lyra_gym import (" + "|".join(OLD_PATHS) + r")\b")
+    names = "|".join(OLD_PATHS)
+    old = re.compile(rf"\blyra_gym[./]({names})\b|\bfrom lyra_gym import ({names})\b")
     files = [p for pattern in ("*.py", "*.md", "*.toml", "*.yaml", "*.yml", "*.cfg", "Makefile")
              for p in root.rglob(pattern) if not {".git", ".venv", "site", ".asv"} & set(p.relative_to(root).parts)]
     naming = {str(p.relative_to(root)) for p in files if old.search(p.read_text(encoding="utf-8", errors="replace"))}
