@@ -11,7 +11,9 @@ the names below stay.
   :class:`ServerGroup`) over jobs (:class:`JobSpec`) from :func:`load_trace` or :func:`generate_trace`.
 - The environments: ``import lyra_gym`` registers the ``LyraGym/`` ids with Gymnasium by entry-point
   string (:data:`ENV_IDS`, :data:`ALL_ENV_IDS`, :data:`ALLOC_ENV_ID`), so ``gymnasium.make`` imports
-  an environment's code only then; reward terms (:func:`register_reward_term`, :func:`reward_terms`,
+  an environment's code only then; their classes (:class:`ClusterEnv`, :class:`LoaningEnv`,
+  :class:`ElasticEnv`, :class:`AllocEnv`; the bases :class:`LyraClusterEnv`, :class:`EpisodeEnv` to
+  subclass, ``docs/writing-an-environment.md``); reward terms (:func:`register_reward_term`, :func:`reward_terms`,
   :class:`StepOutcome`); the observation layout (:data:`JOB_FEATURES`, :data:`CLUSTER_FEATURES`,
   :data:`GPU_NORM`) and ``Alloc-v1``'s (:data:`ALLOC_JOB_FEATURES`, phases :data:`BORROW`,
   :data:`RETURN`, :data:`JOB`, :data:`PLACE`; values :data:`WAIT`, :data:`PROPOSAL`;
@@ -31,6 +33,7 @@ from lyra_gym.env_ids import register_env_ids as _register_env_ids
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__ imports them
     from lyra_gym.envs import ALL_ENV_IDS, ALLOC_ENV_ID, ENV_IDS, register_envs
+    from lyra_gym.envs.alloc_env import AllocEnv
     from lyra_gym.envs.alloc_layout import (
         ALLOC_CLUSTER_FEATURES,
         ALLOC_JOB_FEATURES,
@@ -45,6 +48,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
         AllocLayout,
         worker_options,
     )
+    from lyra_gym.envs.cluster_env import ClusterEnv, ElasticEnv, LoaningEnv, LyraClusterEnv
+    from lyra_gym.envs.episode_env import EpisodeEnv
     from lyra_gym.envs.observation import CLUSTER_FEATURES, GPU_NORM, JOB_FEATURES
     from lyra_gym.envs.rewards import StepOutcome, register_reward_term, reward_terms, unregister_reward_term
     from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
@@ -75,6 +80,9 @@ _FACE = {
                      "WAIT", "PROPOSAL", "WORKER_LEVELS", "AllocLayout", "worker_options"),
                     "lyra_gym.envs.alloc_layout"),
     **dict.fromkeys(("ENV_IDS", "ALL_ENV_IDS", "ALLOC_ENV_ID", "register_envs"), "lyra_gym.envs"),
+    **dict.fromkeys(("ClusterEnv", "LoaningEnv", "ElasticEnv", "LyraClusterEnv"), "lyra_gym.envs.cluster_env"),
+    "AllocEnv": "lyra_gym.envs.alloc_env",
+    "EpisodeEnv": "lyra_gym.envs.episode_env",
 }
 
 __all__ = [
@@ -84,6 +92,7 @@ __all__ = [
     # the environments: ids, reward terms, observation and Alloc-v1 layouts
     "ALLOC_ENV_ID", "ALL_ENV_IDS", "DEPRECATED_ENV_IDS", "ENV_ADDITIONAL_WRAPPERS", "ENV_ENTRY_POINTS", "ENV_IDS",
     "current_env_id", "register_envs",
+    "AllocEnv", "ClusterEnv", "ElasticEnv", "EpisodeEnv", "LoaningEnv", "LyraClusterEnv",
     "StepOutcome", "register_reward_term", "reward_terms", "unregister_reward_term",
     "CLUSTER_FEATURES", "GPU_NORM", "JOB_FEATURES",
     "ALLOC_CLUSTER_FEATURES", "ALLOC_JOB_FEATURES", "BORROW", "JOB", "PHASES", "PLACE", "PROPOSAL", "RETURN", "WAIT",
