@@ -16,7 +16,12 @@ Two harnesses, one engine:
 
 Command line: ``python -m lyra_agents.evaluate RUN_DIR_OR_MODEL [--windows N] [--baselines lyra,sjf]
 [--json FILE [--overwrite]] [--trust-model-files]`` (``--json``: the rows, each with the env id and
-the lyra_gym version and commit, :func:`recorded`). The model is loaded without unpickling anything
+the lyra_gym version and commit, :func:`recorded`). It prints first what it runs on
+(:func:`header_lines`: env id, trace and seed, cluster file, knowledge mode, windows). With ``--suite
+v1 [--scenarios history] [--trace-seeds 5] [--windows 3] [--baselines lyra,expert] [--statistic
+iqm|mean] [--reps N] [--seed S]`` it runs the paired protocol of :mod:`lyra_agents.paired` on the
+suite's scenarios instead: per scenario, the ratio to each reference with its 95 % interval and
+half-width (``--json``: one row per policy and unit). The model is loaded without unpickling anything
 unless ``--trust-model-files`` (or ``LYRA_GYM_TRUST_MODEL_FILES=1``) is given; see ``docs/trust.md``.
 Every option is checked before the first window is simulated (``--windows`` >= 1 and at most the
 run's test windows, ``--baselines`` against the scheduler registry, the model loaded, ``--json``
@@ -238,12 +243,22 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("path", help="run directory, its model.zip, or a checkpoint zip")
     parser.add_argument("--windows", type=int, default=None,
                         help="test windows, >= 1 (default: the run's final_windows, at most all of them)")
-    parser.add_argument("--baselines", default="lyra", help="comma-separated scheduler names ('' for none)")
+    parser.add_argument("--baselines", default=None,
+                        help="comma-separated scheduler names ('' for none; default lyra); with --suite the "
+                             "references, where 'expert' is the run's imitation expert (default lyra,expert)")
     parser.add_argument("--json", default=None, help="write the per-window rows here (atomically)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     parser.add_argument("--trust-model-files", action="store_true",
                         help="load through SB3's pickle path (model.zip fields, vecnormalize.pkl): "
                              "can run code from the files; only for files you trust")
+    power = parser.add_argument_group("the paired protocol (lyra_agents.paired): on suite scenarios, not the run's env")
+    power.add_argument("--suite", default=None, help="evaluate on this suite's scenarios (v1, v1.1 or a file)")
+    power.add_argument("--scenarios", default=None, help="comma-separated scenario names (default: every one)")
+    power.add_argument("--trace-seeds", type=int, default=5, help="trace seeds 0..N-1 per scenario (default 5)")
+    power.add_argument("--statistic", choices=("iqm", "mean"), default="iqm",
+                       help="of the per-unit ratios (default iqm)")
+    power.add_argument("--reps", type=int, default=10_000, help="bootstrap samples (default 10000)")
+    power.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
     return parser
 
 
@@ -260,6 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    if args.suite is not None:
+        return _main_protocol(args)
     # every option, the model and the output checked before the first window is simulated
     try:
         from lyra_agents.factory import find_artifacts, make_eval_env
@@ -267,7 +284,7 @@ def _main(args: argparse.Namespace) -> int:
         from lyra_gym.outputs import check_out_file
 
         check_window_count(args.windows, "--windows")
-        names = [b.strip() for b in args.baselines.split(",") if b.strip()]
+        names = [b.strip() for b in ("lyra" if args.baselines is None else args.baselines).split(",") if b.strip()]
         baselines = resolve_baselines(names)
         base, _ = split_trust_option(args.path)
         find_artifacts(base)  # a missing model or config: one line, before anything else
@@ -294,12 +311,100 @@ def _evaluate(args: argparse.Namespace, scheduler: AgentScheduler, env: Any, cho
     """Simulate, print the table and write ``--json`` (atomically)."""
     from lyra_gym.progress import progress
 
+    print("\n".join(header_lines(scheduler.config, env, chosen)), flush=True)
     with progress(len(chosen) * (1 + len(baselines)), unit="sim") as bar:
         results = compare_on(scheduler, env, chosen, baselines, bar=bar)
     print(comparison_table(results))
     if args.json:
         with written(args.json) as tmp:
             tmp.write_text(json.dumps(recorded(results, scheduler.config.env_id), indent=2) + "\n")
+
+
+def header_lines(config: Any, env: Any, windows: Sequence[int]) -> list[str]:
+    """What the evaluation runs on, printed before it starts: env id, trace and trace seed, cluster
+    file, knowledge mode, test windows (length and warm start); for a generalist, that these are the
+    config's own env settings, not its scenarios'."""
+    from lyra_agents.paired import _relative
+
+    inner = env.unwrapped
+    cluster = _relative(config.sim_config) if config.sim_config else "default (no file)"
+    lines = [f"env {config.env_id}, trace {config.trace} seed {config.trace_seed}, cluster {cluster}, "
+             f"knowledge {inner.sim_config.knowledge.mode}",
+             f"test windows {', '.join(map(str, windows))} of {inner.windows.num_test} "
+             f"({config.window_s / 3600:g} h each, warm start {config.warmup_s / 3600:g} h)"]
+    if config.scenarios:
+        lines.append(f"trained on suite {config.suite} scenarios {', '.join(config.scenarios)}; evaluated here on "
+                     f"the config's own env above (--suite {config.suite} --scenarios NAME: on a scenario's units)")
+    return lines
+
+
+def _main_protocol(args: argparse.Namespace) -> int:
+    """``--suite``: the paired protocol (:mod:`lyra_agents.paired`) on the suite's scenarios."""
+    from lyra_agents import paired
+
+    try:
+        from lyra_agents.factory import find_artifacts
+        from lyra_agents.policy_scheduler import load_policy_scheduler, split_trust_option
+        from lyra_agents.suite import get_suite
+        from lyra_gym.outputs import check_out_file
+
+        check_window_count(args.windows, "--windows")
+        paired.check_numbers(args.trace_seeds, args.reps, args.seed)
+        protocol = paired.Protocol(tuple(range(args.trace_seeds)), 3 if args.windows is None else args.windows)
+        suite = get_suite(args.suite)
+        names = list(suite.scenarios) if args.scenarios is None else \
+            [n.strip() for n in args.scenarios.split(",") if n.strip()]
+        scenarios = [protocol.scenario(suite.get(n)) for n in names]
+        references = paired.references_of(args.baselines)
+        base, _ = split_trust_option(args.path)
+        find_artifacts(base)
+        if args.json is not None:
+            inputs = evaluate_inputs(base, references)
+            if suite.source != "built in":
+                inputs["--suite"] = suite.source
+            check_out_file(args.json, args.overwrite, inputs=inputs, what="--json")
+        scheduler = load_policy_scheduler(args.path, name="policy",
+                                          trust_model_files=True if args.trust_model_files else None)
+        factories = {"policy": lambda: scheduler,
+                     **{r: paired.reference_factory(r, scheduler.config) for r in references}}
+    except (OSError, ValueError, RuntimeError) as err:
+        lines = str(err).strip().splitlines() or [type(err).__name__]
+        print(f"lyra_agents.evaluate: error: {lines[0]}", file=sys.stderr)
+        return 2
+    try:
+        _evaluate_protocol(args, scheduler, suite, scenarios, factories, references)
+    except WriteError as err:
+        print(f"lyra_agents.evaluate: error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _evaluate_protocol(args: argparse.Namespace, scheduler: AgentScheduler, suite: Any, scenarios: Sequence[Any],
+                       factories: Mapping[str, Callable[[], Any]], references: Sequence[str]) -> None:
+    """Header, simulations, one block of paired intervals per scenario, ``--json`` (atomically)."""
+    from lyra_agents import paired
+    from lyra_gym.progress import progress
+
+    expert = paired.expert_name(scheduler.config)
+    print(f"suite {suite.version}; policy = {args.path}; expert = {expert}; {args.statistic.upper()} of the "
+          f"per-unit JCT ratio, 95 % bootstrap over units ({args.reps} samples, seed {args.seed})")
+    for scenario in scenarios:
+        print(paired.scenario_header(scenario, scheduler.config.env_id))
+    sims = sum(len(s.seeds()) * len(s.windows) for s in scenarios) * len(factories)
+    jct: dict[str, dict[paired.Unit, float]] = {label: {} for label in factories}
+    blocks = []
+    with progress(sims, unit="sim") as bar:
+        for scenario in scenarios:
+            one = paired.run_units(factories, scenario, bar=bar)
+            pairs = paired.compare(one, "policy", references, args.statistic, args.reps, args.seed)
+            blocks.append(paired.result_lines(scenario.name, len(one["policy"]), pairs))
+            for label in jct:
+                jct[label].update(one[label])
+    print("\n".join(line for block in blocks for line in block))
+    if args.json:
+        with written(args.json) as tmp:
+            rows = recorded({"units": paired.unit_rows(jct)}, scheduler.config.env_id)
+            tmp.write_text(json.dumps(rows, indent=2) + "\n")
 
 
 def evaluate_inputs(path: str, baselines: Sequence[str]) -> dict[str, str | os.PathLike[str] | None]:

@@ -3,8 +3,9 @@
 DL2 (Peng et al., "DL2: A Deep Learning-driven Scheduler for Deep Learning
 Clusters", 2019) first trains its network on the existing scheduler's decisions,
 then improves it by RL. Here the expert is the env's ``expert_action()``: the
-guided heuristic's own choice (``lyra`` by default), which in every LyraGym env
-reproduces the heuristic exactly.
+guided heuristic's own choice (``lyra`` by default; ``pollux+loan`` or ``tiresias+loan``
+with ``heuristic:`` in the config), which in every LyraGym env reproduces the heuristic
+exactly.
 
 1. :func:`collect_demonstrations` runs the training vector env under the
    expert for ``steps`` transitions, recording the raw observations, the

@@ -1,6 +1,7 @@
 """Heuristic schedulers for lyra-gym: the package's face.
 
-``from lyra_baselines import LyraScheduler`` gives a scheduler class; the registry finds the same
+``from lyra_baselines import LyraScheduler`` gives a scheduler class (``LyraReferenceScheduler``:
+Lyra's two phases read plainly, the place to start reading); the registry finds the same
 classes by name (``lyra_gym.make("lyra")``, entry points ``lyra_gym.schedulers`` in pyproject.toml).
 The modules behind them (``lyra_baselines.lyra``, ``.pollux``, ...) are internal. Each class is
 imported on first use (PEP 562), so importing the package, or one scheduler, loads no other.
@@ -22,6 +23,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
         LyraNoLoanScheduler,
         LyraScheduler,
     )
+    from lyra_baselines.lyra_reference import LyraReferenceScheduler
     from lyra_baselines.pollux import PolluxLoanScheduler, PolluxScheduler
     from lyra_baselines.sjf import SjfScheduler
     from lyra_baselines.tiresias import TiresiasLoanScheduler, TiresiasScheduler
@@ -32,6 +34,7 @@ _FACE = {
     "SjfScheduler": "lyra_baselines.sjf",
     **dict.fromkeys(("LyraScheduler", "LyraBackfillScheduler", "LyraNoLoanScheduler", "LyraNoElasticScheduler",
                      "BaselineScheduler", "BaselineMinScheduler"), "lyra_baselines.lyra"),
+    "LyraReferenceScheduler": "lyra_baselines.lyra_reference",
     **dict.fromkeys(("TiresiasScheduler", "TiresiasLoanScheduler"), "lyra_baselines.tiresias"),
     **dict.fromkeys(("GandivaScheduler", "GandivaLoanScheduler"), "lyra_baselines.gandiva"),
     **dict.fromkeys(("PolluxScheduler", "PolluxLoanScheduler"), "lyra_baselines.pollux"),
@@ -39,8 +42,8 @@ _FACE = {
 
 __all__ = [
     "BaselineMinScheduler", "BaselineScheduler", "FifoScheduler", "GandivaLoanScheduler", "GandivaScheduler",
-    "LyraBackfillScheduler", "LyraNoElasticScheduler", "LyraNoLoanScheduler", "LyraScheduler",
-    "PolluxLoanScheduler", "PolluxScheduler", "SjfScheduler", "TiresiasLoanScheduler", "TiresiasScheduler",
+    "LyraBackfillScheduler", "LyraNoElasticScheduler", "LyraNoLoanScheduler", "LyraReferenceScheduler",
+    "LyraScheduler", "PolluxLoanScheduler", "PolluxScheduler", "SjfScheduler", "TiresiasLoanScheduler", "TiresiasScheduler",
 ]
 
 

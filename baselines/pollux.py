@@ -95,6 +95,14 @@ What is modelled
   loanable inference server at every decision; reclaims are answered first,
   by ``reclaim_rule``, whether or not ``loan`` is set.
 
+**Guided** (``decide_guided``; ``decide`` is it with an empty Guidance, so the two cannot drift;
+``baselines/guided.py``): the ``preempt`` jobs are stopped first and are not admitted again in the
+same decision (their GPUs go to others); ``borrow_fraction`` / ``return_levels`` go to
+``Loaning.prepare``; job levels are admission tiers, highest first, each tier admitted by the rule
+above on what higher tiers left (a queued job at level 0 is not admitted; a running one at level 0
+gives way first and, if elastic, is held at its minimum), and weights ``2 ** (level - 2)`` of the
+jobs' terms in the power mean. All levels neutral and nothing preempted = plain Pollux, bit for bit.
+
 Left out: learning-rate scaling (AdaScale is not modelled), online fitting of the
 throughput and noise-scale models (both are known exactly), interference
 avoidance and the one-distributed-job-per-node rule, placement optimised
@@ -135,6 +143,7 @@ import numpy as np
 
 from lyra_baselines.loaning import Loaning, free_after, loan_param, reclaim_rule_param
 from lyra_baselines.placement import best_fit, take, warn_unrunnable
+from lyra_baselines.guided import Levels, preempt_jobs
 from lyra_baselines.pollux_admission import admit, admit_running, minimum, place_spanning
 from lyra_baselines.pollux_batches import BATCH_POINTS as BATCH_POINTS
 from lyra_baselines.pollux_batches import MAX_BATCH_GROWTH as MAX_BATCH_GROWTH
@@ -143,7 +152,7 @@ from lyra_baselines.pollux_optimizer import best_sizes, restart_factor, statisti
 from lyra_baselines.pollux_pools import Pool, build_pools, job_limit
 from lyra_gym.sim.params import MAX_S, MIN_TICK_S, check_fields, param
 from lyra_gym.sim.plan import Plan
-from lyra_gym.sim.scheduler import Scheduler
+from lyra_gym.sim.scheduler import Guidance, Scheduler
 from lyra_gym.sim.view import ClusterView, JobView
 
 
@@ -301,41 +310,52 @@ class PolluxScheduler(Scheduler):
 
     # --- the policy ---------------------------------------------------------------------
     def decide(self, view: ClusterView) -> Plan:
+        return self.decide_guided(view, Guidance())
+
+    def decide_guided(self, view: ClusterView, guidance: Guidance) -> Plan:
+        """Pollux's decision, modulated by an agent (an empty Guidance = plain Pollux; module
+        docstring, "Guided"): loaning with the agent's borrow fraction and return levels; the
+        ``preempt`` jobs stopped first and not admitted again now; job levels as admission tiers
+        (level 0: a queued job is not admitted) and as weights of the power mean."""
         plan = view.current_plan()
-        self.loaning.prepare(view, plan, self.rng)
+        stopped = preempt_jobs(plan.allocations, guidance.preempt) if guidance.preempt else ()
+        self.loaning.prepare(view, plan, self.rng, guidance.borrow_fraction, guidance.return_levels)
         free = free_after(view, plan)
         pools = build_pools(view, plan, free)
         if view.num_queued:
             if self._limit is None:
                 self._limit = job_limit(view, self.loan)
             warn_unrunnable(view, self.name, self._limit, minimum, self._warned)
+        levels = Levels(guidance.job_levels, stopped)
         dropped = admit_running(view, plan.allocations, pools)  # (1) running jobs stay in their pools
-        spanning = admit(view, plan, pools, free, dropped, self.preempt, self.backfill)  # (2) queued jobs
+        dropped = [job for job in dropped if levels.admissible(job.id)] if levels.active else dropped
+        spanning = admit(view, plan, pools, free, dropped, self.preempt, self.backfill, levels)  # (2) queued jobs
         for pool in pools:  # (3) per pool: size the elastic jobs by the power mean of speed-ups, place
-            self._size_and_place(view, plan, free, pool)
+            self._size_and_place(view, plan, free, pool, levels)
         place_spanning(plan.allocations, free, spanning)
         return plan
 
-    def _size_and_place(self, view: ClusterView, plan: Plan, free: list[int], pool: Pool) -> None:
+    def _size_and_place(self, view: ClusterView, plan: Plan, free: list[int], pool: Pool, levels: Levels) -> None:
         """Size the pool's elastic jobs (:meth:`_sizes`), free the GPUs of those whose count changes,
         and place them with the newly started inelastic jobs (:meth:`_place`)."""
         changed = [(job, job.spec.num_gpus) for job in pool.started]
-        for (job, count, _), x in zip(pool.elastic, self._sizes(view, pool)):
+        for (job, count, _), x in zip(pool.elastic, self._sizes(view, pool, levels)):
             if x != count:
                 changed.append((job, x))
                 for sid, gpus in plan.allocations.get(job.id, {}).items():
                     free[sid] += gpus
         self._place(view, plan, free, pool, changed)
 
-    def _sizes(self, view: ClusterView, pool: Pool) -> list[int]:
-        """GPU counts of the pool's elastic jobs, given its ``spare`` GPUs beyond their minimums."""
+    def _sizes(self, view: ClusterView, pool: Pool, levels: Levels) -> list[int]:
+        """GPU counts of the pool's elastic jobs, given its ``spare`` GPUs beyond their minimums;
+        ``levels`` weight the jobs' terms (level 0: held at its minimum)."""
         if pool.spare == 0:
             return [job.spec.min_gpus for job, _, _ in pool.elastic]
         options = []
         for job, _, current in pool.elastic:
             spec = job.spec
             lo = spec.min_gpus
-            hi = min(spec.max_gpus, lo + pool.spare)
+            hi = lo if levels.active and levels.level(job.id) == 0 else min(spec.max_gpus, lo + pool.spare)
             if self.assumed_efficiency:
                 s = self.speedups(view, spec.model, spec.num_gpus, lo, hi, pool.gpu_type, pool.gpus_per_server)
             else:
@@ -349,7 +369,8 @@ class PolluxScheduler(Scheduler):
                 if unchanged is not None:
                     s[current - lo] = unchanged
             options.append((lo, s))
-        return best_sizes(options, sum(lo for lo, _ in options) + pool.spare, self.p)
+        weights = [levels.weight(job.id) for job, _, _ in pool.elastic] if levels.active else None
+        return best_sizes(options, sum(lo for lo, _ in options) + pool.spare, self.p, weights)
 
     def _place(self, view: ClusterView, plan: Plan, free: list[int], pool: Pool,
                changed: list[tuple[JobView, int]]) -> None:

@@ -88,13 +88,17 @@ def power_mean(speedups: Sequence[float], p: float) -> float:
     return float(np.mean(s ** p) ** (1.0 / p))
 
 
-def best_sizes(jobs: Sequence[tuple[int, np.ndarray]], capacity: int, p: float) -> list[int]:
+def best_sizes(jobs: Sequence[tuple[int, np.ndarray]], capacity: int, p: float,
+               weights: Sequence[float] | None = None) -> list[int]:
     """GPU counts that maximise the power mean of the jobs' speed-ups using at most ``capacity`` GPUs.
 
     :param jobs: per job ``(lo, speedups)``: it may get ``lo, lo + 1, ..., lo + len(speedups) - 1``
         GPUs, with those speed-ups (an inelastic job: ``(num_gpus, [s])``). Every job gets at least ``lo``.
     :param capacity: GPUs available to these jobs.
     :param p: power-mean exponent.
+    :param weights: per job, the weight of its term in a weighted power mean
+        ``(sum_j w_j s_j**p / sum_j w_j) ** (1/p)`` (default None: all 1, Pollux's mean); an agent's
+        job levels (:class:`~lyra_gym.sim.scheduler.Guidance`).
     :returns: the GPU count of each job, in input order. Exact (dynamic programming over the
         ``capacity - sum(lo)`` spare GPUs, O(sum of options x spare)). Ties go to fewer GPUs in
         total, then, job by job from the last, to the smaller count.
@@ -110,8 +114,10 @@ def best_sizes(jobs: Sequence[tuple[int, np.ndarray]], capacity: int, p: float) 
     best[0] = 0.0
     rows = np.arange(spare + 1)
     picks: list[np.ndarray | None] = []
-    for _, speedups in jobs:
+    for j, (_, speedups) in enumerate(jobs):
         u = utility(np.asarray(speedups)[: spare + 1], p)
+        if weights is not None and weights[j] != 1.0:
+            u = u * weights[j]
         k = len(u)
         if k == 1:
             best += u[0]

@@ -36,6 +36,13 @@ Both modes:
   ``reclaim_rule``. A job a reclaim stops is placed again at once if it fits
   elsewhere (the engine counts that as a migration).
 
+Guided (``decide_guided``; ``decide`` is it with an empty Guidance; ``baselines/guided.py``):
+the ``preempt`` jobs are stopped first and not restarted in the same decision; ``borrow_fraction``
+and ``return_levels`` go to ``Loaning.prepare``; a job's level puts it in a tier before its queue
+(higher levels first, so a higher level is served and preempts before a lower one; a running job
+at level 0 is the first victim), and a queued job at level 0 stays out of the round. All levels
+neutral and nothing preempted = plain Tiresias, bit for bit.
+
 Realistic mode (default):
 
 - Placement by the run's ``placement`` rule (``baselines/placement.py``):
@@ -130,13 +137,14 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from lyra_baselines.loaning import Loaning, free_after, free_map_after, loan_param, reclaim_rule_param
+from lyra_baselines.guided import Classes, Levels, preempt_jobs
 from lyra_baselines.placement import (best_fit_in_groups, capacities, groups_by_type, place, place_in_groups,
                                       spanning_group, take, warn_unrunnable)
 from lyra_gym.sim.params import MAX_S, MIN_TICK_S, check_fields, param
 from lyra_gym.sim.placement import FreeGPUs
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.topology import FreeMap, ServerSet
-from lyra_gym.sim.scheduler import Scheduler
+from lyra_gym.sim.scheduler import Guidance, Scheduler
 from lyra_gym.sim.view import ClusterView, JobView
 
 # (queue, when the job entered it (artifact mode: its place in it), trace index): smaller runs first
@@ -253,10 +261,21 @@ class TiresiasScheduler(Scheduler):
         return abs(k - round(k)) > 1e-9
 
     def decide(self, view: ClusterView) -> Plan:
-        if self.rounds_only and self._off_round(view) and not view.reclaim_pending:
+        return self.decide_guided(view, Guidance())
+
+    def decide_guided(self, view: ClusterView, guidance: Guidance) -> Plan:
+        """Tiresias's decision, modulated by an agent (an empty Guidance = plain Tiresias; module
+        docstring, "Guided"): loaning with the agent's borrow fraction and return levels; the
+        ``preempt`` jobs stopped first and not started again now; a job's level shifts its queue
+        (level 0: a queued job stays out of the round, a running one is the first victim)."""
+        off_round = self.rounds_only and self._off_round(view) and not view.reclaim_pending
+        if off_round and not guidance.preempt:
             return view.current_plan()  # as the Pollux artifact: arrivals and freed GPUs wait for the round
         plan = view.current_plan()
-        self.loaning.prepare(view, plan, self.rng)
+        stopped = preempt_jobs(plan.allocations, guidance.preempt) if guidance.preempt else frozenset()
+        if off_round:
+            return plan
+        self.loaning.prepare(view, plan, self.rng, guidance.borrow_fraction, guidance.return_levels)
         if not self._overheads_checked:
             self._check_overheads(view)
         if view.num_queued:
@@ -267,12 +286,16 @@ class TiresiasScheduler(Scheduler):
         if now >= self._next_check:
             self._demote(view, now)
         waiting = self._waiting(view, plan, now)
+        levels = Levels(guidance.job_levels, stopped)
+        if levels.active:
+            waiting = [(key, job) for key, job in waiting if levels.admissible(job.id)]
+        classes = Classes(self._keys, len(self.thresholds) + 1, levels)
         if not waiting:
             return plan
         if self.artifact:
-            return self._artifact_round(view, plan, waiting, now)
-        waiting.sort(key=itemgetter(0))
-        self._realistic_round(view, plan, waiting, now)
+            return self._artifact_round(view, plan, waiting, now, classes)
+        waiting.sort(key=classes.order)
+        self._realistic_round(view, plan, waiting, now, classes)
         return plan
 
     def _waiting(self, view: ClusterView, plan: Plan, now: float) -> list[tuple[Key, JobView]]:
@@ -288,7 +311,7 @@ class TiresiasScheduler(Scheduler):
         return waiting
 
     def _realistic_round(self, view: ClusterView, plan: Plan, waiting: list[tuple[Key, JobView]],
-                         now: float) -> None:
+                         now: float, classes: Classes) -> None:
         """Realistic mode: start the ``waiting`` jobs (in key order) that fit, each preempting
         lower queues if it then fits as a whole; stop at the first job when nothing is free and
         nothing lower could be preempted."""
@@ -301,7 +324,7 @@ class TiresiasScheduler(Scheduler):
         largest = max(sum(map(capacity.__getitem__, pool)) for pool in pools)
         held = None  # GPUs held per queue by running jobs, computed when first needed
         for key, job in waiting:
-            need = job.spec.num_gpus
+            need, c = job.spec.num_gpus, classes.of(job.id)
             groups = pools
             if need > largest:  # too large for every pool: training and loaned servers together, if allowed
                 span = spanning_group(view, self._loaned(view, plan), need)
@@ -309,13 +332,13 @@ class TiresiasScheduler(Scheduler):
             placement = place_in_groups(rule, free, capacity, need, groups) if need <= free_total else None
             if placement is None:
                 if held is None:
-                    held = self._held(view, allocations, now)
-                room = sum(held[key[0] + 1:])  # what preempting every lower queue would free
+                    held = self._held(view, allocations, now, classes)
+                room = sum(held[c + 1:])  # what preempting every lower class would free
                 if free_total + room < need:
                     if free_total == 0 and room == 0:
                         break  # the rest are in this queue or lower: nothing more can start
                     continue
-                placement = self._preempt(key[0], need, allocations, free, groups, held, rule, capacity)
+                placement = self._preempt(c, need, allocations, free, groups, held, rule, capacity, classes)
                 if placement is None:
                     continue
                 free_total = free.total(all_cells)
@@ -330,24 +353,25 @@ class TiresiasScheduler(Scheduler):
             service = job.attained_gpu_s - self._base.get(job.id, 0.0)
             self._next_check = min(self._next_check, now + (self.thresholds[queue] - service) / job.spec.num_gpus)
 
-    def _held(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]], now: float) -> list[int]:
-        """GPUs held per queue by the jobs ``allocations`` keeps running."""
-        held, keys = [0] * (len(self.thresholds) + 1), self._keys
+    def _held(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]], now: float,
+              classes: Classes) -> list[int]:
+        """GPUs held per priority class (queue, without levels) by the jobs ``allocations`` keeps running."""
+        held, keys = [0] * classes.count, self._keys
         for job_id, alloc in allocations.items():
-            key = keys.get(job_id)
-            if key is None:  # started by someone else (an env driving part of the cluster)
-                key, self._next_check = self._key(view.job(job_id), now), now
-            held[key[0]] += sum(alloc.values())
+            if job_id not in keys:  # started by someone else (an env driving part of the cluster)
+                self._key(view.job(job_id), now)
+                self._next_check = now
+            held[classes.of(job_id)] += sum(alloc.values())
         return held
 
     def _preempt(self, queue: int, need: int, allocations: dict, free: FreeGPUs, pools: list[Sequence[int]],
-                 held: list[int], rule: str, capacity: Sequence[int]) -> dict[int, int] | None:
-        """Stop running jobs of queues below ``queue``, lowest priority first, until ``need`` GPUs
-        fit in one server group by the placement ``rule``; keep the victims the fit does not need.
-        Returns the placement, or None (then nothing is stopped)."""
-        keys = self._keys
+                 held: list[int], rule: str, capacity: Sequence[int], classes: Classes) -> dict[int, int] | None:
+        """Stop running jobs of classes below ``queue`` (the queue, without levels), lowest priority
+        first, until ``need`` GPUs fit in one server group by the placement ``rule``; keep the victims
+        the fit does not need. Returns the placement, or None (then nothing is stopped)."""
+        of = classes.of
         spread = rule != "consolidated"  # best fit fits whenever the group has ``need`` GPUs free
-        lowest_first = sorted(allocations, key=keys.__getitem__, reverse=True)
+        lowest_first = sorted(allocations, key=classes.running_order, reverse=True)
         for pool in pools:
             members = set(pool)
             if type(free) is FreeMap and type(pool) is ServerSet and pool.cells is not None:
@@ -358,7 +382,7 @@ class TiresiasScheduler(Scheduler):
             chosen = []  # (job id, its GPUs in this pool)
             ok = False
             for job_id in lowest_first:
-                if keys[job_id][0] <= queue or ok:
+                if of(job_id) <= queue or ok:
                     break
                 gpus = sum(g for sid, g in allocations[job_id].items() if sid in members)
                 if gpus:
@@ -383,7 +407,7 @@ class TiresiasScheduler(Scheduler):
             for job_id, _ in chosen:
                 for sid, gpus in allocations.pop(job_id).items():
                     free[sid] += gpus
-                    held[keys[job_id][0]] -= gpus
+                    held[of(job_id)] -= gpus
             return place(rule, free, capacity, need, pool)  # fits: checked above
         return None
 
@@ -433,7 +457,7 @@ class TiresiasScheduler(Scheduler):
         return [*pools, (loaned, [loaned])] if loaned else pools
 
     def _artifact_round(self, view: ClusterView, plan: Plan, waiting: list[tuple[Key, JobView]],
-                        now: float) -> Plan:
+                        now: float, classes: Classes) -> Plan:
         """One scheduling round of the artifact's ``dlas-gpu`` with ``--scheme=count``: walk every
         job, running or not, in queue order; a job runs if its pool still has its GPUs (a count,
         not servers); a running job that no longer fits is preempted. Then, in every queue, the
@@ -445,6 +469,8 @@ class TiresiasScheduler(Scheduler):
         entries = self._artifact_running(view, allocations, pools, room, now)
         entries += [(key, job.id, None, job) for key, job in waiting]
         entries.sort(key=itemgetter(0))
+        if classes.tiered:  # levels first (stable: key order within a level)
+            entries.sort(key=lambda e: classes.of(e[1]) // classes.queues)
         victims, starts = _count_fits(entries, room)
         for job_id in victims:
             for sid, gpus in allocations.pop(job_id).items():
@@ -459,7 +485,7 @@ class TiresiasScheduler(Scheduler):
             self._started(job, key[0], now)
         if self.queue_order == "arrival":  # the Pollux artifact: places kept (arrival, or demotion)
             return plan
-        self._running_first(entries, allocations)
+        self._running_first(sorted(entries, key=itemgetter(0)) if classes.tiered else entries, allocations)
         return plan
 
     def _artifact_running(self, view: ClusterView, allocations: Mapping[str, Mapping[int, int]],

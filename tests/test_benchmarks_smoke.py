@@ -34,6 +34,8 @@ TINY = {
     "alloc_env.TimeAllocEpisode": {"window_h": 0.5},
     "agent.AgentSubAction": {"samples": 3},
     "agent.AgentDecision": {"hours": 0.5},
+    "training.ConfigStep": {"steps": 4},
+    "training.TrainThroughput": {"n_steps": 4},
 }
 
 
@@ -59,7 +61,7 @@ CLASSES = _classes()
 
 def test_every_module_imports_and_every_benchmark_class_has_a_tiny_size():
     assert {m.__name__ for m in _modules()} >= {"asv_bench.engine", "asv_bench.trace", "asv_bench.envs",
-                                                 "asv_bench.alloc_env", "asv_bench.agent"}
+                                                 "asv_bench.alloc_env", "asv_bench.agent", "asv_bench.training"}
     assert set(CLASSES) == set(TINY)
 
 

@@ -108,9 +108,12 @@ def test_evaluate_bar_over_windows_times_policies(tmp_path, monkeypatch, capsys,
     import lyra_agents.factory
     import lyra_agents.policy_scheduler
 
-    env = SimpleNamespace(windows=_Windows(), trace=None, sim_config=None, profiles=None)
+    env = SimpleNamespace(windows=_Windows(), trace=None, profiles=None,
+                          sim_config=SimpleNamespace(knowledge=SimpleNamespace(mode="oracle")))
     env.unwrapped = env
-    model = SimpleNamespace(name="policy", config=SimpleNamespace(final_windows=2, env_id="LyraGym/Alloc-v1"))
+    config = SimpleNamespace(final_windows=2, env_id="LyraGym/Alloc-v1", trace="env-14d", trace_seed=0,
+                             sim_config=None, window_s=43200.0, warmup_s=0.0, scenarios=[])  # the header's fields
+    model = SimpleNamespace(name="policy", config=config)
     monkeypatch.setattr(lyra_agents.policy_scheduler, "load_policy_scheduler", lambda *a, **k: model)
     monkeypatch.setattr(lyra_agents.factory, "find_artifacts",
                         lambda base: SimpleNamespace(model=None, vecnormalize=None, config=None))

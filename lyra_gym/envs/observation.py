@@ -7,6 +7,8 @@ Layout (:func:`observation_layout`)::
 ``job_width`` is ``len(JOB_FEATURES)`` plus an environment's own per-job features, appended
 at the end of each row; ``cluster_width`` likewise (the full-control environment appends its
 decision state, :mod:`lyra_gym.envs.alloc`). The builder leaves appended entries at 0.
+Version 2 (``ObservationBuilder(..., version=2)``, :mod:`lyra_gym.envs.observation_v2`) puts its
+own features after version 1's in each job row and in the cluster block, before an env's own.
 
 Every entry lies in [-1, 1] (clipped). Times enter as log1p(seconds / 60) / 10,
 so one minute is 0.07, one hour 0.41 and ten days 0.96.
@@ -39,6 +41,13 @@ import numpy as np
 
 # kept per engine (lyra_gym/envs/observation_state.py); _CONSTANTS and _DemandAhead under their old import path too
 from lyra_gym.envs.observation_state import _CONSTANTS, _constants, _DemandAhead, _EngineConstants  # noqa: F401
+from lyra_gym.envs.observation_v2 import (
+    V2_CLUSTER_FEATURES,
+    V2_JOB_FEATURES,
+    WindowLike,
+    cluster_features,
+    splice_job_rows,
+)
 from lyra_gym.model.jobs import Job, JobState
 from lyra_gym.model.knowledge import Knowledge
 from lyra_gym.model.scaling import PROGRESS_BINS, progress_bin
@@ -102,6 +111,16 @@ SERVER_FEATURES = (
     "inelastic_jobs",     # inelastic jobs on it (preempted if it is returned) / 8
 )
 
+
+#: The observation versions :class:`ObservationBuilder` builds.
+OBSERVATION_VERSIONS = (1, 2)
+
+
+def builder_features(version: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(job features, cluster features) of observation ``version``, before an env's own."""
+    if version == 2:
+        return JOB_FEATURES + V2_JOB_FEATURES, CLUSTER_FEATURES + V2_CLUSTER_FEATURES
+    return JOB_FEATURES, CLUSTER_FEATURES
 
 
 def observation_layout(num_job_slots: int, num_server_slots: int, job_width: int = len(JOB_FEATURES),
@@ -196,18 +215,24 @@ class ObservationBuilder:
 
     :param extra_job_features: names of features appended to each job row (left 0 here).
     :param extra_cluster_features: names of features appended to the cluster block (left 0 here).
+    :param version: 1 (``JOB_FEATURES``, ``CLUSTER_FEATURES``) or 2 (each block followed by
+        version 2's features, :mod:`lyra_gym.envs.observation_v2`; version 1's values unchanged).
     """
 
     def __init__(self, num_job_slots: int, num_server_slots: int, extra_job_features: tuple[str, ...] = (),
-                 extra_cluster_features: tuple[str, ...] = ()) -> None:
+                 extra_cluster_features: tuple[str, ...] = (), version: int = 1) -> None:
+        if isinstance(version, bool) or version not in OBSERVATION_VERSIONS:
+            raise ValueError(f"version: must be one of {OBSERVATION_VERSIONS}, got {version!r}")
         self.k = num_job_slots
         self.m = num_server_slots
-        self.job_width = len(JOB_FEATURES) + len(extra_job_features)
-        self.cluster_width = len(CLUSTER_FEATURES) + len(extra_cluster_features)
+        self.version = version
+        job_features, cluster_features = builder_features(version)
+        self.job_width = len(job_features) + len(extra_job_features)
+        self.cluster_width = len(cluster_features) + len(extra_cluster_features)
         self.layout = observation_layout(self.k, self.m, self.job_width, self.cluster_width)
         #: one name per entry of the observations :meth:`build` makes, in order
-        self.names = observation_names(self.k, self.m, JOB_FEATURES + tuple(extra_job_features),
-                                       CLUSTER_FEATURES + tuple(extra_cluster_features))
+        self.names = observation_names(self.k, self.m, job_features + tuple(extra_job_features),
+                                       cluster_features + tuple(extra_cluster_features))
         self.size = len(self.names)
         self._efficiency: dict[tuple[str, int, int], float] = {}
         # (profiles, config) -> {(model, GPUs, B0, progress part, batch): rate on the loaned type}, and
@@ -216,8 +241,10 @@ class ObservationBuilder:
         self._shared_goodput: dict[tuple, dict] = {}
         self._shared_parts: dict[tuple, dict] = {}
         self._format = f"{self.size}f"  # the values as float32 bytes (struct.pack, native), in one call
-        self._job_pad = (0.0,) * (self.job_width - len(JOB_FEATURES))
-        self._cluster_pad = (0.0,) * (self.cluster_width - len(CLUSTER_FEATURES))
+        # version 2 builds version 1's rows unpadded, then splices its features and the padding in
+        self._v2_pad = (0.0,) * len(extra_job_features) if version == 2 else None
+        self._job_pad = () if version == 2 else (0.0,) * (self.job_width - len(JOB_FEATURES))
+        self._cluster_pad = (0.0,) * len(extra_cluster_features)
         self._empty_server = (0.0,) * len(SERVER_FEATURES)
 
     def __deepcopy__(self, memo: dict) -> ObservationBuilder:
@@ -483,7 +510,11 @@ class ObservationBuilder:
                 (by_free[0] / usable, sum(by_free[1:2]) / usable, sum(by_free[2:4]) / usable,
                  sum(by_free[4:8]) / usable, sum(by_free[8:]) / usable))
 
-    def build(self, view: ClusterView, jobs: list[JobView], servers: list[int]) -> np.ndarray:
+    def build(self, view: ClusterView, jobs: list[JobView], servers: list[int],
+              window: WindowLike | None = None) -> np.ndarray:
+        """The observation of ``view`` with job slots ``jobs`` and loaned-server slots ``servers``;
+        ``window``: the episode's window (its ``start_s`` and ``length_s``), read by version 2 only
+        (None: a run over a whole trace, no window)."""
         constants = self._constants(view)
         engine = view._engine  # noqa: SLF001 -- the engine's records, read only
         records = engine.jobs
@@ -491,6 +522,9 @@ class ObservationBuilder:
         values: list[float] = []
         shown_queued_gpus, shown_running = self._job_rows(view, jobs, constants, constants.loaned_type,
                                                                  bool(loaned), values)
+        v2_pad = self._v2_pad
+        if v2_pad is not None:
+            values = splice_job_rows(values, view, jobs, len(JOB_FEATURES), v2_pad)
         values += (0.0,) * ((self.k - len(jobs)) * self.job_width)
         now = engine.now
         n_inf = max(1, len(constants.inference_ids))
@@ -531,6 +565,8 @@ class ObservationBuilder:
             tail_gpus / max(1, training_gpus),
             math.log1p(running_unseen) / 6.0,
         )
+        if v2_pad is not None:
+            values += cluster_features(constants.submit_times(), now, window)
         values += self._cluster_pad
         servers_all = engine.servers
         inelastic = constants.inelastic.__getitem__

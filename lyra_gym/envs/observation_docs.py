@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from lyra_gym.envs.alloc_layout import ALLOC_CLUSTER_FEATURES, ALLOC_JOB_FEATURES
 from lyra_gym.envs.observation import CLUSTER_FEATURES, JOB_FEATURES, SERVER_FEATURES, observation_layout
+from lyra_gym.envs.observation_v2 import V2_CLUSTER_FEATURES, V2_JOB_FEATURES
 
 LOG_TIME = "log-time"
 GPUS = "GPUs / 64"
@@ -41,6 +42,17 @@ JOB_DOCS: dict[str, tuple[str, str]] = {
     "remaining_now": ("time to finish at its current rate (queued: remaining_est)", LOG_TIME),
     "remaining_loaned": ("time to finish at its requested size on the loaned GPU type (1 if that rate is 0; 0 "
                          "with no inference servers)", LOG_TIME),
+    # version 2 (lyra_gym/envs/observation_v2.py)
+    "attained_service": ("GPU-seconds it has held so far (Tiresias' key; linear where its thresholds sit)",
+                         "GPU-s / 36,000, clipped at 1"),
+    "statistical_efficiency": ("statistical efficiency of the batch it runs now, as the engine charges it "
+                               "(Pollux's E; 1 while queued or where none is charged)", "ratio, clipped at 1"),
+    "speedup": ("its rate now / its rate at its requested size on the reference GPU at its initial batch "
+                "(Pollux's speed-up; placement, GPU type and E included; 0 while queued)",
+                "log2(1 + ratio) / 4: 1x 0.25, 3x 0.5, 15x 1"),
+    "preemptions": ("times it was preempted so far", "count / 8, clipped at 1"),
+    "preempt_cost": ("what preempting it now would cost it: its restart overhead plus the run time since its "
+                     "last checkpoint (0 while queued)", LOG_TIME),
     # Alloc-v1's own (lyra_gym/envs/alloc_layout.py)
     "picked": ("decided at this decision point", FLAG),
     "selected": ("the job being placed now", FLAG),
@@ -73,6 +85,12 @@ CLUSTER_DOCS: dict[str, tuple[str, str]] = {
     "queue_head_wait": ("time the longest-waiting queued job has waited", LOG_TIME),
     "queue_tail_gpus": ("GPUs requested by the queued jobs outside the K slots", "GPUs / training GPUs"),
     "running_unseen": ("running jobs outside the K slots", "log1p(jobs) / 6"),
+    # version 2 (lyra_gym/envs/observation_v2.py)
+    "window_elapsed": ("time since the episode window's start / its length (arrivals stop at 1; 0 with no "
+                       "window)", "share, 0-1, clipped"),
+    "arrivals_left": ("jobs not yet submitted", "log1p(jobs) / 6"),
+    "arrivals_left_share": ("jobs not yet submitted / the window's jobs (warm-up jobs not counted; no window: "
+                            "the run's jobs)", SHARE),
     # Alloc-v1's own (lyra_gym/envs/alloc_layout.py)
     "phase_borrow": ("the decision is in its borrow phase", FLAG),
     "phase_return": ("... in its return phase", FLAG),
@@ -95,6 +113,8 @@ SERVER_DOCS: dict[str, tuple[str, str]] = {
 LAYOUTS = (
     ("Guided environments", "LyraGym/Cluster-v1, LyraGym/Loaning-v1, LyraGym/Elastic-v1", JOB_FEATURES,
      CLUSTER_FEATURES),
+    ("Guided environments, observation version 2", "The -v2 guided environments (`ObservationBuilder(..., "
+     "version=2)`)", JOB_FEATURES + V2_JOB_FEATURES, CLUSTER_FEATURES + V2_CLUSTER_FEATURES),
     ("Full control", "LyraGym/Alloc-v1", JOB_FEATURES + ALLOC_JOB_FEATURES, CLUSTER_FEATURES + ALLOC_CLUSTER_FEATURES),
 )
 

@@ -60,7 +60,7 @@ class _EngineConstants:
     __slots__ = ("_view", "ref", "jobs", "goodput", "training_ids", "inference_ids", "inference_set",
                  "training_gpus", "inference_gpus", "loaned_type", "adaptive", "queued_rows", "running_rows",
                  "demand_ahead", "shared_goodput", "training_cells", "inelastic", "occupancy", "running_slots",
-                 "shared_parts", "__weakref__")
+                 "shared_parts", "submits", "__weakref__")
 
     def __init__(self, view: ClusterView) -> None:
         self._view = weakref.ref(view)
@@ -105,6 +105,17 @@ class _EngineConstants:
         # (the running job indices in start order, their views: elastic ones then inelastic ones, how
         # many are elastic): job_slots' running part, kept while the running jobs stay these
         self.running_slots: tuple[list[int], list, int] | None = None
+        # the jobs' submit times, ascending (observation version 2's arrivals; None until asked)
+        self.submits: list[float] | None = None
+
+    def submit_times(self) -> list[float]:
+        """The submit times of the engine's jobs, ascending (computed once)."""
+        submits = self.submits
+        if submits is None:
+            view = self._view()
+            assert view is not None  # the engine (and its view) own these constants
+            submits = self.submits = sorted(record.spec.submit_time for record in view._engine.jobs)  # noqa: SLF001
+        return submits
 
     def reference(self, model: str, workers: int) -> float:
         """``view.reference_throughput(model, workers)``, cached."""

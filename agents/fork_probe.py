@@ -1,0 +1,261 @@
+"""The fork probe (issue 38 item 3): how much one decision's action changes an episode's return.
+
+``python -m lyra_agents.fork_probe --config agents/configs/cluster-generalist.yaml --states 20``
+
+1. Run the expert (the env's ``expert_action()``, the guided heuristic's own neutral choice) over
+   an episode (train window drawn by reset seed ``--seed``; the next seed for the next episode
+   while more states are wanted) and count its decision steps.
+2. Pick ``--states`` decision steps, seeded, without replacement.
+3. At each, fork the env (``env.unwrapped.fork()``, :mod:`lyra_gym.envs.snapshot`) once per
+   alternative of ``--kinds``, play that alternative for this one step, then the expert to the
+   episode's end (termination or truncation), and compare the return from that step on with the
+   expert's own:
+
+   - ``random``: a uniformly random valid value in every dimension (masks);
+   - ``level``: one dimension with more than one valid value (drawn), moved to another valid value
+     (drawn), e.g. one job's level; a state with no such dimension has no choice at all and plays
+     the expert's action (its row says ``choice`` 0);
+   - ``neutral``: the expert's action itself: the return does not change at all, bit for bit (a
+     check of the fork).
+
+The change of return is reported in reward units and, for the ``jct`` reward (return = -(job-seconds
+in the system) / ``reward_scale_s``), in job-hours: positive is better (fewer job-hours). Printed:
+per kind and over all alternatives, the share of decisions whose return does not change at all
+(exact float equality; the engine is deterministic), and the spread (min / median / max) of the
+change in job-hours over the decisions that changed it. ``--out`` writes one CSV row per fork.
+
+Env: ``--config`` (a ``train.py`` config: its ``env_id`` and env keywords; ``--scenario`` one of its
+``scenarios``, merged as ``train.py`` merges them), or ``--env`` alone (the env's defaults);
+``--env`` with ``--config`` replaces the config's env id (e.g. a ``-v2`` id with the same settings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
+from lyra_agents.config import TrainConfigError, load_train_config
+from lyra_agents.experts import random_masked_action
+from lyra_agents.suite import get_suite
+from lyra_gym.errors import LyraGymError, shown
+
+KINDS = ("random", "level", "neutral")
+#: CSV columns, in order (:class:`Fork`'s fields)
+COLUMNS = ("state", "episode_seed", "step", "time_s", "kind", "dimension", "choice", "delta_return",
+           "delta_job_hours", "steps_after")
+
+
+@dataclass(frozen=True)
+class Fork:
+    """One alternative played at one decision state. ``delta_return``: its return from ``step`` on
+    minus the expert's (reward units); ``delta_job_hours``: the same in job-hours saved (NaN unless
+    the reward is ``jct``); ``dimension``: the action dimension ``level`` moved (-1 otherwise);
+    ``choice``: 1 if some dimension had more than one valid value."""
+
+    state: int
+    episode_seed: int
+    step: int
+    time_s: float
+    kind: str
+    dimension: int
+    choice: int
+    delta_return: float
+    delta_job_hours: float
+    steps_after: int
+
+
+class ProbeError(LyraGymError):
+    """A bad probe argument; the message names it."""
+
+
+def env_settings(config: str | None, env_id: str | None, scenario: str | None) -> tuple[str, dict[str, Any]]:
+    """(env id, ``gymnasium.make`` keywords) from the arguments (module docstring)."""
+    if config is None:
+        if env_id is None:
+            raise ProbeError("--config or --env: give a train.py config file or an env id")
+        if scenario is not None:
+            raise ProbeError("--scenario: needs --config (a config's scenarios)")
+        return env_id, {}
+    try:
+        cfg = load_train_config(config)
+    except OSError as err:
+        raise ProbeError(f"--config: cannot read {shown(config)} ({err.strerror or err})") from None
+    kwargs = cfg.env_kwargs()
+    if scenario is not None:
+        if scenario not in cfg.scenarios:
+            raise ProbeError(f"--scenario: {shown(scenario)} is not one of the config's scenarios "
+                             f"({', '.join(cfg.scenarios) or 'none'})")
+        extra = get_suite(cfg.suite).get(scenario).env_kwargs()
+        assert extra is not None  # TrainConfig.validate refuses scenarios an env cannot express
+        kwargs = {**kwargs, **extra, "trace_seed": cfg.trace_seed}
+    return env_id or cfg.env_id, kwargs
+
+
+def make_env(env_id: str, kwargs: dict[str, Any]) -> Any:
+    """The unwrapped env; an unknown id or a keyword the env refuses is a :class:`ProbeError`."""
+    try:
+        env = gym.make(env_id, **kwargs).unwrapped
+    except gym.error.Error as err:
+        raise ProbeError(f"--env: {shown(env_id)}: {err}") from None
+    except ValueError as err:  # the env's own check of a keyword, naming it
+        raise ProbeError(f"{env_id} settings: {err}") from None
+    if not hasattr(env, "fork") or not hasattr(env, "expert_action"):
+        raise ProbeError(f"--env: {shown(env_id)} is not a LyraGym env with fork() and expert_action()")
+    return env
+
+
+def expert_rewards(env: Any, seed: int) -> list[float]:
+    """The expert's rewards over the episode of reset seed ``seed``."""
+    env.reset(seed=seed)
+    rewards: list[float] = []
+    while not (env.done or env.episode.truncated):
+        rewards.append(float(env.step(env.expert_action())[1]))
+    return rewards
+
+
+def rest_of_episode(env: Any, first: np.ndarray) -> tuple[float, int]:
+    """(return, steps) of ``first`` and then the expert to the episode's end."""
+    total, steps, action = 0.0, 0, first
+    while True:
+        _, r, done, truncated, _ = env.step(action)
+        total += float(r)
+        steps += 1
+        if done or truncated:
+            return total, steps
+        action = env.expert_action()
+
+
+def alternative(env: Any, kind: str, rng: np.random.Generator) -> tuple[np.ndarray, int, int]:
+    """(action, dimension moved or -1, 1 if some dimension has a choice) of ``kind`` now."""
+    expert = np.asarray(env.expert_action(), dtype=np.int64)
+    nvec = np.asarray(env.action_space.nvec, dtype=np.int64)
+    masks = env.action_masks()
+    starts = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+    open_dims = [d for d in range(len(nvec)) if masks[starts[d]:starts[d] + nvec[d]].sum() > 1]
+    choice = int(bool(open_dims))
+    if kind == "neutral" or (kind == "level" and not open_dims):
+        return expert, -1, choice
+    if kind == "random":
+        return random_masked_action(rng, nvec, masks), -1, choice
+    d = open_dims[int(rng.integers(len(open_dims)))]
+    valid = [v for v in np.flatnonzero(masks[starts[d]:starts[d] + nvec[d]]) if v != expert[d]]
+    action = expert.copy()
+    action[d] = valid[int(rng.integers(len(valid)))]
+    return action, d, choice
+
+
+def job_hours_per_unit(env: Any) -> float:
+    """Job-hours per unit of return (the ``jct`` reward alone), else NaN."""
+    weights = dict(env.reward_weights)
+    return env.reward_scale_s / 3600.0 if weights == {"jct": 1.0} else math.nan
+
+
+def probe(env: Any, states: int, seed: int, kinds: Sequence[str]) -> list[Fork]:
+    """The forks of ``states`` decision states (module docstring), each alternative of ``kinds``."""
+    rng = np.random.default_rng(seed)
+    hours = job_hours_per_unit(env)
+    forks: list[Fork] = []
+    episode_seed, state, empty = seed, 0, 0
+    while state < states:
+        rewards = expert_rewards(env, episode_seed)
+        empty = 0 if rewards else empty + 1
+        if empty >= 100:
+            raise ProbeError(f"--seed: 100 episodes in a row (seeds to {episode_seed}) had no decision to make")
+        chosen = sorted(rng.choice(len(rewards), size=min(states - state, len(rewards)), replace=False).tolist())
+        env.reset(seed=episode_seed)
+        for step in range(len(rewards)):
+            if chosen and step == chosen[0]:
+                chosen.pop(0)
+                expert_return = sum(rewards[step:], 0.0)  # summed in the order the fork's return is
+                for kind in kinds:
+                    fork = env.fork()
+                    action, dimension, choice = alternative(fork, kind, rng)
+                    total, steps = rest_of_episode(fork, action)
+                    delta = total - expert_return
+                    forks.append(Fork(state, episode_seed, step, float(env.engine.now), kind, dimension, choice,
+                                      delta, delta * hours, steps))
+                state += 1
+            env.step(env.expert_action())
+        episode_seed += 1
+    return forks
+
+
+def summary(forks: Sequence[Fork], kinds: Sequence[str]) -> list[str]:
+    """Lines: per kind and over all, the share with no effect and the spread of the changes."""
+    lines = [f"{'kind':<8} {'forks':>5} {'no effect':>9} {'min job-h':>10} {'median':>8} {'max job-h':>10}"]
+    for kind in (*dict.fromkeys(kinds), "all"):
+        rows = [f for f in forks if kind in ("all", f.kind)]
+        if not rows:
+            continue
+        changed = [f.delta_job_hours if not math.isnan(f.delta_job_hours) else f.delta_return
+                   for f in rows if f.delta_return != 0.0]
+        spread = (f"{min(changed):10.2f} {float(np.median(changed)):8.2f} {max(changed):10.2f}" if changed
+                  else f"{'-':>10} {'-':>8} {'-':>10}")
+        lines.append(f"{kind:<8} {len(rows):5d} {sum(f.delta_return == 0.0 for f in rows) / len(rows):9.0%} {spread}")
+    return lines
+
+
+def write_csv(path: Path, forks: Sequence[Fork]) -> None:
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer.writeheader()
+        for fork in forks:
+            writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in asdict(fork).items()})
+
+
+def parse_kinds(text: str) -> list[str]:
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds:
+        raise ProbeError(f"--kinds: {shown(bad[0] if bad else text)} is not a kind (known: {', '.join(KINDS)})")
+    return kinds
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m lyra_agents.fork_probe", description=__doc__.split("\n")[0])
+    parser.add_argument("--config", help="a train.py config YAML (its env_id and env settings)")
+    parser.add_argument("--env", help="env id (replaces the config's; alone: the env's default settings)")
+    parser.add_argument("--scenario", help="one of the config's scenarios (default: the config's own settings)")
+    parser.add_argument("--states", type=int, default=20, help="decision states to fork at (default 20)")
+    parser.add_argument("--seed", type=int, default=0, help="reset seed of the first episode and the draws")
+    parser.add_argument("--kinds", default="random,level", help=f"alternatives per state, comma-separated, "
+                        f"repeats allowed ({', '.join(KINDS)}; default random,level)")
+    parser.add_argument("--out", type=Path, help="CSV file: one row per fork")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.states < 1:
+            raise ProbeError(f"--states: must be >= 1, got {args.states}")
+        if args.seed < 0:
+            raise ProbeError(f"--seed: must be >= 0, got {args.seed}")
+        kinds = parse_kinds(args.kinds)
+        if args.out is not None and not args.out.parent.is_dir():
+            raise ProbeError(f"--out: folder {shown(str(args.out.parent))} does not exist")
+        env_id, kwargs = env_settings(args.config, args.env, args.scenario)
+        env = make_env(env_id, kwargs)
+        forks = probe(env, args.states, args.seed, kinds)
+    except (ProbeError, TrainConfigError, LyraGymError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"fork probe: {env_id}, {args.states} states from seed {args.seed}, kinds {','.join(kinds)}")
+    print("\n".join(summary(forks, kinds)))
+    if args.out is not None:
+        write_csv(args.out, forks)
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
