@@ -13,7 +13,9 @@
 - Models as schedulers: :mod:`lyra_agents.policy_scheduler` (``model:PATH``),
   :mod:`lyra_agents.observation_policy` (``policy:MODULE:FACTORY``), :mod:`lyra_agents.spaces`
   (the spaces a model must match), :mod:`lyra_agents.small_first`.
-- Measuring: :mod:`lyra_agents.evaluate` (held-out test windows), :mod:`lyra_agents.benchmark` with
+- Measuring: :mod:`lyra_agents.evaluate` (held-out test windows), :mod:`lyra_agents.paired`
+  (paired evaluation over many units), :mod:`lyra_agents.fork_probe` (how much one action changes a
+  return), :mod:`lyra_agents.benchmark` with
   :mod:`lyra_agents.suite`, :mod:`lyra_agents.scenarios`, :mod:`lyra_agents.bench_stats`,
   :mod:`lyra_agents.bench_output` and :mod:`lyra_agents.headroom`.
 

@@ -43,7 +43,8 @@ _FACE = {
 __all__ = [
     "BaselineMinScheduler", "BaselineScheduler", "FifoScheduler", "GandivaLoanScheduler", "GandivaScheduler",
     "LyraBackfillScheduler", "LyraNoElasticScheduler", "LyraNoLoanScheduler", "LyraReferenceScheduler",
-    "LyraScheduler", "PolluxLoanScheduler", "PolluxScheduler", "SjfScheduler", "TiresiasLoanScheduler", "TiresiasScheduler",
+    "LyraScheduler", "PolluxLoanScheduler", "PolluxScheduler", "SjfScheduler", "TiresiasLoanScheduler",
+    "TiresiasScheduler",
 ]
 
 
