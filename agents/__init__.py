@@ -1,14 +1,23 @@
-"""Reinforcement-learning side of lyra-gym (agents, configs, callbacks).
+"""Reinforcement-learning side of lyra-gym: training, trained models as schedulers, evaluation, the benchmark.
 
-- :mod:`lyra_agents.config`: :class:`~lyra_agents.config.TrainConfig`, every knob of a run; YAML files in
-  ``agents/configs/`` (one per env id, plus the ``--quick`` overlay); ``--set key=value``.
-- :mod:`lyra_agents.factory`: seeded vector envs, ``VecNormalize`` (slot-tied statistics), the model
-  (MaskablePPO by default, PPO selectable), run directories and saved artefacts.
-- :mod:`lyra_agents.extractors`: a DeepSets encoder of the job slots (SB3 features extractor).
-- :mod:`lyra_agents.callbacks`: ``custom/*`` cluster metrics, ``eval/*`` against Lyra on test
-  windows, config as TensorBoard text, a progress bar, checkpoints.
-- :mod:`lyra_agents.evaluate`: a model, the expert, or any scheduler on held-out test windows.
-- :mod:`lyra_agents.policy_scheduler`: a trained model as a Scheduler (``model:PATH``).
+- Training: :mod:`lyra_agents.config` (:class:`~lyra_agents.config.TrainConfig`, every knob of a run;
+  YAML files in ``agents/configs/``; ``--set key=value``), :mod:`lyra_agents.vec_envs` (seeded,
+  normalised vector envs), :mod:`lyra_agents.model_build` (device, threads, algorithm, policy
+  network), :mod:`lyra_agents.extractors` (a DeepSets encoder of the job slots),
+  :mod:`lyra_agents.callbacks`, :mod:`lyra_agents.imitation` and :mod:`lyra_agents.experts`
+  (the behaviour-cloning warm start), :mod:`lyra_agents.rllib_backend` (RLlib PPO).
+- A run's files: :mod:`lyra_agents.artifacts` (names and paths), :mod:`lyra_agents.normalizer_stats`
+  (observation statistics as ``.npz``), :mod:`lyra_agents.model_files` (the limits and checks on
+  saved files, trust), :mod:`lyra_agents.model_loading`, :mod:`lyra_agents.export`,
+  :mod:`lyra_agents.convert_cli`; :mod:`lyra_agents.factory` re-exports them for older callers.
+- Models as schedulers: :mod:`lyra_agents.policy_scheduler` (``model:PATH``),
+  :mod:`lyra_agents.observation_policy` (``policy:MODULE:FACTORY``), :mod:`lyra_agents.spaces`
+  (the spaces a model must match), :mod:`lyra_agents.small_first`.
+- Measuring: :mod:`lyra_agents.evaluate` (held-out test windows), :mod:`lyra_agents.paired`
+  (paired evaluation over many units), :mod:`lyra_agents.fork_probe` (how much one action changes a
+  return), :mod:`lyra_agents.benchmark` with
+  :mod:`lyra_agents.suite`, :mod:`lyra_agents.scenarios`, :mod:`lyra_agents.bench_stats`,
+  :mod:`lyra_agents.bench_output` and :mod:`lyra_agents.headroom`.
 
-``train.py`` at the repository root ties them together.
+``train.py`` at the repository root ties training together.
 """

@@ -7,7 +7,9 @@ before it is parsed. Every problem is a one-line :class:`ModelFileError` naming 
 :func:`read_model_zip` reads ``model.zip`` unpickling nothing. Pickles are loaded only when
 trusted (:func:`trust_requested`: ``--trust-model-files``, ``model:PATH?trust=1`` or
 ``LYRA_GYM_TRUST_MODEL_FILES=1``), with a one-line warning (:func:`warn_trusted`).
-Re-exported by :mod:`lyra_agents.factory`; setting a limit there sets it here.
+The limits are read here at each check: set them on this module
+(``lyra_agents.model_files.MAX_ARCHIVE_BYTES = ...``); a name re-exported elsewhere is a copy, and
+setting it there changes nothing.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ def check_archive(path: str | os.PathLike, archive: zipfile.ZipFile, json_member
                       else (MAX_ARCHIVE_BYTES, "MAX_ARCHIVE_BYTES"))
         if info.file_size > cap:
             raise ModelFileError(f"{path}: member {info.filename!r} inflates to {info.file_size} bytes, over the "
-                                 f"limit of {cap} (lyra_agents.factory.{limit}): refused without inflating it")
+                                 f"limit of {cap} (lyra_agents.model_files.{limit}): refused without inflating it")
         total += info.file_size
     if total > MAX_ARCHIVE_BYTES:
         raise ModelFileError(f"{path}: its members inflate to {total} bytes, over the limit of {MAX_ARCHIVE_BYTES} "

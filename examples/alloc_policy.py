@@ -22,16 +22,18 @@ from typing import Any
 
 import numpy as np
 
-from lyra_gym.envs.alloc_layout import (
+from lyra_gym import (
     ALLOC_CLUSTER_FEATURES,
     ALLOC_JOB_FEATURES,
+    CLUSTER_FEATURES,
+    GPU_NORM,
+    JOB_FEATURES,
     PHASES,
     PROPOSAL,
     WAIT,
     AllocLayout,
     worker_options,
 )
-from lyra_gym.envs.observation import CLUSTER_FEATURES, GPU_NORM, JOB_FEATURES
 
 JOB = JOB_FEATURES + ALLOC_JOB_FEATURES              # the columns of a job row
 CLUSTER = CLUSTER_FEATURES + ALLOC_CLUSTER_FEATURES  # the cluster block after the job rows

@@ -14,9 +14,7 @@ import argparse
 
 import gymnasium as gym
 
-import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
-from lyra_gym.envs import register_reward_term, reward_terms
-from lyra_gym.envs.rewards import StepOutcome
+from lyra_gym import StepOutcome, register_reward_term, reward_terms  # importing lyra_gym registers the ids
 
 
 def gpu_weighted_slowdown(outcome: StepOutcome) -> float:

@@ -1,6 +1,5 @@
 """Your policy against lyra through the harness, in 20 lines: python examples/your_policy_in_20_lines.py"""
-from lyra_gym.envs.alloc_layout import ALLOC_JOB_FEATURES, JOB, PLACE, PROPOSAL, RETURN, WORKER_LEVELS
-from lyra_gym.envs.observation import CLUSTER_FEATURES, JOB_FEATURES
+from lyra_gym import ALLOC_JOB_FEATURES, CLUSTER_FEATURES, JOB, JOB_FEATURES, PLACE, PROPOSAL, RETURN, WORKER_LEVELS
 
 K, W = 32, len(JOB_FEATURES) + len(ALLOC_JOB_FEATURES)  # LyraGym/Alloc-v1: job slots, width of a job row
 PHASE = K * W + len(CLUSTER_FEATURES)  # where the one-hot phase (borrow, return, job, place) starts

@@ -324,3 +324,15 @@ def test_trust_option_loads_an_exported_model_without_optimizer_state(good, trac
         assert code == 0, capsys.readouterr().err
         runs[suffix] = (out / "jobs.csv").read_text()
     assert runs[""] == runs["?trust=1"]
+
+
+def test_the_limit_message_names_the_module_where_setting_it_works(tmp_path, monkeypatch):
+    """The limits are read from lyra_agents.model_files (setting a re-exported copy does nothing)."""
+    from lyra_agents import model_files
+
+    monkeypatch.setattr(model_files, "MAX_ARCHIVE_BYTES", 10)
+    with zipfile.ZipFile(tmp_path / "a.zip", "w") as archive:
+        archive.writestr("w", b"\0" * 11)
+    with zipfile.ZipFile(tmp_path / "a.zip") as archive, pytest.raises(
+            ModelFileError, match=r"over the limit of 10 \(lyra_agents\.model_files\.MAX_ARCHIVE_BYTES\)"):
+        model_files.check_archive(tmp_path / "a.zip", archive)

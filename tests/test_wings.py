@@ -1,69 +1,52 @@
-"""The wings layout (issue 28 item 2): every old import path is an alias of the moved module (the
-same object, so state and monkeypatching agree) and warns; every error of the project shares one
-base; the command line runs as ``python -m lyra_gym.cli`` as before."""
+"""The wings layout (issue 28 item 2): the old flat import paths are gone (issue 41), nothing imports
+one; every error of the project shares one base; the command line runs as ``python -m lyra_gym.cli``."""
 from __future__ import annotations
 
-import importlib
+import re
 import subprocess
 import sys
-import warnings
+from pathlib import Path
 
 import pytest
 
 import lyra_gym.errors as errors
 
-OLD_TO_NEW = {
-    "lyra_gym.config": "lyra_gym.model.config", "lyra_gym.jobs": "lyra_gym.model.jobs",
-    "lyra_gym.profiles": "lyra_gym.model.profiles", "lyra_gym.scaling": "lyra_gym.model.scaling",
-    "lyra_gym.efficiency": "lyra_gym.model.efficiency", "lyra_gym.demand": "lyra_gym.model.demand",
-    "lyra_gym.feasibility": "lyra_gym.model.feasibility", "lyra_gym.trace": "lyra_gym.workloads.trace",
-    "lyra_gym.tracegen": "lyra_gym.workloads.tracegen", "lyra_gym.tracepreset": "lyra_gym.workloads.tracepreset",
-    "lyra_gym.presets_calibrated": "lyra_gym.workloads.presets_calibrated",
-    "lyra_gym.realtraces": "lyra_gym.workloads.realtraces", "lyra_gym.simulate": "lyra_gym.run.simulate",
-    "lyra_gym.metrics": "lyra_gym.run.metrics", "lyra_gym.timeline": "lyra_gym.run.timeline",
-    "lyra_gym.compare": "lyra_gym.harness.compare", "lyra_gym.sweep": "lyra_gym.harness.sweep",
-    "lyra_gym.ray_backend": "lyra_gym.harness.ray_backend", "lyra_gym.runspec": "lyra_gym.harness.runspec",
-    "lyra_gym.calibration": "lyra_gym.harness.calibration", "lyra_gym.report": "lyra_gym.harness.report",
-    "lyra_gym.tensorboard_log": "lyra_gym.harness.tensorboard_log",
-    "lyra_gym.tracestats": "lyra_gym.harness.tracestats",
-    **{f"lyra_gym.{name}": f"lyra_gym.sim.{name}"
-       for name in ("engine", "view", "scheduler", "topology", "cluster", "placement", "plan")},
-}
+#: The flat paths the wings layout replaced (issue 28); their aliases were removed at 0.3.0 (issue 41).
+OLD_PATHS = (
+    "config", "profiles", "jobs", "scaling", "efficiency", "demand", "feasibility", "trace", "tracegen",
+    "tracepreset", "presets_calibrated", "realtraces", "simulate", "metrics", "timeline", "compare", "sweep",
+    "ray_backend", "runspec", "calibration", "report", "tensorboard_log", "tracestats", "engine", "view",
+    "scheduler", "topology", "cluster", "placement", "plan", "_moved",
+)
+#: What ``lyra_gym/`` holds: the wings and a handful of leaf modules.
+TOP_LEVEL = {"__init__.py", "env_ids.py", "errors.py", "interrupts.py", "outputs.py", "progress.py", "provenance.py",
+             "cli", "collector", "data", "envs", "harness", "model", "run", "sim", "workloads"}
 
 
-@pytest.mark.parametrize(("old", "new"), sorted(OLD_TO_NEW.items()))
-def test_old_path_is_the_moved_module_and_warns(old, new):
-    saved = sys.modules.pop(old, None)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            module = importlib.import_module(old)
-        assert module is importlib.import_module(new)
-        assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message) for w in caught)
-    finally:
-        if saved is not None:
-            sys.modules[old] = saved
+@pytest.mark.parametrize("old", OLD_PATHS)
+def test_old_flat_path_is_gone(old):
+    # by file: an editable install of another checkout may still resolve the name from its own tree
+    root = Path(errors.__file__).parent
+    assert not (root / f"{old}.py").exists() and not (root / old).exists()
 
 
-def test_old_path_names_resolve_to_the_same_objects():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from lyra_gym.plan import FrozenAllocation as old_frozen
-        from lyra_gym.trace import JobSpec as old_spec
-        from lyra_gym.trace import load_trace as old_load
-    from lyra_gym.model.jobs import FrozenAllocation
-    from lyra_gym.model.jobspec import JobSpec
-    from lyra_gym.workloads.trace import load_trace
-
-    assert old_spec is JobSpec and old_load is load_trace and old_frozen is FrozenAllocation
+def test_lyra_gym_holds_the_wings_and_a_few_modules():
+    root = Path(errors.__file__).parent
+    assert {p.name for p in root.iterdir() if p.name != "__pycache__"} == TOP_LEVEL
 
 
-def test_new_paths_import_no_old_path():
-    """The package itself uses only the new paths: importing every wing warns nothing."""
-    code = ("import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
-            "import lyra_gym.cli.app, lyra_gym.harness.sweep, lyra_gym.harness.compare, lyra_gym.envs.alloc_env, "
-            "lyra_gym.workloads.realtraces.cli, lyra_gym.collector.cli\n")
-    subprocess.run([sys.executable, "-c", code], check=True)
+#: Files that may name a flat path: the history, and the asv suite's fallback for commits before the wings.
+MAY_NAME_OLD_PATHS = {"CHANGELOG.md", "benchmarks/asv_bench/_common.py"}
+
+
+def test_nothing_in_the_tree_names_an_old_flat_path():
+    root = Path(__file__).resolve().parents[1]
+    names = "|".join(OLD_PATHS)
+    old = re.compile(rf"\blyra_gym[./]({names})\b|\bfrom lyra_gym import ({names})\b")
+    files = [p for pattern in ("*.py", "*.md", "*.toml", "*.yaml", "*.yml", "*.cfg", "Makefile")
+             for p in root.rglob(pattern) if not {".git", ".venv", "site", ".asv"} & set(p.relative_to(root).parts)]
+    naming = {str(p.relative_to(root)) for p in files if old.search(p.read_text(encoding="utf-8", errors="replace"))}
+    assert naming - MAY_NAME_OLD_PATHS == set()
 
 
 def _project_errors() -> list[type]:

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lyra_gym.sim.plan import Plan
-from lyra_gym.sim.scheduler import Scheduler
-from lyra_gym.sim.view import ClusterView
+from lyra_gym import ClusterView, Plan, Scheduler
 
 __all__ = ["SmallestFirstScheduler", "best_fit"]
 

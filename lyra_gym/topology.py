@@ -1,6 +1,0 @@
-"""Old path of :mod:`lyra_gym.sim.topology` (moved by issue 28), an alias kept for one release."""
-
-from lyra_gym._moved import alias
-from lyra_gym.sim import topology as _module
-
-alias(__name__, _module)

@@ -1,6 +1,0 @@
-"""Old path of :mod:`lyra_gym.workloads.tracegen` (moved by issue 28), an alias kept for one release."""
-
-from lyra_gym._moved import alias
-from lyra_gym.workloads import tracegen as _module
-
-alias(__name__, _module)
