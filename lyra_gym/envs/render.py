@@ -19,7 +19,7 @@ import numpy as np
 
 from lyra_gym.envs.gantt_draw import DPI, HEIGHT_PX, WIDTH_PX, gantt_array, gantt_figure
 from lyra_gym.model.config import SimConfig
-from lyra_gym.run.placements import Placements, PlacementRecorder
+from lyra_gym.run.placements import PlacementRecorder, Placements
 from lyra_gym.sim.cluster import build_servers
 
 #: Shape of every ``"rgb_array"`` frame.

@@ -143,7 +143,8 @@ def _field(path: Path, line: int, name: str, text: str, kind: type, lo: float) -
     try:
         value = kind(text)
     except ValueError:
-        raise PlacementsFileError(f"{path}: line {line}: {name} {text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        what = "an integer" if kind is int else "a number"
+        raise PlacementsFileError(f"{path}: line {line}: {name} {text!r} is not {what}") from None
     if not value >= lo or value == float("inf"):
         raise PlacementsFileError(f"{path}: line {line}: {name} {text!r} must be finite and >= {lo:g}")
     return value
