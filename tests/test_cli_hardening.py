@@ -201,8 +201,8 @@ def test_run_folder_is_written_atomically(tmp_path, small_trace, monkeypatch):
     result = simulate(jobs, "fifo", seed=0, record_timeline=True)
     out = tmp_path / "run"
     write_result(result, out)
-    assert RUN_FILES | {"timeline.csv"} == {p.name for p in out.iterdir()}
-    # a rewrite without a timeline replaces the folder as a whole: no stale timeline.csv
+    assert RUN_FILES | {"timeline.csv", "placements.csv"} == {p.name for p in out.iterdir()}
+    # a rewrite without a timeline replaces the folder as a whole: no stale timeline.csv or placements.csv
     plain = SimResult(result.policy, result.seed, result.metrics, result.jobs, result.config)
     write_result(plain, out)
     assert RUN_FILES == {p.name for p in out.iterdir()}

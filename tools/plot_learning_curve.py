@@ -1,99 +1,169 @@
-"""Plot a training run's learning curve from its TensorBoard events.
+"""Plot training runs' learning curves: the held-out evaluation of train.py, one line per run.
 
-Run: python tools/plot_learning_curve.py runs/<run> [runs/<resumed run> ...] [--out docs/learning_curve.png]
-     python tools/plot_learning_curve.py --seeds runs/<seed 1> runs/<seed 2> ... [--out F]
+Run: python tools/plot_learning_curve.py RUN [RUN ...] [--out docs/learning_curve.png] [--band] [--join]
 
-Several run directories (a run and its resumptions) are joined in step order;
-with ``--seeds`` they are independent runs instead (training seeds, variants),
-and one panel overlays each run's held-out ratio eval/jct_vs_lyra.
+Each RUN is a run folder of train.py. The curve is what its evaluation callback records (the
+deterministic policy on held-out test windows, ``eval/*`` in the TensorBoard events, else in
+``progress.csv``): left, the policy's mean JCT (s) with every ``eval/jct_<heuristic>`` the run
+records (lyra, the expert) as a dashed horizontal line; right, policy / lyra (1 = parity, lower
+is better). A run is labelled by its folder's name. ``--band``: runs whose names differ only by a
+seed suffix (``-seed1``, ``_s2``, ``__3``) are drawn as their mean with a min-max band.
+``--join``: the folders are one run and its resumptions, joined in step order.
 
-Two panels: the held-out evaluation (policy and Lyra mean JCT on the same test
-windows, and their ratio eval/jct_vs_lyra), and the per-episode training JCT
-(custom/jct_mean_s).
+From Python: ``plot_learning_curves([run, ...], out)`` (train.py calls it at the end of a run).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import math
+import re
+import sys
 from pathlib import Path
+from typing import Sequence
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+Curve = dict[str, list[tuple[float, float]]]  # tag -> [(env steps, value)], in step order
+POLICY, RATIO = "eval/jct_policy", "eval/jct_vs_lyra"
+_REFERENCE = re.compile(r"^eval/jct_(?!policy$|vs_)(\w+)$")
+_SEED = re.compile(r"(?:[-_]+(?:seed|s)?\d+)$")
 
 
-def scalars(run: Path) -> dict[str, list[tuple[int, float]]]:
+class CurveError(ValueError):
+    """A run folder with nothing to plot; the message names it."""
+
+
+def _tensorboard(run: Path) -> Curve:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
     acc = EventAccumulator(str(run), size_guidance={"scalars": 0})
     acc.Reload()
-    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+    return {tag: [(float(e.step), float(e.value)) for e in acc.Scalars(tag)]
+            for tag in acc.Tags()["scalars"] if tag.startswith("eval/")}
 
 
-def plot_seeds(runs: list[Path], out: Path) -> None:
-    """One curve of eval/jct_vs_lyra per run, labelled by the run's directory name."""
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for run in runs:
-        points = sorted(scalars(run).get("eval/jct_vs_lyra", []))
-        if points:
-            steps, values = zip(*points)
-            ax.plot(steps, values, marker="o", label=run.name)
-    ax.axhline(1.0, color="gray", linestyle="--", label="Lyra heuristic")
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel("policy / Lyra mean JCT, held-out (lower is better)")
-    ax.legend(fontsize=7)
+def _progress_csv(path: Path) -> Curve:
+    """``eval/*`` columns of SB3's ``progress.csv``, at the last ``time/total_timesteps`` seen."""
+    curve: Curve = {}
+    step = 0.0
+    with open(path, newline="") as fh:
+        for row in csv.DictReader(fh):
+            if row.get("time/total_timesteps"):
+                step = float(row["time/total_timesteps"])
+            for tag, text in row.items():
+                if tag and tag.startswith("eval/") and text:
+                    curve.setdefault(tag, []).append((step, float(text)))
+    return curve
+
+
+def read_curve(run: str | Path) -> Curve:
+    """The ``eval/*`` scalars of a run folder (TensorBoard events, else ``progress.csv``)."""
+    run = Path(run)
+    if not run.is_dir():
+        raise CurveError(f"{run}: no such run folder")
+    curve = _tensorboard(run) if any(run.glob("events.out.tfevents.*")) else {}
+    if not curve and (run / "progress.csv").is_file():
+        curve = _progress_csv(run / "progress.csv")
+    if POLICY not in curve:
+        raise CurveError(f"{run}: no eval/jct_policy recorded (TensorBoard events or progress.csv of train.py)")
+    return {tag: sorted(points) for tag, points in curve.items()}
+
+
+def _joined(curves: Sequence[Curve]) -> Curve:
+    out: Curve = {}
+    for curve in curves:
+        for tag, points in curve.items():
+            out.setdefault(tag, []).extend(points)
+    return {tag: sorted(points) for tag, points in out.items()}
+
+
+def short_labels(runs: Sequence[Path]) -> list[str]:
+    """Each run's folder name; its parent's too where two runs share a name."""
+    names = [r.name or str(r) for r in runs]
+    return [f"{r.parent.name}/{n}" if names.count(n) > 1 else n for r, n in zip(runs, names)]
+
+
+def _band(curves: list[Curve], tag: str) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Steps every curve has, with the mean, min and max of ``tag`` there."""
+    tables = [dict(c.get(tag, [])) for c in curves]
+    steps = sorted(set.intersection(*(set(t) for t in tables)))
+    values = [[t[s] for t in tables] for s in steps]
+    return steps, [sum(v) / len(v) for v in values], [min(v) for v in values], [max(v) for v in values]
+
+
+def plot_learning_curves(runs: Sequence[str | Path | Sequence[str | Path]], out: str | Path,
+                         band: bool = False, title: str = "") -> Path:
+    """Write the learning-curve PNG of ``runs`` to ``out`` (module docstring). An item of ``runs``
+    that is a list is one run and its resumptions. Returns ``out``."""
+    items = [[Path(p) for p in r] if isinstance(r, (list, tuple)) else [Path(r)] for r in runs]
+    curves = [_joined([read_curve(p) for p in item]) for item in items]
+    labels = short_labels([item[0] for item in items])
+    groups: dict[str, list[Curve]] = {}
+    for label, curve in zip(labels, curves):
+        groups.setdefault(_SEED.sub("", label) if band else label, []).append(curve)
+
+    fig = Figure(figsize=(11, 4.2), dpi=100)
+    jct_ax, ratio_ax = fig.subplots(1, 2)
+    references: dict[str, float] = {}
+    for i, (label, members) in enumerate(groups.items()):
+        colour = f"C{i % 10}"
+        name = f"{label} (mean of {len(members)}, band min-max)" if len(members) > 1 else label
+        for ax, tag in ((jct_ax, POLICY), (ratio_ax, RATIO)):
+            if not all(tag in c for c in members):
+                continue
+            steps, mean, lo, hi = _band(members, tag)
+            ax.plot(steps, mean, marker="o", markersize=3, color=colour, label=name)
+            if len(members) > 1:
+                ax.fill_between(steps, lo, hi, color=colour, alpha=0.2, linewidth=0)
+        for curve in members:
+            for tag, points in curve.items():
+                match = _REFERENCE.match(tag)
+                if match and points:
+                    references.setdefault(match.group(1), points[-1][1])
+    lyra = references.get("lyra")
+    for j, (name, value) in enumerate(sorted(references.items())):
+        style = dict(color="gray" if name == "lyra" else f"C{(len(groups) + j) % 10}", linestyle="--", linewidth=1)
+        jct_ax.axhline(value, label=f"{name} (heuristic)", **style)  # type: ignore[arg-type]
+        if lyra and math.isfinite(value):
+            ratio_ax.axhline(value / lyra, label=f"{name} (heuristic)", **style)  # type: ignore[arg-type]
+    if lyra is None:
+        ratio_ax.axhline(1.0, color="gray", linestyle="--", linewidth=1, label="lyra (heuristic)")
+    jct_ax.set_ylabel("mean JCT on held-out test windows (s)")
+    ratio_ax.set_ylabel("policy / lyra mean JCT (lower is better)")
+    for ax in (jct_ax, ratio_ax):
+        ax.set_xlabel("environment steps")
+        ax.legend(fontsize=7)
+    fig.suptitle(title or "held-out evaluation during training", fontsize=10)
     fig.tight_layout()
+    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
+    fig.savefig(out)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", type=Path, nargs="+", help="run folders of train.py")
+    parser.add_argument("--out", type=Path, default=Path("docs/learning_curve.png"), help="PNG to write")
+    parser.add_argument("--band", action="store_true", help="runs that differ only by a seed suffix: mean and band")
+    parser.add_argument("--join", action="store_true", help="the folders are one run and its resumptions")
+    parser.add_argument("--seeds", action="store_true", help=argparse.SUPPRESS)  # older spelling: the default now
+    parser.add_argument("--title", default="", help="the figure's title")
+    args = parser.parse_args(argv)
+    runs: list = [args.runs] if args.join else list(args.runs)
+    try:
+        out = plot_learning_curves(runs, args.out, band=args.band, title=args.title)
+    except CurveError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(f"wrote {out}")
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("runs", type=Path, nargs="+")
-    parser.add_argument("--out", type=Path, default=Path("docs/learning_curve.png"))
-    parser.add_argument("--seeds", action="store_true", help="independent runs: overlay their held-out ratios")
-    args = parser.parse_args()
-    if args.seeds:
-        plot_seeds(args.runs, args.out)
-        return
-    data: dict[str, list[tuple[int, float]]] = {}
-    for run in args.runs:
-        for tag, points in scalars(run).items():
-            data.setdefault(tag, []).extend(points)
-    data = {tag: sorted(points) for tag, points in data.items()}
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    for tag, label in (("eval/jct_policy", "policy"), ("eval/jct_lyra", "Lyra heuristic")):
-        if tag in data:
-            steps, values = zip(*data[tag])
-            ax1.plot(steps, values, marker="o", label=label)
-    ax1.set_xlabel("environment steps")
-    ax1.set_ylabel("mean JCT on held-out test windows (s)")
-    if "eval/jct_vs_lyra" in data:
-        twin = ax1.twinx()
-        steps, values = zip(*data["eval/jct_vs_lyra"])
-        twin.plot(steps, values, color="gray", linestyle="--", label="policy / Lyra")
-        twin.set_ylabel("policy / Lyra (lower is better)")
-        twin.legend(loc="upper right")
-    ax1.legend(loc="upper left")
-    ax1.set_title("held-out evaluation")
-    if "custom/jct_mean_s" in data:
-        steps, values = zip(*data["custom/jct_mean_s"])
-        ax2.plot(steps, values, alpha=0.4, label="per episode")
-        window = 20
-        if len(values) >= window:
-            smooth = [sum(values[i - window:i]) / window for i in range(window, len(values) + 1)]
-            ax2.plot(steps[window - 1:], smooth, label=f"mean of {window}")
-        ax2.legend()
-    ax2.set_xlabel("environment steps")
-    ax2.set_ylabel("mean JCT of a training episode (s)")
-    ax2.set_title("training windows")
-    fig.suptitle(" + ".join(run.name for run in args.runs))
-    fig.tight_layout()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.out, dpi=100)
-    print(f"wrote {args.out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

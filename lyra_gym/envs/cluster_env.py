@@ -117,7 +117,7 @@ class LyraClusterEnv(EpisodeEnv):
     | heuristic | str | "lyra" | guided scheduler by registry name (one with ``decide_guided``) |
     | max_steps | int | 5000 | truncation (>= 1) |
     | warmup_s | float | 0 | warm start: seconds of jobs before the window run by the heuristic first (>= 0) |
-    | render_mode | str | None | None, "ansi" (text), "rgb_array" (H x W x 3 uint8 picture) or "human" (text printed on every reset and step) |
+    | render_mode | str | None | None, "ansi" (text), "rgb_array" (H x W x 3 uint8 Gantt picture) or "human" (the picture in a window, else text, on every reset and step) |
 
     Every argument is checked in the constructor; a bad one raises
     ``ValueError`` naming it (or the config's ``ConfigError``, naming the
@@ -126,12 +126,14 @@ class LyraClusterEnv(EpisodeEnv):
     ## Rendering
     ``"ansi"``: ``render()`` returns one line of counts plus a line per pool
     (``used/GPUs`` per server, ``L`` marks a loaned one). ``"rgb_array"``:
-    ``render()`` returns a picture (:mod:`lyra_gym.envs.render`: servers as
-    cells coloured by free / used / serving / loaned, a queue bar and a demand
-    bar), of the same shape for every frame of the env (a blank one before
-    ``reset``); stable-baselines3's ``make_vec_env`` asks for this mode.
-    ``"human"``: the ``"ansi"`` text is printed to stdout on every ``reset``
-    and ``step`` (``render()`` returns None).
+    ``render()`` returns the episode so far as a labelled Gantt picture
+    (:mod:`lyra_gym.envs.render`, docs/rendering.md: a lane per GPU by pool,
+    loaned inference servers shaded, a bar per job with its id, jobs queued,
+    hours), 720 x 1200 x 3 for every frame (an empty one before ``reset``);
+    stable-baselines3's ``make_vec_env`` asks for this mode, which samples
+    placements after every step. ``"human"``: the picture in a matplotlib
+    window on every ``reset`` and ``step`` (the ``"ansi"`` text on stdout where
+    the backend is not interactive); ``render()`` returns None.
 
     ## Vectorized environment
     Any Gymnasium vector wrapper; instances share nothing.

@@ -24,6 +24,7 @@ from lyra_gym.model.config import SimConfig, config_from_dict, load_config
 from lyra_gym.model.demand import number_problem
 from lyra_gym.model.profiles import ProfileSet, builtin_profiles, load_profiles
 from lyra_gym.run.metrics import summarize
+from lyra_gym.run.placements import PlacementRecorder
 from lyra_gym.run.simulate import build_engine
 from lyra_gym.sim import scheduler as registry
 from lyra_gym.sim.engine import Engine
@@ -150,6 +151,7 @@ class Episode:
         self.truncated = False  # the last step reached max_steps: no step more before a reset
         self.invalid_actions_total = 0
         self.plans = 0  # plans submitted by run(), the heuristic's no-op ticks included
+        self.recorder: PlacementRecorder | None = None  # set to sample placements after each plan (render)
         engine.begin()
         self.done = not engine.next_decision()
         start = window.start_s
@@ -164,6 +166,8 @@ class Episode:
         counts = engine.counts
         t0, preempt0 = engine.now, counts["preemptions"]
         engine.submit(plan)
+        if self.recorder is not None:
+            self.recorder.record()
         queued = len(engine.queue)
         in_system = queued + len(engine.running)
         usage = engine.accounting.used_training / self.training_gpus

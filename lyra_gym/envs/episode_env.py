@@ -15,7 +15,7 @@ import numpy as np
 
 from lyra_gym.envs.episode import Episode, EpisodeSource, check_number
 from lyra_gym.envs.observation import ObservationBuilder
-from lyra_gym.envs.render import blank_frame, cluster_frame, cluster_text
+from lyra_gym.envs.render import cluster_text, episode_frame, episode_placements, show_human
 from lyra_gym.envs.rewards import RewardSpec
 from lyra_gym.envs.snapshot import ForkMixin
 from lyra_gym.envs.truncation import FinalMetricsMixin, ResetNeeded
@@ -65,6 +65,7 @@ class EpisodeEnv(ForkMixin, FinalMetricsMixin, gym.Env[np.ndarray, Any]):
                                     reward_scale_s, heuristic, max_steps, warmup_s)
         self.k, self.m, self.b = int(num_job_slots), int(num_server_slots), int(borrow_levels)
         self.render_mode = render_mode
+        self._human: dict[str, Any] = {}  # "human": the window (lyra_gym.envs.render.show_human)
         self.episode: Episode | None = None
         self._init_spaces()
 
@@ -124,6 +125,8 @@ class EpisodeEnv(ForkMixin, FinalMetricsMixin, gym.Env[np.ndarray, Any]):
         split, window = self.source.parse_options(options)
         super().reset(seed=seed)
         self.episode = episode = self.source.start(self.np_random, split, window)
+        if self.render_mode in ("rgb_array", "human"):
+            episode_placements(episode)  # start sampling where every job runs (the Gantt picture)
         self._observe(episode)
         if self.render_mode == "human":
             self.render()
@@ -170,13 +173,10 @@ class EpisodeEnv(ForkMixin, FinalMetricsMixin, gym.Env[np.ndarray, Any]):
         (``"human"``, or no render mode)."""
         engine = self.engine
         if self.render_mode == "rgb_array":
-            if engine is None:
-                cluster = self.sim_config.cluster
-                return blank_frame(sum(g.count for g in cluster.training), cluster.inference.count)
-            return cluster_frame(engine)
+            return episode_frame(self.episode, self.sim_config)
         if self.render_mode == "human":
-            if engine is not None:
-                print(cluster_text(engine), flush=True)
+            if self.episode is not None:
+                show_human(self.episode, self._human)
             return None
         if self.render_mode != "ansi" or engine is None:
             return None

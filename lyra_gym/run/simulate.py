@@ -10,7 +10,8 @@ temporary folder; a killed process may leave one behind, never a half-written
 run folder. Each run folder holds ``metrics.json``, ``jobs.csv``, ``config.json``,
 ``policy.json``, ``run.json`` (what produced it: policy and parameters, seed,
 trace path and SHA-256 of its content, config file and resolved config, and the
-list of files) and, when recorded, ``timeline.csv``.
+list of files) and, when recorded, ``timeline.csv`` and ``placements.csv``
+(:mod:`lyra_gym.run.placements`).
 
 :func:`check_out_dir` is the command line's check of a run folder before any
 simulation (the output rule of :mod:`lyra_gym.outputs`: not a file, not under a file,
@@ -44,6 +45,7 @@ from lyra_gym.outputs import TMP_MARK, Inputs, check_out_folder, owned_names, re
 from lyra_gym.outputs import OutputError  # also for the older ``from lyra_gym.run.simulate import OutputError``
 from lyra_gym.model.profiles import ProfileSet, builtin_profiles, load_profiles
 from lyra_gym.sim.scheduler import Scheduler
+from lyra_gym.run.placements import PlacementRecorder
 from lyra_gym.run.timeline import Timeline, TimelineRecorder
 from lyra_gym.model.jobspec import JobSpec
 
@@ -104,7 +106,8 @@ def simulate(
     (:func:`build_engine`): same seed, same run.
     ``profiles`` and ``demand`` override the ones the config names.
     ``record_timeline`` samples the cluster after every decision
-    (:mod:`lyra_gym.run.timeline`) into ``result.timeline``; it does not change the run.
+    (:mod:`lyra_gym.run.timeline`) into ``result.timeline``, with where every job ran in
+    ``result.timeline.placements`` (:mod:`lyra_gym.run.placements`); it does not change the run.
     """
     config = config or SimConfig()
     scheduler = registry.make(policy, **(policy_params or {})) if isinstance(policy, str) else policy
@@ -112,13 +115,15 @@ def simulate(
     engine = build_engine(jobs, scheduler, config, seed, profiles, demand, progress)
     timeline = None
     if record_timeline:  # Engine.run's loop, with a sample after every decision
-        recorder = TimelineRecorder(engine)
+        recorder, placed = TimelineRecorder(engine), PlacementRecorder(engine)
         engine.begin()
         while engine.next_decision():
             engine.submit(scheduler.decide(engine.view))
             recorder.record()
+            placed.record()
         engine.finish()
         timeline = recorder.timeline()
+        timeline.placements = placed.placements()
     else:
         engine.run()
     return SimResult(name, seed, summarize(engine), job_rows(engine), config, timeline, dict(policy_params or {}))
@@ -147,19 +152,20 @@ def build_engine(
     )
 
 
-RUN_FILES = ("metrics.json", "config.json", "policy.json", "jobs.csv", "run.json", "timeline.csv")  # every name
+RUN_FILES = ("metrics.json", "config.json", "policy.json", "jobs.csv", "run.json", "timeline.csv",
+             "placements.csv")  # every name
 
 
 def _run_files(result: SimResult) -> list[str]:
     files = ["metrics.json", "config.json", "policy.json", "jobs.csv", "run.json"]
-    return files + (["timeline.csv"] if result.timeline is not None else [])
+    return files + (["timeline.csv", "placements.csv"] if result.timeline is not None else [])
 
 
 def write_result(result: SimResult, out_dir: str | os.PathLike, run_info: Mapping[str, Any] | None = None) -> Path:
     """Write ``metrics.json``, ``jobs.csv``, the resolved ``config.json``, ``policy.json``
     (name, seed, scheduler parameters) and ``run.json`` (``run_info``: e.g. the trace's path
     and SHA-256, plus policy, seed, config and the file list) into ``out_dir``; also
-    ``timeline.csv`` when the run recorded a timeline. Atomic (module docstring): the folder
+    ``timeline.csv`` and ``placements.csv`` when the run recorded a timeline. Atomic (module docstring): the folder
     appears complete or not at all, and replaces any older folder of that name (a symbolic
     link is followed: the folder it points to is replaced, the link kept)."""
     out = Path(out_dir)
@@ -188,6 +194,8 @@ def _write_files(result: SimResult, out: Path, run_info: Mapping[str, Any]) -> N
     (out / "policy.json").write_text(json.dumps(policy, indent=2, default=str) + "\n")
     if result.timeline is not None:
         result.timeline.write_csv(out / "timeline.csv")
+        if result.timeline.placements is not None:
+            result.timeline.placements.write_csv(out / "placements.csv")
     with open(out / "jobs.csv", "w", newline="") as fh:
         writer = csv.writer(fh)  # None is written as "" (the csv module's rule)
         writer.writerow(JOB_COLUMNS)

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from lyra_gym.run.placements import Placements
     from lyra_gym.sim.engine import Engine
 
 COLUMNS = (
@@ -67,6 +68,7 @@ class Timeline:
     inference_servers: int = 0
     inference_gpus_per_server: int = 0
     start_s: float = 0.0
+    placements: "Placements | None" = None  # where every job ran (recorded by simulate beside this)
 
     def __len__(self) -> int:
         return len(self.columns["time_s"])
