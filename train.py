@@ -10,7 +10,8 @@ A run writes ``runs/<env>__<config>__<seed>__<time>/``: ``config.yaml`` (resolve
 TensorBoard events (SB3's scalars, ``custom/*`` cluster metrics, ``eval/*`` against
 Lyra, the config as text), ``progress.csv``, ``checkpoints/``, ``model.zip``,
 ``vecnormalize.npz`` (observation statistics, plain arrays), SB3's ``vecnormalize.pkl`` and
-``compare.json``. ``--resume`` loads weights and statistics without unpickling anything
+``compare.json`` and ``learning_curve.png`` (every evaluation; ``--plot RUN...`` draws several
+runs). ``--resume`` loads weights and statistics without unpickling anything
 (``--trust-model-files``: SB3's pickle path, for trusted old runs; see ``docs/trust.md``).
 The saved model runs as a scheduler: ``lyra-gym compare --policies lyra,model:runs/<run>/model.zip``.
 
@@ -82,7 +83,27 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-compare", action="store_true", help="skip the comparison with lyra after training")
     parser.add_argument("--backend", choices=("sb3", "rllib"), default="sb3",
                         help="sb3 (default) or rllib (RLlib PPO, agents/rllib_backend.py; needs ray[rllib])")
+    parser.add_argument("--plot", nargs="+", metavar="RUN",
+                        help="draw the learning curves of these run folders (every seed; lyra and the expert as "
+                             "lines) into learning_curves.png, or --out, and exit")
+    parser.add_argument("--out", help="with --plot: the PNG to write (default learning_curves.png)")
     return parser.parse_args(argv)
+
+
+def plot_runs(runs: Sequence[str | Path], out: Path, band: bool = False) -> None:
+    """Draw the learning curves of ``runs`` into ``out`` (:mod:`tools.plot_learning_curve`)."""
+    from tools.plot_learning_curve import plot_learning_curves
+
+    plot_learning_curves([Path(r) for r in runs], out, band=band)
+
+
+def plot_run(run_dir: Path) -> None:
+    """``run_dir/learning_curve.png``, every evaluation of the run; a failure to draw is one line, not an error."""
+    try:
+        plot_runs([run_dir], run_dir / "learning_curve.png")
+        print(f"learning curve: {run_dir / 'learning_curve.png'}")
+    except (ImportError, OSError, ValueError) as err:
+        print(f"train.py: no learning curve drawn ({err})", file=sys.stderr)
 
 
 def warm_start(model, venv, cfg) -> None:
@@ -226,6 +247,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     written (disk full: one line), 130 when interrupted (Ctrl-C or SIGTERM: one line, the run folder keeps
     its whole files, each written atomically)."""
     args = parse_args(argv)
+    if args.plot:
+        missing = [run for run in args.plot if not Path(run).is_dir()]
+        if missing:
+            print(f"train.py: error: --plot: no such run folder: {missing[0]}", file=sys.stderr)
+            return 2
+        out = Path(args.out or "learning_curves.png")
+        plot_runs(args.plot, out, band=True)
+        print(f"wrote {out}")
+        return 0
     try:
         with sigterm_as_interrupt():
             if args.backend == "rllib":
@@ -310,6 +340,7 @@ def _run(args: argparse.Namespace, cfg: Any, run_dir: Path, venv: Any, model: An
         print(f"trained {model.num_timesteps} steps in {train_s:.0f} s; last eval on {len(evaluator.windows)} "
               f"test windows: jct policy {last['eval/jct_policy']:.0f} s, lyra {last['eval/jct_lyra']:.0f} s, "
               f"ratio {last['eval/jct_vs_lyra']:.3f}")
+    plot_run(run_dir)
     if not args.no_compare:
         compare_run(run_dir, cfg.env_id)
 
@@ -360,6 +391,7 @@ def _train_masked(args: argparse.Namespace, cfg: Any, eval_env: Any, threads: in
         first, last = evaluator.history[0], evaluator.history[-1]
         print(f"eval on {len(evaluator.windows)} test windows: jct/lyra {first['eval/jct_vs_lyra']:.3f} at step 0, "
               f"{last['eval/jct_vs_lyra']:.3f} at step {int(last['timesteps'])}")
+        plot_run(run_dir)
         if not args.no_compare:
             compare_run(run_dir, cfg.env_id)
     except KeyboardInterrupt:

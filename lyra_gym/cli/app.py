@@ -44,6 +44,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator, NoReturn, Sequence
 
+from lyra_gym.harness.gantt import add_arguments as add_gantt_arguments, run_command as run_gantt
 from lyra_gym.errors import shown as cut
 from lyra_gym.harness import ray_backend
 from lyra_gym.interrupts import sigterm_as_interrupt
@@ -176,7 +177,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     print(format_table([{"policy": result.policy, **result.metrics}], TABLE_KEYS, None if args.wide else WIDTH))
     _warn_unfinished([{"policy": result.policy, **result.metrics}])
     out = write_result(result, out, {"command": "simulate", "trace": info, "config_file": args.config})
-    extra = " and timeline.csv" if args.timeline else ""
+    extra = ", timeline.csv and placements.csv" if args.timeline else ""
     print(f"wrote {out / 'metrics.json'}, {out / 'jobs.csv'}{extra}")
     return 0
 
@@ -526,6 +527,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--json", action="store_true", help="print JSON instead of text")
     t.set_defaults(func=cmd_trace_stats)
     add_profile_parser(sub)
+    p = sub.add_parser("plot", help="draw pictures of runs")
+    plots = p.add_subparsers(dest="plot", required=True)
+    g = plots.add_parser("gantt", help="the Gantt picture of a run recorded with `simulate --timeline`")
+    add_gantt_arguments(g)
+    g.set_defaults(func=run_gantt)
     return parser
 
 

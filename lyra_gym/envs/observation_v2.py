@@ -61,8 +61,11 @@ PREEMPTIONS_CAP = 8
 class WindowLike(Protocol):
     """What the cluster features read of an episode's window (:class:`lyra_gym.envs.windows.Window`)."""
 
-    start_s: float
-    length_s: float
+    @property
+    def start_s(self) -> float: ...
+
+    @property
+    def length_s(self) -> float: ...
 
 
 def _log_time(seconds: float) -> float:
