@@ -188,13 +188,14 @@ class StatsCheckpointCallback(CheckpointCallback):
 
 
 class RoundCheckpointCallback(BaseCallback):
-    """``algo: masked_ppo``'s checkpoints: after an update (at the next rollout's start) once
-    ``every_steps`` env steps have passed, ``model_<N>_steps.zip`` and its statistics
+    """``algo: masked_ppo``'s checkpoints: at the first rollout's start (``model_0_steps.zip``: the
+    imitation start, before any update, for paired comparisons) and after an update (at the next
+    rollout's start) once ``every_steps`` env steps have passed, ``model_<N>_steps.zip`` and its statistics
     ``model_vecnormalize_<N>_steps.npz`` in ``folder``, each written atomically, the statistics first."""
 
     def __init__(self, folder: Path, every_steps: int) -> None:
         super().__init__()
-        self.folder, self.every_steps, self._last = Path(folder), every_steps, 0
+        self.folder, self.every_steps, self._last = Path(folder), every_steps, -every_steps
 
     def _on_rollout_start(self) -> None:
         from lyra_agents.artifacts import save_model, save_stats
