@@ -32,10 +32,11 @@ def expert_episode(env, seed=None, options=None):
             return {k: v for k, v in info["final_metrics"].items() if k != "sim_wall_s"}
 
 
+@pytest.mark.parametrize("env_id", ["LyraGym/Cluster-v1", "LyraGym/Cluster-v2"])
 @pytest.mark.parametrize("heuristic", PEERS)
 @pytest.mark.parametrize("seed, options", [(7, None), (None, {"split": "test", "window": 0})])
-def test_expert_action_reproduces_the_heuristic(heuristic, seed, options):
-    env = gym.make("LyraGym/Cluster-v1", heuristic=heuristic, **SMALL).unwrapped
+def test_expert_action_reproduces_the_heuristic(env_id, heuristic, seed, options):
+    env = gym.make(env_id, heuristic=heuristic, **SMALL).unwrapped
     guided = expert_episode(env, seed, options)
     reference = simulate(env.window.jobs(env.trace), heuristic, env.sim_config, seed=env.window.seed).metrics
     assert guided == {k: v for k, v in reference.items() if k != "sim_wall_s"}
