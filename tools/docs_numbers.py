@@ -172,6 +172,12 @@ def pages(root: Path = ROOT) -> list[Path]:
     return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
 
 
+def _name(path: Path) -> str:
+    """A page's path relative to the repository root where it is inside it."""
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def first_difference(old: str, new: str) -> str:
     """``-old line / +new line`` of the first line where two texts differ."""
     a, b = old.split("\n"), new.split("\n")
@@ -188,6 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode.add_argument("--check", action="store_true", help="exit 1 where a page's table and its CSV disagree")
     mode.add_argument("--write", action="store_true", help="rewrite every block from its command")
     mode.add_argument("--list", action="store_true", help="list every block and its command")
+    parser.add_argument("pages", nargs="*", type=Path, help="Markdown pages (default: README.md and docs/**/*.md)")
     args = parser.parse_args(argv)
     cache: dict[str, str] = {}
 
@@ -198,9 +205,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     failed = 0
     try:
-        for path in pages():
+        for path in args.pages or pages():
             text = path.read_text(encoding="utf-8")
-            page = str(path.relative_to(ROOT))
+            page = _name(path)
             if args.list:
                 for block in blocks(text, page):
                     print(f"{page}:{block.line}: {block.command}")
