@@ -4,7 +4,7 @@
 PYTHON ?= python
 LINT_IMPORTS ?= lint-imports
 
-.PHONY: check format lint type imports test docs docs-serve
+.PHONY: check format lint type imports test docs docs-serve numbers numbers-check
 
 check: lint type imports test
 
@@ -32,3 +32,12 @@ docs:
 
 docs-serve:
 	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs serve
+
+# Every generated table of the README and docs/ from its committed CSV, then the leaderboard page;
+# `numbers-check` fails where a page and its CSV disagree (tests/test_numbers_in_docs.py runs it).
+numbers:
+	$(PYTHON) tools/docs_numbers.py --write
+	$(PYTHON) -m lyra_agents.leaderboard render
+
+numbers-check:
+	$(PYTHON) tools/docs_numbers.py --check
