@@ -151,6 +151,7 @@ class TrainConfig:
     bc_epochs: int = 10                   # passes over them
     bc_batch_size: int = 256
     bc_learning_rate: float = 1e-3
+    bc_smoothing: float = 0.0             # masked_ppo: label smoothing over each dimension's valid values
     bc_expert: str = "heuristic"          # whose actions: heuristic (the env's own) | small_first (agents/experts.py)
     # --- network
     net_arch: list[int] = field(default_factory=lambda: [256, 256])  # policy and value MLPs
@@ -510,6 +511,7 @@ _RULES: tuple[_Rule, ...] = (
            f"<= {MAX_NET_WIDTH} (MAX_NET_WIDTH)"),
     _check_rollout, _check_masked_ppo, _check_discounts, _check_expert, _check_scenarios,
     _bound(("learning_rate", "bc_learning_rate"), lambda v: v <= 0, "> 0"),
+    _bound(("bc_smoothing",), lambda v: not 0 <= v < 1, "in [0, 1)"),
     _check_net_arch,
 )
 

@@ -323,7 +323,12 @@ class MaskedPPO:
     # ----------------------------------------------------------- imitation warm start
     def behaviour_clone(self) -> list[dict[str, float]]:
         """Collect about ``bc_steps`` expert steps (one member per group, whole episodes cut at the
-        count), then ``bc_epochs`` of cross-entropy on the expert's actions under the masks.
+        count), then ``bc_epochs`` of cross-entropy on the expert's actions under the masks
+        (``bc_smoothing`` = eps: the target puts 1 - eps on the expert's value and eps spread evenly
+        over each dimension's valid values, so the sampled policy keeps exploring around the expert
+        while its most likely action stays the expert's; with eps = 0 a perfect clone samples the
+        expert every time, every member of a group then runs the same episode and every grouped
+        advantage is 0).
         Per epoch: mean negative log-likelihood and the share of steps whose most likely valid
         action is the expert's."""
         cfg = self.cfg
@@ -360,6 +365,10 @@ class MaskedPPO:
                 idx = torch.as_tensor(order[start:start + cfg.bc_batch_size])
                 logp = self.policy.log_probs(obs_t[idx], masks_t[idx])
                 loss = -MaskedPolicy.chosen(logp, act_t[idx]).mean()
+                if cfg.bc_smoothing:  # (1 - eps) on the expert's value, eps spread over each dimension's valid values
+                    valid = torch.isfinite(logp)
+                    uniform = (logp.masked_fill(~valid, 0.0).sum(dim=2) / valid.sum(dim=2)).sum(dim=1)
+                    loss = (1 - cfg.bc_smoothing) * loss - cfg.bc_smoothing * uniform.mean()
                 optimizer.zero_grad()
                 loss.backward()
                 nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)

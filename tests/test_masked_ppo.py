@@ -141,3 +141,33 @@ def test_value_baseline_trains_the_value_head():
     model.learn(30)
     assert not torch.equal(before, model.policy.state_dict()["vf.0.weight"])
     model.close()
+
+
+def test_bc_smoothing_keeps_the_sampled_policy_off_the_expert_while_its_argmax_stays_on_it():
+    """eps = 0 drives a clone towards sampling the expert every time (a group's members then run one
+    episode and every grouped advantage is 0); eps > 0 leaves about eps of each choice to the other
+    valid values, with the expert's value still the most likely."""
+    def clone(eps):
+        model = MaskedPPO(tiny(bc_steps=64, bc_epochs=60, bc_batch_size=32, bc_smoothing=eps, n_envs=1), "cpu")
+        history = model.behaviour_clone()
+        env = model._members(0, 0, model.slot_kwargs()[0])[0]
+        obs, _ = env.reset(seed=11)
+        probs = []
+        for _ in range(10):
+            expert = expert_action(env)
+            masks = torch.as_tensor(env.unwrapped.action_masks())[None]
+            normalized = model.stats.normalize_obs(obs[None].astype(np.float32))
+            logp = model.policy.log_probs(torch.as_tensor(normalized), masks)
+            choice = masks.reshape(-1).sum() > len(expert)  # any dimension with a choice
+            if choice:
+                probs.append(float(MaskedPolicy.chosen(logp, torch.as_tensor(expert)[None]).detach().exp()))
+            obs, *_ = env.step(expert)
+        model.close()
+        return history[-1], probs
+
+    sharp, sharp_probs = clone(0.0)
+    soft, soft_probs = clone(0.2)
+    assert sharp["agreement"] == 1.0 and soft["agreement"] == 1.0  # argmax = the expert either way
+    assert min(sharp_probs) > max(soft_probs)  # the whole expert action is sampled less often with eps
+    with pytest.raises(TrainConfigError, match="bc_smoothing"):
+        tiny(bc_smoothing=1.0).validate()
