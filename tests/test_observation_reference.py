@@ -131,3 +131,25 @@ def test_a_broken_fast_feature_fails_the_check(env_id, monkeypatch):
     with pytest.raises(AssertionError, match="queue_head_wait"):
         for seed in (0, 1, 2):
             _rollout(env_id, {}, 3600.0, seed)
+
+
+def test_the_docs_table_is_read_from_the_reference_docstrings(monkeypatch):
+    """``docs/observations.md`` takes each feature's meaning and scale from its reference function:
+    a changed docstring changes the generated page; one without a ``Scale:`` line is refused."""
+    import importlib
+
+    from lyra_gym.envs import observation_docs, observation_reference
+
+    assert observation_docs.JOB_DOCS["waiting"] == ("time since it last entered the queue (0 while not queued)",
+                                                    "log-time")
+    monkeypatch.setattr(observation_reference.job_waiting, "__doc__", "time queued\n\n    Scale: minutes")
+    changed = importlib.reload(observation_docs)
+    try:
+        assert changed.JOB_DOCS["waiting"] == ("time queued", "minutes")
+        assert "| `job[i].waiting` | time queued | minutes |" in changed.markdown()
+        monkeypatch.setattr(observation_reference.job_waiting, "__doc__", "time queued")
+        with pytest.raises(ValueError, match="job_waiting: its docstring needs"):
+            changed.feature_doc(observation_reference.job_waiting)
+    finally:
+        monkeypatch.undo()
+        importlib.reload(observation_docs)
