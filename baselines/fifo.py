@@ -1,9 +1,10 @@
 """FIFO: start queued jobs in submit order at their requested size.
 
-The simplest reference. Non-preemptive, no loaning (training servers only),
-requested GPUs only (elastic jobs run at their requested size), placed by
-the run's ``placement`` rule on one GPU type (``baselines/placement.py``). With ``backfill=False`` (default) the queue head blocks the jobs
-behind it; with ``backfill=True`` later jobs that fit may start first.
+The simplest reference: one plain loop, nothing kept between decisions. Non-preemptive, no
+loaning (training servers only), requested GPUs only (elastic jobs run at their requested size),
+placed by the run's ``placement`` rule on one GPU type (``baselines/placement.py``). With
+``backfill=False`` (default) the queue head blocks the jobs behind it; with ``backfill=True``
+later jobs that fit may start first.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class FifoScheduler(Scheduler):
         place = placer(view.placement, capacities(view), groups_by_type(view, view.training_server_ids))
         free = view.free_map()  # the engine's free-capacity index: a placement costs O(GPUs per server)
         for job in self.order(view):
-            placed = place(free, job.spec.num_gpus)
+            placed = place(free, job.spec.num_gpus)  # type: ignore[arg-type]  # (placer's indexed path takes a FreeMap)
             if placed is not None:
                 plan.assign(job.id, placed)
                 free.take(placed)
