@@ -1,9 +1,10 @@
 """FIFO: start queued jobs in submit order at their requested size.
 
-The simplest reference. Non-preemptive, no loaning (training servers only),
-requested GPUs only (elastic jobs run at their requested size), placed by
-the run's ``placement`` rule on one GPU type (``baselines/placement.py``). With ``backfill=False`` (default) the queue head blocks the jobs
-behind it; with ``backfill=True`` later jobs that fit may start first.
+The simplest reference: one plain loop, nothing kept between decisions. Non-preemptive, no
+loaning (training servers only), requested GPUs only (elastic jobs run at their requested size),
+placed by the run's ``placement`` rule on one GPU type (``baselines/placement.py``). With
+``backfill=False`` (default) the queue head blocks the jobs behind it; with ``backfill=True``
+later jobs that fit may start first.
 """
 
 from __future__ import annotations
@@ -34,44 +35,18 @@ class FifoScheduler(Scheduler):
         return view.queued_jobs()
 
     def decide(self, view: ClusterView) -> Plan:
-        if not view.num_queued:
-            return view.current_plan()
-        version = view.topology.version  # changes with every change of free GPUs
-        jobs = iter(self.order(view))
-        head = next(jobs)
-        if not self.backfill and self.__dict__.get("_blocked") == (view, version, head.id):
-            return view.current_plan()  # the same first job on the same free GPUs: still blocked
+        """Keep every running job; start queued jobs in :meth:`order` while they fit (without
+        ``backfill``, stop at the first that does not)."""
         plan = view.current_plan()
-        cached = self.__dict__.get("_cached")
-        if cached is None or cached[0] is not view:
-            cached = self._cache(view)
-        place = cached[1]
-        # the engine's free-capacity index (a FreeMap): each placement costs O(GPUs per server), not O(servers)
-        free = view.free_map()
-        job: JobView | None = head
-        placed = None  # the last placement, taken from ``free`` only if another job is tried after it
-        while job is not None:
-            if placed is not None:
-                free.take(placed)
-            placed = place(free, job.spec.num_gpus)
+        if not view.num_queued:
+            return plan
+        place = placer(view.placement, capacities(view), groups_by_type(view, view.training_server_ids))
+        free = view.free_map()  # the engine's free-capacity index: a placement costs O(GPUs per server)
+        for job in self.order(view):
+            placed = place(free, job.spec.num_gpus)  # type: ignore[arg-type]  # (placer's indexed path takes a FreeMap)
             if placed is not None:
                 plan.assign(job.id, placed)
+                free.take(placed)
             elif not self.backfill:
-                if job is head:
-                    self.__dict__["_blocked"] = (view, version, head.id)
                 break
-            job = next(jobs, None)
         return plan
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state.pop("_cached", None)  # the last run's view: not part of the scheduler
-        state.pop("_blocked", None)
-        return state
-
-    def _cache(self, view: ClusterView) -> tuple:
-        """(view, placer) of a run: the training servers by GPU type and the placement rule are
-        fixed while it lasts."""
-        groups, capacity = groups_by_type(view, view.training_server_ids), capacities(view)
-        cached = self.__dict__["_cached"] = (view, placer(view.placement, capacity, groups))
-        return cached

@@ -1,4 +1,7 @@
-"""What every observation feature means: the table ``docs/observations.md`` holds.
+"""What every observation feature means: the table ``docs/observations.md`` holds, read from the
+docstrings of the reference's feature functions (:mod:`lyra_gym.envs.observation_reference`: the
+first paragraph the meaning, the ``Scale:`` line the unit or scale); an environment's own features
+(Alloc-v1's) are described here.
 
 ``python -m lyra_gym.envs.observation_docs`` writes that markdown to stdout; a test compares
 the checked-in file with it, and checks that every feature an environment's builder lays out
@@ -10,50 +13,39 @@ Scales (:mod:`lyra_gym.envs.observation`): every entry is clipped to [-1, 1]; "l
 
 from __future__ import annotations
 
+import inspect
+from typing import Callable
+
 from lyra_gym.envs.alloc_layout import ALLOC_CLUSTER_FEATURES, ALLOC_JOB_FEATURES
 from lyra_gym.envs.observation import CLUSTER_FEATURES, JOB_FEATURES, SERVER_FEATURES, observation_layout
+from lyra_gym.envs.observation_reference import (
+    CLUSTER_FEATURE_FUNCTIONS,
+    JOB_FEATURE_FUNCTIONS,
+    SERVER_FEATURE_FUNCTIONS,
+    V2_CLUSTER_FEATURE_FUNCTIONS,
+    V2_JOB_FEATURE_FUNCTIONS,
+)
 from lyra_gym.envs.observation_v2 import V2_CLUSTER_FEATURES, V2_JOB_FEATURES
 
-LOG_TIME = "log-time"
+FLAG = "0 or 1"
 GPUS = "GPUs / 64"
 SHARE = "share, 0-1"
-FLAG = "0 or 1"
 PER_INFERENCE_SERVER = "servers / inference servers"
 
-#: feature -> (meaning, unit or scale), per block
-JOB_DOCS: dict[str, tuple[str, str]] = {
-    "present": ("the slot holds a job", FLAG),
-    "queued": ("the job is queued (0: running)", FLAG),
-    "elastic": ("the job may scale between its minimum and maximum size", FLAG),
-    "requested_gpus": ("GPUs the job requests", GPUS),
-    "min_gpus": ("its minimum GPUs", GPUS),
-    "max_gpus": ("its maximum GPUs", GPUS),
-    "workers": ("GPUs it holds now", GPUS),
-    "waiting": ("time since it last entered the queue (0 while not queued)", LOG_TIME),
-    "attained": ("GPU-hours it has held so far", "log1p(GPU-h) / 10"),
-    "remaining_est": ("time to finish at its requested size on the reference GPU (the remaining work the "
-                      "run's knowledge model shows)", LOG_TIME),
-    "scaling_efficiency": ("throughput at its maximum / (max / min x throughput at its minimum), reference GPU, "
-                           "packed", "ratio"),
-    "in_overhead": ("it is (re)starting or rescaling", FLAG),
-    "on_loaned": ("share of its GPUs on loaned inference servers", SHARE),
-    "rate_ratio": ("current rate / rate of as many reference GPUs packed (0 while queued)", "ratio"),
-    "flexible_workers": ("workers beyond its minimum, what a reclaim may take (0 queued or inelastic)", GPUS),
-    "remaining_now": ("time to finish at its current rate (queued: remaining_est)", LOG_TIME),
-    "remaining_loaned": ("time to finish at its requested size on the loaned GPU type (1 if that rate is 0; 0 "
-                         "with no inference servers)", LOG_TIME),
-    # version 2 (lyra_gym/envs/observation_v2.py)
-    "attained_service": ("GPU-seconds it has held so far (Tiresias' key; linear where its thresholds sit)",
-                         "GPU-s / 36,000, clipped at 1"),
-    "statistical_efficiency": ("statistical efficiency of the batch it runs now, as the engine charges it "
-                               "(Pollux's E; 1 while queued or where none is charged)", "ratio, clipped at 1"),
-    "speedup": ("its rate now / its rate at its requested size on the reference GPU at its initial batch "
-                "(Pollux's speed-up; placement, GPU type and E included; 0 while queued)",
-                "log2(1 + ratio) / 4: 1x 0.25, 3x 0.5, 15x 1"),
-    "preemptions": ("times it was preempted so far", "count / 8, clipped at 1"),
-    "preempt_cost": ("what preempting it now would cost it: its restart overhead plus the run time since its "
-                     "last checkpoint (0 while queued)", LOG_TIME),
-    # Alloc-v1's own (lyra_gym/envs/alloc_layout.py)
+
+def feature_doc(function: Callable) -> tuple[str, str]:
+    """(meaning, unit or scale) of a reference feature function: its docstring's first paragraph
+    and its ``Scale:`` line (:mod:`lyra_gym.envs.observation_reference`)."""
+    doc = inspect.getdoc(function) or ""
+    paragraphs = doc.split("\n\n")
+    scale = [p for p in paragraphs if p.startswith("Scale: ")]
+    if not paragraphs[0] or len(scale) != 1:
+        raise ValueError(f"{function.__name__}: its docstring needs a meaning and one 'Scale:' line")
+    return " ".join(paragraphs[0].split()), " ".join(scale[0][len("Scale: "):].split())
+
+
+#: Alloc-v1's own features (lyra_gym/envs/alloc_layout.py): meaning, unit or scale
+ALLOC_JOB_DOCS: dict[str, tuple[str, str]] = {
     "picked": ("decided at this decision point", FLAG),
     "selected": ("the job being placed now", FLAG),
     "must_decide": ("it holds GPUs on a server being returned", FLAG),
@@ -62,36 +54,7 @@ JOB_DOCS: dict[str, tuple[str, str]] = {
     "proposal_workers": ("its workers in the heuristic's proposal", GPUS),
     "proposal_on_loaned": ("share of those on loaned servers", SHARE),
 }
-CLUSTER_DOCS: dict[str, tuple[str, str]] = {
-    "free_training": ("free training GPUs", "GPUs / training GPUs"),
-    "free_loaned": ("free GPUs on loaned servers", "GPUs / inference GPUs"),
-    "loaned": ("inference servers on loan to training", PER_INFERENCE_SERVER),
-    "loanable": ("inference servers that may be borrowed now", PER_INFERENCE_SERVER),
-    "demand_now": ("inference demand now", PER_INFERENCE_SERVER),
-    "demand_1h": ("inference demand one hour ahead", PER_INFERENCE_SERVER),
-    "demand_3h": ("inference demand three hours ahead", PER_INFERENCE_SERVER),
-    "demand_6h": ("inference demand six hours ahead", PER_INFERENCE_SERVER),
-    "reclaim_pending": ("loaned servers owed back to inference", PER_INFERENCE_SERVER),
-    "time_of_day_sin": ("sine of the time of day", "sin(2 pi t / 86400 s), -1 to 1"),
-    "time_of_day_cos": ("cosine of the time of day", "cos(2 pi t / 86400 s), -1 to 1"),
-    "weekend": ("Saturday or Sunday (t = 0 is a Monday)", FLAG),
-    "queued_jobs": ("queued jobs", "log1p(jobs) / 6"),
-    "running_jobs": ("running jobs", "log1p(jobs) / 6"),
-    "servers_free_0": ("training servers with no free GPU (fragmentation histogram)", "share of training servers"),
-    "servers_free_1": ("training servers with 1 free GPU", "share of training servers"),
-    "servers_free_2_3": ("training servers with 2-3 free GPUs", "share of training servers"),
-    "servers_free_4_7": ("training servers with 4-7 free GPUs", "share of training servers"),
-    "servers_free_8": ("training servers with 8 or more free GPUs", "share of training servers"),
-    "queue_head_wait": ("time the longest-waiting queued job has waited", LOG_TIME),
-    "queue_tail_gpus": ("GPUs requested by the queued jobs outside the K slots", "GPUs / training GPUs"),
-    "running_unseen": ("running jobs outside the K slots", "log1p(jobs) / 6"),
-    # version 2 (lyra_gym/envs/observation_v2.py)
-    "window_elapsed": ("time since the episode window's start / its length (arrivals stop at 1; 0 with no "
-                       "window)", "share, 0-1, clipped"),
-    "arrivals_left": ("jobs not yet submitted", "log1p(jobs) / 6"),
-    "arrivals_left_share": ("jobs not yet submitted / the window's jobs (warm-up jobs not counted; no window: "
-                            "the run's jobs)", SHARE),
-    # Alloc-v1's own (lyra_gym/envs/alloc_layout.py)
+ALLOC_CLUSTER_DOCS: dict[str, tuple[str, str]] = {
     "phase_borrow": ("the decision is in its borrow phase", FLAG),
     "phase_return": ("... in its return phase", FLAG),
     "phase_job": ("... choosing the next job", FLAG),
@@ -102,12 +65,17 @@ CLUSTER_DOCS: dict[str, tuple[str, str]] = {
     "returns_left": ("servers still to return", PER_INFERENCE_SERVER),
     "proposal_changes": ("jobs the proposal changes that are not yet picked", "log1p(jobs) / 6"),
 }
-SERVER_DOCS: dict[str, tuple[str, str]] = {
-    "present": ("the slot holds a loaned server (the first M by id)", FLAG),
-    "used": ("GPUs in use on it", "GPUs / its GPUs"),
-    "jobs": ("training jobs on it", "jobs / 8"),
-    "inelastic_jobs": ("inelastic jobs on it (preempted if it is returned)", "jobs / 8"),
+
+#: feature -> (meaning, unit or scale), per block: the reference's docstrings, then Alloc-v1's own
+JOB_DOCS: dict[str, tuple[str, str]] = {
+    **{name: feature_doc(f) for name, f in {**JOB_FEATURE_FUNCTIONS, **V2_JOB_FEATURE_FUNCTIONS}.items()},
+    **ALLOC_JOB_DOCS,
 }
+CLUSTER_DOCS: dict[str, tuple[str, str]] = {
+    **{name: feature_doc(f) for name, f in {**CLUSTER_FEATURE_FUNCTIONS, **V2_CLUSTER_FEATURE_FUNCTIONS}.items()},
+    **ALLOC_CLUSTER_DOCS,
+}
+SERVER_DOCS: dict[str, tuple[str, str]] = {name: feature_doc(f) for name, f in SERVER_FEATURE_FUNCTIONS.items()}
 
 #: (title, env ids, job features, cluster features) of each observation layout
 LAYOUTS = (
@@ -152,7 +120,12 @@ def markdown() -> str:
         "# Observations",
         "",
         "Generated by `python -m lyra_gym.envs.observation_docs > docs/observations.md` (a test checks that "
-        "this file is its output); do not edit by hand.",
+        "this file is its output); do not edit by hand. Each feature's meaning and scale is the docstring of "
+        "its function in `lyra_gym/envs/observation_reference.py`: every feature there is a plain function "
+        "of the public `ClusterView` / `JobView`, and `reference_observation` lays them out in this order "
+        "(the fast `ObservationBuilder` equals it float for float at every step, "
+        "`tests/test_observation_reference.py`). Read it to see exactly how a feature is computed, or to "
+        "add one.",
         "",
         "Every environment's observation is a flat float32 vector, every entry clipped to [-1, 1]. "
         "`env.unwrapped.observation_names` gives one name per entry, in order (`job[i].<feature>`, "

@@ -7,6 +7,7 @@ only way to act is to return a :class:`~lyra_gym.sim.plan.Plan`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Collection, Iterator, Mapping, Protocol, Sequence
 
@@ -161,6 +162,30 @@ class JobView:
     def rate(self) -> float:
         """Samples/s at the current allocation (0 when not running; 0 progress inside an overhead)."""
         return self._job.rate
+
+    @property
+    def statistical_efficiency(self) -> float:
+        """Statistical efficiency of the batch the job runs now, the factor the engine charges
+        (:meth:`lyra_gym.model.scaling.ScalingModel.statistical_efficiency`; 1 where none is)."""
+        return self._job.efficiency
+
+    @property
+    def reference_rate(self) -> float:
+        """Samples/s at its requested size on the reference GPU at its initial batch: the rate its
+        work was counted with (``total_work`` = duration x this)."""
+        return self._job.reference_rate
+
+    @property
+    def lost_run_s(self) -> float:
+        """Run time (s) the job would lose if preempted now: the run time since its last checkpoint
+        (:meth:`lyra_gym.sim.overheads.OverheadModel.roll_back`); 0 without checkpoints."""
+        job = self._job
+        interval = job.checkpoint_s
+        if not interval:
+            return 0.0
+        busy = self._engine.now - max(job.last_update, job.overhead_until)
+        run = job.run_s + (busy if busy > 0 and job.workers else 0.0)
+        return run - math.floor(run / interval) * interval
 
     @property
     def expected_finish(self) -> float | None:
@@ -361,6 +386,10 @@ class ClusterView:
         """Running jobs in start order."""
         jobs = self._engine.jobs
         return (jobs[i].view for i in self._engine.running)
+
+    def all_jobs(self) -> Iterator[JobView]:
+        """Every job of the run (submitted or not, finished too), by trace index."""
+        return (job.view for job in self._engine.jobs)
 
     @property
     def num_queued(self) -> int:
