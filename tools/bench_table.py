@@ -112,6 +112,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     windows = [r for r in rows if r["kind"] == "window"]
     policies = args.policies.split(",") if args.policies else list(dict.fromkeys(r["policy"] for r in windows))
     scenarios = args.scenarios.split(",") if args.scenarios else list(dict.fromkeys(r["scenario"] for r in windows))
+    for what, asked, present in (("policy", policies, {r["policy"] for r in windows}),
+                                 ("scenario", scenarios, {r["scenario"] for r in windows})):
+        missing = [name for name in asked if name not in present]
+        if missing:
+            parser.error(f"--{what.replace('policy', 'policie')}s: {missing[0]!r} has no window rows in "
+                         f"{', '.join(args.csv)} (there: {', '.join(sorted(present))})")
     if args.kind == "headroom":
         print(headroom_markdown(rows))
     else:
