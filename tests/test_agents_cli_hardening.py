@@ -310,6 +310,7 @@ def test_evaluate_json_folder_is_created_and_overwrite_replaces_it(run_copy, tmp
     argv = [str(run_copy), "--windows", "1", "--baselines", "", "--json", str(out)]
     assert evaluate.main(argv) == 0
     first = json.loads(out.read_text())
+    capsys.readouterr()  # (the first run's progress bar, shown on stderr when a window takes over 2 s)
     assert evaluate.main(argv) == 2
     assert "--overwrite" in one_line_error(capsys, "lyra_agents.evaluate")
     out.write_text("older")

@@ -169,7 +169,8 @@ def regenerate(text: str, page: str = "<text>", runner: Callable[[str, str], str
 
 def pages(root: Path = ROOT) -> list[Path]:
     """The Markdown pages that may hold blocks."""
-    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    return [root / "README.md", *sorted((root / "docs").rglob("*.md")),
+            *sorted((root / "agents" / "pretrained").glob("*/README.md"))]  # the model cards
 
 
 def _name(path: Path) -> str:
