@@ -111,7 +111,7 @@ class TrainConfig:
     num_server_slots: int = 16            # M
     borrow_levels: int = 4                # B
     heuristic: str = "lyra"               # guided heuristic, registry name
-    max_steps: int = 5000                 # decision points before truncation (Alloc: sub-actions)
+    max_steps: int | None = None          # decision points before truncation (Alloc: sub-actions); None: the env's
     worker_levels: int = 10               # L, worker-count options per job (LyraGym/Alloc-v1 only)
     warmup_s: float = 0.0                 # warm start: s of jobs before each window run by the heuristic first
     observation_extras: bool = False      # append lyra_gym.envs.learner_extras (duration history, queue mix)
@@ -198,7 +198,8 @@ class TrainConfig:
             "profiles": self.profiles, "window_s": self.window_s, "test_fraction": self.test_fraction,
             "reward": self.reward, "reward_scale_s": self.reward_scale_s, "num_job_slots": self.num_job_slots,
             "num_server_slots": self.num_server_slots, "borrow_levels": self.borrow_levels,
-            "heuristic": self.heuristic, "max_steps": self.max_steps, "warmup_s": self.warmup_s,
+            "heuristic": self.heuristic, "warmup_s": self.warmup_s,
+            **({"max_steps": self.max_steps} if self.max_steps is not None else {}),  # (else the env's default)
             **({"worker_levels": self.worker_levels} if self.env_id == ALLOC_ENV_ID else {}),
         }
 
@@ -501,8 +502,9 @@ _RULES: tuple[_Rule, ...] = (
            ">= 0"),
     _check_test_fraction, _check_target_kl, _check_choices, _check_heuristic, _check_env_id,
     _bound(("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "num_job_slots",
-            "borrow_levels", "max_steps", "eval_windows", "final_windows", "deepsets_hidden",
+            "borrow_levels", "eval_windows", "final_windows", "deepsets_hidden",
             "worker_levels", "bc_epochs", "bc_batch_size", "group_size"), lambda v: v < 1, ">= 1"),
+    _bound(("max_steps",), lambda v: v is not None and v < 1, ">= 1 (or null: the env's default)"),
     _bound(("num_server_slots", "eval_freq", "checkpoint_freq", "torch_threads", "deepsets_slot_dim",
             "bc_steps"), lambda v: v < 0, ">= 0"),
     _bound(("total_timesteps",), lambda v: v > MAX_TOTAL_TIMESTEPS, "<= 1e10 (MAX_TOTAL_TIMESTEPS)"),

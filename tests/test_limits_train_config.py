@@ -48,10 +48,11 @@ CHECKS = [
     ({"env_id": "LyraGym/Nope-v0"}, "env_id: 'LyraGym/Nope-v0' is not a registered id (known: LyraGym/Cluster-v1, "),
     *[({key: 0}, f"{key}: must be >= 1, got 0") for key in (
         "total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "num_job_slots", "borrow_levels",
-        "max_steps", "eval_windows", "final_windows", "deepsets_hidden", "worker_levels", "bc_epochs",
+        "eval_windows", "final_windows", "deepsets_hidden", "worker_levels", "bc_epochs",
         "bc_batch_size")],
     *[({key: -1}, f"{key}: must be >= 0, got -1") for key in (
         "num_server_slots", "eval_freq", "checkpoint_freq", "torch_threads", "deepsets_slot_dim", "bc_steps")],
+    ({"max_steps": 0}, "max_steps: must be >= 1 (or null: the env's default), got 0"),
     ({"n_steps": 1, "n_envs": 1}, "n_steps * n_envs: must be >= 2 (PPO advantage normalisation)"),
     ({"gamma": 0}, "gamma/gae_lambda: must lie in (0, 1] / [0, 1], got 0/0.95"),
     ({"gamma": 1.5}, "gamma/gae_lambda: must lie in (0, 1] / [0, 1], got 1.5/0.95"),
@@ -140,3 +141,18 @@ def test_set_errors_name_the_source():
         resolve_config(overrides=["n_envs=0"])
     with pytest.raises(TrainConfigError, match=r"^--set: n_envs: expected int, got 'x'$"):
         resolve_config(overrides=["n_envs=x"])
+
+
+def test_env_defaults_come_from_the_env_unless_a_config_sets_them():
+    """Issue 41 item 7: ``max_steps`` unset leaves the env's own default (Cluster 5,000, Alloc 200,000)."""
+    import gymnasium as gym
+
+    from lyra_gym.envs.alloc_env import ALLOC_MAX_STEPS
+
+    for env_id, expected in (("LyraGym/Cluster-v1", 5000), ("LyraGym/Alloc-v1", ALLOC_MAX_STEPS)):
+        cfg = TrainConfig(env_id=env_id)
+        assert cfg.max_steps is None and "max_steps" not in cfg.env_kwargs()
+        env = gym.make(env_id, **cfg.env_kwargs())
+        assert env.unwrapped.max_steps == expected
+        env.close()
+    assert TrainConfig(max_steps=7).env_kwargs()["max_steps"] == 7
