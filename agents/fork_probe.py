@@ -212,6 +212,32 @@ def write_csv(path: Path, forks: Sequence[Fork]) -> None:
             writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in asdict(fork).items()})
 
 
+def read_csv(path: Path) -> list[Fork]:
+    """The forks of a CSV :func:`write_csv` wrote; ``ProbeError`` naming the file and row otherwise."""
+    types = {name: type(default) for name, default in zip(COLUMNS, (0, 0, 0, 0.0, "", 0, 0, 0.0, 0.0, 0))}
+    try:
+        with open(path, newline="") as handle:
+            reader = csv.DictReader(handle)
+            if tuple(reader.fieldnames or ()) != COLUMNS:
+                raise ProbeError(f"{shown(str(path))}: not a fork-probe CSV (columns {', '.join(COLUMNS)})")
+            return [Fork(**{k: types[k](row[k]) for k in COLUMNS}) for row in reader]
+    except OSError as err:
+        raise ProbeError(f"{shown(str(path))}: {err.strerror}") from None
+    except (TypeError, ValueError) as err:
+        raise ProbeError(f"{shown(str(path))}: a row is not a fork ({err})") from None
+
+
+def summary_table(labelled: Sequence[tuple[str, Sequence[Fork]]]) -> str:
+    """Markdown: per CSV (label) and kind, forks, share with no effect, min / median / max change."""
+    lines = ["| probe | kind | forks | no effect | min job-h | median | max job-h |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for label, forks in labelled:
+        for row in summary(forks, [f.kind for f in forks])[1:]:
+            kind, count, share, *spread = row.split()
+            lines.append(f"| {label} | {kind} | {count} | {share} | " + " | ".join(spread) + " |")
+    return "\n".join(lines)
+
+
 def parse_kinds(text: str) -> list[str]:
     kinds = [k.strip() for k in text.split(",") if k.strip()]
     bad = [k for k in kinds if k not in KINDS]
@@ -230,11 +256,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--kinds", default="random,level", help=f"alternatives per state, comma-separated, "
                         f"repeats allowed ({', '.join(KINDS)}; default random,level)")
     parser.add_argument("--out", type=Path, help="CSV file: one row per fork")
+    parser.add_argument("--summarize", nargs="+", metavar="[LABEL=]CSV",
+                        help="print the Markdown summary of probe CSVs written by --out, and run nothing")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.summarize:
+        try:
+            labelled = []
+            for spec in args.summarize:
+                label, sep, name = spec.partition("=")
+                labelled.append((label if sep else Path(spec).stem, read_csv(Path(name if sep else spec))))
+        except ProbeError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        print(summary_table(labelled))
+        return 0
     try:
         if args.states < 1:
             raise ProbeError(f"--states: must be >= 1, got {args.states}")

@@ -121,3 +121,21 @@ def test_bad_arguments_are_one_clear_error(argv, message, capsys):
 def test_an_unknown_scenario_names_the_config_s(config, capsys):
     assert fork_probe.main(["--config", str(config), "--scenario", "history"]) == 2
     assert "--scenario: 'history' is not one of the config's scenarios (none)" in capsys.readouterr().err
+
+
+def test_summarize_reads_the_csv_back_into_the_same_summary(tmp_path, capsys):
+    from lyra_agents.fork_probe import Fork, main, read_csv, summary, write_csv
+
+    forks = [Fork(0, 0, 3, 10.0, "random", -1, 1, 0.0, 0.0, 5), Fork(0, 0, 3, 10.0, "level", 2, 1, -2.0, -2.0, 5),
+             Fork(1, 0, 7, 20.0, "level", 4, 1, 1.5, 1.5, 2)]
+    path = tmp_path / "p.csv"
+    write_csv(path, forks)
+    assert read_csv(path) == forks
+    assert main(["--summarize", f"x={path}"]) == 0
+    out = capsys.readouterr().out
+    # level: 2 forks, none without effect, changes -2.0 and 1.5 (median -0.25); random: 1 fork, no effect
+    assert "| x | level | 2 | 0% | -2.00 | -0.25 | 1.50 |" in out and "| x | random | 1 | 100% | - | - | - |" in out
+    assert summary(forks, ["random", "level"])[-1].split()[:3] == ["all", "3", "33%"]
+    (tmp_path / "bad.csv").write_text("a,b\n1,2\n")
+    assert main(["--summarize", str(tmp_path / "bad.csv")]) == 2
+    assert "not a fork-probe CSV" in capsys.readouterr().err
