@@ -290,9 +290,10 @@ SLOW_NAMED = {"loaded-rigid", "loaded-no-move-back", "loaded-throughput", "estim
 #: the fast lyra keeps move-back candidates (``LyraMemory.on_loaned``) only for the jobs it placed on
 #: loaned GPUs itself, so once the engine runs allocations that are not Lyra's last plan (an overruled
 #: plan; ``Alloc-v1``, where the agent's plans run and Lyra only proposes) its plans part from the
-#: reference's (found by this harness; strict: passing again fails, so the mark goes with the fix)
+#: reference's (found by this harness; with ``move_back=False`` both cases pass; strict: passing again
+#: fails, so the mark goes with the fix)
 OVERRULED = pytest.mark.xfail(raises=PlanMismatch, strict=True,
-                              reason="fast lyra's kept state assumes its own plans ran (see OVERRULED)")
+                              reason="fast lyra's move-back candidates are only the jobs it put on loaned GPUs itself")
 
 
 def _marks(name: str) -> list:
