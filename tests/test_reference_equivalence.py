@@ -263,6 +263,7 @@ NAMED = {
     # the same with every 5th plan overruled: the kept state follows changes Lyra did not plan
     # (xfail: the fast path differs there, see OVERRULED below)
     "loaded-overruled": (3, 120, LOADED, {}, {}, True),
+    "overruled-no-move-back": (3, 120, LOADED, {}, {"move_back": False}, True),  # (the kept running jobs, releases)
     "loaded-rigid": (3, 120, LOADED, {}, {"elastic": False}, False),
     "loaded-no-move-back": (3, 120, LOADED, {}, {"move_back": False}, False),
     "loaded-throughput": (3, 120, LOADED, {}, {"value_rate": "throughput"}, False),
@@ -297,7 +298,7 @@ OVERRULED = pytest.mark.xfail(raises=PlanMismatch, strict=True,
 
 
 def _marks(name: str) -> list:
-    return [pytest.mark.slow] * (name in SLOW_NAMED) + [OVERRULED] * NAMED[name][5]
+    return [pytest.mark.slow] * (name in SLOW_NAMED) + [OVERRULED] * (name == "loaded-overruled")
 
 
 def run_named(name: str) -> Twin:
@@ -343,15 +344,20 @@ def test_a_job_our_reclaim_stops_restarts_in_the_same_decision():
 ENV_TWINS: list[Twin] = []
 
 
-def env_twin() -> Twin:
+def env_twin(**switches) -> Twin:
     """The env's heuristic (``heuristic="test_reference_equivalence:env_twin"``): a twin per episode."""
-    ENV_TWINS.append(twin())
+    ENV_TWINS.append(twin(**switches))
     return ENV_TWINS[-1]
 
 
-@pytest.mark.parametrize("env_id", ["LyraGym/Cluster-v1", "LyraGym/Loaning-v1", "LyraGym/Elastic-v1",
-                                    pytest.param("LyraGym/Alloc-v1", marks=OVERRULED)])
-def test_guided_envs_plan_for_plan(env_id):
+def env_twin_without_move_back() -> Twin:
+    return env_twin(move_back=False)
+
+
+@pytest.mark.parametrize("env_id, heuristic", [
+    ("LyraGym/Cluster-v1", "env_twin"), ("LyraGym/Loaning-v1", "env_twin"), ("LyraGym/Elastic-v1", "env_twin"),
+    ("LyraGym/Alloc-v1", "env_twin_without_move_back"), pytest.param("LyraGym/Alloc-v1", "env_twin", marks=OVERRULED)])
+def test_guided_envs_plan_for_plan(env_id, heuristic):
     """Random valid actions in each env: the agent's levels (Alloc-v1: its own plans, the
     heuristic's proposals compared) reach the twin at every decision, episodes after episodes."""
     import gymnasium as gym
@@ -359,7 +365,7 @@ def test_guided_envs_plan_for_plan(env_id):
     import lyra_gym  # noqa: F401  (registers the envs)
 
     ENV_TWINS.clear()
-    env = gym.make(env_id, heuristic=f"{__name__}:env_twin", window_s=2 * 3600.0)
+    env = gym.make(env_id, heuristic=f"{__name__}:{heuristic}", window_s=2 * 3600.0)
     env.reset(seed=3)
     rng = np.random.default_rng(3)
     nvec = getattr(env.action_space, "nvec", None)
@@ -370,7 +376,7 @@ def test_guided_envs_plan_for_plan(env_id):
         _, _, terminated, truncated, _ = env.step(np.array(action) if nvec is not None else action[0])
         if terminated or truncated:
             env.reset()
-    assert sum(t.decisions for t in ENV_TWINS) > 200
+    assert sum(t.decisions for t in ENV_TWINS) > 50  # (Alloc-v1: several sub-actions a decision)
 
 
 # ------------------------------------------------------------------ broken fast paths fail it
