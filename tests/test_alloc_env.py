@@ -182,6 +182,7 @@ def test_masked_random_sub_actions_are_always_executable_and_the_reward_is_minus
     assert sum(r for _, r, _ in steps) == pytest.approx(-total_jct / 3600.0, rel=1e-9)
 
 
+@pytest.mark.slow  # (determinism: tests/test_env_equivalence.py's Alloc-v1 digests)
 def test_same_seed_same_rollout():
     a = rollout(gym.make(ALLOC_ENV_ID, **SMALL).unwrapped, 5, masked_random)
     b = rollout(gym.make(ALLOC_ENV_ID, **SMALL).unwrapped, 5, masked_random)

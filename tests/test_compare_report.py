@@ -135,6 +135,7 @@ def test_terminal_table_shows_mean_and_half_width(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------- parallel runs
+@pytest.mark.slow  # (--jobs 2 equals in-process: tests/test_examples.py, through the real CLI)
 def test_parallel_jobs_give_identical_numbers(tmp_path, capsys):
     args = ["compare", "--policies", "fifo,sjf,lyra", "--seeds", "0,1", "--no-plots"]
     assert main([*args, "--jobs", "1", "--out", str(tmp_path / "j1")]) == 0

@@ -92,7 +92,8 @@ def test_default_trace_results_are_unchanged_bit_for_bit(policy):
     assert digest("default", policy) == _stored()["default"][policy]
 
 
-@pytest.mark.parametrize("policy", _policies())
+@pytest.mark.parametrize("policy", [pytest.param(p, marks=pytest.mark.slow) if p.startswith("pollux") else p
+                                    for p in _policies()])  # (pollux's short case: the default trace)
 def test_workload_6_results_are_unchanged_bit_for_bit(policy):
     assert digest("workload-6-t4", policy) == _stored()["workload-6-t4"][policy]
 

@@ -9,7 +9,8 @@ import pytest
 import lyra_gym
 
 
-@pytest.mark.parametrize("env_id", lyra_gym.ENV_IDS)
+@pytest.mark.parametrize("env_id", [e if e == "LyraGym/Cluster-v1" else pytest.param(e, marks=pytest.mark.slow)
+                                    for e in lyra_gym.ENV_IDS])  # (one env by default: the same loop)
 def test_maskable_ppo_trains_a_few_thousand_steps(env_id):
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.utils import get_action_masks
