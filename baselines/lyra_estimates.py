@@ -145,14 +145,14 @@ class ReleaseTracker:
     the last timeline are visited: those the engine's change feed (``ClusterView.change_feed``)
     names, those the last and this plan edited, and those without an entry; any other allocations,
     a new view or a lost feed visit every job (:meth:`_sync_all`).
-    ``tests/test_lyra_admission_speed.py`` checks the book against one built from scratch at every
-    decision.
+    The equivalence harness (``tests/test_reference_equivalence.py``, against ``lyra-reference``)
+    checks the plans it leads to at every decision.
 
     Under ``oracle`` an entry is the finish at the job's rate when its allocation was set; the
     engine changes that rate again only at a progress-part boundary (or, under the adaptive rule,
     a batch change), and the entry is not redone then (an approximation the golden results pin).
     Under a knowledge mode the believed finish moves with the belief, so every entry is computed
-    afresh at each timeline (:meth:`_sync_believed`; ``tests/test_lyra_releases_knowledge.py``).
+    afresh at each timeline (:meth:`_sync_believed`; the harness's ``estimate`` and ``history`` cases).
     """
 
     def __init__(self, views: dict[str, JobView], cap: Callable[[JobView], int] | None) -> None:

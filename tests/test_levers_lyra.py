@@ -3,7 +3,7 @@
 At every decision a seeded chooser may name running jobs to preempt. Each decision must drop
 exactly those jobs from the plan and not restart them in it; Lyra's kept state (the running
 elastic jobs' splits kept by the change feed) must equal a rebuild from scratch at every
-decision (``test_lyra_fast_paths._CheckedDecision``); the lazy move-back line must give the
+decision (``_CheckedDecision`` below); the lazy move-back line must give the
 same jobs as the reference walk; every job still finishes. Plain runs are unchanged bit for
 bit (``test_golden_results.py``, ``test_env_equivalence.py``).
 """
@@ -17,13 +17,40 @@ from hypothesis import HealthCheck, given, settings
 import lyra_baselines.lyra as lyra_module
 import lyra_baselines.lyra_admission as admission_module
 from lyra_baselines.lyra import LyraScheduler
+from lyra_baselines.lyra_state import Decision
 from lyra_gym.run.simulate import simulate
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import Guidance
 from lyra_gym.sim.view import ClusterView
-from test_lyra_fast_paths import _CheckedDecision
 from test_lyra_invariants import CONFIG, SWITCHES, workloads
 from toy import TOY, job
+
+
+class _CheckedDecision(Decision):
+    """A Decision that rebuilds the running elastic jobs' state from scratch (every job of the
+    plan's allocations split afresh) and compares it with the one kept by the change feed."""
+
+    checked = 0
+    overlays = 0
+
+    def __init__(self, settings, memory, view, plan, levels):
+        super().__init__(settings, memory, view, plan, levels)
+        fresh = Decision.__new__(Decision)
+        fresh.settings, fresh.memory, fresh.view, fresh.facts = settings, memory, view, self.facts
+        fresh.allocations = dict(self.allocations)  # a plain dict: the from-scratch path
+        flex_cells = fresh._split_all() if settings.elastic else {}
+        assert list(self.base.items()) == list(fresh.base.items())  # same jobs, same order, same splits
+        assert list(self.flex.items()) == list(fresh.flex.items())
+        assert [j.id for j in self.elastic_jobs] == [j.id for j in fresh.elastic_jobs]
+        assert dict(self.flex_on) == fresh.flex_on
+        avail, cells = self.free.tolist(), self.free.totals()
+        for sid, g in fresh.flex_on.items():
+            avail[sid] += g
+        for c, g in flex_cells.items():
+            cells[c] += g
+        assert self.avail == avail and self.avail_cells == cells
+        type(self).checked += 1
+        type(self).overlays += bool(getattr(self.allocations, "touched", None))
 
 
 class _Preempting(LyraScheduler):
