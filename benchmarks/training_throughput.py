@@ -1,0 +1,149 @@
+"""Throughput where training spends it (issue 38 item 5): env.step and whole training updates.
+
+    python benchmarks/training_throughput.py --out docs/training-throughput.csv
+    python benchmarks/training_throughput.py --label old --append docs/training-throughput.csv  # in an old checkout
+
+Rows (CSV: label, what, config, env_id, steps, cpu_s, steps_per_cpu_s):
+
+- ``env.step``: the expert's steps (``expert_action()``) on the env of a training config (its env
+  settings: knowledge, warm start, scenario trace; resets not counted), process time;
+- ``train``: one collection round and update of the config's algorithm after one warm-up round
+  (``maskable_ppo``: SB3's ``learn`` of ``n_envs x n_steps``; ``masked_ppo``: one round of every
+  group), env steps per process-CPU second, everything in the round counted.
+
+Process time, not wall: on a shared machine the wall clock counts other processes. A config or env
+id the checkout does not have (an old commit) is skipped with a line on stderr, so the same script
+measures old and new side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = {  # what: the shipped generalist's env settings under each guided id and both algorithms
+    "generalist-v1": ("agents/configs/cluster-generalist.yaml", "LyraGym/Cluster-v1"),
+    "generalist-v2": ("agents/configs/cluster-v2-pollux-mppo.yaml", "LyraGym/Cluster-v2"),
+}
+COLUMNS = ("label", "what", "config", "env_id", "steps", "cpu_s", "steps_per_cpu_s")
+
+
+def env_step_rate(config: str, env_id: str, steps: int, seed: int = 0) -> tuple[int, float]:
+    """(steps, CPU s) of ``steps`` expert steps on ``config``'s env under ``env_id``."""
+    import gymnasium as gym
+
+    from lyra_agents.config import load_train_config
+
+    cfg = load_train_config(ROOT / config)
+    env = gym.make(env_id, **{**cfg.env_kwargs(), "num_job_slots": cfg.num_job_slots}).unwrapped
+    env.reset(seed=seed)
+    done, cpu, count = False, 0.0, 0
+    while count < steps:
+        if done:
+            seed += 1
+            env.reset(seed=seed)
+        action = env.expert_action()
+        t0 = time.process_time()
+        *_, terminated, truncated, _ = env.step(action)
+        cpu += time.process_time() - t0
+        done = terminated or truncated
+        count += 1
+    env.close()
+    return count, cpu
+
+
+def train_rate(config: str, algo: str, overrides: dict[str, Any]) -> tuple[int, float]:
+    """(env steps, CPU s) of one training round of ``config`` after a warm-up round."""
+    import torch
+
+    from lyra_agents.config import load_train_config
+
+    torch.set_num_threads(1)
+    cfg = load_train_config(ROOT / config).replace(algo=algo, bc_steps=0, eval_freq=0, checkpoint_freq=0,
+                                                   **overrides)
+    if algo == "masked_ppo":
+        from lyra_agents.masked_ppo import MaskedPPO
+
+        model = MaskedPPO(cfg, "cpu")
+        model.learn(1)  # one round: the warm-up
+        before, t0 = model.num_timesteps, time.process_time()
+        model.learn(model.num_timesteps + 1)
+        steps, cpu = model.num_timesteps - before, time.process_time() - t0
+        model.close()
+        return steps, cpu
+    sys.path.insert(0, str(ROOT))
+    from train import build_model  # (train.py's own: the envs and model as a run builds them)
+
+    venv, model = build_model(cfg, None, None, False)
+    round_steps = cfg.n_envs * cfg.n_steps
+    model.learn(round_steps)
+    t0 = time.process_time()
+    model.learn(round_steps, reset_num_timesteps=False)
+    cpu = time.process_time() - t0
+    venv.close()
+    return round_steps, cpu
+
+
+def measure(label: str, env_steps: int) -> list[dict[str, Any]]:
+    rows = []
+    for what, (config, env_id) in CONFIGS.items():
+        try:
+            steps, cpu = env_step_rate(config, env_id, env_steps)
+        except Exception as err:  # noqa: BLE001 - an old checkout lacks the config or the id: skip, say so
+            print(f"skip env.step {what}: {type(err).__name__}: {err}", file=sys.stderr)
+            continue
+        rows.append(dict(label=label, what="env.step", config=config, env_id=env_id, steps=steps,
+                         cpu_s=round(cpu, 2), steps_per_cpu_s=round(steps / cpu)))
+    for algo, config, overrides in (("maskable_ppo", CONFIGS["generalist-v1"][0], {}),
+                                    ("masked_ppo", CONFIGS["generalist-v1"][0], {"n_envs": 9, "group_size": 4,
+                                                                                 "curriculum_start_s": 10800.0})):
+        try:
+            steps, cpu = train_rate(config, algo, overrides)
+        except Exception as err:  # noqa: BLE001 - as above
+            print(f"skip train {algo}: {type(err).__name__}: {err}", file=sys.stderr)
+            continue
+        rows.append(dict(label=label, what=f"train {algo}", config=config, env_id="LyraGym/Cluster-v1", steps=steps,
+                         cpu_s=round(cpu, 2), steps_per_cpu_s=round(steps / cpu)))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--label", default="new", help="the row label (e.g. a commit)")
+    parser.add_argument("--env-steps", type=int, default=2000, help="expert steps per env.step row")
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--out", type=Path, help="write the CSV here (replacing it)")
+    out.add_argument("--append", type=Path, help="append rows to this CSV (header if new)")
+    parser.add_argument("--table", type=Path, help="print the Markdown table of this CSV and exit")
+    args = parser.parse_args(argv)
+    if args.table:
+        rows = list(csv.DictReader(args.table.open()))
+        print("| label | what | env | steps | CPU s | steps per CPU-s |\n|---|---|---|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r['label']} | {r['what']} | {r['env_id']} | {r['steps']} | {r['cpu_s']} | "
+                  f"{int(r['steps_per_cpu_s']):,} |")
+        return 0
+    rows = measure(args.label, args.env_steps)
+    path = args.out or args.append
+    for r in rows:
+        print(r)
+    if path is not None:
+        new = args.out is not None or not path.exists()
+        with path.open("w" if args.out else "a", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+            if new:
+                writer.writeheader()
+            writer.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    sys.exit(main())
