@@ -29,13 +29,7 @@ class ActionCodec:
     def __init__(self, k: int, m: int, b: int, controls_jobs: bool, controls_loaning: bool) -> None:
         self.k, self.m, self.b = k, m, b
         self.controls_jobs, self.controls_loaning = controls_jobs, controls_loaning
-        nvec: list[int] = []
-        if controls_jobs:
-            nvec += [JOB_LEVELS] * k
-        if controls_loaning:
-            nvec += [b + 1] + [RETURN_LEVELS] * m
-        self.nvec = np.array(nvec, dtype=np.int64)
-        self.offsets = np.concatenate([[0], np.cumsum(self.nvec)[:-1]]).astype(np.int64)
+        self.nvec, self.offsets = action_layout(JOB_LEVELS, k, m, b, controls_jobs, controls_loaning)
         # a job slot's valid levels as bytes (bool): any, empty slot (hold only), running inelastic job (neutral only)
         self._any = bytes([1] * JOB_LEVELS)
         self._inelastic = bytes(1 if level == NEUTRAL_JOB_LEVEL else 0 for level in range(JOB_LEVELS))
@@ -198,6 +192,20 @@ def check_action(action: object, shape: tuple[int, ...]) -> np.ndarray:
     if dtype == _UINT64:  # keep huge values out of range instead of wrapping negative
         array = np.minimum(array, np.uint64(np.iinfo(np.int64).max))
     return array.astype(np.int64)
+
+
+def action_layout(job_values: int, k: int, m: int, b: int, controls_jobs: bool,
+                  controls_loaning: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(nvec, offsets) of a guided env's MultiDiscrete action: ``[job_values]*K`` if it controls
+    jobs, then ``[B+1] + [RETURN_LEVELS]*M`` if it controls loaning; offsets of each dimension's
+    first value in the concatenated masks."""
+    nvec: list[int] = []
+    if controls_jobs:
+        nvec += [job_values] * k
+    if controls_loaning:
+        nvec += [b + 1] + [RETURN_LEVELS] * m
+    array = np.array(nvec, dtype=np.int64)
+    return array, np.concatenate([[0], np.cumsum(array)[:-1]]).astype(np.int64)
 
 
 def _valid_range(allowed: bytes) -> tuple[int, int] | None:

@@ -20,7 +20,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from lyra_gym.envs.actions import check_action
+from lyra_gym.envs.actions import action_layout, check_action
 from lyra_gym.envs.observation import job_slots_counted, server_slots
 from lyra_gym.sim.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS, Guidance
 from lyra_gym.sim.view import ClusterView, JobView
@@ -83,13 +83,7 @@ class LeverCodec:
     def __init__(self, k: int, m: int, b: int, controls_jobs: bool, controls_loaning: bool) -> None:
         self.k, self.m, self.b = k, m, b
         self.controls_jobs, self.controls_loaning = controls_jobs, controls_loaning
-        nvec: list[int] = []
-        if controls_jobs:
-            nvec += [LEVER_JOB_VALUES] * k
-        if controls_loaning:
-            nvec += [b + 1] + [RETURN_LEVELS] * m
-        self.nvec = np.array(nvec, dtype=np.int64)
-        self.offsets = np.concatenate([[0], np.cumsum(self.nvec)[:-1]]).astype(np.int64)
+        self.nvec, self.offsets = action_layout(LEVER_JOB_VALUES, k, m, b, controls_jobs, controls_loaning)
         self._shape = self.nvec.shape
 
         def valid(size: int, values: Sequence[int]) -> bytes:
