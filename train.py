@@ -253,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"train.py: error: --plot: no such run folder: {missing[0]}", file=sys.stderr)
             return 2
         out = Path(args.out or "learning_curves.png")
-        plot_runs(args.plot, out, band=True)
+        plot_runs(args.plot, out)  # every run its own line (seeds evaluate at different steps)
         print(f"wrote {out}")
         return 0
     try:
