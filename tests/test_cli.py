@@ -236,8 +236,9 @@ def test_import_lyra_gym_registers_every_env_without_loading_it():
         "print({i: gymnasium.registry[i].entry_point for i in envs.ALL_ENV_IDS} == envs._ENTRY_POINTS)")
     assert out.split("\n")[:5] == [
         "False",
-        "['LyraGym/Alloc-v0', 'LyraGym/Alloc-v1', 'LyraGym/Cluster-v0', 'LyraGym/Cluster-v1', "
-        "'LyraGym/Elastic-v0', 'LyraGym/Elastic-v1', 'LyraGym/Loaning-v0', 'LyraGym/Loaning-v1']",  # -v0: deprecated
+        "['LyraGym/Alloc-v0', 'LyraGym/Alloc-v1', 'LyraGym/Cluster-v0', 'LyraGym/Cluster-v1', 'LyraGym/Cluster-v2', "
+        "'LyraGym/Elastic-v0', 'LyraGym/Elastic-v1', 'LyraGym/Elastic-v2', 'LyraGym/Loaning-v0', 'LyraGym/Loaning-v1', "
+        "'LyraGym/Loaning-v2']",  # -v0: deprecated
         "LoaningEnv True",
         "True True",
         "True",

@@ -41,7 +41,7 @@ def test_agents_old_import_paths_give_the_moved_functions():
     import lyra_agents.spaces as spaces
 
     assert factory.model_spaces is spaces.model_spaces and factory.observation_widths is spaces.observation_widths
-    assert policy_scheduler.env_controls is spaces.env_controls
+    assert policy_scheduler.action_codec is spaces.action_codec  # (env_controls is read there now)
 
 
 def test_the_project_has_no_import_cycle():

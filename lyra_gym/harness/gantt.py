@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from lyra_gym.envs.gantt_draw import GanttError, write_gantt_png
 from lyra_gym.errors import LyraGymError
 from lyra_gym.model.config import config_from_dict
 from lyra_gym.run.placements import Placements, PlacementsFileError, read_placements_csv
@@ -105,6 +104,8 @@ def draw_run(run: str | Path, out: str | Path | None = None, title: str | None =
         raise GanttInputError(f"--out {target}: must end in .png")
     if not target.parent.is_dir():
         raise GanttInputError(f"--out {target}: folder {target.parent} does not exist")
+    from lyra_gym.envs.gantt_draw import GanttError, write_gantt_png  # (matplotlib: only when drawing)
+
     try:
         write_gantt_png(placements, str(target), title if title is not None else default_title)
     except GanttError as exc:
