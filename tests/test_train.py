@@ -68,7 +68,7 @@ def test_tensorboard_holds_the_cluster_scalars_the_eval_ratio_and_the_config(qui
                 "eval/jct_vs_lyra", "rollout/ep_rew_mean", "train/value_loss", "time/fps"}
     assert expected <= scalars, expected - scalars
     ratios = events.Scalars("eval/jct_vs_lyra")
-    assert [e.step for e in ratios] == [512, 1024]
+    assert [e.step for e in ratios] == [0, 512, 1024]  # evaluated before any update too (issue 42 item 5)
     policy, lyra = events.Scalars("eval/jct_policy"), events.Scalars("eval/jct_lyra")
     assert all(abs(r.value - p.value / q.value) < 1e-5 for r, p, q in zip(ratios, policy, lyra))
     assert any(tag.startswith("config/yaml") for tag in events.Tags()["tensors"])
