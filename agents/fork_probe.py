@@ -37,7 +37,7 @@ import math
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -214,7 +214,8 @@ def write_csv(path: Path, forks: Sequence[Fork]) -> None:
 
 def read_csv(path: Path) -> list[Fork]:
     """The forks of a CSV :func:`write_csv` wrote; ``ProbeError`` naming the file and row otherwise."""
-    types = {name: type(default) for name, default in zip(COLUMNS, (0, 0, 0, 0.0, "", 0, 0, 0.0, 0.0, 0))}
+    kinds: tuple[Callable[[str], Any], ...] = (int, int, int, float, str, int, int, float, float, int)
+    types = dict(zip(COLUMNS, kinds))
     try:
         with open(path, newline="") as handle:
             reader = csv.DictReader(handle)
