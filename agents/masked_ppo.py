@@ -251,7 +251,7 @@ class MaskedPPO:
 
         return env_kwargs_of(self.cfg)
 
-    def _members(self, slot: int, trace_seed: int, kwargs: dict[str, Any]) -> list[gym.Env]:
+    def group_members(self, slot: int, trace_seed: int, kwargs: dict[str, Any]) -> list[gym.Env]:
         """The ``group_size`` envs of ``slot`` on ``trace_seed`` (built once, then reused)."""
         key = (slot, trace_seed)
         if key not in self._envs:
@@ -274,7 +274,7 @@ class MaskedPPO:
         envs, trajs, obs, starts = [], [], [], []
         t_reset = time.process_time()
         for slot, kwargs in enumerate(self.slot_kwargs()):
-            members = self._members(slot, seeds[(self.updates + slot) % len(seeds)], kwargs)
+            members = self.group_members(slot, seeds[(self.updates + slot) % len(seeds)], kwargs)
             reset_seed = cfg.seed + RESET_SEED_STRIDE * self.updates + slot
             for env in members:
                 o, info = env.reset(seed=reset_seed)
@@ -334,7 +334,7 @@ class MaskedPPO:
         cfg = self.cfg
         raws, masks_all, actions_all = [], [], []
         for slot, kwargs in enumerate(self.slot_kwargs()):  # slot i: scenario i on the config's trace seed
-            env = self._members(slot, cfg.trace_seed, kwargs)[0]
+            env = self.group_members(slot, cfg.trace_seed, kwargs)[0]
             reset = cfg.seed + slot
             quota = -(-cfg.bc_steps // cfg.n_envs)
             obs, _ = env.reset(seed=reset)

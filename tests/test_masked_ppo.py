@@ -150,7 +150,7 @@ def test_bc_smoothing_keeps_the_sampled_policy_off_the_expert_while_its_argmax_s
     def clone(eps):
         model = MaskedPPO(tiny(bc_steps=64, bc_epochs=60, bc_batch_size=32, bc_smoothing=eps, n_envs=1), "cpu")
         history = model.behaviour_clone()
-        env = model._members(0, 0, model.slot_kwargs()[0])[0]
+        env = model.group_members(0, 0, model.slot_kwargs()[0])[0]
         obs, _ = env.reset(seed=11)
         probs = []
         for _ in range(10):

@@ -43,7 +43,7 @@ def margins(run: Path, scenario: str, steps: int) -> list[dict[str, Any]]:
         norm = load_normalizer(zip_path.with_name(zip_path.name.replace("model_", "model_vecnormalize_"))
                                .with_suffix(".npz"))
         slot = cfg.scenarios.index(scenario) if cfg.scenarios else 0
-        env = model._members(slot, cfg.trace_seed, model.slot_kwargs()[slot])[0]  # noqa: SLF001
+        env = model.group_members(slot, cfg.trace_seed, model.slot_kwargs()[slot])[0]
         obs, _ = env.reset(options={"split": "test", "window": 0})
         dims = flips = 0
         p_expert, gaps = [], []
