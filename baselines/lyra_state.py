@@ -151,7 +151,7 @@ class LyraMemory:
         if facts is None:
             facts = self.facts = ClusterFacts(view)
             self.rates.per_server = facts.per_server
-            self.rates.settle(view)  # before any rate: where its pure caches are kept (the profile set's memo)
+            self.rates.settle(view)  # before any rate: where its pure caches are kept (lyra_rates.SHARED)
             self.releases.gpu_types, self.releases.training_ids = facts.gpu_types, facts.training_ids
             if self.settings.elastic:
                 self.running = RunningElastic(partial(split_alloc, self.settings, facts), facts.cell_of,

@@ -1,4 +1,6 @@
-"""``LyraRates.settle``: runs on one profile set share Lyra's pure caches through its memo.
+"""``LyraRates.settle``: runs on one profile set share Lyra's pure caches (``lyra_rates.SHARED``,
+Lyra's own, weakly keyed by the profile set: nothing of Lyra's is kept in the model's
+``ProfileSet.memo``).
 
 Only the caches that are pure functions of the profiles, the scaling settings, the GPUs per
 server and ``value_rate`` (packed rates, goodput rows, value rows) are shared, and only between
@@ -10,6 +12,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
+import weakref
 
 import pytest
 
@@ -19,7 +23,7 @@ from lyra_baselines.lyra_rates import LyraRates
 from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.knowledge import KnowledgeConfig
-from lyra_gym.model.profiles import builtin_profiles
+from lyra_gym.model.profiles import ProfileSet, builtin_profiles
 from lyra_gym.run.simulate import build_engine, simulate
 from lyra_gym.sim.engine import Engine
 from lyra_gym.sim.view import ClusterView, JobView
@@ -161,3 +165,48 @@ def test_simulations_handed_one_profile_set_share_the_caches_and_give_the_same_r
         assert a.jobs == b.jobs
         assert {k: v for k, v in a.metrics.items() if "wall" not in k} == {k: v for k, v in b.metrics.items()
                                                                            if "wall" not in k}
+
+
+class WatchedProfiles(ProfileSet):
+    """A profile set that records the keys of the memos asked of it."""
+
+    def __init__(self, profiles: ProfileSet) -> None:
+        super().__init__(profiles.models, profiles.reference_gpu, profiles.source)
+        self.asked: list = []
+
+    def memo(self, key):
+        self.asked.append(key)
+        return super().memo(key)
+
+
+def test_lyra_keeps_its_caches_itself_not_in_the_profile_sets_memo():
+    """A run asks the profile set's memo only for the model's own (``ScalingModel``'s) memos;
+    Lyra's rows are in ``SHARED`` under that profile set, and the next run finds them there."""
+    watched = WatchedProfiles(TOY)
+    cfg = config(training=2, inference=1)
+    simulate(JOBS, "lyra", cfg, seed=0, profiles=watched, demand=DemandCurve.constant(0))
+    assert watched.asked and all(key[0] == "scaling" for key in watched.asked)
+    (kept,) = lyra_rates.SHARED[watched].values()
+    assert kept["packed"] or kept["goodputs"]
+    rates = _settled(_engine(watched).view, per_server={"v100": 8, "t4": 8})
+    assert rates._rates is kept["packed"] and rates._goodputs is kept["goodputs"]
+
+
+def test_the_shared_caches_go_with_their_profile_set():
+    profiles = copy.deepcopy(TOY)
+    _filled(view=_engine(profiles).view)
+    assert profiles in lyra_rates.SHARED
+    gone = weakref.ref(profiles)
+    del profiles
+    gc.collect()
+    assert gone() is None and all(p is not None for p in lyra_rates.SHARED.keys())
+
+
+def test_at_most_shared_settings_are_kept_per_profile_set(monkeypatch):
+    monkeypatch.setattr(lyra_rates, "SHARED_SETTINGS", 2)
+    profiles = copy.deepcopy(TOY)
+    first = lyra_rates.shared_caches(profiles, ("a",))
+    assert lyra_rates.shared_caches(profiles, ("a",)) is first
+    lyra_rates.shared_caches(profiles, ("b",))
+    lyra_rates.shared_caches(profiles, ("c",))  # a third: all dropped, then kept
+    assert len(lyra_rates.SHARED[profiles]) == 1 and lyra_rates.shared_caches(profiles, ("a",)) is not first
