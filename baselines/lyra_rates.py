@@ -83,6 +83,29 @@ class LyraRates:
             clone.__dict__[name] = value if name in shared else copy.deepcopy(value, memo)
         return clone
 
+    @property
+    def settled(self) -> bool:
+        """Has :meth:`settle` run (the run's first decision)?"""
+        return self._token is not None
+
+    @property
+    def pure_caches(self) -> dict[str, dict]:
+        """The caches that are pure functions of their keys and the settings (name -> cache): in
+        :data:`SHARED` after :meth:`settle` where :attr:`shared`, else this run's own."""
+        return {"packed": self._rates, "goodputs": self._goodputs, "rows": self._rows}
+
+    @property
+    def shared(self) -> bool:
+        """Are :attr:`pure_caches` shared with the runs on the same profile set and settings?"""
+        return bool(self._token)
+
+    @property
+    def job_caches(self) -> dict[str, dict]:
+        """The caches by job id (name -> cache): this run's own, never shared (a job id's remaining
+        work differs between runs)."""
+        return {"sjf_keys": self._sjf_keys, "queued_times": self._queued_times,
+                "reference_rates": self._reference_rates, "part_spans": self._part_spans}
+
     def settle(self, view: ClusterView) -> None:
         """Choose where the packed rates, goodput rows and value rows are kept (``LyraMemory.start``
         calls it at the run's first decision, once ``per_server`` is known, before any rate is

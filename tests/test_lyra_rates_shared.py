@@ -50,7 +50,7 @@ def _jobs(view: ClusterView) -> list[JobView]:
 def _asked(rates: LyraRates, view: ClusterView) -> list:
     """Every kind of answer of ``rates`` for the toy jobs (the caches filled on the way), settled
     first as a run's first decision does (``LyraMemory.start``)."""
-    if rates._token is None:
+    if not rates.settled:
         rates.settle(view)
     answers: list = []
     for j in _jobs(view):
@@ -68,7 +68,7 @@ def _filled(value_rate: str = "goodput", view: ClusterView | None = None) -> Lyr
     return rates
 
 
-_PURE = ("_rates", "_goodputs", "_rows")
+_PURE = ("packed", "goodputs", "rows")
 
 
 def _settled(view: ClusterView, value_rate: str = "goodput", per_server: dict | None = None) -> LyraRates:
@@ -80,29 +80,28 @@ def _settled(view: ClusterView, value_rate: str = "goodput", per_server: dict | 
 
 def test_runs_on_one_profile_set_share_the_pure_caches_and_not_those_by_job_id():
     previous = _filled()
-    assert previous._sjf_keys and previous._queued_times and previous._reference_rates and previous._part_spans
+    assert all(previous.job_caches.values())
     rates = _settled(_engine().view)  # a later run on the same profiles (TOY)
-    assert all(getattr(rates, name) is getattr(previous, name) for name in _PURE)
+    assert all(rates.pure_caches[name] is previous.pure_caches[name] for name in _PURE)
     answers = _asked(rates, _engine().view)
     alone = _settled(_engine(copy.deepcopy(TOY)).view)  # equal profiles, another object: its own memo
-    assert not any(getattr(alone, name) is getattr(previous, name) for name in _PURE)
+    assert not any(alone.pure_caches[name] is previous.pure_caches[name] for name in _PURE)
     assert answers == _asked(alone, _engine(copy.deepcopy(TOY)).view)  # the same doubles
-    for name in ("_sjf_keys", "_queued_times", "_reference_rates", "_part_spans"):
-        kept = getattr(rates, name)
-        assert kept is not getattr(previous, name) and set(kept) == set(getattr(alone, name))
+    for name, kept in rates.job_caches.items():
+        assert kept is not previous.job_caches[name] and set(kept) == set(alone.job_caches[name])
 
 
 def test_throughput_rates_are_shared_too():
     previous = _filled("throughput")
     rates = _settled(_engine().view, "throughput")
     _asked(rates, _engine().view)
-    assert rates._rates is previous._rates and rates._rows is previous._rows
+    assert all(rates.pure_caches[name] is previous.pure_caches[name] for name in _PURE)
 
 
 @pytest.mark.parametrize("other", ["value_rate", "per_server", "profiles", "scaling", "adaptive", "knowledge"])
 def test_runs_of_other_settings_keep_their_own(other):
     previous = _filled()
-    before = {name: dict(getattr(previous, name)) for name in _PURE}
+    before = {name: dict(previous.pure_caches[name]) for name in _PURE}
     engine = {"profiles": lambda: _engine(copy.deepcopy(TOY)),  # equal content, another object
               "scaling": lambda: _engine(scaling="fixed-global"),
               "adaptive": lambda: _engine(scaling="adaptive"),
@@ -111,19 +110,19 @@ def test_runs_of_other_settings_keep_their_own(other):
                      {"v100": 4, "t4": 8} if other == "per_server" else None)
     _asked(rates, engine.view)
     for name, kept in before.items():
-        assert getattr(rates, name) is not getattr(previous, name)
-        assert getattr(previous, name) == kept  # not written into either
+        assert rates.pure_caches[name] is not previous.pure_caches[name]
+        assert previous.pure_caches[name] == kept  # not written into either
     if other in ("adaptive", "knowledge"):  # not pure: this run's own, shared with none
-        assert rates._token == ()
-        assert not any(getattr(_settled(engine.view), name) is getattr(rates, name) for name in _PURE)
+        assert rates.settled and not rates.shared
+        assert not any(_settled(engine.view).pure_caches[name] is rates.pure_caches[name] for name in _PURE)
 
 
 def test_a_full_memo_starts_afresh(monkeypatch):
     previous = _filled()
-    monkeypatch.setattr(lyra_rates, "SHARED_ENTRIES", sum(len(getattr(previous, name)) for name in _PURE) - 1)
+    monkeypatch.setattr(lyra_rates, "SHARED_ENTRIES", sum(len(previous.pure_caches[name]) for name in _PURE) - 1)
     rates = _settled(_engine().view)
-    assert not any(getattr(rates, name) is getattr(previous, name) for name in _PURE)
-    assert not any(getattr(rates, name) for name in _PURE)
+    assert not any(rates.pure_caches[name] is previous.pure_caches[name] for name in _PURE)
+    assert not any(rates.pure_caches[name] for name in _PURE)
 
 
 @pytest.mark.parametrize("mode", ["plain", "adaptive"])
@@ -134,10 +133,10 @@ def test_a_fork_shares_the_pure_caches_only(mode):
     view = _engine(scaling="adaptive").view if mode == "adaptive" else _engine().view
     rates = _filled(view=view)
     clone = copy.deepcopy(rates)
-    pure = ("_rates", "_goodputs", "_rows")
-    shared = [getattr(clone, name) is getattr(rates, name) for name in pure]
+    shared = [clone.pure_caches[name] is rates.pure_caches[name] for name in _PURE]
     assert shared == ([True] * 3 if mode == "plain" else [False] * 3)
-    assert clone._sjf_keys is not rates._sjf_keys and clone._sjf_keys == rates._sjf_keys  # by job id: copied
+    assert clone.job_caches["sjf_keys"] is not rates.job_caches["sjf_keys"]  # by job id: copied
+    assert clone.job_caches["sjf_keys"] == rates.job_caches["sjf_keys"]
     assert _asked(clone, view) == _asked(rates, view)
 
 
@@ -150,7 +149,7 @@ def test_simulations_handed_one_profile_set_share_the_caches_and_give_the_same_r
 
     def watched(self, view):
         settle(self, view)
-        warm.append(bool(self._rows))
+        warm.append(bool(self.pure_caches["rows"]))
 
     monkeypatch.setattr(LyraRates, "settle", watched)
     cfg = SimConfig(cluster=ClusterConfig(training=(ServerGroup(5, "v100", 8),), inference=ServerGroup(6, "t4", 8)))
@@ -189,7 +188,7 @@ def test_lyra_keeps_its_caches_itself_not_in_the_profile_sets_memo():
     (kept,) = lyra_rates.SHARED[watched].values()
     assert kept["packed"] or kept["goodputs"]
     rates = _settled(_engine(watched).view, per_server={"v100": 8, "t4": 8})
-    assert rates._rates is kept["packed"] and rates._goodputs is kept["goodputs"]
+    assert rates.pure_caches["packed"] is kept["packed"] and rates.pure_caches["goodputs"] is kept["goodputs"]
 
 
 def test_the_shared_caches_go_with_their_profile_set():

@@ -426,12 +426,12 @@ def test_a_wrong_tie_break_fails_the_harness(monkeypatch):
         run_twin(BUSY, BUSY_DEMAND, DEFAULT_CONFIG, {})
 
 
-def test_registered_as_lyra_reference(monkeypatch):
-    """``lyra-reference`` runs by name (registered here until the entry point is installed) and
-    gives lyra's results."""
-    from lyra_gym.sim import scheduler as registry
+def test_registered_as_lyra_reference():
+    """``lyra-reference`` runs by name (its entry point; registered here too, the same class, for a
+    checkout not re-installed) and gives lyra's results."""
+    from lyra_gym.sim.scheduler import register
 
-    monkeypatch.setitem(registry._registered, "lyra-reference", LyraReferenceScheduler)
+    register("lyra-reference", LyraReferenceScheduler)
     by_name = simulate(BUSY, "lyra-reference", DEFAULT_CONFIG, seed=0, profiles=TOY, demand=BUSY_DEMAND)
     fast = simulate(BUSY, "lyra", DEFAULT_CONFIG, seed=0, profiles=TOY, demand=BUSY_DEMAND)
     assert by_name.jobs == fast.jobs
