@@ -1,19 +1,17 @@
 """Lyra, the reference: the paper's two phases over the public view, to read first.
 
 ``lyra-reference`` decides what ``lyra`` (``baselines/lyra.py``) decides, plan for plan
-(``tests/test_reference_equivalence.py`` checks every decision), without the speed work: no
-caches, no change feed, one plain :class:`_Decision` per decision over the public
-``ClusterView``/``JobView``, O(jobs x servers). Read, fork and ablate it; run it for small studies.
+(``tests/test_reference_equivalence.py``), without the speed work: no caches, no change feed,
+one :class:`_Decision` per decision over the public ``ClusterView``/``JobView``, O(jobs x servers).
 
-Each decision (Li et al., EuroSys 2023: capacity loaning, then the two-phase job scheduling):
-loaning (``baselines/loaning.py``: answer a reclaim, borrow idle inference servers); **phase 1**
+Each decision (Li et al., EuroSys 2023; DESIGN.md, "The paper being modelled"): capacity loaning
+(``baselines/loaning.py``: answer a reclaim, borrow idle inference servers); **phase 1**
 (:meth:`_Decision.admit`): queued jobs, shortest remaining time first, get their base demand on
-training GPUs, or on loaned GPUs when that finishes sooner, and jobs on loaned GPUs move back when
-it pays; **phase 2** (:meth:`_Decision.rebalance`): at a round a multiple-choice knapsack
-(``baselines/knapsack.py``) gives elastic jobs the extra workers worth most JCT seconds; between
-rounds jobs keep theirs and admitted jobs grow. Kept across decisions: the round clock, the
-observed holds of extra workers and (under ``oracle``) each running job's expected finish as first
-read for its allocation (:meth:`_Decision.wait_for`). The switches are ``LyraScheduler``'s.
+training GPUs, or on loaned GPUs when that finishes sooner; jobs on loaned GPUs move back when it
+pays; **phase 2** (:meth:`_Decision.rebalance`): at a round a multiple-choice knapsack gives
+elastic jobs the extra workers worth most JCT seconds; between rounds jobs keep theirs and
+admitted jobs grow. Kept across decisions: the round clock, the observed holds of extra workers
+and (``oracle``) the expected finishes read (:meth:`_Decision.wait_for`). Switches: ``LyraScheduler``'s.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ import numpy as np
 
 from lyra_baselines.knapsack import DEFAULT_EXACT_LIMIT, solve
 from lyra_baselines.loaning import Loaning, free_after, loan_param, reclaim_rule_param
-from lyra_baselines.placement import place
+from lyra_baselines.placement import place_in_groups
 from lyra_gym.sim.params import MAX_S, MIN_TICK_S, check_fields, param
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL, Guidance, Scheduler
@@ -107,10 +105,9 @@ class LyraReferenceScheduler(Scheduler):
         levels = guidance.job_levels
         hold = self.elastic and any(level == 0 and job_id in plan.allocations and sum(
             plan.allocations[job_id].values()) > view.job(job_id).spec.min_gpus for job_id, level in levels.items())
-        training = set(view.training_server_ids)
-        free = view.free_gpus()
-        may_move_back = self.move_back and any(training.isdisjoint(job.allocation) for job in running) and any(
-            free[s] for s in training)  # a job runs wholly on loaned GPUs and a training GPU is free
+        free, training = view.free_gpus(), set(view.training_server_ids)  # a job wholly on loaned GPUs may move back
+        may_move_back = self.move_back and any(free[s] for s in training) and any(
+            training.isdisjoint(job.allocation) for job in running)
         if not (view.num_queued or round_due or plan.give_back or plan.borrow or hold or may_move_back or preempt):
             return plan  # nothing to admit, return, move back or rebalance
         decision = _Decision(self, view, plan, levels, preempt)
@@ -132,11 +129,10 @@ class _Decision:
         self.per_server = {s.gpu_type: s.num_gpus for s in reversed(view.servers)}  # the first of each type
         self.training = frozenset(view.training_server_ids)
         self.training_types = self.by_type(view.training_server_ids)  # GPU type -> ids, first seen first
-        self.spanning = list(view.training_server_ids) if (
-            view.allow_mixed_gpu_types and len(self.training_types) > 1) else None
+        self.sizes = {t: len(ids) * self.per_server[t] for t, ids in self.training_types.items()}  # type -> GPUs
+        self.spanning = list(view.training_server_ids) if view.allow_mixed_gpu_types and len(self.sizes) > 1 else None
         back = set(plan.give_back)
         self.loaned = sorted({*(s for s in view.loaned_servers() if s not in back), *plan.borrow})
-        self.loaned_set = frozenset(self.loaned)
         self.loaned_groups = list(self.by_type(self.loaned).values())
         self.free = free_after(view, plan)
         self.avail = list(self.free)
@@ -165,22 +161,15 @@ class _Decision:
 
     def split(self, job: JobView, alloc: Mapping[int, int]) -> tuple[Alloc, Alloc]:
         """Base and flexible workers of an allocation: the base on training servers first."""
-        base_left = self.lyra.base_demand(job)
-        base, flex = {}, {}
+        base_left, base, flex = self.lyra.base_demand(job), {}, {}
         for sid in sorted(alloc, key=lambda s: (s not in self.training, s)):
-            b = min(alloc[sid], base_left)
-            base_left -= b
-            if b:
-                base[sid] = b
-            if alloc[sid] - b:
-                flex[sid] = alloc[sid] - b
-        return base, flex
+            base[sid] = min(alloc[sid], base_left)
+            flex[sid] = alloc[sid] - base[sid]
+            base_left -= base[sid]
+        return {s: g for s, g in base.items() if g}, {s: g for s, g in flex.items() if g}
 
-    # ------------------------------------------------------------------ rates and times
     def rate(self, job: JobView, workers: int, gpu_type: str) -> float:
         """The job's rate (samples/s) on ``workers`` GPUs of ``gpu_type`` packed, by ``value_rate``."""
-        if workers < 1:
-            return 0.0
         if self.lyra.value_rate == "throughput":
             return self.view.profiles.packed_throughput(job.spec.model, workers, gpu_type, self.per_server[gpu_type])
         return self.view.goodput(job, workers, gpu_type, self.per_server[gpu_type])
@@ -195,15 +184,14 @@ class _Decision:
         view, workers = self.view, job.spec.num_gpus
         if self.lyra.value_rate == "throughput":
             return job.remaining_work / view.reference_throughput(job.spec.model, workers)
-        if view.scaling == "adaptive" or workers < 1:
+        if view.scaling == "adaptive":
             return job.remaining_time_at(workers)
         return job.remaining_work / view.goodput(job, workers, *view.reference_server())
 
     def value_row(self, job: JobView, gpu_type: str, top: int, horizon: float) -> list[float]:
         """JCT seconds saved by k = 0..top extra workers: held h = min(horizon, T(k)) they save
         h * (r_k / r_0 - 1); taken back before the job ends (h < T(k)) they cost a rescale."""
-        low = job.spec.min_gpus
-        rates = np.array([self.rate(job, low + k, gpu_type) for k in range(top + 1)])
+        rates = np.array([self.rate(job, job.spec.min_gpus + k, gpu_type) for k in range(top + 1)])
         with np.errstate(divide="ignore", invalid="ignore"):
             gain = rates / rates[0] - 1.0
             times = job.remaining_work / rates
@@ -215,22 +203,20 @@ class _Decision:
         return list(row.tolist())
 
     # ------------------------------------------------------------------ training GPUs
-    def available(self, gpu_type: str) -> int:
-        """Free or flexible GPUs on training servers of ``gpu_type``."""
+    def available(self, gpu_type: str) -> int:  # free or flexible GPUs on training servers of the type
         return sum(self.avail[s] for s in self.training_types[gpu_type])
 
     def wait_for(self, gpu_type: str, deficit: int) -> float:
-        """Seconds until ``deficit`` more training GPUs of ``gpu_type`` than available now free up.
-        Each running job unchanged by this plan frees its base GPUs there at its expected finish, as
-        does each job placed on training GPUs now. Under ``oracle`` a job's finish is the one first
-        read for its allocation (a rate change at a progress part is not seen: ``lyra``'s
-        approximation, which the golden results pin); under a knowledge mode it is read afresh."""
+        """Seconds until ``deficit`` more training GPUs of ``gpu_type`` free up: the base GPUs of jobs
+        unchanged by this plan or placed now, at their expected finish (under ``oracle``, as first
+        read for the allocation: ``lyra``'s approximation, pinned by the golden results)."""
         if deficit <= 0:
             return 0.0
-        view, releases, finishes = self.view, [], {}
+        view, finishes = self.view, {}
+        releases = [(t, g) for t, g, typ in self.placed if typ == gpu_type]
         for job in view.running_jobs():
             alloc = self.alloc.get(job.id)
-            if alloc is None or alloc is not job.allocation:
+            if alloc is not job.allocation:
                 continue  # placed or changed by this plan
             kept = self.lyra.finishes.get(job.id)
             finish = kept[1] if kept is not None and kept[0] is alloc and not view.believed else job.expected_finish
@@ -244,7 +230,6 @@ class _Decision:
             if typ == gpu_type and held:
                 releases.append((finish, held))
         self.lyra.finishes = finishes
-        releases += [(t, g) for t, g, typ in self.placed if typ == gpu_type]
         freed = 0
         for finish, gpus in sorted(releases):  # the order of equal times changes no wait
             freed += gpus
@@ -252,39 +237,30 @@ class _Decision:
                 return max(0.0, finish - view.now)
         return math.inf
 
-    # ------------------------------------------------------------------ placement
     def fit(self, need: int, groups: list[list[int]]) -> Alloc | None:
         """The placement rule on free GPUs of the first group that holds ``need``; else on ``avail``."""
-        for free in (self.free, self.avail):
-            for group in groups:
-                placement = place(self.view.placement, free, self.capacity, need, group)
-                if placement is not None:
-                    return placement
-        return None
+        rule = self.view.placement
+        placement = place_in_groups(rule, self.free, self.capacity, need, groups)
+        return placement if placement is not None else place_in_groups(rule, self.avail, self.capacity, need, groups)
 
     def fit_training(self, need: int) -> Alloc | None:
         """:meth:`fit` on one training GPU type; across types only when none can hold the job."""
         placement = self.fit(need, list(self.training_types.values()))
-        if placement is None and self.spanning and all(
-                need > len(ids) * self.per_server[t] for t, ids in self.training_types.items()):
+        if placement is None and self.spanning and need > max(self.sizes.values()):
             placement = self.fit(need, [self.spanning])
         return placement
 
-    def loaned_room(self) -> int:  # free or flexible GPUs on loaned servers
-        return sum(self.avail[s] for s in self.loaned)
-
     def place(self, job: JobView, placement: Alloc) -> None:
-        """Occupy ``placement`` (free GPUs first, then flexible workers) and note a training release."""
+        """Occupy ``placement`` (free GPUs first, then flexible workers); note a training release."""
         for sid, g in placement.items():
             self.free[sid] -= min(g, self.free[sid])
             self.avail[sid] -= g
         self.touched.update(placement)
         self.alloc[job.id] = placement
-        if self.loaned_set.isdisjoint(placement):
+        if not set(self.loaned) & set(placement):
             gpu_type, need = self.types[next(iter(placement))], sum(placement.values())
             self.placed.append((self.view.now + self.time_on(job, need, gpu_type), need, gpu_type))
 
-    # ------------------------------------------------------------------ phase 1
     def admit(self) -> None:
         """Phase 1 over the shortest-first line (an agent's levels first): queued jobs, those our
         reclaim answer just stopped, and jobs wholly on loaned GPUs, unchanged by this plan, holding
@@ -308,22 +284,23 @@ class _Decision:
                 break
 
     def admit_one(self, job: JobView) -> bool:
-        """Place ``job``'s base demand on training GPUs, else on loaned ones when that pays, else
-        across all (a job too large for every pool); or let it wait. False: no later job can be placed."""
-        need = self.lyra.base_demand(job)
+        """Place ``job``'s base demand on training GPUs, else on loaned ones when that pays, else across
+        both when no one pool can hold it; or let it wait. False: no later job can be placed."""
+        need, room = self.lyra.base_demand(job), sum(self.avail[s] for s in self.loaned)
         placement = None if self.blocked else self.fit_training(need)
-        if placement is None and self.loaned_groups and self.loaned_room() >= need:
+        if placement is None and self.loaned_groups and room >= need:
             candidate = self.fit(need, self.loaned_groups)
             if candidate is not None and self.loaned_pays(job, need, candidate):
                 placement = candidate
         if placement is None and self.loaned and self.view.allow_mixed_gpu_types:
-            pools = [len(ids) * self.per_server[t] for t, ids in self.training_types.items()]
-            pools += [len(g) * self.per_server[self.types[g[0]]] for g in self.loaned_groups]
-            if need > max(pools + [sum(pools[: len(self.training_types)])] if self.spanning else pools):
+            pools = [*self.sizes.values(), *(len(g) * self.per_server[self.types[g[0]]] for g in self.loaned_groups)]
+            if self.spanning:
+                pools.append(sum(self.sizes.values()))
+            if need > max(pools):
                 placement = self.fit(need, [sorted([*self.view.training_server_ids, *self.loaned])])
         if placement is None:
             self.wait_for_training(job, need)
-            return not (self.blocked and not self.lyra.backfill and self.loaned_room() <= 0)
+            return not (self.blocked and not self.lyra.backfill and room <= 0)
         self.place(job, placement)
         if self.lyra.elastic and job.spec.elastic:
             self.base[job.id], self.flex[job.id] = placement, {}
@@ -334,9 +311,7 @@ class _Decision:
     def training_estimate(self, job: JobView, need: int) -> tuple[float, float, str | None]:
         """Earliest expected finish (s from now) on training GPUs, the wait before it, the type."""
         best, best_wait, best_type = math.inf, math.inf, None
-        for gpu_type, ids in self.training_types.items():
-            if need > len(ids) * self.per_server[gpu_type]:
-                continue
+        for gpu_type in (t for t, size in self.sizes.items() if need <= size):
             wait = self.wait_for(gpu_type, self.waiting.get(gpu_type, 0) + need - self.available(gpu_type))
             finish = wait + self.time_on(job, need, gpu_type)
             if finish < best:
@@ -349,13 +324,13 @@ class _Decision:
         ``placement`` count (idle loaned servers and those without a base worker go first)."""
         if self.lyra.loaned_rule == "overflow":
             return True
+        view = self.view
         on_training, wait, training_type = self.training_estimate(job, need)
         on_loaned = self.time_on(job, need, self.types[next(iter(placement))])
         options = [(on_loaned, on_loaned)]  # (expected finish, time on loaned GPUs)
         if self.lyra.move_back and on_loaned > wait and training_type is not None:
             rest = (1.0 - wait / on_loaned) * self.time_on(job, need, training_type)
-            options.append((wait + self.view.overheads.migrate_s + rest, wait))
-        view = self.view
+            options.append((wait + view.overheads.migrate_s + rest, wait))
         spare = {s for s in self.loaned if self.avail[s] == self.capacity[s]}
         threshold = len(view.inference_server_ids) - len(self.loaned) + len(spare) - len(spare & set(placement))
         safe = view.next_demand_above(threshold) - view.now
@@ -363,10 +338,8 @@ class _Decision:
 
     def wait_for_training(self, job: JobView, need: int) -> None:
         """``job`` waits for training GPUs: counted ahead of later jobs; without backfill it blocks them."""
-        holding = [t for t, ids in self.training_types.items() if need <= len(ids) * self.per_server[t]]
-        spans = bool(self.spanning) and need <= sum(len(ids) * self.per_server[t]
-                                                    for t, ids in self.training_types.items())
-        if not holding and not spans:
+        holding = [t for t, size in self.sizes.items() if need <= size]
+        if not holding and not (self.spanning and need <= sum(self.sizes.values())):
             return
         if not self.lyra.backfill:
             self.blocked = True
@@ -389,7 +362,7 @@ class _Decision:
         move = self.time_on(job, job.workers, self.types[next(iter(placement))])
         if self.view.overheads.migrate_s + move >= stay:
             return False
-        for sid, g in self.base.get(job.id, self.alloc[job.id]).items():  # its flexible GPUs are available
+        for sid, g in self.base.get(job.id, self.alloc[job.id]).items():  # free its base workers
             self.free[sid] += g
             self.avail[sid] += g
         self.place(job, placement)
@@ -399,7 +372,6 @@ class _Decision:
                 self.avail[sid] += g  # its flexible workers stay up for grabs in phase 2
         return True
 
-    # ------------------------------------------------------------------ phase 2
     def rebalance(self, round_due: bool, hold: bool) -> None:
         """The knapsack at a round or loaning change; else keep and grow when phase 1 changed something."""
         if not self.elastic_jobs:
@@ -412,19 +384,14 @@ class _Decision:
                     self.observe_hold(gpu_type, self.view.now - since)
             self.rebalance_types(knapsack=True)
             lyra.next_round = self.view.now + lyra.round_s
-            return
-        flex_on = [0] * len(self.avail)
-        for extra in self.flex.values():
-            for sid, g in extra.items():
-                flex_on[sid] += g
-        evicted = any(self.avail[s] < flex_on[s] for s in self.touched)
-        if self.admitted or evicted or hold or self.moved:
+        elif self.admitted or hold or self.moved or any(  # or phase 1 displaced a flexible worker
+                self.avail[s] < sum(extra.get(s, 0) for extra in self.flex.values()) for s in self.touched):
             self.rebalance_types(knapsack=False)
 
     def rebalance_types(self, knapsack: bool) -> None:
-        """Spare GPUs of each type (free or flexible) to that type's elastic jobs, then placed. The
-        extras are valued as held until the turn of a job waiting for the type (and then not grown
-        into), else for the mean observed hold (at least a round), else (``completion``) to the end."""
+        """Spare GPUs of each type (free or flexible) to that type's elastic jobs, then placed. Extras
+        are valued as held until the turn of a job waiting for the type (and then not grown into),
+        else for the mean observed hold (at least a round), else (``completion``) to the end."""
         lyra, by_type = self.lyra, {}
         for job in self.elastic_jobs:
             by_type.setdefault(self.types[next(iter(self.base[job.id]))], []).append(job)
@@ -489,32 +456,29 @@ class _Decision:
     def knapsack_choice(self, typed: list[JobView], capacity: int, gpu_type: str, horizon: float,
                         grow: bool) -> list[int]:
         """Extras per job maximising the JCT seconds saved (MCKP); a running job pays a rescale to change."""
-        rescale, values = self.view.overheads.rescale_s, []
+        values = []
         for job in typed:
             spec, current = job.spec, sum(self.flex[job.id].values())
             level = self.levels.get(job.id, NEUTRAL_JOB_LEVEL)
             top = min(spec.max_gpus - spec.min_gpus, capacity) if level else 0
-            if not grow:
-                top = min(top, current)
-            row = self.value_row(job, gpu_type, top, horizon)
+            row = self.value_row(job, gpu_type, top if grow else min(top, current), horizon)
             if job.workers > 0:  # v - rescale for every k but the current one
-                row = [v if k == current else v - rescale for k, v in enumerate(row)]
+                row = [v if k == current else v - self.view.overheads.rescale_s for k, v in enumerate(row)]
             values.append(row if level == NEUTRAL_JOB_LEVEL else [v * 2.0 ** (level - NEUTRAL_JOB_LEVEL) for v in row])
         return solve(values, capacity, self.lyra.knapsack_exact_limit)
 
     def place_extras(self, gpu_type: str, typed: list[JobView], choice: list[int]) -> None:
         """Jobs keep what they can of their extras (loaned first); the rest go largest job first on
         spare servers, loaned ones first, so that a reclaim becomes a scale-in."""
-        avail, loaned, extras, left = self.avail, self.loaned_set, [], list(choice)
+        avail, loaned, extras, left = self.avail, set(self.loaned), [], list(choice)
         for i, job in enumerate(typed):
-            extra: Alloc = {}
+            extras.append({})
             for sid, g in sorted(self.flex[job.id].items(), key=lambda kv: (kv[0] not in loaned, kv[0])):
                 keep = min(g, avail[sid], left[i])
                 if keep:
-                    extra[sid], avail[sid], left[i] = keep, avail[sid] - keep, left[i] - keep
-            extras.append(extra)
-        spare = [s for s, t in enumerate(self.types) if t == gpu_type and avail[s] > 0]
-        spare = [s for s in spare if s in loaned] + [s for s in spare if s not in loaned]
+                    extras[i][sid], avail[sid], left[i] = keep, avail[sid] - keep, left[i] - keep
+        spare = sorted((s for s, t in enumerate(self.types) if t == gpu_type and avail[s] > 0),
+                       key=lambda s: s not in loaned)  # stable: ascending ids, loaned first
         for i in sorted((i for i in range(len(typed)) if left[i] > 0), key=lambda i: (-left[i], typed[i].index)):
             for sid in spare:
                 g = min(avail[sid], left[i])
@@ -526,5 +490,5 @@ class _Decision:
             alloc = dict(self.base[job.id])
             for sid, g in extra.items():
                 alloc[sid] = alloc.get(sid, 0) + g
-            if extra != self.flex[job.id] and alloc != self.alloc.get(job.id):
+            if alloc != self.alloc.get(job.id):
                 self.alloc[job.id] = alloc
