@@ -117,8 +117,8 @@ class LyraReferenceScheduler(Scheduler):
 
 
 class _Decision:
-    """One decision's state. ``avail``: free GPUs plus flexible workers per server (phase 1 may
-    displace flexible workers); ``base``/``flex``: the elastic jobs' base and extra workers."""
+    """One decision. ``avail``: free GPUs plus flexible workers per server (phase 1 may displace
+    those); ``base``/``flex``: each elastic job's base and extra workers."""
 
     def __init__(self, lyra: LyraReferenceScheduler, view: ClusterView, plan: Plan, levels: Mapping[str, int],
                  preempted: set[str]) -> None:
@@ -262,9 +262,8 @@ class _Decision:
             self.placed.append((self.view.now + self.time_on(job, need, gpu_type), need, gpu_type))
 
     def admit(self) -> None:
-        """Phase 1 over the shortest-first line (an agent's levels first): queued jobs, those our
-        reclaim answer just stopped, and jobs wholly on loaned GPUs, unchanged by this plan, holding
-        their place for training GPUs (``move_back``)."""
+        """Phase 1, shortest first (an agent's levels first): queued jobs, those our reclaim answer just
+        stopped, and jobs wholly on loaned GPUs keeping their place for training GPUs (``move_back``)."""
         view, levels, alloc = self.view, self.levels, self.alloc
         line = list(view.queued_jobs())
         if self.plan.give_back:
@@ -319,9 +318,8 @@ class _Decision:
         return best, best_wait, best_type
 
     def loaned_pays(self, job: JobView, need: int, placement: Alloc) -> bool:
-        """Does ``job`` finish sooner on loaned ``placement`` (to the end, or moving back when training
-        GPUs would be its) than by waiting? Only stays that end before demand reclaims a server of
-        ``placement`` count (idle loaned servers and those without a base worker go first)."""
+        """Does ``job`` finish sooner on loaned ``placement`` (to the end, or moving back when training GPUs
+        would be its) than by waiting? Only stays that end before demand reclaims its servers count."""
         if self.lyra.loaned_rule == "overflow":
             return True
         view = self.view
@@ -331,7 +329,7 @@ class _Decision:
         if self.lyra.move_back and on_loaned > wait and training_type is not None:
             rest = (1.0 - wait / on_loaned) * self.time_on(job, need, training_type)
             options.append((wait + view.overheads.migrate_s + rest, wait))
-        spare = {s for s in self.loaned if self.avail[s] == self.capacity[s]}
+        spare = {s for s in self.loaned if self.avail[s] == self.capacity[s]}  # reclaimed first, with idle ones
         threshold = len(view.inference_server_ids) - len(self.loaned) + len(spare) - len(spare & set(placement))
         safe = view.next_demand_above(threshold) - view.now
         return min((finish for finish, stay in options if stay <= safe), default=math.inf) < on_training
@@ -378,10 +376,9 @@ class _Decision:
             return
         lyra, plan = self.lyra, self.plan
         if round_due or plan.give_back or plan.borrow:
-            if lyra.flex_horizon == "queue":  # holds that ended with their job (seen within a round)
-                for job_id in [j for j in lyra.granted if j not in self.alloc]:
-                    since, gpu_type = lyra.granted.pop(job_id)
-                    self.observe_hold(gpu_type, self.view.now - since)
+            for job_id in [j for j in lyra.granted if j not in self.alloc]:  # holds that ended with their job
+                since, gpu_type = lyra.granted.pop(job_id)
+                self.observe_hold(gpu_type, self.view.now - since)
             self.rebalance_types(knapsack=True)
             lyra.next_round = self.view.now + lyra.round_s
         elif self.admitted or hold or self.moved or any(  # or phase 1 displaced a flexible worker
