@@ -389,7 +389,7 @@ class _Decision:
         """Spare GPUs of each type (free or flexible) to that type's elastic jobs, then placed. Extras
         are valued as held until the turn of a job waiting for the type (and then not grown into),
         else for the mean observed hold (at least a round), else (``completion``) to the end."""
-        lyra, by_type = self.lyra, {}
+        lyra, by_type = self.lyra, dict[str, list[JobView]]()  # GPU type -> its elastic jobs
         for job in self.elastic_jobs:
             by_type.setdefault(self.types[next(iter(self.base[job.id]))], []).append(job)
         for gpu_type, typed in by_type.items():
@@ -467,7 +467,8 @@ class _Decision:
     def place_extras(self, gpu_type: str, typed: list[JobView], choice: list[int]) -> None:
         """Jobs keep what they can of their extras (loaned first); the rest go largest job first on
         spare servers, loaned ones first, so that a reclaim becomes a scale-in."""
-        avail, loaned, extras, left = self.avail, set(self.loaned), [], list(choice)
+        avail, loaned, left = self.avail, set(self.loaned), list(choice)
+        extras: list[Alloc] = []
         for i, job in enumerate(typed):
             extras.append({})
             for sid, g in sorted(self.flex[job.id].items(), key=lambda kv: (kv[0] not in loaned, kv[0])):
