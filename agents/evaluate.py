@@ -324,10 +324,10 @@ def header_lines(config: Any, env: Any, windows: Sequence[int]) -> list[str]:
     """What the evaluation runs on, printed before it starts: env id, trace and trace seed, cluster
     file, knowledge mode, test windows (length and warm start); for a generalist, that these are the
     config's own env settings, not its scenarios'."""
-    from lyra_agents.paired import _relative
+    from lyra_agents.paired import relative_path
 
     inner = env.unwrapped
-    cluster = _relative(config.sim_config) if config.sim_config else "default (no file)"
+    cluster = relative_path(config.sim_config) if config.sim_config else "default (no file)"
     lines = [f"env {config.env_id}, trace {config.trace} seed {config.trace_seed}, cluster {cluster}, "
              f"knowledge {inner.sim_config.knowledge.mode}",
              f"test windows {', '.join(map(str, windows))} of {inner.windows.num_test} "

@@ -33,9 +33,9 @@ from lyra_agents.artifacts import (
 )
 from lyra_agents.convert_cli import convert_main, convert_pickled_statistics, main
 from lyra_agents.model_build import (
-    _inference_model,
     algo_class,
     configure_torch,
+    inference_model,
     make_model,
     policy_kwargs,
     resolve_device,
@@ -85,7 +85,7 @@ __all__ = [
     "CHECKPOINT_DIR", "CHECKPOINT_PREFIX", "CONFIG_FILE", "MODEL_FILE", "VECNORM_FILE", "VECNORM_STATS_FILE",
     "Artifacts", "find_artifacts", "new_run_dir", "stats_path",
     "convert_main", "convert_pickled_statistics", "main",
-    "_inference_model", "algo_class", "configure_torch", "make_model", "policy_kwargs", "resolve_device",
+    "inference_model", "algo_class", "configure_torch", "make_model", "policy_kwargs", "resolve_device",
     "supports_action_masks",
     "DATA_MEMBER", "MAX_ARCHIVE_BYTES", "MAX_CONFIG_BYTES", "MAX_DATA_BYTES", "MAX_JSON_DEPTH", "OPTIMIZER_MEMBER",
     "POLICY_MEMBER", "TRUST_ENV", "ModelFileError", "UntrustedModelFileError", "check_archive", "json_depth",
