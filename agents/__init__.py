@@ -9,7 +9,8 @@
 - A run's files: :mod:`lyra_agents.artifacts` (names and paths), :mod:`lyra_agents.normalizer_stats`
   (observation statistics as ``.npz``), :mod:`lyra_agents.model_files` (the limits and checks on
   saved files, trust), :mod:`lyra_agents.model_loading`, :mod:`lyra_agents.export`,
-  :mod:`lyra_agents.convert_cli`; :mod:`lyra_agents.factory` re-exports them for older callers.
+  :mod:`lyra_agents.convert_cli`; :mod:`lyra_agents.factory` is a face that re-exports them for users
+  (nothing inside the project imports it).
 - Models as schedulers: :mod:`lyra_agents.policy_scheduler` (``model:PATH``),
   :mod:`lyra_agents.observation_policy` (``policy:MODULE:FACTORY``), :mod:`lyra_agents.spaces`
   (the spaces a model must match), :mod:`lyra_agents.small_first`.
