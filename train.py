@@ -93,8 +93,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def plot_runs(runs: Sequence[str | Path], out: Path, band: bool = False) -> None:
-    """Draw the learning curves of ``runs`` into ``out`` (:mod:`tools.plot_learning_curve`)."""
-    from tools.plot_learning_curve import plot_learning_curves
+    """Draw the learning curves of ``runs`` into ``out`` (:mod:`lyra_agents.learning_curve`)."""
+    from lyra_agents.learning_curve import plot_learning_curves
 
     plot_learning_curves([Path(r) for r in runs], out, band=band)
 
