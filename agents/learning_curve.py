@@ -92,7 +92,7 @@ def plot_learning_curves(runs: Sequence[str | Path | Sequence[str | Path]], out:
                          band: bool = False, title: str = "") -> Path:
     """Write the learning-curve PNG of ``runs`` to ``out`` (module docstring). An item of ``runs``
     that is a list is one run and its resumptions. Returns ``out``."""
-    items = [[Path(p) for p in r] if isinstance(r, (list, tuple)) else [Path(r)] for r in runs]
+    items = [[Path(r)] if isinstance(r, (str, Path)) else [Path(p) for p in r] for r in runs]
     curves = [_joined([read_curve(p) for p in item]) for item in items]
     labels = short_labels([item[0] for item in items])
     groups: dict[str, list[Curve]] = {}
@@ -121,10 +121,10 @@ def plot_learning_curves(runs: Sequence[str | Path | Sequence[str | Path]], out:
                     references.setdefault(match.group(1), points[-1][1])
     lyra = references.get("lyra")
     for j, (name, value) in enumerate(sorted(references.items())):
-        style = dict(color="gray" if name == "lyra" else f"C{(len(groups) + j) % 10}", linestyle="--", linewidth=1)
-        jct_ax.axhline(value, label=f"{name} (heuristic)", **style)  # type: ignore[arg-type]
+        colour = "gray" if name == "lyra" else f"C{(len(groups) + j) % 10}"
+        jct_ax.axhline(value, label=f"{name} (heuristic)", color=colour, linestyle="--", linewidth=1)
         if lyra and math.isfinite(value):
-            ratio_ax.axhline(value / lyra, label=f"{name} (heuristic)", **style)  # type: ignore[arg-type]
+            ratio_ax.axhline(value / lyra, label=f"{name} (heuristic)", color=colour, linestyle="--", linewidth=1)
     if lyra is None:
         ratio_ax.axhline(1.0, color="gray", linestyle="--", linewidth=1, label="lyra (heuristic)")
     jct_ax.set_ylabel("mean JCT on held-out test windows (s)")

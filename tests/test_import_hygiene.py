@@ -122,8 +122,10 @@ def project_sources() -> list[Path]:
 
 
 @pytest.mark.parametrize("source", [
-    "from lyra_agents.factory import make_model\n", "import lyra_agents.factory\n",
-    "from lyra_agents import factory\n", "def f():\n    from lyra_agents.factory import (\n        load_model,\n    )\n",
+    "from lyra_agents.factory import make_model\n",
+    "import lyra_agents.factory\n",
+    "from lyra_agents import factory\n",
+    "def f():\n    from lyra_agents.factory import (\n        load_model,\n    )\n",
 ])
 def test_the_scanner_finds_every_form_of_a_face_import(source):
     modules = set(package_modules())
