@@ -211,7 +211,7 @@ class TrainConfig:
         """The config as a file records it: every path of :data:`PATH_FIELDS` (and ``resume_from``)
         :func:`~lyra_gym.model.paths.portable`, so it resolves from wherever the file is read."""
         paths = {key: portable(value) for key in (*PATH_FIELDS, "resume_from")
-                 if _is_path(key, value := getattr(self, key))}
+                 if is_path_value(key, value := getattr(self, key))}
         return yaml.safe_dump({**self.to_dict(), **paths}, sort_keys=False)
 
     def replace(self, **changes: Any) -> "TrainConfig":
@@ -234,7 +234,7 @@ _NAMED_SUITES = ("v0", "v1", "v1.1")  # suite names that are not paths (lyra_age
 _NULL_WORDS = ("null", "none", "~")
 
 
-def _is_path(key: str, value: Any) -> bool:
+def is_path_value(key: str, value: Any) -> bool:
     """Is ``value`` of field ``key`` a file path (not a preset name, not a null word)?"""
     return (isinstance(value, str) and value.strip().lower() not in ("", *_NULL_WORDS)
             and not (key == "trace" and value in PRESETS) and not (key == "suite" and value in _NAMED_SUITES))
@@ -244,7 +244,7 @@ def _paths_beside(data: Mapping[str, Any], folder: Path) -> dict[str, Any]:
     """``data`` (a YAML file's keys) with each path of :data:`PATH_FIELDS` resolved beside the
     file (:func:`lyra_gym.model.paths.resolve_beside`)."""
     return {**data, **{key: resolve_beside(data[key], folder) for key in PATH_FIELDS
-                       if key in data and _is_path(key, data[key])}}
+                       if key in data and is_path_value(key, data[key])}}
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}

@@ -9,8 +9,9 @@ imported on first use (PEP 562), so importing the package, or one scheduler, loa
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lyra_gym.lazy_face import lazy_face
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__ imports them
     from lyra_baselines.fifo import FifoScheduler
@@ -48,15 +49,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A scheduler class, imported from its module on first use (PEP 562) and kept here."""
-    module = _FACE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lyra_baselines' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+# A scheduler class, imported from its module on first use and kept here.
+__getattr__, __dir__ = lazy_face(globals(), _FACE)
