@@ -15,6 +15,7 @@ from lyra_gym.lazy_face import lazy_face
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__ imports them
     from lyra_baselines.fifo import FifoScheduler
+    from lyra_baselines.fifo_fast import FastFifoScheduler
     from lyra_baselines.gandiva import GandivaLoanScheduler, GandivaScheduler
     from lyra_baselines.lyra import (
         BaselineMinScheduler,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
 #: Class name -> the module that defines it (imported on first use of the name).
 _FACE = {
     "FifoScheduler": "lyra_baselines.fifo",
+    "FastFifoScheduler": "lyra_baselines.fifo_fast",
     "SjfScheduler": "lyra_baselines.sjf",
     **dict.fromkeys(("LyraScheduler", "LyraBackfillScheduler", "LyraNoLoanScheduler", "LyraNoElasticScheduler",
                      "BaselineScheduler", "BaselineMinScheduler"), "lyra_baselines.lyra"),
@@ -42,7 +44,8 @@ _FACE = {
 }
 
 __all__ = [
-    "BaselineMinScheduler", "BaselineScheduler", "FifoScheduler", "GandivaLoanScheduler", "GandivaScheduler",
+    "BaselineMinScheduler", "BaselineScheduler", "FastFifoScheduler", "FifoScheduler", "GandivaLoanScheduler",
+    "GandivaScheduler",
     "LyraBackfillScheduler", "LyraNoElasticScheduler", "LyraNoLoanScheduler", "LyraReferenceScheduler",
     "LyraScheduler", "PolluxLoanScheduler", "PolluxScheduler", "SjfScheduler", "TiresiasLoanScheduler",
     "TiresiasScheduler",
