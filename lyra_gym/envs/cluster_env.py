@@ -141,7 +141,7 @@ class LyraClusterEnv(EpisodeEnv):
     ## Version History
     - v2 (0.3.0): PREEMPT per running job's slot, K = 64 with running jobs first, exact masks,
       auto-commit, observation version 2 (:mod:`lyra_gym.envs.cluster_env_v2`).
-    - v1 (0.2.0): the ``-v0`` envs renamed; measured numbers stay with their id.
+    - v1 (0.2.0): the behaviour of 0.2.0's changes (CHANGELOG); ``-v0`` numbers are not comparable.
     - v0 (0.1.0): first release.
     """
 
