@@ -82,10 +82,6 @@ class ClusterFacts:
         self.inference_types = {view.servers[s].gpu_type for s in view.inference_server_ids}
         self._room_for: dict[int, tuple[list[str], bool]] = {}
 
-    def training_size(self, gpu_type: str) -> int:
-        """GPUs of the training servers of ``gpu_type``."""
-        return len(self.training_types[gpu_type]) * self.per_server[gpu_type]
-
     def training_room(self, need: int) -> tuple[list[str], bool]:
         """The training GPU types with ``need`` GPUs in all, and whether all training servers
         together have them when types may mix (cached: the training pool never changes)."""
