@@ -115,6 +115,8 @@ class JobView:
     total_work: float = property(lambda self: self._job.total_work)  # type: ignore[assignment]
     preemptions: int = property(lambda self: self._job.preemptions)  # type: ignore[assignment]
     first_start = property(lambda self: self._job.first_start)
+    #: Time (s) the job finished; None before.
+    finish_time: float | None = property(lambda self: self._job.finish_time)  # type: ignore[assignment]
     overhead_until: float = property(lambda self: self._job.overhead_until)  # type: ignore[assignment]
 
     @property
@@ -139,6 +141,19 @@ class JobView:
     def init_batch(self) -> float:
         """``B0``: the job's global batch at its requested size, samples (:mod:`lyra_gym.model.scaling`)."""
         return self._job.init_batch
+
+    @property
+    def chosen_batch(self) -> float:
+        """The global batch the scheduler chose for the job (the ``adaptive`` rule's; 0 until one
+        is chosen), samples: what :meth:`ClusterView.goodput` runs it at when given no batch."""
+        return self._job.batch
+
+    @property
+    def completed_duration(self) -> float | None:
+        """The job's true duration (s at its requested size, the trace's) once it has finished,
+        None before: what a finished job reveals under every knowledge mode."""
+        job = self._job
+        return job.spec.duration if job.finish_time is not None else None
 
     @property
     def batch_size(self) -> float:
@@ -399,6 +414,21 @@ class ClusterView:
     def num_running(self) -> int:
         return len(self._engine.running)
 
+    def longest_wait_s(self) -> float:
+        """Seconds the longest-waiting queued job has waited: the largest ``waiting_s`` of the queue
+        (the same float: now minus the earliest time a queued job entered it); 0 with none queued."""
+        engine = self._engine
+        queue = engine.queue
+        if not queue:
+            return 0.0
+        jobs = engine.jobs
+        return engine.now - min([jobs[i].queued_since for i in queue])
+
+    def queued_gpus(self) -> int:
+        """GPUs the queued jobs request (``spec.num_gpus``), in total."""
+        jobs = self._engine.jobs
+        return sum([jobs[i].spec.num_gpus for i in self._engine.queue])
+
     def free_gpus(self) -> list[int]:
         """Free GPUs per server id (0 on servers training may not use now). A copy: O(servers)."""
         return list(self._engine.free)
@@ -418,6 +448,12 @@ class ClusterView:
     def inference_demand(self) -> int:
         """Inference servers needed now."""
         return self._engine.demand_now
+
+    @property
+    def demand_curve(self) -> "DemandCurve":
+        """The run's inference demand (servers over time, known ahead): ``inference_demand_at(t)``
+        is ``demand_curve.at(t)``. Read only."""
+        return self._engine.demand
 
     def inference_demand_at(self, t: float) -> int:
         """Inference servers needed at time ``t`` (the curve is known ahead)."""
@@ -520,22 +556,17 @@ class ClusterView:
         progress. The ground truth every scheduler is judged by."""
         if workers < 1:
             return 0.0
-        inner, spec, scaling = job._job, job.spec, self._engine.scaling
-        b0, total = inner.init_batch, inner.total_work
-        m = scaling.global_batch(spec, b0, workers, inner.batch if batch is None else batch)
-        part = progress_bin(total - inner.remaining_work(job._engine.now), total)
-        return scaling.packed_rate(spec, b0, workers, gpu_type, gpus_per_server, m, part)
+        spec, scaling, b0 = job.spec, self._engine.scaling, job.init_batch
+        m = scaling.global_batch(spec, b0, workers, job.chosen_batch if batch is None else batch)
+        return scaling.packed_rate(spec, b0, workers, gpu_type, gpus_per_server, m, job.progress_part)
 
     def goodputs(self, job: JobView, low: int, high: int, gpu_type: str, gpus_per_server: int) -> list[float]:
         """``[goodput(job, w, gpu_type, gpus_per_server) for w in range(low, high)]`` (``low`` >= 1):
         the same doubles, the job's batch and progress part read once."""
         if low < 1:
             raise ValueError(f"goodputs: low must be >= 1 worker, got {low}")
-        inner = job._job
-        total = inner.total_work
-        part = progress_bin(total - inner.remaining_work(job._engine.now), total)
-        return self._engine.scaling.packed_rates(job.spec, inner.init_batch, low, high, gpu_type, gpus_per_server,
-                                                 inner.batch, part)
+        return self._engine.scaling.packed_rates(job.spec, job.init_batch, low, high, gpu_type, gpus_per_server,
+                                                 job.chosen_batch, job.progress_part)
 
     def reference_server(self) -> tuple[str, int]:
         """The reference GPU type and its GPUs per server: what ``JobView.remaining_time_at`` packs
