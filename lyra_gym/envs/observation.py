@@ -53,7 +53,7 @@ from lyra_gym.envs.observation_v2 import (
 )
 from lyra_gym.model.jobs import JobState
 from lyra_gym.sim.cluster import Pool
-from lyra_gym.sim.view import ClusterView, JobView
+from lyra_gym.sim.view import ClusterView, JobSnapshot, JobView
 
 GPU_NORM = 64.0  # GPU counts are divided by this (the largest job size of the shipped presets)
 
@@ -308,9 +308,11 @@ class ObservationBuilder:
         # bit (-0.0 and NaN included), without the call
         for job in jobs:
             index = job.index
-            state = job.state
+            # the remaining work in it is the believed one under a knowledge mode, the part the true one
+            snapshot = job.snapshot()
+            state = snapshot[0]
             if state is queued_state:
-                queued_gpus = self._kept_queued_row(job, constants, loaned_type, now, out)
+                queued_gpus = self._kept_queued_row(job, snapshot, constants, loaned_type, out)
                 if queued_gpus is not None:  # its kept row held
                     shown_queued_gpus += queued_gpus
                     continue
@@ -319,23 +321,20 @@ class ObservationBuilder:
                 if held is not None:
                     held_allocation, held_rate, workers, held_loaned, head, eff, ref, on_loaned, rate_ratio, flexible, \
                         base, rates = held
-                    if state is running_state and held_allocation is job.allocation and job.workers == workers \
+                    _, allocation, workers_now, rate, begin, remaining, attained, part = snapshot
+                    if state is running_state and held_allocation is allocation and workers_now == workers \
                             and held_loaned is any_loaned and workers:
                         shown_running += 1
-                        rate = job.rate
                         if rate != held_rate:  # a new rate on the same GPUs (a progress part's): rate_ratio follows
                             rate_ratio = rate / base
                             running_rows[index] = (held_allocation, rate, workers, held_loaned, head, eff, ref,
                                                    on_loaned, rate_ratio, flexible, base, rates)
-                        remaining = job.remaining_work  # the believed one under a knowledge mode
-                        attained = job.attained_gpu_s
                         remaining_est = remaining / ref  # job.remaining_time_at(spec.num_gpus)
                         remaining_now = remaining / rate if rate > 0 else remaining_est
                         if loaned_type is None:
                             remaining_loaned = 0.0
                         else:
                             # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
-                            part = job.progress_part_at(remaining)  # the true part
                             loaned_rate = constants.loaned_rate_at(job, index, part, job.batch_size if adaptive
                                                                    else None, rates)
                             if loaned_rate > 0:
@@ -347,7 +346,7 @@ class ObservationBuilder:
                         out += (
                             log1p(attained / 3600.0) / 10.0,
                             log1p((0.0 if remaining_est < 0.0 else remaining_est) / 60.0) / 10.0,
-                            eff, 1.0 if job.overhead_until > now else 0.0,
+                            eff, 1.0 if begin > now else 0.0,
                             on_loaned, rate_ratio, flexible,
                             log1p((0.0 if remaining_now < 0.0 else remaining_now) / 60.0) / 10.0,
                             remaining_loaned,
@@ -355,13 +354,13 @@ class ObservationBuilder:
                         if pad:
                             out += pad
                         continue
-            queued_gpus, running = self._row(view, job, constants, loaned_type, any_loaned, out)
+            queued_gpus, running = self._row(view, job, snapshot, constants, loaned_type, any_loaned, out)
             shown_queued_gpus += queued_gpus
             shown_running += running
         return shown_queued_gpus, shown_running
 
-    def _kept_queued_row(self, job: JobView, constants: _EngineConstants, loaned_type: tuple[str, int] | None,
-                         now: float, out: list) -> int | None:
+    def _kept_queued_row(self, job: JobView, snapshot: JobSnapshot, constants: _EngineConstants,
+                         loaned_type: tuple[str, int] | None, out: list) -> int | None:
         """Append a queued job's kept row with its wait now (:meth:`_row`'s kept queued row, with
         less around it) and return the GPUs it requests; None, appending nothing, unless it holds."""
         index = job.index
@@ -369,7 +368,7 @@ class ObservationBuilder:
         if kept_row is None:
             return None
         batch = job.batch_size if constants.adaptive and loaned_type is not None else None
-        if kept_row[0] != (job.remaining_work, job.workers, job.attained_gpu_s, batch):
+        if kept_row[0] != (snapshot[5], snapshot[2], snapshot[6], batch):  # remaining work, workers, attained
             return None
         waiting = job.waiting_s
         out += kept_row[1]
@@ -378,7 +377,7 @@ class ObservationBuilder:
         out += self._job_pad
         return constants.jobs[index][1]  # _row's static[1]: spec.num_gpus
 
-    def _row(self, view: ClusterView, job: JobView, constants: _EngineConstants,
+    def _row(self, view: ClusterView, job: JobView, snapshot: JobSnapshot, constants: _EngineConstants,
              loaned_type: tuple[str, int] | None, any_loaned: bool, out: list) -> tuple[int, int]:
         """Append one job row (as :meth:`_job_rows`) and keep what the next steps can reuse;
         (GPUs it requests if queued else 0, 1 if it runs else 0)."""
@@ -388,11 +387,8 @@ class ObservationBuilder:
         static = constants.jobs.get(index)
         if static is None:
             static = self._static(view, job, constants)
-        state = job.state
+        state, allocation, workers, rate, overhead_until, remaining, attained, part = snapshot
         queued = state is JobState.QUEUED
-        remaining = job.remaining_work  # the believed one under a knowledge mode
-        workers = job.workers
-        attained = job.attained_gpu_s
         batch = job.batch_size if constants.adaptive and loaned_type is not None else None
         pad = self._job_pad
         if queued:
@@ -413,8 +409,7 @@ class ObservationBuilder:
         rates = constants.part_rates(job) if batch is None and loaned_type is not None else None
         remaining_est = remaining / ref  # job.remaining_time_at(spec.num_gpus)
         if not queued and workers:
-            rate = job.rate
-            allocation = job.allocation  # replaced, never changed in place, by the engine
+            # the allocation is replaced, never changed in place, by the engine
             inference_set = constants.inference_set
             on_loaned = sum([n for s, n in allocation.items() if s in inference_set]) / workers \
                 if any_loaned else 0 / workers
@@ -432,7 +427,6 @@ class ObservationBuilder:
             remaining_now = remaining_est
         if loaned_type is not None:
             # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
-            part = job.progress_part_at(remaining)  # the true part
             loaned_rate = constants.loaned_rate_at(job, index, part, batch, rates)
             if loaned_rate > 0:
                 left = remaining / loaned_rate
@@ -445,7 +439,7 @@ class ObservationBuilder:
         now_left = log1p((0.0 if remaining_now < 0.0 else remaining_now) / 60.0) / 10.0
         tail = (
             log1p(attained / 3600.0) / 10.0, est,
-            eff, 0.0 if queued else float(job.overhead_until > now),  # in overhead: never while queued
+            eff, 0.0 if queued else float(overhead_until > now),  # in overhead: never while queued
             on_loaned, rate_ratio, flexible, now_left, remaining_loaned,
         )
         if queued:

@@ -15,10 +15,12 @@ import numpy as np
 
 from lyra_gym.model.jobs import Job, JobState
 from lyra_gym.model.jobspec import JobSpec
-from lyra_gym.model.scaling import progress_bin
+from lyra_gym.model.scaling import PROGRESS_BINS, progress_bin
 from lyra_gym.sim.cluster import Pool, Server
 from lyra_gym.sim.plan import Plan, current_plan
 from lyra_gym.sim.topology import FreeMap, Topology
+
+_LAST_BIN = PROGRESS_BINS - 1
 
 if TYPE_CHECKING:
     from lyra_gym.model.config import OverheadConfig, SimConfig
@@ -80,6 +82,11 @@ class EngineState(Protocol):
     def knowledge(self) -> Knowledge | None: ...  # what schedulers are told of durations; None: the truth
 
 
+#: :meth:`JobView.snapshot`: (state, allocation (server id -> GPUs), workers, rate (samples/s),
+#: overhead_until (s), remaining_work (samples), attained_gpu_s (GPU-s), progress_part).
+JobSnapshot = tuple[JobState, Mapping[int, int], int, float, float, float, float, int]
+
+
 class JobView:
     """Read-only view of one job. Times in seconds, work in samples."""
 
@@ -136,6 +143,28 @@ class JobView:
         """:attr:`progress_part` from this view's ``remaining_work``, already read (no second read)."""
         total = self._job.total_work
         return progress_bin(total - remaining_work, total)
+
+    def snapshot(self) -> JobSnapshot:
+        """The job's changing members now in one call, for readers of many jobs per step (the
+        observation builder): ``(state, allocation, workers, rate, overhead_until, remaining_work,
+        attained_gpu_s, progress_part)``, the same values as those members (:data:`JobSnapshot`)."""
+        job = self._job
+        now, workers, last, total = self._engine.now, job.workers, job.last_update, job.total_work
+        since = now - last
+        # (x if x > 0.0 else 0.0) is max(0.0, x) and (b if b > a else a) is max(a, b), to the bit
+        # (-0.0 and NaN included): Job.remaining_work and attained_gpu_s without the calls
+        attained = job.attained_gpu_s + workers * (since if since > 0.0 else 0.0)
+        if workers:
+            begin = job.overhead_until
+            busy = now - (begin if begin > last else last)
+            left = total - (job.work_done + job.rate * busy if busy > 0 else job.work_done)
+            remaining = left if left > 0.0 else 0.0
+        else:
+            remaining = total - job.work_done
+        # progress_bin(total - remaining, total), inline
+        part = _LAST_BIN if total <= 0 else int((total - remaining) / total * PROGRESS_BINS)
+        return (job.state, job.allocation, workers, job.rate, job.overhead_until, remaining, attained,
+                part if part < _LAST_BIN else _LAST_BIN)
 
     @property
     def init_batch(self) -> float:
@@ -281,6 +310,12 @@ class KnownJobView(JobView):
     def progress_part_at(self, remaining_work: float) -> int:
         """:attr:`progress_part`: a believed remaining work says nothing of the engine's part."""
         return self.progress_part
+
+    def snapshot(self) -> JobSnapshot:
+        """:meth:`JobView.snapshot` with the believed remaining work (the true progress part)."""
+        state, allocation, workers, rate, overhead_until, _, attained, part = JobView.snapshot(self)
+        remaining = self._know.remaining_work(self._job, self._engine.now)
+        return state, allocation, workers, rate, overhead_until, remaining, attained, part
 
     @property
     def expected_finish(self) -> float | None:
