@@ -130,9 +130,9 @@ class LearnerExtras:
         still = []
         for i in self._open:
             job = jobs[i]
-            finish = job.finish_time
-            if finish is not None and finish <= now:
-                spec, duration = job.spec, job.completed_duration
+            finish, duration = job.finish_time, job.completed_duration  # both None until it finishes
+            if finish is not None and duration is not None and finish <= now:
+                spec = job.spec
                 for key in ((spec.model, spec.num_gpus), (spec.model,), ()):
                     self._groups.setdefault(key, _Group()).add(duration)
                 self._finished += 1

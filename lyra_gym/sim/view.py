@@ -151,8 +151,7 @@ class JobView:
         job = self._job
         now, workers, last, total = self._engine.now, job.workers, job.last_update, job.total_work
         since = now - last
-        # (x if x > 0.0 else 0.0) is max(0.0, x) and (b if b > a else a) is max(a, b), to the bit
-        # (-0.0 and NaN included): Job.remaining_work and attained_gpu_s without the calls
+        # Job.remaining_work and attained_gpu_s without max(): (x if x > 0.0 else 0.0), to the bit
         attained = job.attained_gpu_s + workers * (since if since > 0.0 else 0.0)
         if workers:
             begin = job.overhead_until
@@ -171,11 +170,9 @@ class JobView:
         """``B0``: the job's global batch at its requested size, samples (:mod:`lyra_gym.model.scaling`)."""
         return self._job.init_batch
 
-    @property
-    def chosen_batch(self) -> float:
-        """The global batch the scheduler chose for the job (the ``adaptive`` rule's; 0 until one
-        is chosen), samples: what :meth:`ClusterView.goodput` runs it at when given no batch."""
-        return self._job.batch
+    #: The global batch the scheduler chose for the job (the ``adaptive`` rule's; 0 until one is
+    #: chosen), samples: what :meth:`ClusterView.goodput` runs it at when given no batch.
+    chosen_batch: float = property(lambda self: self._job.batch)  # type: ignore[assignment]
 
     @property
     def completed_duration(self) -> float | None:
@@ -314,8 +311,7 @@ class KnownJobView(JobView):
     def snapshot(self) -> JobSnapshot:
         """:meth:`JobView.snapshot` with the believed remaining work (the true progress part)."""
         state, allocation, workers, rate, overhead_until, _, attained, part = JobView.snapshot(self)
-        remaining = self._know.remaining_work(self._job, self._engine.now)
-        return state, allocation, workers, rate, overhead_until, remaining, attained, part
+        return state, allocation, workers, rate, overhead_until, self.remaining_work, attained, part
 
     @property
     def expected_finish(self) -> float | None:
@@ -453,11 +449,8 @@ class ClusterView:
         """Seconds the longest-waiting queued job has waited: the largest ``waiting_s`` of the queue
         (the same float: now minus the earliest time a queued job entered it); 0 with none queued."""
         engine = self._engine
-        queue = engine.queue
-        if not queue:
-            return 0.0
-        jobs = engine.jobs
-        return engine.now - min([jobs[i].queued_since for i in queue])
+        jobs, queue = engine.jobs, engine.queue
+        return engine.now - min([jobs[i].queued_since for i in queue]) if queue else 0.0
 
     def queued_gpus(self) -> int:
         """GPUs the queued jobs request (``spec.num_gpus``), in total."""
@@ -484,11 +477,8 @@ class ClusterView:
         """Inference servers needed now."""
         return self._engine.demand_now
 
-    @property
-    def demand_curve(self) -> "DemandCurve":
-        """The run's inference demand (servers over time, known ahead): ``inference_demand_at(t)``
-        is ``demand_curve.at(t)``. Read only."""
-        return self._engine.demand
+    #: The run's inference demand (servers over time, known ahead; read only): ``inference_demand_at(t)``.
+    demand_curve: DemandCurve = property(lambda self: self._engine.demand)  # type: ignore[assignment]
 
     def inference_demand_at(self, t: float) -> int:
         """Inference servers needed at time ``t`` (the curve is known ahead)."""
