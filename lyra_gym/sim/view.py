@@ -15,12 +15,10 @@ import numpy as np
 
 from lyra_gym.model.jobs import Job, JobState
 from lyra_gym.model.jobspec import JobSpec
-from lyra_gym.model.scaling import PROGRESS_BINS, progress_bin
+from lyra_gym.model.scaling import progress_bin
 from lyra_gym.sim.cluster import Pool, Server
 from lyra_gym.sim.plan import Plan, current_plan
 from lyra_gym.sim.topology import FreeMap, Topology
-
-_LAST_BIN = PROGRESS_BINS - 1
 
 if TYPE_CHECKING:
     from lyra_gym.model.config import OverheadConfig, SimConfig
@@ -82,8 +80,7 @@ class EngineState(Protocol):
     def knowledge(self) -> Knowledge | None: ...  # what schedulers are told of durations; None: the truth
 
 
-#: :meth:`JobView.snapshot`: (state, allocation (server id -> GPUs), workers, rate (samples/s),
-#: overhead_until (s), remaining_work (samples), attained_gpu_s (GPU-s), progress_part).
+#: JobView.snapshot(): state, allocation, workers, rate, overhead_until, remaining_work, attained_gpu_s, part
 JobSnapshot = tuple[JobState, Mapping[int, int], int, float, float, float, float, int]
 
 
@@ -145,9 +142,8 @@ class JobView:
         return progress_bin(total - remaining_work, total)
 
     def snapshot(self) -> JobSnapshot:
-        """The job's changing members now in one call, for readers of many jobs per step (the
-        observation builder): ``(state, allocation, workers, rate, overhead_until, remaining_work,
-        attained_gpu_s, progress_part)``, the same values as those members (:data:`JobSnapshot`)."""
+        """The job's changing members now in one call (:data:`JobSnapshot`: the same values as those
+        members), for readers of many jobs per step such as the observation builder."""
         job = self._job
         now, workers, last, total = self._engine.now, job.workers, job.last_update, job.total_work
         since = now - last
@@ -160,19 +156,14 @@ class JobView:
             remaining = left if left > 0.0 else 0.0
         else:
             remaining = total - job.work_done
-        # progress_bin(total - remaining, total), inline
-        part = _LAST_BIN if total <= 0 else int((total - remaining) / total * PROGRESS_BINS)
         return (job.state, job.allocation, workers, job.rate, job.overhead_until, remaining, attained,
-                part if part < _LAST_BIN else _LAST_BIN)
+                progress_bin(total - remaining, total))
 
     @property
     def init_batch(self) -> float:
         """``B0``: the job's global batch at its requested size, samples (:mod:`lyra_gym.model.scaling`)."""
         return self._job.init_batch
 
-    #: The global batch the scheduler chose for the job (the ``adaptive`` rule's; 0 until one is
-    #: chosen), samples: what :meth:`ClusterView.goodput` runs it at when given no batch.
-    chosen_batch: float = property(lambda self: self._job.batch)  # type: ignore[assignment]
 
     @property
     def completed_duration(self) -> float | None:
@@ -233,6 +224,24 @@ class JobView:
         """Time (s) the job finishes if its allocation stays as it is (None when not running)."""
         job = self._job
         return job.completion_time() if job.rate > 0 else None
+
+    def goodput(self, workers: int, gpu_type: str, gpus_per_server: int, batch: float | None = None) -> float:
+        """:meth:`ClusterView.goodput` of this job (B0-samples/s)."""
+        if workers < 1:
+            return 0.0
+        job, scaling, spec = self._job, self._engine.scaling, self.spec
+        b0, total = job.init_batch, job.total_work
+        m = scaling.global_batch(spec, b0, workers, job.batch if batch is None else batch)
+        part = progress_bin(total - job.remaining_work(self._engine.now), total)
+        return scaling.packed_rate(spec, b0, workers, gpu_type, gpus_per_server, m, part)
+
+    def goodputs(self, low: int, high: int, gpu_type: str, gpus_per_server: int) -> list[float]:
+        """:meth:`ClusterView.goodputs` of this job (B0-samples/s per worker count)."""
+        if low < 1:
+            raise ValueError(f"goodputs: low must be >= 1 worker, got {low}")
+        job = self._job
+        return self._engine.scaling.packed_rates(self.spec, job.init_batch, low, high, gpu_type, gpus_per_server,
+                                                 job.batch, self.progress_part)
 
     def remaining_time_at(self, workers: int) -> float:
         """Estimated seconds to finish if run on ``workers`` reference GPUs packed (no overhead), at
@@ -446,8 +455,7 @@ class ClusterView:
         return len(self._engine.running)
 
     def longest_wait_s(self) -> float:
-        """Seconds the longest-waiting queued job has waited: the largest ``waiting_s`` of the queue
-        (the same float: now minus the earliest time a queued job entered it); 0 with none queued."""
+        """Seconds the longest-waiting queued job has waited (the queue's largest ``waiting_s``; 0: none)."""
         engine = self._engine
         jobs, queue = engine.jobs, engine.queue
         return engine.now - min([jobs[i].queued_since for i in queue]) if queue else 0.0
@@ -579,22 +587,14 @@ class ClusterView:
         ``workers`` GPUs of ``gpu_type`` packed on servers of ``gpus_per_server``, at global batch
         ``batch`` (adaptive rule; None: the rule's batch for that many workers), at its current
         progress. The ground truth every scheduler is judged by."""
-        if workers < 1:
-            return 0.0
-        spec, scaling, b0 = job.spec, self._engine.scaling, job.init_batch
-        m = scaling.global_batch(spec, b0, workers, job.chosen_batch if batch is None else batch)
-        return scaling.packed_rate(spec, b0, workers, gpu_type, gpus_per_server, m, job.progress_part)
+        return job.goodput(workers, gpu_type, gpus_per_server, batch)
 
     def goodputs(self, job: JobView, low: int, high: int, gpu_type: str, gpus_per_server: int) -> list[float]:
         """``[goodput(job, w, gpu_type, gpus_per_server) for w in range(low, high)]`` (``low`` >= 1):
         the same doubles, the job's batch and progress part read once."""
-        if low < 1:
-            raise ValueError(f"goodputs: low must be >= 1 worker, got {low}")
-        return self._engine.scaling.packed_rates(job.spec, job.init_batch, low, high, gpu_type, gpus_per_server,
-                                                 job.chosen_batch, job.progress_part)
+        return job.goodputs(low, high, gpu_type, gpus_per_server)
 
     def reference_server(self) -> tuple[str, int]:
         """The reference GPU type and its GPUs per server: what ``JobView.remaining_time_at`` packs
         workers on (``remaining_time_at(w)`` is the remaining work over ``goodput(job, w, *this)``)."""
-        engine = self._engine
-        return engine.reference_gpu, engine.reference_gpus_per_server
+        return self._engine.reference_gpu, self._engine.reference_gpus_per_server
