@@ -226,7 +226,10 @@ class JobView:
         return job.completion_time() if job.rate > 0 else None
 
     def goodput(self, workers: int, gpu_type: str, gpus_per_server: int, batch: float | None = None) -> float:
-        """:meth:`ClusterView.goodput` of this job (B0-samples/s)."""
+        """The engine's rate (``B0``-samples/s: what the job's work is counted in) if the job ran on
+        ``workers`` GPUs of ``gpu_type`` packed on servers of ``gpus_per_server``, at global batch
+        ``batch`` (adaptive rule; None: the rule's batch for that many workers), at its current
+        progress. The ground truth every scheduler is judged by (``ClusterView.goodput(job, ...)``)."""
         if workers < 1:
             return 0.0
         job, scaling, spec = self._job, self._engine.scaling, self.spec
@@ -236,7 +239,8 @@ class JobView:
         return scaling.packed_rate(spec, b0, workers, gpu_type, gpus_per_server, m, part)
 
     def goodputs(self, low: int, high: int, gpu_type: str, gpus_per_server: int) -> list[float]:
-        """:meth:`ClusterView.goodputs` of this job (B0-samples/s per worker count)."""
+        """``[goodput(w, gpu_type, gpus_per_server) for w in range(low, high)]`` (``low`` >= 1): the
+        same doubles, the job's batch and progress part read once (``ClusterView.goodputs(job, ...)``)."""
         if low < 1:
             raise ValueError(f"goodputs: low must be >= 1 worker, got {low}")
         job = self._job
@@ -581,18 +585,10 @@ class ClusterView:
         (:meth:`lyra_gym.model.scaling.ScalingModel.batch_range`); None when there is none."""
         return self._engine.scaling.batch_range(job.spec, job.init_batch)
 
-    def goodput(self, job: JobView, workers: int, gpu_type: str, gpus_per_server: int,
-                batch: float | None = None) -> float:
-        """The engine's rate (``B0``-samples/s: what the job's work is counted in) if ``job`` ran on
-        ``workers`` GPUs of ``gpu_type`` packed on servers of ``gpus_per_server``, at global batch
-        ``batch`` (adaptive rule; None: the rule's batch for that many workers), at its current
-        progress. The ground truth every scheduler is judged by."""
-        return job.goodput(workers, gpu_type, gpus_per_server, batch)
-
-    def goodputs(self, job: JobView, low: int, high: int, gpu_type: str, gpus_per_server: int) -> list[float]:
-        """``[goodput(job, w, gpu_type, gpus_per_server) for w in range(low, high)]`` (``low`` >= 1):
-        the same doubles, the job's batch and progress part read once."""
-        return job.goodputs(low, high, gpu_type, gpus_per_server)
+    #: ``goodput(job, workers, gpu_type, gpus_per_server, batch=None)``: :meth:`JobView.goodput` of ``job``
+    goodput = staticmethod(JobView.goodput)
+    #: ``goodputs(job, low, high, gpu_type, gpus_per_server)``: :meth:`JobView.goodputs` of ``job``
+    goodputs = staticmethod(JobView.goodputs)
 
     def reference_server(self) -> tuple[str, int]:
         """The reference GPU type and its GPUs per server: what ``JobView.remaining_time_at`` packs
