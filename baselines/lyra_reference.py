@@ -11,23 +11,24 @@ training GPUs, or on loaned GPUs when that finishes sooner; jobs on loaned GPUs 
 pays; **phase 2** (:meth:`_Decision.rebalance`): at a round a multiple-choice knapsack gives
 elastic jobs the extra workers worth most JCT seconds; between rounds jobs keep theirs and
 admitted jobs grow. Kept across decisions: the round clock, the observed holds of extra workers
-and (``oracle``) the expected finishes read (:meth:`_Decision.wait_for`). Switches: ``LyraScheduler``'s.
+and (``oracle``) the expected finishes read (:meth:`_Decision.wait_for`). Switches: ``lyra``'s
+(``baselines/lyra_switches.py``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
 
-from lyra_baselines.knapsack import DEFAULT_EXACT_LIMIT, solve
-from lyra_baselines.loaning import Loaning, free_after, loan_param, reclaim_rule_param
+from lyra_baselines.knapsack import solve
+from lyra_baselines.loaning import free_after
+from lyra_baselines.lyra_switches import LyraSwitches
 from lyra_baselines.placement import place_in_groups
-from lyra_gym.sim.params import MAX_S, MIN_TICK_S, check_fields, param
 from lyra_gym.sim.plan import Plan
-from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL, Guidance, Scheduler
+from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL, Guidance
 from lyra_gym.sim.view import ClusterView, JobView
 
 __all__ = ["LyraReferenceScheduler"]
@@ -37,40 +38,10 @@ Alloc = dict[int, int]  # server id -> GPUs
 
 
 @dataclass
-class LyraReferenceScheduler(Scheduler):
-    """``lyra``'s switches (``LyraScheduler``'s docstring), decided by the plain algorithm."""
+class LyraReferenceScheduler(LyraSwitches):
+    """``lyra``'s switches (``LyraSwitches``' docstring), decided by the plain algorithm."""
 
-    reads = frozenset({"remaining_work", "remaining_time_at", "total_work", "expected_finish"})
-    loan: bool = loan_param(True)
-    elastic: bool = param(True, "scale elastic jobs above their minimum")
-    fixed_size: str = param("requested", "with elastic=false: run elastic jobs at their requested or min size",
-                            choices=("requested", "min"))
-    reclaim_rule: str = reclaim_rule_param()
-    reserve_servers: int = param(0, "loanable servers left unborrowed", lo=0, hi=100_000, unit="servers")
-    backfill: bool = param(False, "admit later jobs past one that does not fit")
-    loaned_rule: str = param("speed", "onto loaned GPUs when it finishes sooner there (speed), or whenever "
-                             "training GPUs are full (overflow)", choices=("speed", "overflow"))
-    move_back: bool = param(True, "move a job from loaned to free training GPUs when that pays")
-    flex_horizon: str = param("queue", "how long the knapsack assumes extra workers are held",
-                              choices=("queue", "completion"))
-    value_rate: str = param("goodput", "rate of the remaining-time estimates and knapsack values",
-                            choices=("goodput", "throughput"))
-    knapsack_exact_limit: int = param(DEFAULT_EXACT_LIMIT, "DP cells above which the greedy knapsack is used",
-                                      lo=0, hi=10**8, unit="cells")
-    round_s: float = param(60.0, "seconds between knapsack rounds (the tick when elastic)", lo=MIN_TICK_S,
-                           hi=MAX_S, unit="s")
-    loaning: Loaning = field(init=False)
     name = "lyra-reference"
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-        self.loaning = Loaning(enabled=self.loan, reserve_servers=self.reserve_servers, reclaim_rule=self.reclaim_rule)
-        self.reset(np.random.default_rng(0))
-
-    @property
-    def tick_interval(self) -> float | None:  # type: ignore[override]
-        """A tick every ``round_s`` when elastic: a quiet cluster still gets its knapsack round."""
-        return self.round_s if self.elastic else None
 
     def reset(self, rng: np.random.Generator) -> None:
         self.rng = rng
@@ -79,12 +50,6 @@ class LyraReferenceScheduler(Scheduler):
         self.granted: dict[str, tuple[float, str]] = {}  # job id -> (when extras were granted, GPU type)
         self.held_s: dict[str, float] = {}  # GPU type -> smoothed observed hold of extra workers (s)
         self.finishes: dict[str, tuple[Mapping[int, int], float]] = {}  # job -> (allocation, finish s)
-
-    def base_demand(self, job: JobView) -> int:
-        """GPUs ``job`` is admitted at: an elastic job's minimum (scaled, or run at it), else its request."""
-        if job.spec.elastic and (self.elastic or self.fixed_size == "min"):
-            return job.spec.min_gpus
-        return job.spec.num_gpus
 
     def decide(self, view: ClusterView) -> Plan:
         return self.decide_guided(view, Guidance())
