@@ -100,9 +100,6 @@ class LyraScheduler(LyraSwitches):
     _place_extras = staticmethod(place_extras)  # the extras stage (``baselines/lyra_extras.py``)
 
     # ------------------------------------------------------------------ decide
-    def decide(self, view: ClusterView) -> Plan:
-        return self.decide_guided(view, Guidance())
-
     def decide_guided(self, view: ClusterView, guidance: Guidance) -> Plan:
         """Lyra's decision, modulated by an agent (an empty Guidance = plain Lyra): loaning, then
         the stages over one :class:`~lyra_baselines.lyra_state.Decision`: admission (phase 1,

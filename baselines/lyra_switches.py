@@ -13,8 +13,9 @@ import numpy as np
 from lyra_baselines.knapsack import DEFAULT_EXACT_LIMIT
 from lyra_baselines.loaning import Loaning, loan_param, reclaim_rule_param
 from lyra_gym.sim.params import MAX_S, MIN_TICK_S, check_fields, param
-from lyra_gym.sim.scheduler import Scheduler
-from lyra_gym.sim.view import JobView
+from lyra_gym.sim.plan import Plan
+from lyra_gym.sim.scheduler import Guidance, Scheduler
+from lyra_gym.sim.view import ClusterView, JobView
 
 __all__ = ["LyraSwitches"]
 
@@ -89,6 +90,10 @@ class LyraSwitches(Scheduler):
         """A tick every ``round_s`` when elastic: a cluster with no event for a whole round still
         gets its knapsack round."""
         return self.round_s if self.elastic else None
+
+    def decide(self, view: ClusterView) -> Plan:
+        """Lyra unguided: :meth:`decide_guided` under an empty ``Guidance``."""
+        return self.decide_guided(view, Guidance())
 
     def base_demand(self, job: JobView) -> int:
         """GPUs ``job`` is admitted at: an elastic job's minimum when Lyra scales it (or runs it at its
