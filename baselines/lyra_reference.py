@@ -1,33 +1,33 @@
 """Lyra, the reference: the paper's two phases over the public view, to read first.
 
 ``lyra-reference`` decides what ``lyra`` (``baselines/lyra.py``) decides, plan for plan
-(``tests/test_reference_equivalence.py``), without the speed work: no caches, no change feed,
-one :class:`_Decision` per decision over the public ``ClusterView``/``JobView``, O(jobs x servers).
+(``tests/test_reference_equivalence.py``), without the speed work: no caches, no change feed, one
+:class:`_Decision` per decision over the public ``ClusterView``/``JobView``, O(jobs x servers).
 
 Each decision (Li et al., EuroSys 2023; DESIGN.md, "The paper being modelled"): capacity loaning
 (``baselines/loaning.py``: answer a reclaim, borrow idle inference servers); **phase 1**
-(:meth:`_Decision.admit`): queued jobs, shortest remaining time first, get their base demand on
-training GPUs, or on loaned GPUs when that finishes sooner; jobs on loaned GPUs move back when it
-pays; **phase 2** (:meth:`_Decision.rebalance`): at a round a multiple-choice knapsack gives
-elastic jobs the extra workers worth most JCT seconds; between rounds jobs keep theirs and
-admitted jobs grow. Kept across decisions: the round clock, the observed holds of extra workers
-and (``oracle``) the expected finishes read (:meth:`_Decision.wait_for`). Switches: ``LyraScheduler``'s.
+(:meth:`_Decision.admit`): queued jobs, shortest remaining time first, get their base demand on training
+GPUs, or on loaned GPUs when that finishes sooner; jobs on loaned GPUs move back when it pays; **phase 2**
+(:meth:`_Decision.rebalance`): at a round a multiple-choice knapsack gives elastic jobs the extra workers
+worth most JCT seconds; between rounds jobs keep theirs and admitted jobs grow. Switches: ``lyra``'s
+(``baselines/lyra_switches.py``). Kept across decisions: the round clock, the observed holds of extra
+workers and (``oracle``) the expected finishes read (:meth:`_Decision.wait_for`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
 
-from lyra_baselines.knapsack import DEFAULT_EXACT_LIMIT, solve
-from lyra_baselines.loaning import Loaning, free_after, loan_param, reclaim_rule_param
+from lyra_baselines.knapsack import solve
+from lyra_baselines.loaning import free_after
+from lyra_baselines.lyra_switches import LyraSwitches
 from lyra_baselines.placement import place_in_groups
-from lyra_gym.sim.params import MAX_S, MIN_TICK_S, check_fields, param
 from lyra_gym.sim.plan import Plan
-from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL, Guidance, Scheduler
+from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL, Guidance
 from lyra_gym.sim.view import ClusterView, JobView
 
 __all__ = ["LyraReferenceScheduler"]
@@ -37,40 +37,10 @@ Alloc = dict[int, int]  # server id -> GPUs
 
 
 @dataclass
-class LyraReferenceScheduler(Scheduler):
-    """``lyra``'s switches (``LyraScheduler``'s docstring), decided by the plain algorithm."""
+class LyraReferenceScheduler(LyraSwitches):
+    """``lyra``'s switches (``LyraSwitches``' docstring), decided by the plain algorithm."""
 
-    reads = frozenset({"remaining_work", "remaining_time_at", "total_work", "expected_finish"})
-    loan: bool = loan_param(True)
-    elastic: bool = param(True, "scale elastic jobs above their minimum")
-    fixed_size: str = param("requested", "with elastic=false: run elastic jobs at their requested or min size",
-                            choices=("requested", "min"))
-    reclaim_rule: str = reclaim_rule_param()
-    reserve_servers: int = param(0, "loanable servers left unborrowed", lo=0, hi=100_000, unit="servers")
-    backfill: bool = param(False, "admit later jobs past one that does not fit")
-    loaned_rule: str = param("speed", "onto loaned GPUs when it finishes sooner there (speed), or whenever "
-                             "training GPUs are full (overflow)", choices=("speed", "overflow"))
-    move_back: bool = param(True, "move a job from loaned to free training GPUs when that pays")
-    flex_horizon: str = param("queue", "how long the knapsack assumes extra workers are held",
-                              choices=("queue", "completion"))
-    value_rate: str = param("goodput", "rate of the remaining-time estimates and knapsack values",
-                            choices=("goodput", "throughput"))
-    knapsack_exact_limit: int = param(DEFAULT_EXACT_LIMIT, "DP cells above which the greedy knapsack is used",
-                                      lo=0, hi=10**8, unit="cells")
-    round_s: float = param(60.0, "seconds between knapsack rounds (the tick when elastic)", lo=MIN_TICK_S,
-                           hi=MAX_S, unit="s")
-    loaning: Loaning = field(init=False)
     name = "lyra-reference"
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-        self.loaning = Loaning(enabled=self.loan, reserve_servers=self.reserve_servers, reclaim_rule=self.reclaim_rule)
-        self.reset(np.random.default_rng(0))
-
-    @property
-    def tick_interval(self) -> float | None:  # type: ignore[override]
-        """A tick every ``round_s`` when elastic: a quiet cluster still gets its knapsack round."""
-        return self.round_s if self.elastic else None
 
     def reset(self, rng: np.random.Generator) -> None:
         self.rng = rng
@@ -79,15 +49,6 @@ class LyraReferenceScheduler(Scheduler):
         self.granted: dict[str, tuple[float, str]] = {}  # job id -> (when extras were granted, GPU type)
         self.held_s: dict[str, float] = {}  # GPU type -> smoothed observed hold of extra workers (s)
         self.finishes: dict[str, tuple[Mapping[int, int], float]] = {}  # job -> (allocation, finish s)
-
-    def base_demand(self, job: JobView) -> int:
-        """GPUs ``job`` is admitted at: an elastic job's minimum (scaled, or run at it), else its request."""
-        if job.spec.elastic and (self.elastic or self.fixed_size == "min"):
-            return job.spec.min_gpus
-        return job.spec.num_gpus
-
-    def decide(self, view: ClusterView) -> Plan:
-        return self.decide_guided(view, Guidance())
 
     def decide_guided(self, view: ClusterView, guidance: Guidance) -> Plan:
         """Loaning, phase 1, phase 2, under an agent's ``guidance`` (``Guidance``'s docstring)."""
@@ -202,7 +163,6 @@ class _Decision:
         row[1:] -= np.where(held[1:] < times[1:], self.view.overheads.rescale_s, 0.0)
         return list(row.tolist())
 
-    # ------------------------------------------------------------------ training GPUs
     def available(self, gpu_type: str) -> int:  # free or flexible GPUs on training servers of the type
         return sum(self.avail[s] for s in self.training_types[gpu_type])
 
@@ -322,16 +282,15 @@ class _Decision:
         would be its) than by waiting? Only stays that end before demand reclaims its servers count."""
         if self.lyra.loaned_rule == "overflow":
             return True
-        view = self.view
         on_training, wait, training_type = self.training_estimate(job, need)
         on_loaned = self.time_on(job, need, self.types[next(iter(placement))])
         options = [(on_loaned, on_loaned)]  # (expected finish, time on loaned GPUs)
         if self.lyra.move_back and on_loaned > wait and training_type is not None:
             rest = (1.0 - wait / on_loaned) * self.time_on(job, need, training_type)
-            options.append((wait + view.overheads.migrate_s + rest, wait))
+            options.append((wait + self.view.overheads.migrate_s + rest, wait))
         spare = {s for s in self.loaned if self.avail[s] == self.capacity[s]}  # reclaimed first, with idle ones
-        threshold = len(view.inference_server_ids) - len(self.loaned) + len(spare) - len(spare & set(placement))
-        safe = view.next_demand_above(threshold) - view.now
+        threshold = len(self.view.inference_server_ids) - len(self.loaned) + len(spare) - len(spare & set(placement))
+        safe = self.view.next_demand_above(threshold) - self.view.now
         return min((finish for finish, stay in options if stay <= safe), default=math.inf) < on_training
 
     def wait_for_training(self, job: JobView, need: int) -> None:
@@ -468,9 +427,8 @@ class _Decision:
         """Jobs keep what they can of their extras (loaned first); the rest go largest job first on
         spare servers, loaned ones first, so that a reclaim becomes a scale-in."""
         avail, loaned, left = self.avail, set(self.loaned), list(choice)
-        extras: list[Alloc] = []
+        extras: list[Alloc] = [{} for _ in typed]
         for i, job in enumerate(typed):
-            extras.append({})
             for sid, g in sorted(self.flex[job.id].items(), key=lambda kv: (kv[0] not in loaned, kv[0])):
                 keep = min(g, avail[sid], left[i])
                 if keep:
@@ -485,8 +443,7 @@ class _Decision:
                     avail[sid] -= g
                     left[i] -= g
         for job, extra in zip(typed, extras):
-            alloc = dict(self.base[job.id])
-            for sid, g in extra.items():
-                alloc[sid] = alloc.get(sid, 0) + g
+            base = self.base[job.id]
+            alloc = {sid: base.get(sid, 0) + extra.get(sid, 0) for sid in {**base, **extra}}  # base servers first
             if alloc != self.alloc.get(job.id):
                 self.alloc[job.id] = alloc
