@@ -40,7 +40,6 @@ import io
 import json
 import time
 import zipfile
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -53,11 +52,11 @@ from lyra_agents import vine
 from lyra_agents.config import TrainConfig
 from lyra_agents.experts import ExpertRule
 from lyra_agents.spaces import model_spaces, observation_widths
+from lyra_agents.trajectory import RESET_SEED_STRIDE, Trajectory, action_masks, expert_action
 from lyra_gym.envs.learner_extras import LearnerExtrasObservation
 from lyra_gym.envs.observation import observation_layout
 
 POLICY_MEMBER, OPTIMIZER_MEMBER, DATA_MEMBER = "policy.pth", "policy.optimizer.pth", "data"
-RESET_SEED_STRIDE = 1000  # reset seed of slot i at update u: seed + 1000 * u + i
 
 
 # ---------------------------------------------------------------------- the network
@@ -160,33 +159,6 @@ def make_member(cfg: TrainConfig, kwargs: dict[str, Any]) -> gym.Env:
     if cfg.bc_expert != "heuristic":
         env = ExpertRule(env, cfg.bc_expert)
     return env
-
-
-def expert_action(env: gym.Env) -> np.ndarray:
-    return np.asarray(env.get_wrapper_attr("expert_action")())
-
-
-def action_masks(env: gym.Env) -> np.ndarray:
-    return np.asarray(env.unwrapped.action_masks(), dtype=bool)  # type: ignore[attr-defined]
-
-
-@dataclass
-class Trajectory:
-    """One member's episode: per step the normalised observation, masks, action, its
-    log-probability, the decision time (s) and the reward; ``end_s`` the time after the last step."""
-
-    obs: list[np.ndarray] = field(default_factory=list)
-    masks: list[np.ndarray] = field(default_factory=list)
-    actions: list[np.ndarray] = field(default_factory=list)
-    logp: list[float] = field(default_factory=list)
-    times: list[float] = field(default_factory=list)
-    rewards: list[float] = field(default_factory=list)
-    end_s: float = 0.0
-    metrics: dict[str, Any] | None = None
-
-    def returns_to_go(self) -> np.ndarray:
-        """Undiscounted (gamma = 1) sums of the rewards from each step to the end."""
-        return np.cumsum(np.asarray(self.rewards, dtype=np.float64)[::-1])[::-1]
 
 
 def group_baseline(group: list[Trajectory]) -> list[np.ndarray]:

@@ -28,15 +28,32 @@ simulator's work, which is what a budget pays for).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
+from lyra_agents.config import TrainConfig
 from lyra_agents.fork_probe import rest_of_episode
+from lyra_agents.trajectory import RESET_SEED_STRIDE, Trajectory, action_masks
 
-if TYPE_CHECKING:  # the model that runs the vine (a cycle only for the type checker)
-    from lyra_agents.masked_ppo import MaskedPPO, Trajectory
+
+class Learner(Protocol):
+    """What the vine reads and counts of its model (:class:`lyra_agents.masked_ppo.MaskedPPO`)."""
+
+    cfg: TrainConfig
+    stats: Any              # the running observation statistics (``update``)
+    rng: np.random.Generator
+    device: torch.device
+    num_timesteps: int
+    updates: int
+
+    def episode_cap_s(self) -> float: ...
+    def slot_kwargs(self) -> list[dict[str, Any]]: ...
+    def group_members(self, slot: int, trace_seed: int, kwargs: dict[str, Any]) -> list[Any]: ...
+    def policy_choice(self, raw: np.ndarray, masks: np.ndarray, envs: list[Any]) -> tuple: ...
+    def act(self, obs: torch.Tensor, masks: torch.Tensor, deterministic: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        ...
 
 
 @dataclass
@@ -55,11 +72,9 @@ class VineBatch:
     informative: int = 0     # of which some drawn action changed the return
 
 
-def trunk(model: MaskedPPO, env: Any, reset_seed: int) -> Trajectory:
+def trunk(model: Learner, env: Any, reset_seed: int) -> Trajectory:
     """One episode of ``env`` from reset seed ``reset_seed`` with the policy (sampled), cut at
     the curriculum cap."""
-    from lyra_agents.masked_ppo import Trajectory, action_masks
-
     cap = model.episode_cap_s()
     obs, info = env.reset(seed=reset_seed)
     traj = Trajectory(end_s=info["time_s"])
@@ -85,7 +100,7 @@ def trunk(model: MaskedPPO, env: Any, reset_seed: int) -> Trajectory:
     return traj
 
 
-def draw(model: MaskedPPO, normed: np.ndarray, masks: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+def draw(model: Learner, normed: np.ndarray, masks: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     """``count`` actions drawn from the policy at one state, and their log-probabilities."""
     obs_t = torch.as_tensor(np.repeat(normed[None, :], count, axis=0), device=model.device)
     masks_t = torch.as_tensor(np.repeat(masks[None, :], count, axis=0), device=model.device)
@@ -94,7 +109,7 @@ def draw(model: MaskedPPO, normed: np.ndarray, masks: np.ndarray, count: int) ->
     return actions.cpu().numpy(), logp.cpu().numpy()
 
 
-def branch_returns(model: MaskedPPO, env: Any, actions: np.ndarray) -> np.ndarray:
+def branch_returns(model: Learner, env: Any, actions: np.ndarray) -> np.ndarray:
     """The return of each action (played on a fork of ``env``, then the guide to the end);
     identical actions share one branch."""
     played: dict[bytes, float] = {}
@@ -109,10 +124,8 @@ def branch_returns(model: MaskedPPO, env: Any, actions: np.ndarray) -> np.ndarra
     return out
 
 
-def collect(model: MaskedPPO) -> tuple[VineBatch, list[Trajectory]]:
+def collect(model: Learner) -> tuple[VineBatch, list[Trajectory]]:
     """One update's branches over every slot (module docstring), and the trunks."""
-    from lyra_agents.masked_ppo import RESET_SEED_STRIDE
-
     cfg = model.cfg
     seeds = cfg.trace_seeds or [cfg.trace_seed]
     batch, trunks = VineBatch(), []

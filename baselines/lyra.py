@@ -69,9 +69,9 @@ import numpy as np
 
 from lyra_baselines.lyra_admission import admit
 from lyra_baselines.lyra_extras import place_extras
-from lyra_baselines.lyra_rebalance import HOLD_EWMA, rebalance
+from lyra_baselines.lyra_rebalance import rebalance
 from lyra_baselines.lyra_state import Decision, LyraMemory
-from lyra_baselines.lyra_switches import LyraSwitches
+from lyra_baselines.lyra_switches import HOLD_EWMA, LyraSwitches
 from lyra_gym.model.jobs import JobState
 from lyra_gym.sim.cluster import Pool
 from lyra_gym.sim.plan import Plan

@@ -19,10 +19,10 @@ import numpy as np
 from lyra_baselines.knapsack import solve
 from lyra_baselines.lyra_extras import place_admitted, place_extras
 from lyra_baselines.lyra_state import Decision
+from lyra_baselines.lyra_switches import HOLD_EWMA
 from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL
 from lyra_gym.sim.view import JobView
 
-HOLD_EWMA = 0.1  # weight of the newest observed hold of extra workers (assumption)
 _ZERO_ROW = np.zeros(1)  # the knapsack row of a job that may not change (read only)
 _ZERO_ROW.flags.writeable = False
 

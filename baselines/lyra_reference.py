@@ -24,7 +24,7 @@ import numpy as np
 
 from lyra_baselines.knapsack import solve
 from lyra_baselines.loaning import free_after
-from lyra_baselines.lyra_switches import LyraSwitches
+from lyra_baselines.lyra_switches import HOLD_EWMA, LyraSwitches
 from lyra_baselines.placement import place_in_groups
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL, Guidance
@@ -32,7 +32,6 @@ from lyra_gym.sim.view import ClusterView, JobView
 
 __all__ = ["LyraReferenceScheduler"]
 
-HOLD_EWMA = 0.1  # weight of the newest observed hold of extra workers (assumption, as lyra's)
 Alloc = dict[int, int]  # server id -> GPUs
 
 
@@ -61,7 +60,7 @@ class LyraReferenceScheduler(LyraSwitches):
         # preempted running jobs (those the reclaim answer stopped included) go back to the queue
         running = list(view.running_jobs())
         preempt = {job.id for job in running if job.id in guidance.preempt}
-        for job_id in preempt:
+        for job_id in sorted(preempt):  # in id order, as lyra: the plan records its edits in order
             plan.allocations.pop(job_id, None)
         levels = guidance.job_levels
         hold = self.elastic and any(level == 0 and job_id in plan.allocations and sum(

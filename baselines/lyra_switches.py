@@ -17,12 +17,13 @@ from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import Guidance, Scheduler
 from lyra_gym.sim.view import ClusterView, JobView
 
-__all__ = ["LyraSwitches"]
+__all__ = ["HOLD_EWMA", "LyraSwitches"]
 
 LOANED_RULES = ("speed", "overflow")
 FLEX_HORIZONS = ("queue", "completion")
 FIXED_SIZES = ("requested", "min")
 VALUE_RATES = ("goodput", "throughput")
+HOLD_EWMA = 0.1  # weight of the newest observed hold of extra workers (assumption)
 MAX_SERVERS = 100_000  # servers: the most reserve_servers (a count beyond any cluster)
 MAX_EXACT_LIMIT = 10**8  # DP cells: the most knapsack_exact_limit (the exact DP's time grows with it)
 
