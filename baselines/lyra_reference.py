@@ -1,7 +1,7 @@
 """Lyra, the reference: the paper's two phases over the public view, to read first.
 
 ``lyra-reference`` decides what ``lyra`` (``baselines/lyra.py``) decides, plan for plan
-(``tests/test_reference_equivalence.py`` checks it at every decision), without its speed work: no
+(``tests/baselines/test_reference_equivalence.py`` checks it at every decision), without its speed work: no
 caches, no change feed, one plain :class:`_Decision` per decision reading only the public
 ``ClusterView``/``JobView``. Read, fork and ablate it; run it for small studies (O(jobs x servers)
 per decision).
