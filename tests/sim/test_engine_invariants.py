@@ -424,9 +424,27 @@ def without_wall(metrics: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- tests
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#: Random runs the property draws: a small budget in the default suite, the large one under -m slow.
+EXAMPLES, EXAMPLES_SLOW = 100, 500
+_RUNS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@settings(max_examples=EXAMPLES, **_RUNS)
 @given(scenarios())
 def test_random_policy_keeps_every_invariant(scenario):
+    keeps_every_invariant(scenario)
+
+
+@pytest.mark.slow
+@settings(max_examples=EXAMPLES_SLOW, **_RUNS)
+@given(scenarios())
+def test_random_policy_keeps_every_invariant_on_many_runs(scenario):
+    keeps_every_invariant(scenario)
+
+
+def keeps_every_invariant(scenario) -> None:
+    """One random run checked at every step, then its accounting; the same run again, unchecked,
+    gives the same metrics and job rows."""
     config, jobs, *_ = scenario
     engine = run_engine(scenario, CheckedEngine)
     engine.check_state()

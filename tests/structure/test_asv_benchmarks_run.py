@@ -34,7 +34,8 @@ TINY = {
     "alloc_env.TimeAllocEpisode": {"window_h": 0.5},
     "agent.AgentSubAction": {"samples": 3},
     "agent.AgentDecision": {"hours": 0.5},
-    "training.ConfigStep": {"steps": 4},
+    # one shipped training config by default; every one under -m slow (test_config_step_on_every_config)
+    "training.ConfigStep": {"steps": 4, "params": (["cluster"], ["random", "expert"])},
     "training.TrainThroughput": {"n_steps": 4},
 }
 
@@ -67,13 +68,24 @@ def test_every_module_imports_and_every_benchmark_class_has_a_tiny_size():
 
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_benchmark_runs_once_on_a_tiny_size(name):
+    run_once(name, TINY[name])
+
+
+@pytest.mark.slow
+def test_config_step_on_every_config():
+    run_once("training.ConfigStep", {"steps": 4})
+
+
+def run_once(name: str, sizes: dict) -> None:
+    """Benchmark class ``name`` with ``sizes`` set: setup_cache, then setup, each method and
+    teardown once per parameter combination, as asv would."""
     cls = CLASSES[name]
     bench = cls()
-    for key, value in TINY[name].items():
+    for key, value in sizes.items():
         assert hasattr(cls, key), f"{name} has no size attribute {key!r}"
         setattr(bench, key, value)
     cache = (bench.setup_cache(),) if hasattr(bench, "setup_cache") else ()
-    params = getattr(cls, "params", ())
+    params = getattr(bench, "params", ())
     combos = list(itertools.product(*params)) if params else [()]
     methods = [m for m in dir(cls) if m.startswith(PREFIXES)]
     assert methods
