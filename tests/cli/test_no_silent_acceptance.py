@@ -5,10 +5,8 @@ exit code 2 with the message on stderr."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import lyra_gym
@@ -139,69 +137,3 @@ def test_one_second_windows_either_step_or_are_refused_at_construction(env_id, t
                                                            for i in range(40)))
     with pytest.raises(ValueError, match=r"^window_s: none of the \d+ train windows of 1 s holds a job"):
         gym.make(env_id, trace=str(sparse), window_s=1)
-
-
-# 8 ------------------------------------------------------------------ stable-baselines3 vec envs
-@pytest.mark.parametrize("env_id", lyra_gym.envs.ALL_ENV_IDS)
-def test_sb3_make_vec_env_works_and_renders_rgb_arrays(env_id):
-    pytest.importorskip("stable_baselines3")
-    from stable_baselines3.common.env_util import make_vec_env
-
-    venv = make_vec_env(env_id, n_envs=2, seed=0)
-    try:
-        assert "rgb_array" in venv.get_attr("metadata")[0]["render_modes"]
-        venv.reset()
-        images = venv.get_images()
-        assert len(images) == 2
-        for image in images:
-            assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
-        first = images[0]
-        venv.step(np.array([venv.action_space.sample() for _ in range(2)]))
-        again = venv.get_images()
-        assert all(image.shape == first.shape for image in again)  # one frame size per env
-    finally:
-        venv.close()
-
-
-def test_rgb_array_frames_are_deterministic_and_show_the_cluster():
-    import gymnasium as gym
-
-    frames = []
-    for _ in range(2):
-        env = gym.make("LyraGym/Cluster-v1", render_mode="rgb_array").unwrapped
-        blank = env.render()
-        env.reset(seed=3)
-        for _ in range(5):
-            env.step(env.expert_action())
-        frames.append(env.render())
-    assert blank.shape == frames[0].shape and np.array_equal(frames[0], frames[1])
-    assert len(np.unique(frames[0].reshape(-1, 3), axis=0)) > len(np.unique(blank.reshape(-1, 3), axis=0))
-
-
-def test_human_mode_prints_the_text_frame(capsys):
-    import gymnasium as gym
-
-    env = gym.make("LyraGym/Elastic-v1", render_mode="human").unwrapped
-    env.reset(seed=0)
-    env.step(env.expert_action())
-    assert capsys.readouterr().out.count("train: ") == 2
-    assert env.render() is None
-
-
-# 9 ------------------------------------------------------------------ allow_mixed_gpu_types docs
-_CLAIM = re.compile(r"allow_mixed_gpu_types`*(?::\s*(true|false))?`*\s*\(default(?:\s+(true|false))?\)")
-
-
-def test_every_doc_states_the_real_default_of_allow_mixed_gpu_types():
-    truth = str(SimConfig().allow_mixed_gpu_types).lower()
-    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-    for package in ("lyra_gym", "baselines", "agents"):
-        files += sorted((ROOT / package).rglob("*.py"))
-    claims = []
-    for path in files:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            for match in _CLAIM.finditer(line):
-                claims.append((f"{path.relative_to(ROOT)}:{number}", match.group(1) or match.group(2)))
-    assert len(claims) >= 2, claims  # the pattern still finds the docs
-    wrong = [where for where, said in claims if said != truth]
-    assert not wrong, f"these say the default of allow_mixed_gpu_types is not {truth}: {wrong}"
