@@ -55,13 +55,15 @@ from lyra_agents.callbacks import (
 from lyra_agents.config import TrainConfigError, load_train_config, resolve_config
 from lyra_agents.evaluate import compare_saved, comparison_table, recorded
 from lyra_agents.imitation import behaviour_clone, collect_demonstrations
-from lyra_agents.artifacts import DISK_ERRORS, WriteError, save_model, save_stats, written
-from lyra_gym.interrupts import sigterm_as_interrupt
-from lyra_agents.factory import (
-    CONFIG_FILE, MODEL_FILE, OPTIMIZER_MEMBER, POLICY_MEMBER, VECNORM_FILE, VECNORM_STATS_FILE, Artifacts,
-    build_training_envs, configure_torch, find_artifacts, load_model, make_eval_env, make_model, new_run_dir,
-    read_model_zip, trust_requested, warn_trusted,
+from lyra_agents.artifacts import (
+    CONFIG_FILE, DISK_ERRORS, MODEL_FILE, VECNORM_FILE, VECNORM_STATS_FILE, Artifacts, WriteError, find_artifacts,
+    new_run_dir, save_model, save_stats, written,
 )
+from lyra_gym.interrupts import sigterm_as_interrupt
+from lyra_agents.model_build import configure_torch, make_model
+from lyra_agents.model_files import OPTIMIZER_MEMBER, POLICY_MEMBER, read_model_zip, trust_requested, warn_trusted
+from lyra_agents.model_loading import load_model
+from lyra_agents.vec_envs import build_training_envs, make_eval_env
 from lyra_gym.provenance import provenance
 from lyra_gym.outputs import OutputError, check_out_folder
 
@@ -91,8 +93,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def plot_runs(runs: Sequence[str | Path], out: Path, band: bool = False) -> None:
-    """Draw the learning curves of ``runs`` into ``out`` (:mod:`tools.plot_learning_curve`)."""
-    from tools.plot_learning_curve import plot_learning_curves
+    """Draw the learning curves of ``runs`` into ``out`` (:mod:`lyra_agents.learning_curve`)."""
+    from lyra_agents.learning_curve import plot_learning_curves
 
     plot_learning_curves([Path(r) for r in runs], out, band=band)
 
@@ -352,7 +354,7 @@ def _train_masked(args: argparse.Namespace, cfg: Any, eval_env: Any, threads: in
     """``algo: masked_ppo`` (:mod:`lyra_agents.masked_ppo`): the same run folder, logger, evaluations,
     checkpoints, atomic saves and comparison as the SB3 path; exit status as :func:`main`."""
     from lyra_agents.callbacks import RoundCheckpointCallback
-    from lyra_agents.factory import CHECKPOINT_DIR
+    from lyra_agents.artifacts import CHECKPOINT_DIR
     from lyra_agents.masked_ppo import MaskedPPO
     from lyra_agents.model_build import resolve_device
     from stable_baselines3.common.callbacks import CallbackList

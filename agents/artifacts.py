@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from lyra_agents.config import TrainConfig, _is_path
-from lyra_agents.model_files import _untrusted
+from lyra_agents.config import TrainConfig, is_path_value
+from lyra_agents.model_files import untrusted_error
 from lyra_gym.outputs import atomic_path
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class Artifacts:
         if trust and self.vecnormalize_pickle is not None:
             return self.vecnormalize_pickle
         if self.vecnormalize is None and self.vecnormalize_pickle is not None:
-            raise _untrusted(self.vecnormalize_pickle, "observation statistics")
+            raise untrusted_error(self.vecnormalize_pickle, "observation statistics")
         return self.vecnormalize
 
 
@@ -184,8 +184,8 @@ def config_inputs(cfg: TrainConfig, label: str) -> list[tuple[str, str]]:
     """(what, path) of every file a run's config names: ``trace`` (a CSV), ``sim_config`` and the
     files it names, ``profiles``, and the ``suite`` file with the files of the scenarios it trains on."""
     pairs = [(f"{key} (in {label})", getattr(cfg, key)) for key in ("trace", "sim_config", "profiles", "suite")
-             if _is_path(key, getattr(cfg, key))]
-    if _is_path("sim_config", cfg.sim_config):
+             if is_path_value(key, getattr(cfg, key))]
+    if is_path_value("sim_config", cfg.sim_config):
         pairs += _sim_config_files(cfg.sim_config, f"sim_config of {label}")  # type: ignore[arg-type]
     if cfg.scenarios:
         from lyra_agents.suite import get_suite

@@ -63,7 +63,7 @@ class TestWindowEvalCallback(BaseCallback):
     Evaluations happen between rollouts (the step is logged as the env steps so far), and
     the last one after the final update, so it scores exactly the saved model.
 
-    :param env: a bare evaluation env (``lyra_agents.factory.make_eval_env``).
+    :param env: a bare evaluation env (``lyra_agents.vec_envs.make_eval_env``).
     :param windows: how many test windows.
     :param eval_freq: env steps (all vector envs together) between evaluations.
     :param reference: the heuristic compared against (registry name), default ``lyra``.
@@ -169,7 +169,7 @@ class ProgressBarCallback(BaseCallback):
 
 class StatsCheckpointCallback(CheckpointCallback):
     """SB3's ``CheckpointCallback`` (model zip, statistics pickle) that also writes the statistics as
-    ``model_vecnormalize_<N>_steps.npz`` (plain arrays: what :func:`lyra_agents.factory.load_model` users read).
+    ``model_vecnormalize_<N>_steps.npz`` (plain arrays: what :func:`lyra_agents.model_loading.load_model` users read).
     Every file is written atomically, the statistics first (:func:`lyra_agents.artifacts.save_stats`,
     :func:`~lyra_agents.artifacts.save_model`): SB3's own save writes in place, so a full disk left a
     truncated checkpoint under its final name."""
@@ -198,8 +198,7 @@ class RoundCheckpointCallback(BaseCallback):
         self.folder, self.every_steps, self._last = Path(folder), every_steps, -every_steps
 
     def _on_rollout_start(self) -> None:
-        from lyra_agents.artifacts import save_model, save_stats
-        from lyra_agents.factory import CHECKPOINT_PREFIX
+        from lyra_agents.artifacts import CHECKPOINT_PREFIX, save_model, save_stats
 
         steps = self.model.num_timesteps
         if steps - self._last < self.every_steps:
@@ -217,7 +216,7 @@ class RoundCheckpointCallback(BaseCallback):
 def checkpoint_callback(run_dir: Path, every_steps: int, n_envs: int) -> CheckpointCallback:
     """``run_dir/checkpoints/model_<N>_steps.zip`` + ``model_vecnormalize_<N>_steps.npz`` (and SB3's
     ``.pkl``) every ``every_steps`` env steps (SB3 counts calls, each ``n_envs`` steps)."""
-    from lyra_agents.factory import CHECKPOINT_DIR, CHECKPOINT_PREFIX
+    from lyra_agents.artifacts import CHECKPOINT_DIR, CHECKPOINT_PREFIX
 
     return StatsCheckpointCallback(max(every_steps // n_envs, 1), str(run_dir / CHECKPOINT_DIR),
                                    name_prefix=CHECKPOINT_PREFIX, save_vecnormalize=True)

@@ -47,7 +47,7 @@ CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 QUICK_OVERLAY = CONFIG_DIR / "quick.yaml"
 
 ALGOS = ("maskable_ppo", "ppo", "masked_ppo")
-BASELINES = ("group", "value")
+BASELINES = ("group", "value", "vine")
 VEC_ENVS = ("auto", "dummy", "subproc")
 EXTRACTORS = ("mlp", "deepsets")
 ACTIVATIONS = ("tanh", "relu")
@@ -141,7 +141,8 @@ class TrainConfig:
     target_kl: float | None = 0.05        # stop an update's epochs early past this KL (None = never)
     # --- masked_ppo only (agents/masked_ppo.py): gamma = 1 returns, grouped rollouts, curriculum
     group_size: int = 4                   # members per group: same reset seed, same arrivals
-    baseline: str = "group"               # group (mean return-to-go at equal time) | value (value head)
+    baseline: str = "group"               # group (mean return-to-go at equal time) | value (value head) | vine
+    vine_states: int = 8                  # baseline vine: branch states per slot per update (group_size draws each)
     trace_seeds: list[int] = field(default_factory=list)  # trace seeds cycled over updates ([] = [trace_seed])
     curriculum_start_s: float = 0.0       # episode cap, simulated s after the start (0 = whole episodes)
     curriculum_growth_s: float = 0.0      # s added to the cap per update
@@ -210,7 +211,7 @@ class TrainConfig:
         """The config as a file records it: every path of :data:`PATH_FIELDS` (and ``resume_from``)
         :func:`~lyra_gym.model.paths.portable`, so it resolves from wherever the file is read."""
         paths = {key: portable(value) for key in (*PATH_FIELDS, "resume_from")
-                 if _is_path(key, value := getattr(self, key))}
+                 if is_path_value(key, value := getattr(self, key))}
         return yaml.safe_dump({**self.to_dict(), **paths}, sort_keys=False)
 
     def replace(self, **changes: Any) -> "TrainConfig":
@@ -233,7 +234,7 @@ _NAMED_SUITES = ("v0", "v1", "v1.1")  # suite names that are not paths (lyra_age
 _NULL_WORDS = ("null", "none", "~")
 
 
-def _is_path(key: str, value: Any) -> bool:
+def is_path_value(key: str, value: Any) -> bool:
     """Is ``value`` of field ``key`` a file path (not a preset name, not a null word)?"""
     return (isinstance(value, str) and value.strip().lower() not in ("", *_NULL_WORDS)
             and not (key == "trace" and value in PRESETS) and not (key == "suite" and value in _NAMED_SUITES))
@@ -243,7 +244,7 @@ def _paths_beside(data: Mapping[str, Any], folder: Path) -> dict[str, Any]:
     """``data`` (a YAML file's keys) with each path of :data:`PATH_FIELDS` resolved beside the
     file (:func:`lyra_gym.model.paths.resolve_beside`)."""
     return {**data, **{key: resolve_beside(data[key], folder) for key in PATH_FIELDS
-                       if key in data and _is_path(key, data[key])}}
+                       if key in data and is_path_value(key, data[key])}}
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
@@ -463,8 +464,8 @@ def _check_scenarios(cfg: TrainConfig) -> str | None:
 
 
 def _check_masked_ppo(cfg: TrainConfig) -> str | None:
-    if cfg.baseline == "group" and cfg.group_size < 2:
-        return f"group_size: baseline 'group' needs at least 2 members, got {cfg.group_size} (or baseline: value)"
+    if cfg.baseline in ("group", "vine") and cfg.group_size < 2:
+        return f"group_size: baseline {cfg.baseline!r} needs at least 2, got {cfg.group_size} (or baseline: value)"
     if any(seed < 0 for seed in cfg.trace_seeds):
         return f"trace_seeds: must be seeds >= 0, got {shown(cfg.trace_seeds)}"
     return None
@@ -503,7 +504,7 @@ _RULES: tuple[_Rule, ...] = (
     _check_test_fraction, _check_target_kl, _check_choices, _check_heuristic, _check_env_id,
     _bound(("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "num_job_slots",
             "borrow_levels", "eval_windows", "final_windows", "deepsets_hidden",
-            "worker_levels", "bc_epochs", "bc_batch_size", "group_size"), lambda v: v < 1, ">= 1"),
+            "worker_levels", "bc_epochs", "bc_batch_size", "group_size", "vine_states"), lambda v: v < 1, ">= 1"),
     _bound(("max_steps",), lambda v: v is not None and v < 1, ">= 1 (or null: the env's default)"),
     _bound(("num_server_slots", "eval_freq", "checkpoint_freq", "torch_threads", "deepsets_slot_dim",
             "bc_steps"), lambda v: v < 0, ">= 0"),

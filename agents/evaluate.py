@@ -83,7 +83,7 @@ def rollout(env: Any, choose: Callable[[Any, np.ndarray], np.ndarray], window: i
 def evaluate_model(model: Any, env: Any, windows: Sequence[int], normalizer: Any | None = None,
                    deterministic: bool = True, label: str = "policy") -> list[Row]:
     """A live model on test ``windows``; ``normalizer`` is the training ``VecNormalize`` (or None)."""
-    from lyra_agents.factory import supports_action_masks
+    from lyra_agents.model_build import supports_action_masks
 
     masked = supports_action_masks(model)
 
@@ -155,8 +155,8 @@ def compare_saved(path: str | os.PathLike, windows: int | None = None,
     ``windows`` test windows of its training env (default: the run's ``final_windows``).
     ``trust_model_files``: see :func:`lyra_agents.policy_scheduler.load_policy_scheduler`.
     ``baselines``: names, or ``{label: name or scheduler}``."""
-    from lyra_agents.factory import make_eval_env
     from lyra_agents.policy_scheduler import load_policy_scheduler
+    from lyra_agents.vec_envs import make_eval_env
 
     check_window_count(windows)
     scheduler = load_policy_scheduler(path, name="policy", trust_model_files=trust_model_files)
@@ -279,8 +279,9 @@ def _main(args: argparse.Namespace) -> int:
         return _main_protocol(args)
     # every option, the model and the output checked before the first window is simulated
     try:
-        from lyra_agents.factory import find_artifacts, make_eval_env
+        from lyra_agents.artifacts import find_artifacts
         from lyra_agents.policy_scheduler import load_policy_scheduler, split_trust_option
+        from lyra_agents.vec_envs import make_eval_env
         from lyra_gym.outputs import check_out_file
 
         check_window_count(args.windows, "--windows")
@@ -324,10 +325,10 @@ def header_lines(config: Any, env: Any, windows: Sequence[int]) -> list[str]:
     """What the evaluation runs on, printed before it starts: env id, trace and trace seed, cluster
     file, knowledge mode, test windows (length and warm start); for a generalist, that these are the
     config's own env settings, not its scenarios'."""
-    from lyra_agents.paired import _relative
+    from lyra_agents.paired import relative_path
 
     inner = env.unwrapped
-    cluster = _relative(config.sim_config) if config.sim_config else "default (no file)"
+    cluster = relative_path(config.sim_config) if config.sim_config else "default (no file)"
     lines = [f"env {config.env_id}, trace {config.trace} seed {config.trace_seed}, cluster {cluster}, "
              f"knowledge {inner.sim_config.knowledge.mode}",
              f"test windows {', '.join(map(str, windows))} of {inner.windows.num_test} "
@@ -343,7 +344,7 @@ def _main_protocol(args: argparse.Namespace) -> int:
     from lyra_agents import paired
 
     try:
-        from lyra_agents.factory import find_artifacts
+        from lyra_agents.artifacts import find_artifacts
         from lyra_agents.policy_scheduler import load_policy_scheduler, split_trust_option
         from lyra_agents.suite import get_suite
         from lyra_gym.outputs import check_out_file

@@ -36,8 +36,8 @@ import zipfile
 from pathlib import Path
 from typing import Sequence
 
-from lyra_agents.factory import CONFIG_FILE, MODEL_FILE, OPTIMIZER_MEMBER, VECNORM_STATS_FILE, Artifacts, find_artifacts
-from lyra_agents.model_files import ModelFileError
+from lyra_agents.artifacts import CONFIG_FILE, MODEL_FILE, VECNORM_STATS_FILE, Artifacts, find_artifacts
+from lyra_agents.model_files import OPTIMIZER_MEMBER, ModelFileError
 from lyra_gym.outputs import OutputError, atomic_path, check_out_folder, is_temporary
 
 EXPORT_FILES = (MODEL_FILE, VECNORM_STATS_FILE, CONFIG_FILE)

@@ -29,7 +29,7 @@ level alone).
 
 Observation normalisation: VecNormalize keeps one mean and standard deviation
 per observation entry, i.e. per slot, so identical jobs in different slots
-would reach ``phi`` differently scaled. ``lyra_agents.factory`` therefore ties the
+would reach ``phi`` differently scaled. ``lyra_agents.vec_envs`` therefore ties the
 statistics across slots (``tie_slot_stats``, on by default).
 """
 

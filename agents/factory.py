@@ -1,7 +1,8 @@
-"""Build what a training run needs from a :class:`~lyra_agents.config.TrainConfig`, and load what it saved.
+"""A face for users: the names a training run's pieces define, importable from one place, and
+``python -m lyra_agents.factory convert PATH`` (``docs/trust.md``).
 
-A thin module that re-exports the names of its parts, so ``from lyra_agents.factory import ...`` keeps
-working (issue 28 item 6 split it by concern):
+Nothing inside the project imports this module (``tests/structure/test_import_hygiene.py`` holds that): each
+name lives in, and is imported from, the module that defines it:
 
 - :mod:`lyra_agents.vec_envs`: seeded vector envs in ``VecNormalize`` (slot-tied statistics), the eval env.
 - :mod:`lyra_agents.normalizer_stats`: observation statistics as a plain ``.npz``: save, read, apply, restore.
@@ -9,10 +10,11 @@ working (issue 28 item 6 split it by concern):
 - :mod:`lyra_agents.model_loading`: :func:`load_model`, safe by default (see ``docs/trust.md``).
 - :mod:`lyra_agents.model_files`: the limits and checks on saved files, :class:`ModelFileError`, trust.
 - :mod:`lyra_agents.artifacts`: file names and paths of a run directory or a checkpoint.
-- :mod:`lyra_agents.convert_cli`: ``python -m lyra_agents.factory convert PATH``.
+- :mod:`lyra_agents.spaces`: the spaces a model is built for.
+- :mod:`lyra_agents.convert_cli`: the ``convert`` command.
 
 The limits (``MAX_DATA_BYTES``, ...) live in :mod:`lyra_agents.model_files`, where the checks read
-them: set them there (``lyra_agents.model_files.MAX_ARCHIVE_BYTES = ...``).
+them: set them there (``lyra_agents.model_files.MAX_ARCHIVE_BYTES = ...``); setting them here has no effect.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ from lyra_agents.artifacts import (
 )
 from lyra_agents.convert_cli import convert_main, convert_pickled_statistics, main
 from lyra_agents.model_build import (
-    _inference_model,
     algo_class,
     configure_torch,
+    inference_model,
     make_model,
     policy_kwargs,
     resolve_device,
@@ -85,7 +87,7 @@ __all__ = [
     "CHECKPOINT_DIR", "CHECKPOINT_PREFIX", "CONFIG_FILE", "MODEL_FILE", "VECNORM_FILE", "VECNORM_STATS_FILE",
     "Artifacts", "find_artifacts", "new_run_dir", "stats_path",
     "convert_main", "convert_pickled_statistics", "main",
-    "_inference_model", "algo_class", "configure_torch", "make_model", "policy_kwargs", "resolve_device",
+    "algo_class", "configure_torch", "inference_model", "make_model", "policy_kwargs", "resolve_device",
     "supports_action_masks",
     "DATA_MEMBER", "MAX_ARCHIVE_BYTES", "MAX_CONFIG_BYTES", "MAX_DATA_BYTES", "MAX_JSON_DEPTH", "OPTIMIZER_MEMBER",
     "POLICY_MEMBER", "TRUST_ENV", "ModelFileError", "UntrustedModelFileError", "check_archive", "json_depth",

@@ -15,6 +15,8 @@ What differs from SB3's MaskablePPO (``algo: maskable_ppo``), and why:
   same *simulated time*, each member's return-to-go curve interpolated linearly between its
   decision times (exact for the ``jct`` reward, which accrues linearly within a span).
   ``baseline: value`` uses a learned value head instead (the fallback for ``group_size: 1``).
+- **Vine advantages** (``baseline: vine``, :mod:`lyra_agents.vine`): per decision, from forks of
+  the env with the same arrivals, instead of one return shared by a whole episode.
 - **Curriculum.** An episode stops at its first decision past ``curriculum_start_s`` simulated
   seconds after its start, a cap that grows by ``curriculum_growth_s`` per update (0: whole
   episodes). Every member of a group is cut at the same time, so the baseline stays fair.
@@ -47,6 +49,7 @@ import torch
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from torch import nn
 
+from lyra_agents import vine
 from lyra_agents.config import TrainConfig
 from lyra_agents.experts import ExpertRule
 from lyra_agents.spaces import model_spaces, observation_widths
@@ -232,11 +235,11 @@ class MaskedPPO:
         masks = np.ones((len(obs_t), int(self.nvec.sum())), bool) if action_masks is None else action_masks
         masks_t = torch.as_tensor(np.asarray(masks, dtype=bool).reshape(len(obs_t), -1))
         with torch.no_grad():
-            actions, _ = self._act(obs_t.to(self.device), masks_t.to(self.device), deterministic)
+            actions, _ = self.act(obs_t.to(self.device), masks_t.to(self.device), deterministic)
         out = actions.cpu().numpy()
         return (out[0] if single else out), None
 
-    def _act(self, obs: torch.Tensor, masks: torch.Tensor, deterministic: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    def act(self, obs: torch.Tensor, masks: torch.Tensor, deterministic: bool) -> tuple[torch.Tensor, torch.Tensor]:
         logp = self.policy.log_probs(obs, masks)
         if deterministic:
             actions = logp.argmax(dim=2)
@@ -313,10 +316,10 @@ class MaskedPPO:
         size = cfg.group_size
         return [trajs[g:g + size] for g in range(0, len(trajs), size)]
 
-    def _policy_choice(self, raw: np.ndarray, masks: np.ndarray, envs: list[gym.Env]) -> tuple:
+    def policy_choice(self, raw: np.ndarray, masks: np.ndarray, envs: list[gym.Env]) -> tuple:
         normed = self.stats.normalize_obs(raw)
         with torch.no_grad():
-            actions, logp = self._act(torch.as_tensor(normed, device=self.device),
+            actions, logp = self.act(torch.as_tensor(normed, device=self.device),
                                       torch.as_tensor(masks, device=self.device), deterministic=False)
         return actions.cpu().numpy(), logp.cpu().numpy(), normed
 
@@ -406,13 +409,21 @@ class MaskedPPO:
         """PPO's clipped objective over the steps of ``groups`` (``n_epochs`` x minibatches of
         ``batch_size``; stops an update's epochs past ``target_kl``). Advantages are divided by
         their standard deviation (not centred: the baseline already did)."""
-        cfg = self.cfg
         adv, ret = self.advantages(groups)
         steps = [(o, m, a, lp) for g in groups for t in g for o, m, a, lp in zip(t.obs, t.masks, t.actions, t.logp)]
-        obs = torch.as_tensor(np.stack([s[0] for s in steps]), device=self.device)
-        masks = torch.as_tensor(np.stack([s[1] for s in steps]), device=self.device)
-        actions = torch.as_tensor(np.stack([s[2] for s in steps]).astype(np.int64), device=self.device)
-        old_logp = torch.as_tensor(np.array([s[3] for s in steps], dtype=np.float32), device=self.device)
+        return self.optimise([s[0] for s in steps], [s[1] for s in steps], [s[2] for s in steps],
+                             [s[3] for s in steps], adv, ret, total_timesteps)
+
+    def optimise(self, obs_rows: list[np.ndarray], mask_rows: list[np.ndarray], action_rows: list[np.ndarray],
+                 logp_rows: list[float], adv: np.ndarray, ret: np.ndarray, total_timesteps: int) -> dict[str, float]:
+        """PPO's epochs over steps given row by row (normalised observation, masks, action, its
+        log-probability when drawn) with their advantages and returns (:meth:`update`, or the vine's
+        branches, :mod:`lyra_agents.vine`)."""
+        cfg = self.cfg
+        obs = torch.as_tensor(np.stack(obs_rows), device=self.device)
+        masks = torch.as_tensor(np.stack(mask_rows), device=self.device)
+        actions = torch.as_tensor(np.stack(action_rows).astype(np.int64), device=self.device)
+        old_logp = torch.as_tensor(np.array(logp_rows, dtype=np.float32), device=self.device)
         adv_t = torch.as_tensor((adv / (adv.std() + 1e-8)).astype(np.float32), device=self.device)
         self.stats.ret_rms.update(ret)
         rms = self.stats.ret_rms
@@ -422,7 +433,7 @@ class MaskedPPO:
         sums = {"policy_loss": 0.0, "value_loss": 0.0, "entropy_loss": 0.0, "approx_kl": 0.0, "clip_fraction": 0.0}
         batches = 0
         for _ in range(cfg.n_epochs):
-            order = self.rng.permutation(len(steps))
+            order = self.rng.permutation(len(obs_rows))
             kls = []
             for start in range(0, len(order), cfg.batch_size):
                 idx = torch.as_tensor(order[start:start + cfg.batch_size])
@@ -468,14 +479,25 @@ class MaskedPPO:
         while self.num_timesteps < total_timesteps:
             if callback is not None:
                 callback.on_rollout_start()
-            groups = self.collect(self._policy_choice)
-            episodes = [t for g in groups for t in g]
+            if self.cfg.baseline == "vine":
+                batch, episodes = vine.collect(self)
+            else:
+                groups = self.collect(self.policy_choice)
+                episodes = [t for g in groups for t in g]
             if callback is not None:
                 callback.update_locals({"infos": [{"final_metrics": t.metrics} for t in episodes if t.metrics]})
                 callback.on_step()
                 callback.on_rollout_end()
             t0 = time.process_time()
-            row = self.update(groups, total_timesteps)
+            if self.cfg.baseline != "vine":
+                row = self.update(groups, total_timesteps)
+            elif batch.advantages:
+                row = self.optimise(batch.obs, batch.masks, batch.actions, batch.logp, np.asarray(batch.advantages),
+                                    np.asarray(batch.returns), total_timesteps)
+                row.update(vine_states=float(batch.states), vine_informative=float(batch.informative))
+            else:  # no drawn action changed any return: nothing to learn from this round
+                self.updates += 1
+                row = {"n_updates": float(self.updates), "vine_states": float(batch.states), "vine_informative": 0.0}
             self.timing["update"] += time.process_time() - t0
             self.record(row, episodes, started)
         if callback is not None:

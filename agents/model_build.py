@@ -2,7 +2,7 @@
 
 The model: sb3-contrib ``MaskablePPO`` (default) or SB3 ``PPO``, with an MLP or the DeepSets
 extractor (:mod:`lyra_agents.extractors`); :func:`make_model` for training on an env,
-:func:`_inference_model` for a model without an env (what a safe load fills with weights).
+:func:`inference_model` for a model without an env (what a safe load fills with weights).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def make_model(cfg: TrainConfig, venv: VecEnv) -> BaseAlgorithm:
     )
 
 
-def _inference_model(cfg: TrainConfig, device: str) -> BaseAlgorithm:
+def inference_model(cfg: TrainConfig, device: str) -> BaseAlgorithm:
     """A fresh, untrained model of ``cfg``'s algorithm and policy on ``cfg``'s spaces, without an env."""
     obs_space, act_space = model_spaces(cfg)
     # ignore: PPO's annotation wants an env, but SB3 (BaseAlgorithm) takes None without _init_setup_model

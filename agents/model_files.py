@@ -63,7 +63,7 @@ class ModelFileError(LyraGymError):
     """A saved model file that cannot be loaded: the one-line message names the file and the problem."""
 
 
-def _brief(err: BaseException, limit: int = 300) -> str:
+def brief_error(err: BaseException, limit: int = 300) -> str:
     """``err``'s message on one line, at most ``limit`` characters."""
     text = " ".join(str(err).split()) or type(err).__name__
     return text if len(text) <= limit else text[:limit - 3] + "..."
@@ -92,7 +92,7 @@ def read_member(path: str | os.PathLike, archive: zipfile.ZipFile, name: str, ca
         with archive.open(name) as fh:
             raw = fh.read(cap + 1)
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as err:
-        raise ModelFileError(f"{path}: member {name!r}: unreadable ({_brief(err)})") from None
+        raise ModelFileError(f"{path}: member {name!r}: unreadable ({brief_error(err)})") from None
     if len(raw) > cap:
         raise ModelFileError(f"{path}: member {name!r} inflates past the limit of {cap} bytes")
     return raw
@@ -122,7 +122,7 @@ def parse_json_member(path: str | os.PathLike, name: str, raw: bytes) -> Any:
     try:
         return json.loads(text)
     except ValueError as err:
-        raise ModelFileError(f"{where}: not JSON ({_brief(err)})") from None
+        raise ModelFileError(f"{where}: not JSON ({brief_error(err)})") from None
 
 
 def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
@@ -134,14 +134,14 @@ def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     except zipfile.BadZipFile:
         raise ModelFileError(f"{path}: not a .npz file (a zip of arrays was expected)") from None
     except OSError as err:
-        raise ModelFileError(f"{path}: unreadable ({err.strerror or _brief(err)})") from None
+        raise ModelFileError(f"{path}: unreadable ({err.strerror or brief_error(err)})") from None
     arrays = {}
     with np.load(path, allow_pickle=False) as data:
         for key in data.files:
             try:
                 arrays[key] = data[key]
             except (ValueError, OSError, EOFError, MemoryError, zipfile.BadZipFile, zlib.error) as err:
-                raise ModelFileError(f"{path}: array {key!r}: {_brief(err)}") from None
+                raise ModelFileError(f"{path}: array {key!r}: {brief_error(err)}") from None
     return arrays
 
 
@@ -159,7 +159,9 @@ def load_run_config(path: str | os.PathLike) -> TrainConfig:
         raise ModelFileError(f"{path}: nested too deeply to be a run config") from None
 
 
-def _untrusted(path: Path, what: str) -> UntrustedModelFileError:
+def untrusted_error(path: Path, what: str) -> UntrustedModelFileError:
+    """The error for ``what`` (e.g. ``"observation statistics"``) kept at ``path`` only as an
+    untrusted pickle: it names the ways to convert or trust it."""
     return UntrustedModelFileError(
         f"{path}: {what} only as a pickle, which is not loaded by default (a crafted file can run code); "
         f"if you trust it, convert it once with `python -m lyra_agents.factory convert {path}` "
@@ -183,7 +185,7 @@ def read_model_zip(path: str | os.PathLike, members: tuple[str, ...] = (POLICY_M
     except zipfile.BadZipFile:
         raise ModelFileError(f"{path}: not a zip file (an SB3 model.zip was expected)") from None
     except OSError as err:
-        raise ModelFileError(f"{path}: unreadable ({err.strerror or _brief(err)})") from None
+        raise ModelFileError(f"{path}: unreadable ({err.strerror or brief_error(err)})") from None
     with archive:
         check_archive(path, archive, DATA_MEMBER)
         names = set(archive.namelist())
@@ -213,18 +215,10 @@ def read_model_zip(path: str | os.PathLike, members: tuple[str, ...] = (POLICY_M
                                      f"(torch.load(weights_only=True) refused it)") from None
             except Exception as err:  # noqa: BLE001 - whatever else the weights reader raises: the file is bad
                 raise ModelFileError(f"{path}: member {member!r}: not a PyTorch weights file "
-                                     f"({type(err).__name__}: {_brief(err, 200)})") from None
+                                     f"({type(err).__name__}: {brief_error(err, 200)})") from None
             if not isinstance(state, Mapping):
                 raise ModelFileError(f"{path}: member {member!r}: a {type(state).__name__}, a state dict was expected")
             states[member[:-len(".pth")]] = state
     return counters, states
 
 
-def _has_member(path: str | os.PathLike, member: str) -> bool:
-    """Whether the zip at ``path`` holds ``member`` (False for an unreadable file: the loader
-    that follows names the problem)."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return member in archive.namelist()
-    except (OSError, zipfile.BadZipFile):
-        return False

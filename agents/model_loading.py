@@ -10,13 +10,14 @@ with ``trust=True``.
 from __future__ import annotations
 
 import os
+import zipfile
 from typing import Any
 
 from stable_baselines3.common.vec_env import VecEnv
 
 from lyra_agents.config import TrainConfig
-from lyra_agents.model_build import _inference_model, algo_class, make_model, resolve_device
-from lyra_agents.model_files import OPTIMIZER_MEMBER, POLICY_MEMBER, ModelFileError, _brief, _has_member, read_model_zip
+from lyra_agents.model_build import algo_class, inference_model, make_model, resolve_device
+from lyra_agents.model_files import OPTIMIZER_MEMBER, POLICY_MEMBER, ModelFileError, brief_error, read_model_zip
 
 
 def load_masked_ppo(cfg: TrainConfig, path: str | os.PathLike, device: str = "cpu",
@@ -33,9 +34,19 @@ def load_masked_ppo(cfg: TrainConfig, path: str | os.PathLike, device: str = "cp
         model.load_states(states, counters)
     except (RuntimeError, ValueError, KeyError, TypeError) as err:
         raise ModelFileError(f"{path}: the weights ({', '.join(members)}) do not fit the network of the run's "
-                             f"config ({_brief(err)})") from None
+                             f"config ({brief_error(err)})") from None
     model.policy.eval()
     return model
+
+
+def _has_member(path: str | os.PathLike, member: str) -> bool:
+    """Whether the zip at ``path`` holds ``member`` (False for an unreadable file: the loader
+    that follows names the problem)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return member in archive.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
 
 
 def load_model(cfg: TrainConfig, path: str | os.PathLike, venv: VecEnv | None = None,
@@ -62,10 +73,10 @@ def load_model(cfg: TrainConfig, path: str | os.PathLike, venv: VecEnv | None = 
         try:
             return cls.load(str(path), env=venv, device=device, custom_objects=custom)
         except Exception as err:  # noqa: BLE001 - SB3's loader on a bad file: any error
-            raise ModelFileError(f"{path}: cannot be loaded ({type(err).__name__}: {_brief(err)})") from None
+            raise ModelFileError(f"{path}: cannot be loaded ({type(err).__name__}: {brief_error(err)})") from None
     members = (POLICY_MEMBER,) if venv is None else (POLICY_MEMBER, OPTIMIZER_MEMBER)
     counters, states = read_model_zip(path, members, device)
-    model = _inference_model(cfg, device) if venv is None else make_model(cfg, venv)
+    model = inference_model(cfg, device) if venv is None else make_model(cfg, venv)
     try:
         if venv is None:
             model.policy.load_state_dict(states["policy"], strict=True)
@@ -73,7 +84,7 @@ def load_model(cfg: TrainConfig, path: str | os.PathLike, venv: VecEnv | None = 
             model.set_parameters(states, exact_match=True, device=device)
     except (RuntimeError, ValueError, KeyError, TypeError) as err:
         raise ModelFileError(f"{path}: the weights ({', '.join(members)}) do not fit the network of the run's "
-                             f"config ({_brief(err)})") from None
+                             f"config ({brief_error(err)})") from None
     model.policy.set_training_mode(False)
     for key, value in counters.items():
         setattr(model, key, value)

@@ -17,7 +17,7 @@ import numpy as np
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecNormalize
 
-from lyra_agents.model_files import ModelFileError, _untrusted, read_npz
+from lyra_agents.model_files import ModelFileError, read_npz, untrusted_error
 
 
 def _obs_rms(vecnorm: VecNormalize) -> RunningMeanStd:
@@ -119,7 +119,7 @@ def load_normalizer(path: str | os.PathLike, trust: bool = False) -> Any:
     if path.suffix == ".npz":
         return ObsNormalizer.load(path)
     if not trust:
-        raise _untrusted(path, "observation statistics")
+        raise untrusted_error(path, "observation statistics")
     with open(path, "rb") as fh:
         vecnorm = pickle.load(fh)
     vecnorm.training = False

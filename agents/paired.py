@@ -51,14 +51,14 @@ class Protocol:
         ``ValueError`` when it has fewer windows or a trace seed lacks one of them."""
         from dataclasses import replace
 
-        from lyra_agents.suite import _test_windows
+        from lyra_agents.suite import count_test_windows
 
         if len(scenario.windows) < self.windows:
             raise ValueError(f"windows: {self.windows} asked, but scenario {scenario.name!r} lists "
                              f"{len(scenario.windows)} ({list(scenario.windows)})")
         chosen = replace(scenario, trace_seeds=self.trace_seeds, windows=scenario.windows[:self.windows])
         for seed in self.trace_seeds:
-            available = _test_windows(chosen.trace, seed, chosen.window_s, chosen.test_fraction, chosen.warmup_s)
+            available = count_test_windows(chosen.trace, seed, chosen.window_s, chosen.test_fraction, chosen.warmup_s)
             if max(chosen.windows) >= available:
                 raise ValueError(f"scenario {scenario.name!r}: trace {chosen.trace} seed {seed} has {available} "
                                  f"test windows; window {max(chosen.windows)} asked")
@@ -226,7 +226,7 @@ def unit_rows(jct: Mapping[str, Mapping[Unit, float]]) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------- the command's mode
-def _relative(path: Any) -> str:
+def relative_path(path: Any) -> str:
     """``path`` relative to the working folder when under it (shorter headers), else as it is."""
     import os
 
@@ -242,7 +242,7 @@ def scenario_header(scenario: Any, env_id: str) -> str:
     """What a scenario's units are, in one line: env id, trace and seeds, cluster file (and the keys
     that override it), knowledge mode, windows, window length and warm start."""
     path = scenario.config_path()
-    cluster = _relative(path) if path is not None else "default (no file)"
+    cluster = relative_path(path) if path is not None else "default (no file)"
     overrides = [f"{k}={v}" for k, v in scenario.config.items() if k != "knowledge"]
     if overrides:
         cluster += " + " + ", ".join(overrides)

@@ -76,7 +76,7 @@ def inference_threads(threads: int = INFERENCE_THREADS, validate_args: bool | No
     :func:`lyra_agents.factory.configure_torch` sets them for training); the caller's settings are
     restored afterwards. Neither changes a result: the checks only raise on invalid parameters."""
     before = torch.get_num_threads()
-    checks = torch.distributions.Distribution._validate_args
+    checks = torch.distributions.Distribution._validate_args  # noqa: SLF001 -- torch has a setter, no getter
     if before != threads:
         torch.set_num_threads(threads)
     if validate_args is not None:
@@ -132,7 +132,8 @@ class _SB3Predictor:
             policy.set_training_mode(False)
         tensor = torch.as_tensor(np.array(obs).reshape((-1, *self.obs_shape)), device=policy.device)
         with torch.no_grad():
-            actions = policy._predict(tensor, deterministic=deterministic, **kwargs)
+            # SB3's tensor-level predict (the public predict() converts from NumPy and back)
+            actions = policy._predict(tensor, deterministic=deterministic, **kwargs)  # noqa: SLF001
         return actions.cpu().numpy().reshape((-1, *self.action_shape)).squeeze(axis=0)
 
 

@@ -3,7 +3,7 @@
     python train.py --backend rllib --quick
     python train.py --backend rllib --env LyraGym/Elastic-v1 --set num_env_runners=2 iterations=50
 
-Pieces, mirroring the SB3 side (``agents/factory.py``, ``agents/callbacks.py``,
+Pieces, mirroring the SB3 side (``agents/vec_envs.py``, ``agents/model_build.py``, ``agents/callbacks.py``,
 ``agents/policy_scheduler.py``):
 
 - :func:`register_lyra_env`: an RLlib env (``ray.tune.registry.register_env``) that
@@ -41,7 +41,7 @@ and its weights read from ``module_weights.npz`` (``allow_pickle=False``), stric
 or ``LYRA_GYM_TRUST_MODEL_FILES=1``): then ``RLModule.from_checkpoint`` unpickles them.
 ``python -m lyra_agents.rllib_backend convert RUN`` writes the ``.npz`` of an older (trusted) run.
 ``load_rllib_scheduler.check`` is what the comparison harness runs for every ``rllib:`` policy
-before the first simulation; errors name the file (``lyra_agents.factory.ModelFileError``).
+before the first simulation; errors name the file (``lyra_agents.model_files.ModelFileError``).
 """
 
 from __future__ import annotations
@@ -75,10 +75,11 @@ from lyra_gym.outputs import TMP_MARK, atomic_path, atomic_write_text
 
 from lyra_agents.callbacks import CUSTOM_KEYS
 from lyra_agents.config import TrainConfig, TrainConfigError, resolve_config
-from lyra_agents.factory import (
-    CONFIG_FILE, ModelFileError, UntrustedModelFileError, load_run_config, model_spaces, new_run_dir, read_npz,
-    trust_requested, warn_trusted,
+from lyra_agents.artifacts import CONFIG_FILE, new_run_dir
+from lyra_agents.model_files import (
+    ModelFileError, UntrustedModelFileError, load_run_config, read_npz, trust_requested, warn_trusted,
 )
+from lyra_agents.spaces import model_spaces
 from lyra_agents.policy_scheduler import GuidedAgentScheduler, split_trust_option
 
 RLLIB_ENV = "LyraGymMasked"          # the RLlib env name; env_config picks the LyraGym/ id
@@ -330,7 +331,7 @@ def compare_checkpoint(run_dir: Path, cfg: TrainConfig) -> dict[str, list[dict[s
     test windows, print the table and write ``compare.json``: the rows of :func:`lyra_agents.evaluate.
     recorded`, each with the env id and the lyra_gym version and commit, as train.py's SB3 runs."""
     from lyra_agents.evaluate import comparison_table, evaluate_scheduler, held_out_windows, recorded
-    from lyra_agents.factory import make_eval_env
+    from lyra_agents.vec_envs import make_eval_env
 
     scheduler = load_rllib_scheduler(run_dir, name="policy")
     env = make_eval_env(cfg)
@@ -436,7 +437,7 @@ def build_module(config: TrainConfig) -> MaskedMultiDiscreteModule:
 
 
 def load_module_weights(config: TrainConfig, path: str | os.PathLike) -> MaskedMultiDiscreteModule:
-    """:func:`build_module` with the weights of a ``module_weights.npz`` (:func:`lyra_agents.factory.read_npz`:
+    """:func:`build_module` with the weights of a ``module_weights.npz`` (:func:`lyra_agents.model_files.read_npz`:
     ``allow_pickle=False``, sizes limited; strict). Errors name the file (:class:`ModelFileError`)."""
     module = build_module(config)
     try:
@@ -520,7 +521,7 @@ def convert_checkpoint(path: str | os.PathLike) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m lyra_agents.rllib_backend convert RUN``: see :func:`convert_checkpoint`."""
-    from lyra_agents.factory import convert_main
+    from lyra_agents.convert_cli import convert_main
 
     return convert_main("python -m lyra_agents.rllib_backend",
                         "write checkpoint/module_weights.npz from a trusted RLlib checkpoint "

@@ -150,11 +150,3 @@ SUITE: dict[str, Scenario] = {
                  trace="lyra-15d", config_file="lyra-15d-paper.yaml", window_s=6 * 3600.0, windows=(8, 9, 10)),
     )
 }
-
-
-def get_scenario(name: str) -> Scenario:
-    """A suite scenario by name; ``ValueError`` naming it and the known ones."""
-    try:
-        return SUITE[name]
-    except KeyError:
-        raise ValueError(f"unknown scenario {name!r} (known: {', '.join(SUITE)})") from None

@@ -1,7 +1,7 @@
 """The spaces of an env a model is built for, read from its :class:`~lyra_agents.config.TrainConfig`
 or its registered class, without building the env or a trace.
 
-Shared by :mod:`lyra_agents.factory` (building and loading a model) and
+Shared by :mod:`lyra_agents.model_build` (building and loading a model) and
 :mod:`lyra_agents.policy_scheduler` (decoding its actions), so neither imports the other for it.
 """
 from __future__ import annotations

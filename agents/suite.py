@@ -97,12 +97,12 @@ def load_suite(path: str | Path, check_windows: bool = True) -> Suite:
     """Read and check a suite file (module docstring); :class:`SuiteError` on any problem.
     ``check_windows``: build each scenario's traces to check that its ``windows`` exist (about
     0.05 s a trace seed for ``env-14d``, 1 s for ``lyra-15d``)."""
-    from lyra_gym.model.config import MAX_CONFIG_BYTES, _parse_text  # the config loader's rules
+    from lyra_gym.model.config import MAX_CONFIG_BYTES, parse_config_text  # the config loader's rules
     from lyra_gym.model.userfiles import read_user_file
 
     path = Path(path)
     try:
-        data = _parse_text(path, read_user_file(path, MAX_CONFIG_BYTES, "suite file", error=SuiteError))
+        data = parse_config_text(path, read_user_file(path, MAX_CONFIG_BYTES, "suite file", error=SuiteError))
     except OSError as err:
         raise SuiteError(f"{path}: cannot read the suite file ({err.strerror or err})") from None
     except ConfigError as err:
@@ -240,7 +240,7 @@ def _check_windows(path: Path, where: str, scenario: Scenario) -> None:
     naming ``where``, the field that set them)."""
     for seed in scenario.seeds():
         try:
-            available = _test_windows(scenario.trace, seed, scenario.window_s, scenario.test_fraction,
+            available = count_test_windows(scenario.trace, seed, scenario.window_s, scenario.test_fraction,
                                       scenario.warmup_s)
         except ValueError as err:
             raise SuiteError(f"{path}: {where}: {err}") from None
@@ -251,7 +251,7 @@ def _check_windows(path: Path, where: str, scenario: Scenario) -> None:
 
 
 @lru_cache(maxsize=256)
-def _test_windows(trace: str, seed: int, window_s: float, test_fraction: float, warmup_s: float) -> int:
+def count_test_windows(trace: str, seed: int, window_s: float, test_fraction: float, warmup_s: float) -> int:
     """How many test windows the preset ``trace`` of ``seed`` has (the elastic share draws only the
     elastic flags, after the submit times: it changes no window)."""
     scenario = Scenario("windows", "", trace=trace, window_s=window_s, test_fraction=test_fraction,

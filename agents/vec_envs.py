@@ -33,7 +33,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
 from lyra_agents.config import TrainConfig
 from lyra_agents.experts import ExpertRule
-from lyra_agents.model_files import _untrusted
+from lyra_agents.model_files import untrusted_error
 from lyra_agents.normalizer_stats import restore_normalizer_stats
 from lyra_agents.spaces import observation_widths
 from lyra_agents.suite import get_suite
@@ -139,6 +139,6 @@ def build_training_envs(cfg: TrainConfig, vecnormalize_path: str | os.PathLike |
         vecnorm = VecNormalize.load(str(vecnormalize_path), venv)
     else:
         venv.close()
-        raise _untrusted(Path(vecnormalize_path), "observation statistics")
+        raise untrusted_error(Path(vecnormalize_path), "observation statistics")
     vecnorm.training = True
     return vecnorm

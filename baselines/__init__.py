@@ -9,11 +9,13 @@ imported on first use (PEP 562), so importing the package, or one scheduler, loa
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lyra_gym.lazy_face import lazy_face
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__ imports them
     from lyra_baselines.fifo import FifoScheduler
+    from lyra_baselines.fifo_fast import FastFifoScheduler
     from lyra_baselines.gandiva import GandivaLoanScheduler, GandivaScheduler
     from lyra_baselines.lyra import (
         BaselineMinScheduler,
@@ -31,6 +33,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
 #: Class name -> the module that defines it (imported on first use of the name).
 _FACE = {
     "FifoScheduler": "lyra_baselines.fifo",
+    "FastFifoScheduler": "lyra_baselines.fifo_fast",
     "SjfScheduler": "lyra_baselines.sjf",
     **dict.fromkeys(("LyraScheduler", "LyraBackfillScheduler", "LyraNoLoanScheduler", "LyraNoElasticScheduler",
                      "BaselineScheduler", "BaselineMinScheduler"), "lyra_baselines.lyra"),
@@ -41,22 +44,13 @@ _FACE = {
 }
 
 __all__ = [
-    "BaselineMinScheduler", "BaselineScheduler", "FifoScheduler", "GandivaLoanScheduler", "GandivaScheduler",
+    "BaselineMinScheduler", "BaselineScheduler", "FastFifoScheduler", "FifoScheduler", "GandivaLoanScheduler",
+    "GandivaScheduler",
     "LyraBackfillScheduler", "LyraNoElasticScheduler", "LyraNoLoanScheduler", "LyraReferenceScheduler",
     "LyraScheduler", "PolluxLoanScheduler", "PolluxScheduler", "SjfScheduler", "TiresiasLoanScheduler",
     "TiresiasScheduler",
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A scheduler class, imported from its module on first use (PEP 562) and kept here."""
-    module = _FACE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lyra_baselines' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+# A scheduler class, imported from its module on first use and kept here.
+__getattr__, __dir__ = lazy_face(globals(), _FACE)

@@ -1,8 +1,9 @@
 """FIFO: start queued jobs in submit order at their requested size.
 
-The simplest reference: one plain loop, nothing kept between decisions. Non-preemptive, no
-loaning (training servers only), requested GPUs only (elastic jobs run at their requested size),
-placed by the run's ``placement`` rule on one GPU type (``baselines/placement.py``). With
+The simplest reference: one plain loop, nothing kept between decisions (the name ``fifo`` runs
+``baselines/fifo_fast.py``, equal to this loop plan for plan). Non-preemptive, no loaning
+(training servers only), requested GPUs only (elastic jobs run at their requested size), placed by
+the run's ``placement`` rule on one GPU type (``baselines/placement.py``). With
 ``backfill=False`` (default) the queue head blocks the jobs behind it; with ``backfill=True``
 later jobs that fit may start first.
 """

@@ -194,6 +194,8 @@ class LyraScheduler(Scheduler):
             # round); on a busy one the round comes with the next event
             return view.current_plan()
         memory.last_decision = view.now
+        if self.move_back:
+            memory.track_loaned(view)  # every job on loaned GPUs is a move-back candidate, whoever put it there
         levels = guidance.job_levels
         plan = view.current_plan()
         self.loaning.prepare(view, plan, self.rng, guidance.borrow_fraction, guidance.return_levels)

@@ -105,8 +105,7 @@ def _placement(d: Decision, job: JobView, need: int) -> dict[int, int] | None:
         fits = d.loaned_fits  # the same need on unchanged GPUs fits the same way (a long queue asks often)
         candidate = fits[need] if need in fits else fits.setdefault(need, fit(d, need, d.loaned_groups))
         if candidate is not None and loaned_pays(d, job, need, candidate):
-            placement = candidate
-            d.memory.on_loaned[job.id] = None
+            placement = candidate  # (a move-back candidate once it runs: LyraMemory.track_loaned)
     view = d.view
     if placement is None and d.loaned and view.allow_mixed_gpu_types and need > largest_pool(d):
         placement = fit(d, need, [view.topology.server_set([*view.training_server_ids, *d.loaned], d.free)])
@@ -357,6 +356,5 @@ def move_back(d: Decision, job: JobView) -> bool:
         for sid, g in flex[job.id].items():
             avail[sid] += g  # its flexible workers stay up for grabs in phase 2
             d.avail_cells[facts.cell_of[sid]] += g
-    del d.memory.on_loaned[job.id]
-    d.memory.line.forget(job.id)
+    d.memory.line.forget(job.id)  # (left in on_loaned: the plan may be overruled; dropped once off loaned servers)
     return True

@@ -14,21 +14,42 @@ from __future__ import annotations
 
 import copy
 import math
+import weakref
 from typing import Callable, Iterable
 
 import numpy as np
 
+from lyra_gym.model.profiles import ProfileSet
 from lyra_gym.model.scaling import progress_bin
 from lyra_gym.sim.view import ClusterView, JobView, KnownJobView
 
 QUEUED_CACHE_SIZE = 50_000  # queued jobs whose time-on answers time_on keeps (then starts afresh)
 REFERENCE_CACHE_SIZE = 200_000  # (job, workers, progress part) reference rates remaining_at keeps (then afresh)
-SHARED_ENTRIES = 100_000  # most rate, goodput and value rows kept in a profile set's memo (then afresh)
+SHARED_ENTRIES = 100_000  # most rate, goodput and value rows kept for one profile set and settings (then afresh)
+SHARED_SETTINGS = 16  # most settings whose rows are kept per profile set (all dropped beyond)
+
+#: profile set -> {settings: {"packed" | "goodputs" | "rows": rows}}: Lyra's pure caches, shared by
+#: every run on one profile set object (:meth:`LyraRates.settle`); weakly keyed, so gone with it
+SHARED: weakref.WeakKeyDictionary[ProfileSet, dict[tuple, dict[str, dict]]] = weakref.WeakKeyDictionary()
+
+
+def shared_caches(profiles: ProfileSet, settings: tuple) -> dict[str, dict]:
+    """The dict of Lyra's pure caches for runs on ``profiles`` with ``settings`` (the same dict for
+    every equal ``settings``; at most :data:`SHARED_SETTINGS` per profile set, all dropped beyond)."""
+    by_settings = SHARED.get(profiles)
+    if by_settings is None:
+        by_settings = SHARED[profiles] = {}
+    found = by_settings.get(settings)
+    if found is None:
+        if len(by_settings) >= SHARED_SETTINGS:
+            by_settings.clear()
+        found = by_settings[settings] = {}
+    return found
 
 
 class LyraRates:
     """Rates and times by ``value_rate`` (``"goodput"`` or ``"throughput"``), cached: per run, and the
-    pure ones in the profile set's memo (:meth:`settle`)."""
+    pure ones shared by the runs on one profile set (:meth:`settle`, :data:`SHARED`)."""
 
     def __init__(self, value_rate: str) -> None:
         self.value_rate = value_rate
@@ -45,14 +66,14 @@ class LyraRates:
         # job id -> (workers, total work, least and most remaining work, reference rate, progress
         # part): remaining work in [least, most] is in that part (running_line)
         self._part_spans: dict[str, tuple[int, float, float, float, float, int]] = {}
-        # the memo key of _rates, _goodputs and _rows besides the profile set (the scaling settings,
+        # the key of _rates, _goodputs and _rows in SHARED besides the profile set (the scaling settings,
         # GPUs per server, value_rate), recorded by settle at the first decision; () where they are not
         # pure functions of their keys and those settings (this run's own); None before settle
         self._token: tuple | None = None
 
     def __deepcopy__(self, memo: dict) -> LyraRates:
-        """A copy (an env's fork) that shares the caches :meth:`settle` took from the profile set's
-        memo (pure functions of their keys and the settings: entries are only ever added, never
+        """A copy (an env's fork) that shares the caches :meth:`settle` took from :data:`SHARED`
+        (pure functions of their keys and the settings: entries are only ever added, never
         changed, so sharing them changes no answer and spares copying thousands of rows per fork).
         Everything else is copied."""
         clone = object.__new__(LyraRates)
@@ -62,13 +83,36 @@ class LyraRates:
             clone.__dict__[name] = value if name in shared else copy.deepcopy(value, memo)
         return clone
 
+    @property
+    def settled(self) -> bool:
+        """Has :meth:`settle` run (the run's first decision)?"""
+        return self._token is not None
+
+    @property
+    def pure_caches(self) -> dict[str, dict]:
+        """The caches that are pure functions of their keys and the settings (name -> cache): in
+        :data:`SHARED` after :meth:`settle` where :attr:`shared`, else this run's own."""
+        return {"packed": self._rates, "goodputs": self._goodputs, "rows": self._rows}
+
+    @property
+    def shared(self) -> bool:
+        """Are :attr:`pure_caches` shared with the runs on the same profile set and settings?"""
+        return bool(self._token)
+
+    @property
+    def job_caches(self) -> dict[str, dict]:
+        """The caches by job id (name -> cache): this run's own, never shared (a job id's remaining
+        work differs between runs)."""
+        return {"sjf_keys": self._sjf_keys, "queued_times": self._queued_times,
+                "reference_rates": self._reference_rates, "part_spans": self._part_spans}
+
     def settle(self, view: ClusterView) -> None:
         """Choose where the packed rates, goodput rows and value rows are kept (``LyraMemory.start``
         calls it at the run's first decision, once ``per_server`` is known, before any rate is
         cached): where they are pure functions of their keys, the profiles, the scaling settings,
-        the GPUs per server and ``value_rate``, in the profile set's memo for those settings
-        (:meth:`~lyra_gym.model.profiles.ProfileSet.memo`), shared by every run on the same profile
-        set object with the same settings (an env's next episodes; simulations handed one
+        the GPUs per server and ``value_rate``, in :data:`SHARED` under the profile set and those
+        settings (:func:`shared_caches`), shared by every run on the same profile set object with
+        the same settings (an env's next episodes; simulations handed one
         ``profiles``, as the benchmark's and a sweep's are); else (a
         knowledge mode, the adaptive rule: ``view.rate_settings`` None) this run's own."""
         settings = view.rate_settings
@@ -77,7 +121,7 @@ class LyraRates:
             return
         profiles, scaling = settings
         self._token = (scaling, tuple(sorted(self.per_server.items())), self.value_rate)
-        kept = profiles.memo(("lyra-rates", *self._token))
+        kept = shared_caches(profiles, self._token)
         if sum(map(len, kept.values())) > SHARED_ENTRIES:
             kept.clear()  # rows of runs long gone: afresh
         self._rates = kept.setdefault("packed", {})

@@ -1,35 +1,30 @@
 """Lyra, the reference: the paper's two phases over the public view, to read first.
 
 ``lyra-reference`` decides what ``lyra`` (``baselines/lyra.py``) decides, plan for plan
-(``tests/baselines/test_reference_equivalence.py`` checks it at every decision), without its speed work: no
-caches, no change feed, one plain :class:`_Decision` per decision reading only the public
-``ClusterView``/``JobView``. Read, fork and ablate it; run it for small studies (O(jobs x servers)
-per decision).
+(``tests/baselines/test_reference_equivalence.py``), without the speed work: no caches, no change feed,
+one :class:`_Decision` per decision over the public ``ClusterView``/``JobView``, O(jobs x servers).
 
-Each decision (Li et al., EuroSys 2023): loaning (``baselines/loaning.py``: answer a reclaim,
-borrow idle inference servers); **phase 1** (:meth:`_Decision.admit`): queued jobs, shortest
-remaining time first, get their base demand on training GPUs, or on loaned GPUs when that finishes
-sooner, and jobs on loaned GPUs move back when it pays; **phase 2** (:meth:`_Decision.rebalance`):
-at a round a multiple-choice knapsack (``baselines/knapsack.py``) gives elastic jobs the extra
-workers worth most JCT seconds; between rounds jobs keep theirs and admitted jobs grow.
-Remembered across decisions: the round clock, the observed holds of extra workers, and (under
-``oracle``) each running job's expected finish as first read for its allocation
-(:meth:`_Decision.timeline`). The switches are ``LyraScheduler``'s, documented there.
+Each decision (Li et al., EuroSys 2023; DESIGN.md, "The paper being modelled"): capacity loaning
+(``baselines/loaning.py``: answer a reclaim, borrow idle inference servers); **phase 1**
+(:meth:`_Decision.admit`): queued jobs, shortest remaining time first, get their base demand on
+training GPUs, or on loaned GPUs when that finishes sooner; jobs on loaned GPUs move back when it
+pays; **phase 2** (:meth:`_Decision.rebalance`): at a round a multiple-choice knapsack gives
+elastic jobs the extra workers worth most JCT seconds; between rounds jobs keep theirs and
+admitted jobs grow. Kept across decisions: the round clock, the observed holds of extra workers
+and (``oracle``) the expected finishes read (:meth:`_Decision.wait_for`). Switches: ``LyraScheduler``'s.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from itertools import accumulate
 from typing import Mapping
 
 import numpy as np
 
 from lyra_baselines.knapsack import DEFAULT_EXACT_LIMIT, solve
 from lyra_baselines.loaning import Loaning, free_after, loan_param, reclaim_rule_param
-from lyra_baselines.placement import place
-from lyra_gym.model.jobs import JobState
+from lyra_baselines.placement import place_in_groups
 from lyra_gym.sim.params import MAX_S, MIN_TICK_S, check_fields, param
 from lyra_gym.sim.plan import Plan
 from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL, Guidance, Scheduler
@@ -102,35 +97,28 @@ class LyraReferenceScheduler(Scheduler):
         self.last_decision = view.now
         plan = view.current_plan()
         self.loaning.prepare(view, plan, self.rng, guidance.borrow_fraction, guidance.return_levels)
-        # preempted (after the reclaim answer): back to the queue, not restarted in this decision,
-        # those the reclaim answer already stopped included
-        preempt = {job_id for job_id in guidance.preempt if _is_running(view, job_id)}
+        # preempted running jobs (those the reclaim answer stopped included) go back to the queue
+        running = list(view.running_jobs())
+        preempt = {job.id for job in running if job.id in guidance.preempt}
         for job_id in preempt:
             plan.allocations.pop(job_id, None)
         levels = guidance.job_levels
         hold = self.elastic and any(level == 0 and job_id in plan.allocations and sum(
             plan.allocations[job_id].values()) > view.job(job_id).spec.min_gpus for job_id, level in levels.items())
-        if not (view.num_queued or round_due or plan.give_back or plan.borrow or hold or self._may_move_back(view)
-                or preempt):
+        free, training = view.free_gpus(), set(view.training_server_ids)  # a job wholly on loaned GPUs may move back
+        may_move_back = self.move_back and any(free[s] for s in training) and any(
+            training.isdisjoint(job.allocation) for job in running)
+        if not (view.num_queued or round_due or plan.give_back or plan.borrow or hold or may_move_back or preempt):
             return plan  # nothing to admit, return, move back or rebalance
         decision = _Decision(self, view, plan, levels, preempt)
         decision.admit()
         decision.rebalance(round_due, hold)
         return plan
 
-    def _may_move_back(self, view: ClusterView) -> bool:
-        """A job runs wholly on loaned GPUs and a training GPU is free."""
-        if not self.move_back:
-            return False
-        training = set(view.training_server_ids)
-        free = view.free_gpus()
-        return any(training.isdisjoint(job.allocation) for job in view.running_jobs()) and any(
-            free[s] for s in training)
-
 
 class _Decision:
-    """One decision's state. ``avail``: free GPUs plus flexible workers per server (phase 1 may
-    displace flexible workers); ``base``/``flex``: the elastic jobs' base and extra workers."""
+    """One decision. ``avail``: free GPUs plus flexible workers per server (phase 1 may displace
+    those); ``base``/``flex``: each elastic job's base and extra workers."""
 
     def __init__(self, lyra: LyraReferenceScheduler, view: ClusterView, plan: Plan, levels: Mapping[str, int],
                  preempted: set[str]) -> None:
@@ -138,18 +126,16 @@ class _Decision:
         self.alloc = plan.allocations
         self.types = [s.gpu_type for s in view.servers]
         self.capacity = [s.num_gpus for s in view.servers]
-        self.per_server: dict[str, int] = {}  # GPU type -> GPUs per server
-        for s in view.servers:
-            self.per_server.setdefault(s.gpu_type, s.num_gpus)
+        self.per_server = {s.gpu_type: s.num_gpus for s in reversed(view.servers)}  # the first of each type
         self.training = frozenset(view.training_server_ids)
-        self.training_types = self._by_type(view.training_server_ids)  # GPU type -> ids, first seen first
-        self.spanning = list(view.training_server_ids) if (
-            view.allow_mixed_gpu_types and len(self.training_types) > 1) else None
+        self.training_types = self.by_type(view.training_server_ids)  # GPU type -> ids, first seen first
+        self.sizes = {t: len(ids) * self.per_server[t] for t, ids in self.training_types.items()}  # type -> GPUs
+        self.spanning = list(view.training_server_ids) if view.allow_mixed_gpu_types and len(self.sizes) > 1 else None
         back = set(plan.give_back)
         self.loaned = sorted({*(s for s in view.loaned_servers() if s not in back), *plan.borrow})
-        self.loaned_set = frozenset(self.loaned)
-        self.loaned_groups = list(self._by_type(self.loaned).values())
+        self.loaned_groups = list(self.by_type(self.loaned).values())
         self.free = free_after(view, plan)
+        self.avail = list(self.free)
         self.base: dict[str, Alloc] = {}
         self.flex: dict[str, Alloc] = {}
         self.elastic_jobs: list[JobView] = []  # running elastic jobs in start order, then admitted ones
@@ -157,10 +143,8 @@ class _Decision:
             if lyra.elastic and job.spec.elastic and job.id in self.alloc:
                 self.base[job.id], self.flex[job.id] = self.split(job, self.alloc[job.id])
                 self.elastic_jobs.append(job)
-        self.avail = list(self.free)
-        for extra in self.flex.values():
-            for sid, g in extra.items():
-                self.avail[sid] += g
+                for sid, g in self.flex[job.id].items():
+                    self.avail[sid] += g
         self.admitted: list[JobView] = []
         self.moved = False  # a job moved from loaned to training GPUs
         self.blocked = False  # a job waits for training GPUs and backfill is off
@@ -169,7 +153,7 @@ class _Decision:
         self.first_need: dict[str, int] = {}  # training GPU type -> base GPUs of the first job waiting
         self.placed: list[tuple[float, int, str]] = []  # (finish s, GPUs, type) of jobs placed on training now
 
-    def _by_type(self, ids: list[int] | tuple[int, ...]) -> dict[str, list[int]]:
+    def by_type(self, ids: list[int] | tuple[int, ...]) -> dict[str, list[int]]:
         groups: dict[str, list[int]] = {}  # GPU type -> ids, first-seen type first
         for sid in ids:
             groups.setdefault(self.types[sid], []).append(sid)
@@ -177,22 +161,15 @@ class _Decision:
 
     def split(self, job: JobView, alloc: Mapping[int, int]) -> tuple[Alloc, Alloc]:
         """Base and flexible workers of an allocation: the base on training servers first."""
-        base_left = self.lyra.base_demand(job)
-        base, flex = {}, {}
+        base_left, base, flex = self.lyra.base_demand(job), {}, {}
         for sid in sorted(alloc, key=lambda s: (s not in self.training, s)):
-            b = min(alloc[sid], base_left)
-            base_left -= b
-            if b:
-                base[sid] = b
-            if alloc[sid] - b:
-                flex[sid] = alloc[sid] - b
-        return base, flex
+            base[sid] = min(alloc[sid], base_left)
+            flex[sid] = alloc[sid] - base[sid]
+            base_left -= base[sid]
+        return {s: g for s, g in base.items() if g}, {s: g for s, g in flex.items() if g}
 
-    # ------------------------------------------------------------------ rates and times
     def rate(self, job: JobView, workers: int, gpu_type: str) -> float:
         """The job's rate (samples/s) on ``workers`` GPUs of ``gpu_type`` packed, by ``value_rate``."""
-        if workers < 1:
-            return 0.0
         if self.lyra.value_rate == "throughput":
             return self.view.profiles.packed_throughput(job.spec.model, workers, gpu_type, self.per_server[gpu_type])
         return self.view.goodput(job, workers, gpu_type, self.per_server[gpu_type])
@@ -207,15 +184,14 @@ class _Decision:
         view, workers = self.view, job.spec.num_gpus
         if self.lyra.value_rate == "throughput":
             return job.remaining_work / view.reference_throughput(job.spec.model, workers)
-        if view.scaling == "adaptive" or workers < 1:
+        if view.scaling == "adaptive":
             return job.remaining_time_at(workers)
         return job.remaining_work / view.goodput(job, workers, *view.reference_server())
 
     def value_row(self, job: JobView, gpu_type: str, top: int, horizon: float) -> list[float]:
         """JCT seconds saved by k = 0..top extra workers: held h = min(horizon, T(k)) they save
         h * (r_k / r_0 - 1); taken back before the job ends (h < T(k)) they cost a rescale."""
-        low = job.spec.min_gpus
-        rates = np.array([self.rate(job, low + k, gpu_type) for k in range(top + 1)])
+        rates = np.array([self.rate(job, job.spec.min_gpus + k, gpu_type) for k in range(top + 1)])
         with np.errstate(divide="ignore", invalid="ignore"):
             gain = rates / rates[0] - 1.0
             times = job.remaining_work / rates
@@ -227,20 +203,20 @@ class _Decision:
         return list(row.tolist())
 
     # ------------------------------------------------------------------ training GPUs
-    def available(self, gpu_type: str) -> int:
-        """Free or flexible GPUs on training servers of ``gpu_type``."""
+    def available(self, gpu_type: str) -> int:  # free or flexible GPUs on training servers of the type
         return sum(self.avail[s] for s in self.training_types[gpu_type])
 
-    def timeline(self, gpu_type: str) -> tuple[list[float], list[int]]:
-        """When training GPUs of ``gpu_type`` free up: (finish times ascending, GPUs freed by then).
-        Each running job unchanged by this plan frees its base GPUs there at its expected finish,
-        as does each job placed on training GPUs now. Under ``oracle`` a job's finish is the one
-        first read for its allocation (a rate change at a progress part is not seen: ``lyra``'s
-        approximation, which the golden results pin); under a knowledge mode it is read afresh."""
-        view, releases, finishes = self.view, [], {}
+    def wait_for(self, gpu_type: str, deficit: int) -> float:
+        """Seconds until ``deficit`` more training GPUs of ``gpu_type`` free up: the base GPUs of jobs
+        unchanged by this plan or placed now, at their expected finish (under ``oracle``, as first
+        read for the allocation: ``lyra``'s approximation, pinned by the golden results)."""
+        if deficit <= 0:
+            return 0.0
+        view, finishes = self.view, {}
+        releases = [(t, g) for t, g, typ in self.placed if typ == gpu_type]
         for job in view.running_jobs():
             alloc = self.alloc.get(job.id)
-            if alloc is None or alloc is not job.allocation:
+            if alloc is not job.allocation:
                 continue  # placed or changed by this plan
             kept = self.lyra.finishes.get(job.id)
             finish = kept[1] if kept is not None and kept[0] is alloc and not view.believed else job.expected_finish
@@ -254,78 +230,46 @@ class _Decision:
             if typ == gpu_type and held:
                 releases.append((finish, held))
         self.lyra.finishes = finishes
-        releases += [(t, g) for t, g, typ in self.placed if typ == gpu_type]
-        releases.sort()  # the order of equal times changes no wait
-        return [t for t, _ in releases], list(accumulate(g for _, g in releases))
+        freed = 0
+        for finish, gpus in sorted(releases):  # the order of equal times changes no wait
+            freed += gpus
+            if freed >= deficit:
+                return max(0.0, finish - view.now)
+        return math.inf
 
-    def wait_for(self, gpu_type: str, deficit: int) -> float:
-        """Seconds until ``deficit`` more training GPUs of ``gpu_type`` than available now free up."""
-        if deficit <= 0:
-            return 0.0
-        times, freed = self.timeline(gpu_type)
-        reached = [t for t, n in zip(times, freed) if n >= deficit]
-        return max(0.0, reached[0] - self.view.now) if reached else math.inf
-
-    def horizon(self, gpu_type: str) -> float | None:
-        """Seconds until the first job waiting for ``gpu_type`` would get it (None: none waits)."""
-        need = self.first_need.get(gpu_type)
-        if need is None or gpu_type not in self.training_types:
-            return None
-        return self.wait_for(gpu_type, need - self.available(gpu_type))
-
-    # ------------------------------------------------------------------ placement
     def fit(self, need: int, groups: list[list[int]]) -> Alloc | None:
         """The placement rule on free GPUs of the first group that holds ``need``; else on ``avail``."""
         rule = self.view.placement
-        for free in (self.free, self.avail):
-            for group in groups:
-                placement = place(rule, free, self.capacity, need, group)
-                if placement is not None:
-                    return placement
-        return None
+        placement = place_in_groups(rule, self.free, self.capacity, need, groups)
+        return placement if placement is not None else place_in_groups(rule, self.avail, self.capacity, need, groups)
 
     def fit_training(self, need: int) -> Alloc | None:
         """:meth:`fit` on one training GPU type; across types only when none can hold the job."""
         placement = self.fit(need, list(self.training_types.values()))
-        if placement is None and self.spanning and all(
-                need > len(ids) * self.per_server[t] for t, ids in self.training_types.items()):
+        if placement is None and self.spanning and need > max(self.sizes.values()):
             placement = self.fit(need, [self.spanning])
         return placement
 
-    def pool_sizes(self) -> list[int]:
-        """GPUs of each pool one job may use alone: training types, loaned types, all training."""
-        sizes = [len(ids) * self.per_server[t] for t, ids in self.training_types.items()]
-        sizes += [len(g) * self.per_server[self.types[g[0]]] for g in self.loaned_groups]
-        return sizes + ([sum(sizes[: len(self.training_types)])] if self.spanning else [])
-
-    def loaned_room(self) -> int:  # free or flexible GPUs on loaned servers
-        return sum(self.avail[s] for s in self.loaned)
-
     def place(self, job: JobView, placement: Alloc) -> None:
-        """Occupy ``placement``: free GPUs first, then flexible workers; note a training release."""
+        """Occupy ``placement`` (free GPUs first, then flexible workers); note a training release."""
         for sid, g in placement.items():
             self.free[sid] -= min(g, self.free[sid])
             self.avail[sid] -= g
         self.touched.update(placement)
-        if self.loaned_set.isdisjoint(placement):
+        self.alloc[job.id] = placement
+        if not set(self.loaned) & set(placement):
             gpu_type, need = self.types[next(iter(placement))], sum(placement.values())
             self.placed.append((self.view.now + self.time_on(job, need, gpu_type), need, gpu_type))
 
-    def release(self, job_id: str) -> None:
-        """Free a running job's base GPUs (its flexible ones already count as available)."""
-        for sid, g in self.base.get(job_id, self.alloc[job_id]).items():
-            self.free[sid] += g
-            self.avail[sid] += g
-
-    # ------------------------------------------------------------------ phase 1
     def admit(self) -> None:
-        """Phase 1 over the shortest-first line (an agent's levels first): queued jobs, those our
-        reclaim answer just stopped, and jobs on loaned GPUs holding their place (``move_back``)."""
-        view, levels = self.view, self.levels
+        """Phase 1, shortest first (an agent's levels first): queued jobs, those our reclaim answer just
+        stopped, and jobs wholly on loaned GPUs keeping their place for training GPUs (``move_back``)."""
+        view, levels, alloc = self.view, self.levels, self.alloc
         line = list(view.queued_jobs())
         if self.plan.give_back:
-            line += [j for j in view.running_jobs() if j.id not in self.alloc and j.id not in self.preempted]
-        moving = {j.id for j in view.running_jobs() if self.lyra.move_back and self.on_loaned(j)}
+            line += [j for j in view.running_jobs() if j.id not in alloc and j.id not in self.preempted]
+        moving = {j.id for j in view.running_jobs() if self.lyra.move_back and alloc.get(j.id) is j.allocation
+                  and self.training.isdisjoint(j.allocation) and j.rate > 0}
         line += [j for j in view.running_jobs() if j.id in moving]
         ordered = sorted((-levels.get(j.id, NEUTRAL_JOB_LEVEL) if levels else 0, self.line_key(j), j.index, j)
                          for j in line)  # job indices are unique: views are never compared
@@ -338,26 +282,25 @@ class _Decision:
             elif not self.admit_one(job):
                 break
 
-    def on_loaned(self, job: JobView) -> bool:
-        """Runs wholly on loaned GPUs, unchanged by this plan (a move-back candidate)."""
-        alloc = self.alloc.get(job.id)
-        return alloc is not None and self.training.isdisjoint(alloc) and job.rate > 0 and alloc is job.allocation
-
     def admit_one(self, job: JobView) -> bool:
-        """Place ``job``'s base demand, or let it wait; False when no later job can be placed."""
-        need = self.lyra.base_demand(job)
+        """Place ``job``'s base demand on training GPUs, else on loaned ones when that pays, else across
+        both when no one pool can hold it; or let it wait. False: no later job can be placed."""
+        need, room = self.lyra.base_demand(job), sum(self.avail[s] for s in self.loaned)
         placement = None if self.blocked else self.fit_training(need)
-        if placement is None and self.loaned_groups and self.loaned_room() >= need:
+        if placement is None and self.loaned_groups and room >= need:
             candidate = self.fit(need, self.loaned_groups)
             if candidate is not None and self.loaned_pays(job, need, candidate):
                 placement = candidate
-        if placement is None and self.loaned and self.view.allow_mixed_gpu_types and need > max(self.pool_sizes()):
-            placement = self.fit(need, [sorted([*self.view.training_server_ids, *self.loaned])])
+        if placement is None and self.loaned and self.view.allow_mixed_gpu_types:
+            pools = [*self.sizes.values(), *(len(g) * self.per_server[self.types[g[0]]] for g in self.loaned_groups)]
+            if self.spanning:
+                pools.append(sum(self.sizes.values()))
+            if need > max(pools):
+                placement = self.fit(need, [sorted([*self.view.training_server_ids, *self.loaned])])
         if placement is None:
             self.wait_for_training(job, need)
-            return not (self.blocked and not self.lyra.backfill and self.loaned_room() <= 0)
+            return not (self.blocked and not self.lyra.backfill and room <= 0)
         self.place(job, placement)
-        self.alloc[job.id] = placement
         if self.lyra.elastic and job.spec.elastic:
             self.base[job.id], self.flex[job.id] = placement, {}
             self.elastic_jobs.append(job)
@@ -367,9 +310,7 @@ class _Decision:
     def training_estimate(self, job: JobView, need: int) -> tuple[float, float, str | None]:
         """Earliest expected finish (s from now) on training GPUs, the wait before it, the type."""
         best, best_wait, best_type = math.inf, math.inf, None
-        for gpu_type, ids in self.training_types.items():
-            if need > len(ids) * self.per_server[gpu_type]:
-                continue
+        for gpu_type in (t for t, size in self.sizes.items() if need <= size):
             wait = self.wait_for(gpu_type, self.waiting.get(gpu_type, 0) + need - self.available(gpu_type))
             finish = wait + self.time_on(job, need, gpu_type)
             if finish < best:
@@ -377,33 +318,26 @@ class _Decision:
         return best, best_wait, best_type
 
     def loaned_pays(self, job: JobView, need: int, placement: Alloc) -> bool:
-        """Does ``job`` finish sooner on loaned ``placement`` (to the end, or moving back when training
-        GPUs would be its) than by waiting? Only stays ending before the next reclaim count."""
+        """Does ``job`` finish sooner on loaned ``placement`` (to the end, or moving back when training GPUs
+        would be its) than by waiting? Only stays that end before demand reclaims its servers count."""
         if self.lyra.loaned_rule == "overflow":
             return True
+        view = self.view
         on_training, wait, training_type = self.training_estimate(job, need)
         on_loaned = self.time_on(job, need, self.types[next(iter(placement))])
         options = [(on_loaned, on_loaned)]  # (expected finish, time on loaned GPUs)
         if self.lyra.move_back and on_loaned > wait and training_type is not None:
             rest = (1.0 - wait / on_loaned) * self.time_on(job, need, training_type)
-            options.append((wait + self.view.overheads.migrate_s + rest, wait))
-        safe = self.safe_loaned_s(placement)
-        return min((finish for finish, stay in options if stay <= safe), default=math.inf) < on_training
-
-    def safe_loaned_s(self, placement: Alloc) -> float:
-        """Seconds until demand reclaims a server of ``placement`` (idle ones and loaned ones without
-        a base worker go first)."""
-        view = self.view
-        spare = {s for s in self.loaned if self.avail[s] == self.capacity[s]}
+            options.append((wait + view.overheads.migrate_s + rest, wait))
+        spare = {s for s in self.loaned if self.avail[s] == self.capacity[s]}  # reclaimed first, with idle ones
         threshold = len(view.inference_server_ids) - len(self.loaned) + len(spare) - len(spare & set(placement))
-        return view.next_demand_above(threshold) - view.now
+        safe = view.next_demand_above(threshold) - view.now
+        return min((finish for finish, stay in options if stay <= safe), default=math.inf) < on_training
 
     def wait_for_training(self, job: JobView, need: int) -> None:
         """``job`` waits for training GPUs: counted ahead of later jobs; without backfill it blocks them."""
-        holding = [t for t, ids in self.training_types.items() if need <= len(ids) * self.per_server[t]]
-        spans = bool(self.spanning) and need <= sum(len(ids) * self.per_server[t]
-                                                    for t, ids in self.training_types.items())
-        if not holding and not spans:
+        holding = [t for t, size in self.sizes.items() if need <= size]
+        if not holding and not (self.spanning and need <= sum(self.sizes.values())):
             return
         if not self.lyra.backfill:
             self.blocked = True
@@ -418,86 +352,70 @@ class _Decision:
         if placement is None:
             self.wait_for_training(job, job.workers)
             return False
-        gpu_type = self.types[next(iter(placement))]
         if self.lyra.value_rate == "goodput":  # like with like: the engine's rate where it runs
             stay = job.remaining_work / job.rate
         else:
             stay = self.time_on(job, job.workers, self.types[next(iter(job.allocation))])
         stay += max(0.0, job.overhead_until - self.view.now)
-        if self.view.overheads.migrate_s + self.time_on(job, job.workers, gpu_type) >= stay:
+        move = self.time_on(job, job.workers, self.types[next(iter(placement))])
+        if self.view.overheads.migrate_s + move >= stay:
             return False
-        self.release(job.id)
+        for sid, g in self.base.get(job.id, self.alloc[job.id]).items():  # free its base workers
+            self.free[sid] += g
+            self.avail[sid] += g
         self.place(job, placement)
-        self.alloc[job.id] = placement
         if job.id in self.base:
             self.base[job.id], self.flex[job.id] = self.split(job, placement)
             for sid, g in self.flex[job.id].items():
                 self.avail[sid] += g  # its flexible workers stay up for grabs in phase 2
         return True
 
-    # ------------------------------------------------------------------ phase 2
     def rebalance(self, round_due: bool, hold: bool) -> None:
         """The knapsack at a round or loaning change; else keep and grow when phase 1 changed something."""
         if not self.elastic_jobs:
             return
         lyra, plan = self.lyra, self.plan
         if round_due or plan.give_back or plan.borrow:
-            if lyra.flex_horizon == "queue":  # holds that ended with their job (seen within a round)
-                for job_id in [j for j in self.lyra.granted if j not in self.alloc]:
-                    since, gpu_type = self.lyra.granted.pop(job_id)
-                    self.observe_hold(gpu_type, self.view.now - since)
+            for job_id in [j for j in lyra.granted if j not in self.alloc]:  # holds that ended with their job
+                since, gpu_type = lyra.granted.pop(job_id)
+                self.observe_hold(gpu_type, self.view.now - since)
             self.rebalance_types(knapsack=True)
             lyra.next_round = self.view.now + lyra.round_s
-            return
-        flex_on = [0] * len(self.avail)
-        for extra in self.flex.values():
-            for sid, g in extra.items():
-                flex_on[sid] += g
-        evicted = any(self.avail[s] < flex_on[s] for s in self.touched)
-        if self.admitted or evicted or hold or self.moved:
+        elif self.admitted or hold or self.moved or any(  # or phase 1 displaced a flexible worker
+                self.avail[s] < sum(extra.get(s, 0) for extra in self.flex.values()) for s in self.touched):
             self.rebalance_types(knapsack=False)
 
     def rebalance_types(self, knapsack: bool) -> None:
-        """Spare GPUs of each type (free or flexible) to that type's elastic jobs, then placed."""
-        by_type: dict[str, list[JobView]] = {}
+        """Spare GPUs of each type (free or flexible) to that type's elastic jobs, then placed. Extras
+        are valued as held until the turn of a job waiting for the type (and then not grown into),
+        else for the mean observed hold (at least a round), else (``completion``) to the end."""
+        lyra, by_type = self.lyra, dict[str, list[JobView]]()  # GPU type -> its elastic jobs
         for job in self.elastic_jobs:
             by_type.setdefault(self.types[next(iter(self.base[job.id]))], []).append(job)
         for gpu_type, typed in by_type.items():
             capacity = sum(self.avail[s] for s, t in enumerate(self.types) if t == gpu_type)
-            waiting = self.horizon(gpu_type)
-            horizon = self.hold_horizon(waiting, gpu_type)
-            grow = waiting is None  # spare GPUs of a type a job waits for are that job's
+            need = self.first_need.get(gpu_type)
+            waiting = None if need is None else self.wait_for(gpu_type, need - self.available(gpu_type))
+            horizon = waiting if waiting is not None else max(lyra.held_s.get(gpu_type, math.inf), lyra.round_s)
+            if lyra.flex_horizon == "completion":
+                horizon = math.inf
             choose = self.knapsack_choice if knapsack else self.keep_choice
-            choice = choose(typed, capacity, gpu_type, horizon, grow)
-            self.learn_hold(gpu_type, typed, choice)
+            choice = choose(typed, capacity, gpu_type, horizon, waiting is None)
+            for job, new in zip(typed, choice):  # a hold lasts from a grant to the next decrease
+                current = sum(self.flex[job.id].values()) if job.workers else 0
+                since = lyra.granted.get(job.id)
+                if new < current and since is not None:
+                    self.observe_hold(gpu_type, self.view.now - since[0])
+                if new > current or (new < current and new):
+                    lyra.granted[job.id] = (self.view.now, gpu_type)
+                elif not new:
+                    lyra.granted.pop(job.id, None)
             self.place_extras(gpu_type, typed, choice)
 
-    def hold_horizon(self, waiting: float | None, gpu_type: str) -> float:
-        """Seconds extra workers are likely held: until a waiting job's turn, else the mean hold."""
-        if self.lyra.flex_horizon == "completion":
-            return math.inf
-        if waiting is not None:
-            return waiting
-        return max(self.lyra.held_s.get(gpu_type, math.inf), self.lyra.round_s)
-
     def observe_hold(self, gpu_type: str, held_s: float) -> None:  # exponentially weighted mean
-        held = self.lyra.held_s
+        mean = self.lyra.held_s.get(gpu_type)
         if held_s > 0:
-            mean = held.get(gpu_type)
-            held[gpu_type] = held_s if mean is None else mean + HOLD_EWMA * (held_s - mean)
-
-    def learn_hold(self, gpu_type: str, typed: list[JobView], choice: list[int]) -> None:
-        """Observe how long extra workers were held: from a grant to the next decrease."""
-        granted = self.lyra.granted
-        for job, new in zip(typed, choice):
-            current = sum(self.flex[job.id].values()) if job.workers else 0
-            since = granted.get(job.id)
-            if new < current and since is not None:
-                self.observe_hold(gpu_type, self.view.now - since[0])
-            if new > current or (new < current and new):
-                granted[job.id] = (self.view.now, gpu_type)
-            elif not new:
-                granted.pop(job.id, None)
+            self.lyra.held_s[gpu_type] = held_s if mean is None else mean + HOLD_EWMA * (held_s - mean)
 
     def keep_choice(self, typed: list[JobView], capacity: int, gpu_type: str, horizon: float,
                     grow: bool) -> list[int]:
@@ -535,32 +453,30 @@ class _Decision:
     def knapsack_choice(self, typed: list[JobView], capacity: int, gpu_type: str, horizon: float,
                         grow: bool) -> list[int]:
         """Extras per job maximising the JCT seconds saved (MCKP); a running job pays a rescale to change."""
-        rescale, values = self.view.overheads.rescale_s, []
+        values = []
         for job in typed:
             spec, current = job.spec, sum(self.flex[job.id].values())
             level = self.levels.get(job.id, NEUTRAL_JOB_LEVEL)
             top = min(spec.max_gpus - spec.min_gpus, capacity) if level else 0
-            if not grow:
-                top = min(top, current)
-            row = self.value_row(job, gpu_type, top, horizon)
+            row = self.value_row(job, gpu_type, top if grow else min(top, current), horizon)
             if job.workers > 0:  # v - rescale for every k but the current one
-                row = [v if k == current else v - rescale for k, v in enumerate(row)]
+                row = [v if k == current else v - self.view.overheads.rescale_s for k, v in enumerate(row)]
             values.append(row if level == NEUTRAL_JOB_LEVEL else [v * 2.0 ** (level - NEUTRAL_JOB_LEVEL) for v in row])
         return solve(values, capacity, self.lyra.knapsack_exact_limit)
 
     def place_extras(self, gpu_type: str, typed: list[JobView], choice: list[int]) -> None:
         """Jobs keep what they can of their extras (loaned first); the rest go largest job first on
         spare servers, loaned ones first, so that a reclaim becomes a scale-in."""
-        avail, loaned, extras, left = self.avail, self.loaned_set, [], list(choice)
+        avail, loaned, left = self.avail, set(self.loaned), list(choice)
+        extras: list[Alloc] = []
         for i, job in enumerate(typed):
-            extra: Alloc = {}
+            extras.append({})
             for sid, g in sorted(self.flex[job.id].items(), key=lambda kv: (kv[0] not in loaned, kv[0])):
                 keep = min(g, avail[sid], left[i])
                 if keep:
-                    extra[sid], avail[sid], left[i] = keep, avail[sid] - keep, left[i] - keep
-            extras.append(extra)
-        spare = [s for s, t in enumerate(self.types) if t == gpu_type and avail[s] > 0]
-        spare = [s for s in spare if s in loaned] + [s for s in spare if s not in loaned]
+                    extras[i][sid], avail[sid], left[i] = keep, avail[sid] - keep, left[i] - keep
+        spare = sorted((s for s, t in enumerate(self.types) if t == gpu_type and avail[s] > 0),
+                       key=lambda s: s not in loaned)  # stable: ascending ids, loaned first
         for i in sorted((i for i in range(len(typed)) if left[i] > 0), key=lambda i: (-left[i], typed[i].index)):
             for sid in spare:
                 g = min(avail[sid], left[i])
@@ -572,13 +488,5 @@ class _Decision:
             alloc = dict(self.base[job.id])
             for sid, g in extra.items():
                 alloc[sid] = alloc.get(sid, 0) + g
-            if extra != self.flex[job.id] and alloc != self.alloc.get(job.id):
+            if alloc != self.alloc.get(job.id):
                 self.alloc[job.id] = alloc
-
-
-def _is_running(view: ClusterView, job_id: str) -> bool:
-    """Is ``job_id`` a running job of ``view`` (unknown ids: no)?"""
-    try:
-        return view.job(job_id).state is JobState.RUNNING
-    except KeyError:
-        return False

@@ -23,6 +23,7 @@ from lyra_baselines.lyra_rates import LyraRates
 from lyra_baselines.lyra_running import RunningElastic, add_flex
 from lyra_baselines.placement import capacities
 from lyra_gym.sim.cluster import Pool
+from lyra_gym.sim.journal import ChangeFeed
 from lyra_gym.sim.plan import Plan, TrackedAllocations
 from lyra_gym.sim.topology import FreeMap, ServerSet
 from lyra_gym.sim.view import ClusterView, JobView
@@ -81,10 +82,6 @@ class ClusterFacts:
         self.inference_types = {view.servers[s].gpu_type for s in view.inference_server_ids}
         self._room_for: dict[int, tuple[list[str], bool]] = {}
 
-    def training_size(self, gpu_type: str) -> int:
-        """GPUs of the training servers of ``gpu_type``."""
-        return len(self.training_types[gpu_type]) * self.per_server[gpu_type]
-
     def training_room(self, need: int) -> tuple[list[str], bool]:
         """The training GPU types with ``need`` GPUs in all, and whether all training servers
         together have them when types may mix (cached: the training pool never changes)."""
@@ -112,9 +109,12 @@ class LyraMemory:
         self.running: RunningElastic | None = None  # the running elastic jobs' splits (filled when first needed)
         self.granted: dict[str, tuple[float, str]] = {}  # job id -> (when extra workers were granted, GPU type)
         self.held_s: dict[str, float] = {}  # GPU type -> smoothed observed hold of extra workers (s)
-        # jobs whose base sits on loaned servers (move-back candidates) -> the allocation last
-        # found entirely off training servers (None: not checked yet)
+        # move-back candidates: every job the engine started or moved wholly onto loaned servers
+        # (:meth:`track_loaned`, whoever planned it) -> the allocation last found entirely off
+        # training servers (None: not checked yet); a job that left them is dropped when visited
         self.on_loaned: dict[str, Mapping[int, int] | None] = {}
+        self.loaned_feed: ChangeFeed | None = None  # the engine's changes since track_loaned last read them
+        self.loaned_view: ClusterView | None = None  # the view whose engine loaned_feed follows
         # queued job id -> (remaining work, GPUs, {GPU type: time_on s}); None until the first
         # decision, and under the adaptive rule (lyra_admission.times_on)
         self.queued_times: dict[str, tuple[float, int, dict[str, float]]] | None = None
@@ -124,13 +124,30 @@ class LyraMemory:
         # the last decision on a clean plan: Decision reuses them while the key is the same
         self.setup: tuple | None = None
 
+    def track_loaned(self, view: ClusterView) -> None:
+        """Add to :attr:`on_loaned` the jobs the engine started or moved wholly onto loaned servers
+        since the last call (from its change feed; every running job at the first call or after a
+        lost feed): Lyra's own placements, and allocations it did not plan (an overruled plan, an
+        agent's own plans in ``Alloc-v1``), as the reference considers every such job."""
+        training = self.start(view).training_ids
+        feed = self.loaned_feed if self.loaned_view is view else None
+        changes = feed.changed() if feed is not None else None
+        if changes is None:
+            feed = self.loaned_feed = view.change_feed()
+            self.loaned_view = view
+            changes = feed.running()
+        on_loaned = self.on_loaned
+        for job_id, (alloc, _) in changes.items():
+            if alloc is not None and job_id not in on_loaned and training.isdisjoint(alloc):
+                on_loaned[job_id] = None
+
     def start(self, view: ClusterView) -> ClusterFacts:
         """The run's :class:`ClusterFacts` (read at the first decision)."""
         facts = self.facts
         if facts is None:
             facts = self.facts = ClusterFacts(view)
             self.rates.per_server = facts.per_server
-            self.rates.settle(view)  # before any rate: where its pure caches are kept (the profile set's memo)
+            self.rates.settle(view)  # before any rate: where its pure caches are kept (lyra_rates.SHARED)
             self.releases.gpu_types, self.releases.training_ids = facts.gpu_types, facts.training_ids
             if self.settings.elastic:
                 self.running = RunningElastic(partial(split_alloc, self.settings, facts), facts.cell_of,

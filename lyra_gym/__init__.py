@@ -26,10 +26,11 @@ neither the simulator nor the environments, torch or stable-baselines3.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lyra_gym.env_ids import DEPRECATED_ENV_IDS, ENV_ADDITIONAL_WRAPPERS, ENV_ENTRY_POINTS, current_env_id
 from lyra_gym.env_ids import register_env_ids as _register_env_ids
+from lyra_gym.lazy_face import lazy_face
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__ imports them
     from lyra_gym.envs import ALL_ENV_IDS, ALLOC_ENV_ID, ENV_IDS, register_envs
@@ -100,22 +101,13 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A face name, imported from its module on first use (PEP 562) and kept here; ``envs``, the
-    environments' package; ``__version__``, the installed distribution's version."""
-    if name == "__version__":
-        from lyra_gym.provenance import package_version
+def _version() -> str:
+    from lyra_gym.provenance import package_version
 
-        return package_version()
-    if name == "envs":
-        return import_module("lyra_gym.envs")
-    module = _FACE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lyra_gym' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+    return package_version()
 
 
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__, "envs"})
+# A face name is imported from its module on first use and kept here; ``envs`` is the environments'
+# package; ``__version__`` the installed distribution's version.
+__getattr__, __dir__ = lazy_face(globals(), _FACE, {"__version__": _version,
+                                                    "envs": lambda: import_module("lyra_gym.envs")})

@@ -282,13 +282,6 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return Path(path)
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (:func:`atomic_path`); returns the path."""
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
-    return Path(path)
-
-
 def owned_names(*patterns: str) -> Callable[[Path], bool]:
     """``owned`` predicate of :func:`check_out_folder`: an entry whose name matches one of the
     glob ``patterns``, or a temporary leftover (:func:`is_temporary`)."""

@@ -26,15 +26,12 @@ MODEL_DIR = ROOT / "agents" / "pretrained" / "alloc-contended"
 def _agent():
     """(scheduler, eval env) of the shipped agent; the run config's relative cluster file is
     resolved against the repository root (asv runs from a temporary folder). Torch threads as
-    training sets them (``lyra_agents.factory.configure_torch``: half the cores, 1 to 4): the loader
+    training sets them (``lyra_agents.model_build.configure_torch``: half the cores, 1 to 4): the loader
     leaves torch's default, and on a busy 2-core machine a second thread makes one small forward
     pass 10-40x slower, which would measure the machine, not the code."""
-    try:  # installed as lyra_agents since issue 28 item 7
-        from lyra_agents.factory import configure_torch, make_eval_env
-        from lyra_agents.policy_scheduler import load_policy_scheduler
-    except ImportError:  # older commits: the top-level name agents
-        from lyra_agents.factory import configure_torch, make_eval_env  # type: ignore[no-redef]
-        from lyra_agents.policy_scheduler import load_policy_scheduler  # type: ignore[no-redef]
+    from lyra_agents.model_build import configure_torch
+    from lyra_agents.policy_scheduler import load_policy_scheduler
+    from lyra_agents.vec_envs import make_eval_env
 
     scheduler = load_policy_scheduler(MODEL_DIR, trust_model_files=False)
     config = scheduler.config

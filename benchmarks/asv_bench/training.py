@@ -106,7 +106,8 @@ class TrainThroughput:
     timeout = 900
 
     def setup_cache(self):
-        from lyra_agents.factory import build_training_envs, configure_torch, make_model
+        from lyra_agents.model_build import configure_torch, make_model
+        from lyra_agents.vec_envs import build_training_envs
 
         cfg = train_config(GENERALIST)
         if self.n_steps:

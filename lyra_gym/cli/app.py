@@ -390,7 +390,7 @@ def _add_policy_param(p: argparse.ArgumentParser) -> None:
                         "you trust; default: weights and statistics only, see docs/trust.md)")
 
 
-TRUST_ENV = "LYRA_GYM_TRUST_MODEL_FILES"  # read by agents.factory; inherited by worker processes
+TRUST_ENV = "LYRA_GYM_TRUST_MODEL_FILES"  # read by lyra_agents.model_files; inherited by worker processes
 
 
 def _trust_model_files(args: argparse.Namespace) -> None:

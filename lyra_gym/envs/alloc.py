@@ -185,23 +185,18 @@ class AllocDecision:
         return False
 
     # ------------------------------------------------------------------ observation extras
-    def job_extras(self) -> np.ndarray:
-        """``(len(slots), len(ALLOC_JOB_FEATURES))`` features of the slots (zeros before the proposal)."""
-        return self._job_extras().copy()
-
-    def _job_extras(self) -> np.ndarray:
-        """:meth:`job_extras`, kept between sub-actions (:meth:`WorkingPlan.job_extras`)."""
+    def job_extras(self, copy: bool = True) -> np.ndarray:
+        """``(len(slots), len(ALLOC_JOB_FEATURES))`` features of the slots (zeros before the proposal);
+        ``copy=False``: the array kept between sub-actions (:meth:`WorkingPlan.job_extras`), read only."""
         working = self.working
         if working is None:
             return np.zeros((len(self.slots), len(ALLOC_JOB_FEATURES)), dtype=np.float32)
-        return working.job_extras(self.selected)
+        rows = working.job_extras(self.selected)
+        return rows.copy() if copy else rows
 
-    def cluster_extras(self) -> np.ndarray:
-        """``len(ALLOC_CLUSTER_FEATURES)`` features of the phase and the working plan."""
-        return np.clip(self._cluster_extras(), -1.0, 1.0)
-
-    def _cluster_extras(self) -> np.ndarray:
-        """:meth:`cluster_extras` before clipping."""
+    def cluster_extras(self, clip: bool = True) -> np.ndarray:
+        """``len(ALLOC_CLUSTER_FEATURES)`` features of the phase and the working plan, clipped to
+        [-1, 1] (``clip=False``: unclipped, for a caller that clips a whole observation)."""
         out = np.zeros(len(ALLOC_CLUSTER_FEATURES), dtype=np.float32)
         stage = self.stage
         out[stage.index] = 1.0
@@ -211,7 +206,7 @@ class AllocDecision:
             self.working.cluster_extras(out, constants, n_inf)
         else:  # borrow or return: servers still to return
             out[7] = max(0, self.owed - stage.returns_chosen) / n_inf  # type: ignore[union-attr]
-        return out
+        return np.clip(out, -1.0, 1.0) if clip else out
 
 
 class SkippedTick:
@@ -247,12 +242,12 @@ class AllocObserver:
             self._built_for = (decision, slots)
         obs = self._base.copy()  # type: ignore[union-attr]
         width, extra = self.builder.job_width, len(ALLOC_JOB_FEATURES)
-        rows = decision._job_extras()
+        rows = decision.job_extras(copy=False)
         n = len(rows)
         if n:
             obs[:n * width].reshape(n, width)[:, width - extra:] = rows
         end = self.k * width + self.builder.cluster_width
-        obs[end - len(ALLOC_CLUSTER_FEATURES):end] = decision._cluster_extras()  # clipped with the rest
+        obs[end - len(ALLOC_CLUSTER_FEATURES):end] = decision.cluster_extras(clip=False)  # clipped with the rest
         np.clip(obs, -1.0, 1.0, out=obs)
         return obs
 

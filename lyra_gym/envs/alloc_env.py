@@ -69,7 +69,9 @@ class AllocEnv(EpisodeEnv):
     ``worker_levels`` (L, 1..64, default 10).
 
     ## Version History
-    - v0: first release.
+    - v1 (0.2.0): the behaviour of 0.2.0's changes (CHANGELOG); Lyra's proposals since 0.3.0 count every job on loaned
+      GPUs as a move-back candidate (CHANGELOG, Fixed).
+    - v0 (0.1.0): first release.
     """
 
     controls_jobs = True

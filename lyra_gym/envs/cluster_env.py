@@ -139,7 +139,10 @@ class LyraClusterEnv(EpisodeEnv):
     Any Gymnasium vector wrapper; instances share nothing.
 
     ## Version History
-    - v0: first release.
+    - v2 (0.3.0): PREEMPT per running job's slot, K = 64 with running jobs first, exact masks,
+      auto-commit, observation version 2 (:mod:`lyra_gym.envs.cluster_env_v2`).
+    - v1 (0.2.0): the behaviour of 0.2.0's changes (CHANGELOG); ``-v0`` numbers are not comparable.
+    - v0 (0.1.0): first release.
     """
 
     controls_jobs = True

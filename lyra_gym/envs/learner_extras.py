@@ -103,36 +103,38 @@ class LearnerExtras:
     def __init__(self, k: int) -> None:
         self.k = k
         self.size = extras_size(k)
-        self._engine: Any = None
+        self._view: ClusterView | None = None
         self.reset()
 
     def reset(self) -> None:
         """Forget the history (a new episode or run)."""
-        self._engine = None
+        self._view = None
+        self._jobs: list[JobView] = []  # the run's jobs, by trace index (submit order)
         self._next = 0  # next job record (submit order) not yet seen submitted
         self._open: list[int] = []  # submitted, not yet seen finished
         self._groups: dict[tuple, _Group] = {}
         self._finished = 0
         self._last_now = -math.inf
 
-    def _catch_up(self, engine: Any, now: float) -> None:
+    def _catch_up(self, view: ClusterView, now: float) -> None:
         """Read the completions up to ``now`` (jobs submitted by now, finished at or before now)."""
-        if engine is not self._engine or now < self._last_now:
+        if view is not self._view or now < self._last_now:
             self.reset()
-            self._engine = engine
+            self._view = view
+            self._jobs = list(view.all_jobs())
         self._last_now = now
-        jobs = engine.jobs
+        jobs = self._jobs
         while self._next < len(jobs) and jobs[self._next].spec.submit_time <= now:
             self._open.append(self._next)
             self._next += 1
         still = []
         for i in self._open:
             job = jobs[i]
-            finish = job.finish_time
-            if finish is not None and finish <= now:
+            finish, duration = job.finish_time, job.completed_duration  # both None until it finishes
+            if finish is not None and duration is not None and finish <= now:
                 spec = job.spec
                 for key in ((spec.model, spec.num_gpus), (spec.model,), ()):
-                    self._groups.setdefault(key, _Group()).add(spec.duration)
+                    self._groups.setdefault(key, _Group()).add(duration)
                 self._finished += 1
             else:
                 still.append(i)
@@ -148,8 +150,7 @@ class LearnerExtras:
 
     def compute(self, view: ClusterView, slots: Sequence[JobView]) -> np.ndarray:
         """The extras at ``view`` for the env's job ``slots`` (at most ``k``), float32."""
-        engine = view._engine  # noqa: SLF001 -- the engine's job records, read only
-        self._catch_up(engine, view.now)
+        self._catch_up(view, view.now)
         out = np.zeros(self.size, dtype=np.float32)
         width = len(SLOT_FEATURES)
         for row, job in enumerate(slots[: self.k]):

@@ -38,20 +38,19 @@ def lever_slots(view: ClusterView, k: int) -> tuple[list[JobView], SlotCounts, i
     """(slots, their counts, running jobs unseen, queued jobs unseen): the running jobs claim up
     to ``k`` slots (elastic ones first, then inelastic ones, start order), the queued jobs the
     rest (admission order, :func:`~lyra_gym.envs.observation.job_slots_counted`)."""
-    engine = view._engine  # noqa: SLF001 -- the engine's job records, read only
-    records, running, num_queued = engine.jobs, engine.running, len(engine.queue)
+    num_queued = view.num_queued
     elastic: list[JobView] = []
     inelastic: list[JobView] = []
-    for i in running:
-        record = records[i]
-        (elastic if record.spec.elastic else inelastic).append(record.view)
-    shown_running = min(len(running), k)
+    for job in view.running_jobs():
+        (elastic if job.spec.elastic else inelastic).append(job)
+    num_running = len(elastic) + len(inelastic)
+    shown_running = min(num_running, k)
     room = k - shown_running
     queued = job_slots_counted(view, room)[0][:min(num_queued, room)] if room and num_queued else []
     n_elastic = min(len(elastic), shown_running)
     slots = queued + elastic[:n_elastic] + inelastic[:shown_running - n_elastic]
     counts = (len(queued), n_elastic, shown_running - n_elastic)
-    return slots, counts, len(running) - shown_running, num_queued - len(queued)
+    return slots, counts, num_running - shown_running, num_queued - len(queued)
 
 
 class LeverPoint(NamedTuple):

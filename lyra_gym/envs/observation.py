@@ -23,12 +23,15 @@ GPUs, while ``topology.version`` stays; the running jobs' part of the slots, whi
 jobs stay), with the same calls and the same arithmetic, so observations are identical bit for
 bit (``tests/envs/test_env_equivalence.py``, ``tests/envs/test_env_step_kept_state.py``,
 ``tests/envs/test_observe_counts.py``). The float64 values become float32 by struct's native ``f``
-(the C cast NumPy's ``astype`` uses), then are clipped by NumPy's clip ufunc.
+(the C cast NumPy's ``astype`` uses), then are clipped by ``ndarray.clip``.
 
-Duration features (``remaining_est``, ``remaining_now``, ``remaining_loaned``) and the slot order
-read the run's knowledge model (:mod:`lyra_gym.model.knowledge`, ``engine.knowledge``): under
-``estimate`` or ``history`` the believed remaining work, as the schedulers' views; the progress
-part behind the loaned-type rate stays the true one (visible in every mode).
+The builder reads only the public view (:class:`~lyra_gym.sim.view.ClusterView`,
+:class:`~lyra_gym.sim.view.JobView`; ruff's ``SLF`` rule holds it to that), so duration features
+(``remaining_est``, ``remaining_now``, ``remaining_loaned``) and the slot order read what the job
+views answer under the run's knowledge model (:mod:`lyra_gym.model.knowledge`): under
+``estimate`` or ``history`` the believed remaining work, as the schedulers see it; the progress
+part behind the loaned-type rate (``JobView.progress_part``) stays the true one (visible in every
+mode).
 """
 
 from __future__ import annotations
@@ -48,16 +51,9 @@ from lyra_gym.envs.observation_v2 import (
     cluster_features,
     splice_job_rows,
 )
-from lyra_gym.model.jobs import Job, JobState
-from lyra_gym.model.knowledge import Knowledge
-from lyra_gym.model.scaling import PROGRESS_BINS, progress_bin
+from lyra_gym.model.jobs import JobState
 from lyra_gym.sim.cluster import Pool
-from lyra_gym.sim.view import ClusterView, JobView
-
-try:  # the ufunc np.clip ends in, without NumPy's Python-level wrapper (NumPy 2's private path)
-    from numpy._core.umath import clip as _clip  # type: ignore[attr-defined]
-except ImportError:  # another NumPy: the public function, the same values
-    _clip = np.clip
+from lyra_gym.sim.view import ClusterView, JobSnapshot, JobView
 
 GPU_NORM = 64.0  # GPU counts are divided by this (the largest job size of the shipped presets)
 
@@ -166,28 +162,24 @@ def job_slots_counted(view: ClusterView, k: int) -> tuple[list[JobView], int]:
     engine's running jobs stay the same ones in the same order
     (``_EngineConstants.running_slots``)."""
     constants = _constants(view)
-    engine = view._engine  # noqa: SLF001 -- the engine's job records, read only
-    records, now = engine.jobs, engine.now
     statics, reference = constants.jobs, constants.reference
-    knowledge = engine.knowledge  # None: the truth (oracle)
     keyed = []
-    for i in engine.queue:  # view.queued_jobs(), in the same order
-        record = records[i]
-        static = statics.get(i)
+    for job in view.queued_jobs():
+        index = job.index
+        static = statics.get(index)
         # j.remaining_time_at(spec.num_gpus), with the reference throughput looked up once per engine
-        ref = static[9] if static is not None else reference(record.spec.model, record.spec.num_gpus)
-        left = record.remaining_work(now) if knowledge is None else knowledge.remaining_work(record, now)
-        keyed.append((left / ref, i, record.view))
+        ref = static[9] if static is not None else reference(job.spec.model, job.spec.num_gpus)
+        keyed.append((job.remaining_work / ref, index, job))
     keyed.sort(key=_first_two)
     if len(keyed) >= k:
         return [entry[2] for entry in keyed[:k]], 0
     slots = [entry[2] for entry in keyed]
-    running = list(engine.running)  # view.running_jobs(), in the same order
+    running = list(view.running_jobs())
     kept = constants.running_slots
     if kept is None or kept[0] != running:
         flags = constants.inelastic  # per job index: 1 if not spec.elastic
-        elastic = [records[i].view for i in running if not flags[i]]
-        kept = constants.running_slots = (running, elastic + [records[i].view for i in running if flags[i]],
+        elastic = [job for job in running if not flags[job.index]]
+        kept = constants.running_slots = (running, elastic + [job for job in running if flags[job.index]],
                                           len(elastic))
     slots += kept[1]
     del slots[k:]
@@ -200,7 +192,7 @@ def _first_two(entry: tuple) -> tuple:
 
 def server_slots(view: ClusterView, m: int) -> list[int]:
     """The first M loaned servers by id."""
-    return view._engine.topology.loaned()[:m]  # noqa: SLF001 -- list(view.loaned_servers()[:m]), one copy
+    return view.topology.loaned()[:m]  # list(view.loaned_servers()[:m]), one copy
 
 
 #: ObservationBuilder's caches of pure functions, shared by a fork (ObservationBuilder.__deepcopy__)
@@ -210,8 +202,8 @@ _SHARED_ON_FORK = frozenset({"_efficiency", "_shared_goodput", "_shared_parts"})
 class ObservationBuilder:
     """Builds the flat float32 observation (a new array per call); ``size`` is its length.
 
-    It reads the engine's job and server records through the view (read only) rather than
-    through the per-attribute view properties: the same numbers, fewer calls per step.
+    It reads the public view only; what it keeps between steps (:mod:`~lyra_gym.envs.observation_state`)
+    makes the same numbers with fewer calls per step.
 
     :param extra_job_features: names of features appended to each job row (left 0 here).
     :param extra_cluster_features: names of features appended to the cluster block (left 0 here).
@@ -311,17 +303,16 @@ class ObservationBuilder:
         running_state, queued_state = JobState.RUNNING, JobState.QUEUED
         adaptive, running_rows = constants.adaptive, constants.running_rows
         pad = self._job_pad
-        last_bin, bins = PROGRESS_BINS - 1, PROGRESS_BINS
         shown_queued_gpus = shown_running = 0
-        knowledge = view._engine.knowledge  # noqa: SLF001 -- None: the truth (oracle)
-        # (0.0 if x < 0.0 else x) is max(x, 0.0), (x if x > 0.0 else 0.0) is max(0.0, x) and
-        # (b if b > a else a) is max(a, b), to the bit (-0.0 and NaN included), without the call
+        # (0.0 if x < 0.0 else x) is max(x, 0.0) and (x if x > 0.0 else 0.0) is max(0.0, x), to the
+        # bit (-0.0 and NaN included), without the call
         for job in jobs:
-            record = job._job  # noqa: SLF001 -- the engine's record behind the view, read only
-            index = record.index
-            state = record.state
+            index = job.index
+            # the remaining work in it is the believed one under a knowledge mode, the part the true one
+            snapshot = job.snapshot()
+            state = snapshot[0]
             if state is queued_state:
-                queued_gpus = self._kept_queued_row(job, record, constants, loaned_type, now, knowledge, out)
+                queued_gpus = self._kept_queued_row(job, snapshot, constants, loaned_type, out)
                 if queued_gpus is not None:  # its kept row held
                     shown_queued_gpus += queued_gpus
                     continue
@@ -330,32 +321,20 @@ class ObservationBuilder:
                 if held is not None:
                     held_allocation, held_rate, workers, held_loaned, head, eff, ref, on_loaned, rate_ratio, flexible, \
                         base, rates = held
-                    if state is running_state and held_allocation is record.allocation and record.workers == workers \
+                    _, allocation, workers_now, rate, begin, remaining, attained, part = snapshot
+                    if state is running_state and held_allocation is allocation and workers_now == workers \
                             and held_loaned is any_loaned and workers:
                         shown_running += 1
-                        rate = record.rate
                         if rate != held_rate:  # a new rate on the same GPUs (a progress part's): rate_ratio follows
                             rate_ratio = rate / base
                             running_rows[index] = (held_allocation, rate, workers, held_loaned, head, eff, ref,
                                                    on_loaned, rate_ratio, flexible, base, rates)
-                        last, begin, total = record.last_update, record.overhead_until, record.total_work
-                        # record.remaining_work(now), inline (the job has workers)
-                        busy = now - (begin if begin > last else last)
-                        done = record.work_done + rate * busy if busy > 0 else record.work_done
-                        truth = total - done
-                        truth = remaining = truth if truth > 0.0 else 0.0
-                        if knowledge is not None:  # what the run's knowledge model shows instead
-                            remaining = knowledge.remaining_work(record, now)
-                        since = now - last
-                        attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)
                         remaining_est = remaining / ref  # job.remaining_time_at(spec.num_gpus)
                         remaining_now = remaining / rate if rate > 0 else remaining_est
                         if loaned_type is None:
                             remaining_loaned = 0.0
                         else:
                             # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
-                            part = last_bin if total <= 0 else int((total - truth) / total * bins)
-                            part = part if part < last_bin else last_bin  # progress_bin(total - truth, total)
                             loaned_rate = constants.loaned_rate_at(job, index, part, job.batch_size if adaptive
                                                                    else None, rates)
                             if loaned_rate > 0:
@@ -375,60 +354,45 @@ class ObservationBuilder:
                         if pad:
                             out += pad
                         continue
-            queued_gpus, running = self._row(view, job, constants, loaned_type, any_loaned, out)
+            queued_gpus, running = self._row(view, job, snapshot, constants, loaned_type, any_loaned, out)
             shown_queued_gpus += queued_gpus
             shown_running += running
         return shown_queued_gpus, shown_running
 
-    def _kept_queued_row(self, job: JobView, record: Job, constants: _EngineConstants,
-                         loaned_type: tuple[str, int] | None, now: float, knowledge: Knowledge | None,
-                         out: list) -> int | None:
+    def _kept_queued_row(self, job: JobView, snapshot: JobSnapshot, constants: _EngineConstants,
+                         loaned_type: tuple[str, int] | None, out: list) -> int | None:
         """Append a queued job's kept row with its wait now (:meth:`_row`'s kept queued row, with
         less around it) and return the GPUs it requests; None, appending nothing, unless it holds."""
-        kept_row = constants.queued_rows.get(record.index)
+        index = job.index
+        kept_row = constants.queued_rows.get(index)
         if kept_row is None:
             return None
-        # record.remaining_work(now) of a job without workers; what the knowledge model shows instead
-        workers = record.workers
-        remaining = record.total_work - record.work_done if not workers else record.remaining_work(now)
-        if knowledge is not None:
-            remaining = knowledge.remaining_work(record, now)
-        since = now - record.last_update
-        attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)
         batch = job.batch_size if constants.adaptive and loaned_type is not None else None
-        if kept_row[0] != (remaining, workers, attained, batch):
+        if kept_row[0] != (snapshot[5], snapshot[2], snapshot[6], batch):  # remaining work, workers, attained
             return None
-        waiting = now - record.queued_since  # job.waiting_s
+        waiting = job.waiting_s
         out += kept_row[1]
         out.append(math.log1p((0.0 if waiting < 0.0 else waiting) / 60.0) / 10.0)
         out += kept_row[2]
         out += self._job_pad
-        return record.spec.num_gpus  # _row's static[1]
+        return constants.jobs[index][1]  # _row's static[1]: spec.num_gpus
 
-    def _row(self, view: ClusterView, job: JobView, constants: _EngineConstants,
+    def _row(self, view: ClusterView, job: JobView, snapshot: JobSnapshot, constants: _EngineConstants,
              loaned_type: tuple[str, int] | None, any_loaned: bool, out: list) -> tuple[int, int]:
         """Append one job row (as :meth:`_job_rows`) and keep what the next steps can reuse;
         (GPUs it requests if queued else 0, 1 if it runs else 0)."""
         now = view.now
         log1p = math.log1p
         index = job.index
-        record = job._job  # noqa: SLF001 -- the engine's record behind the view, read only
         static = constants.jobs.get(index)
         if static is None:
             static = self._static(view, job, constants)
-        state = record.state
+        state, allocation, workers, rate, overhead_until, remaining, attained, part = snapshot
         queued = state is JobState.QUEUED
-        truth = remaining = record.remaining_work(now)  # job.remaining_work
-        knowledge = view._engine.knowledge  # noqa: SLF001 -- None: the truth (oracle)
-        if knowledge is not None:  # what the run's knowledge model shows instead
-            remaining = knowledge.remaining_work(record, now)
-        workers = record.workers
-        since = now - record.last_update
-        attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)  # job.attained_gpu_s
         batch = job.batch_size if constants.adaptive and loaned_type is not None else None
         pad = self._job_pad
         if queued:
-            waiting = now - record.queued_since  # job.waiting_s
+            waiting = job.waiting_s
             waiting = log1p((0.0 if waiting < 0.0 else waiting) / 60.0) / 10.0
             # a queued job's row changes with its wait only, until it runs again: kept
             key = (remaining, workers, attained, batch)
@@ -445,8 +409,7 @@ class ObservationBuilder:
         rates = constants.part_rates(job) if batch is None and loaned_type is not None else None
         remaining_est = remaining / ref  # job.remaining_time_at(spec.num_gpus)
         if not queued and workers:
-            rate = record.rate
-            allocation = record.allocation  # replaced, never changed in place, by the engine
+            # the allocation is replaced, never changed in place, by the engine
             inference_set = constants.inference_set
             on_loaned = sum([n for s, n in allocation.items() if s in inference_set]) / workers \
                 if any_loaned else 0 / workers
@@ -464,8 +427,6 @@ class ObservationBuilder:
             remaining_now = remaining_est
         if loaned_type is not None:
             # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
-            total = record.total_work
-            part = progress_bin(total - truth, total)
             loaned_rate = constants.loaned_rate_at(job, index, part, batch, rates)
             if loaned_rate > 0:
                 left = remaining / loaned_rate
@@ -478,7 +439,7 @@ class ObservationBuilder:
         now_left = log1p((0.0 if remaining_now < 0.0 else remaining_now) / 60.0) / 10.0
         tail = (
             log1p(attained / 3600.0) / 10.0, est,
-            eff, 0.0 if queued else float(record.overhead_until > now),  # in overhead: never while queued
+            eff, 0.0 if queued else float(overhead_until > now),  # in overhead: never while queued
             on_loaned, rate_ratio, flexible, now_left, remaining_loaned,
         )
         if queued:
@@ -495,17 +456,17 @@ class ObservationBuilder:
         return (static[1], 0) if queued else (0, 1 if state is JobState.RUNNING else 0)
 
     @staticmethod
-    def _occupancy(engine, constants: _EngineConstants, loaned: list[int], n_inf: int) -> tuple:
+    def _occupancy(view: ClusterView, constants: _EngineConstants, loaned: list[int], n_inf: int) -> tuple:
         """The cluster features read off the free GPUs alone (kept while ``topology.version``
         stays): (free_training, free_loaned, loaned, the five ``servers_free_*`` shares)."""
         # every training server is usable (Server.usable): the free-GPU histogram and total of the
         # training servers, read off the topology's index (counts as ints: h / usable is the same
         # float as the per-server float sum over usable)
-        topology, free = engine.topology, engine.free  # view.free_gpus(), not copied
+        topology, servers = view.topology, view.servers
         by_free = topology.free_histogram(Pool.TRAINING)
         usable = max(1, len(constants.training_ids))
         return (topology.free_total(constants.training_cells) / max(1, constants.training_gpus),
-                sum([free[s] for s in loaned]) / constants.inference_gpus,
+                sum([servers[s].free_gpus for s in loaned]) / constants.inference_gpus,
                 len(loaned) / n_inf,
                 (by_free[0] / usable, sum(by_free[1:2]) / usable, sum(by_free[2:4]) / usable,
                  sum(by_free[4:8]) / usable, sum(by_free[8:]) / usable))
@@ -516,9 +477,8 @@ class ObservationBuilder:
         ``window``: the episode's window (its ``start_s`` and ``length_s``), read by version 2 only
         (None: a run over a whole trace, no window)."""
         constants = self._constants(view)
-        engine = view._engine  # noqa: SLF001 -- the engine's records, read only
-        records = engine.jobs
-        loaned = engine.topology.loaned()  # view.loaned_servers()
+        topology = view.topology
+        loaned = topology.loaned()  # view.loaned_servers()
         values: list[float] = []
         shown_queued_gpus, shown_running = self._job_rows(view, jobs, constants, constants.loaned_type,
                                                                  bool(loaned), values)
@@ -526,37 +486,31 @@ class ObservationBuilder:
         if v2_pad is not None:
             values = splice_job_rows(values, view, jobs, len(JOB_FEATURES), v2_pad)
         values += (0.0,) * ((self.k - len(jobs)) * self.job_width)
-        now = engine.now
+        now = view.now
         n_inf = max(1, len(constants.inference_ids))
         training_gpus = constants.training_gpus
-        topology = engine.topology
         occupancy = constants.occupancy
         if occupancy is None or occupancy[0] != topology.version:
-            occupancy = constants.occupancy = (topology.version, self._occupancy(engine, constants, loaned, n_inf))
+            occupancy = constants.occupancy = (topology.version, self._occupancy(view, constants, loaned, n_inf))
         free_training, free_loaned, loaned_share, shares = occupancy[1]
-        queue = engine.queue
-        if queue:
-            # the longest wait, max(now - queued_since): now - the earliest queued_since (same rounding)
-            head_wait = now - min([records[i].queued_since for i in queue])
-            tail_gpus = sum([records[i].spec.num_gpus for i in queue]) - shown_queued_gpus
-        else:
-            head_wait, tail_gpus = 0.0, 0
-        num_running = len(engine.running)
+        num_queued, num_running = view.num_queued, view.num_running
+        head_wait = view.longest_wait_s()
+        tail_gpus = view.queued_gpus() - shown_queued_gpus if num_queued else 0
         running_unseen = num_running - shown_running
         day = now / 86400.0
         ahead = constants.demand_ahead
         values += (
             free_training, free_loaned, loaned_share,
-            engine.num_loanable() / n_inf,  # view.num_loanable
-            engine.demand_now / n_inf,  # view.inference_demand
+            view.num_loanable / n_inf,
+            view.inference_demand / n_inf,
             ahead[0].at(now + 3600) / n_inf,
             ahead[1].at(now + 3 * 3600) / n_inf,
             ahead[2].at(now + 6 * 3600) / n_inf,
-            engine.reclaim_owed() / n_inf,  # view.reclaim_pending
+            view.reclaim_pending / n_inf,
             math.sin(2 * math.pi * day),
             math.cos(2 * math.pi * day),
             float(int(day) % 7 >= 5),
-            math.log1p(len(queue)) / 6.0,
+            math.log1p(num_queued) / 6.0,
             math.log1p(num_running) / 6.0,
         )
         values += shares
@@ -568,13 +522,13 @@ class ObservationBuilder:
         if v2_pad is not None:
             values += cluster_features(constants.submit_times(), now, window)
         values += self._cluster_pad
-        servers_all = engine.servers
+        servers_all = view.servers
         inelastic = constants.inelastic.__getitem__
         for sid in servers:
             server = servers_all[sid]
-            on = server.jobs
-            values += (1.0, server.used / server.num_gpus, len(on) / 8.0, sum(map(inelastic, on)) / 8.0)
+            on = server.jobs  # job index -> GPUs
+            values += (1.0, server.used_gpus / server.num_gpus, len(on) / 8.0, sum(map(inelastic, on)) / 8.0)
         values += self._empty_server * (self.m - len(servers))
         # float64 values -> float32 by struct's native "f" (the C cast, as assigning them into a float32
         # array does: the same bits, inf beyond its range, NaN kept), then clipped into a new array
-        return _clip(np.frombuffer(struct.pack(self._format, *values), dtype=np.float32), -1.0, 1.0)
+        return np.frombuffer(struct.pack(self._format, *values), dtype=np.float32).clip(-1.0, 1.0)

@@ -73,7 +73,7 @@ class _EngineConstants:
         #: the topology cells of the training servers (their free GPUs: running totals and buckets)
         self.training_cells = tuple(c.index for c in topology.cells if c.pool is Pool.TRAINING)
         #: per job index, 1 if the job is inelastic (its spec never changes)
-        self.inelastic = [0 if job.spec.elastic else 1 for job in view._engine.jobs]  # noqa: SLF001
+        self.inelastic = [0 if job.spec.elastic else 1 for job in view.all_jobs()]
         self.inference_gpus = sum(servers[s].num_gpus for s in self.inference_ids) or 1
         self.loaned_type: tuple[str, int] | None = None
         if self.inference_ids:
@@ -92,7 +92,7 @@ class _EngineConstants:
         self.running_rows: dict[int, tuple[Mapping[int, int], float, int, bool, tuple[float, ...], float, float,
                                            float, float, float, float, list[float | None] | None]] = {}
         # inference demand 1 h, 3 h and 6 h ahead of the clock
-        demand = view._engine.demand  # noqa: SLF001 -- the curve view.inference_demand_at reads
+        demand = view.demand_curve  # the curve view.inference_demand_at reads
         self.demand_ahead = tuple(_DemandAhead(demand) for _ in range(3))
         # (model, GPUs, B0, progress part, batch) -> loaned-type rate, shared by the engines of one builder
         # and run context (ObservationBuilder._shared_goodput); None until a builder sets it
@@ -102,9 +102,9 @@ class _EngineConstants:
         self.shared_parts: dict[tuple[str, int, float], list[float | None]] | None = None
         # (topology.version, the cluster features read off the free GPUs alone): see ObservationBuilder.build
         self.occupancy: tuple[int, tuple] | None = None
-        # (the running job indices in start order, their views: elastic ones then inelastic ones, how
+        # (the running jobs' views in start order, the same: elastic ones then inelastic ones, how
         # many are elastic): job_slots' running part, kept while the running jobs stay these
-        self.running_slots: tuple[list[int], list, int] | None = None
+        self.running_slots: tuple[list[JobView], list[JobView], int] | None = None
         # the jobs' submit times, ascending (observation version 2's arrivals; None until asked)
         self.submits: list[float] | None = None
 
@@ -114,7 +114,7 @@ class _EngineConstants:
         if submits is None:
             view = self._view()
             assert view is not None  # the engine (and its view) own these constants
-            submits = self.submits = sorted(record.spec.submit_time for record in view._engine.jobs)  # noqa: SLF001
+            submits = self.submits = sorted(job.spec.submit_time for job in view.all_jobs())
         return submits
 
     def reference(self, model: str, workers: int) -> float:
@@ -137,14 +137,13 @@ class _EngineConstants:
         the size ``global_batch`` reads), the part and the batch; so jobs of one model and size, in
         any engine of that context, share it."""
         shared = self.shared_goodput
-        record = job._job  # noqa: SLF001 -- the engine's record behind the view, read only
-        spec = record.spec  # the model and size: the same in the view's spec
-        wide = (spec.model, spec.num_gpus, record.init_batch, part, batch)
+        spec = job.spec
+        wide = (spec.model, spec.num_gpus, job.init_batch, part, batch)
         rate = shared.get(wide) if shared is not None else None
         if rate is None:
             view, loaned_type = self._view(), self.loaned_type
             assert view is not None and loaned_type is not None  # asked only with loaned servers
-            rate = view.goodput(job, job.spec.num_gpus, *loaned_type)
+            rate = view.goodput(job, spec.num_gpus, *loaned_type)
             if shared is not None:
                 shared[wide] = rate
         self.goodput[(index, part, batch)] = rate
@@ -158,9 +157,8 @@ class _EngineConstants:
         shared = self.shared_parts
         if shared is None:
             shared = self.shared_parts = {}
-        record = job._job  # noqa: SLF001 -- the engine's record behind the view, read only
-        spec = record.spec
-        key = (spec.model, spec.num_gpus, record.init_batch)
+        spec = job.spec
+        key = (spec.model, spec.num_gpus, job.init_batch)
         rates = shared.get(key)
         if rates is None:
             rates = shared[key] = [None] * PROGRESS_BINS

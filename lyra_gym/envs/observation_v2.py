@@ -28,14 +28,15 @@ Cluster, after :data:`~lyra_gym.envs.observation.CLUSTER_FEATURES` (:data:`V2_CL
 
 "Not yet submitted": the run's jobs with a submit time after now (a job arriving now is in the
 queue already). Everything is read from the job views and the engine's own job records, as the
-version 1 rows are (no look-ahead beyond the submit times the engine already holds).
+version 1 rows are (no look-ahead beyond the submit times the engine already holds), through the
+public view only.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-from typing import Any, Protocol
+from typing import Protocol
 
 from lyra_gym.model.jobs import JobState
 from lyra_gym.sim.view import ClusterView, JobView
@@ -72,45 +73,28 @@ def _log_time(seconds: float) -> float:
     return math.log1p(max(seconds, 0.0) / 60.0) / 10.0
 
 
-def lost_run_s(record: Any, now: float) -> float:
-    """Run time (s) ``record`` would lose if preempted at ``now``: the run time since its last
-    checkpoint (what :meth:`lyra_gym.sim.overheads.OverheadModel.roll_back` takes, after the
-    engine advanced it to ``now``); 0 without checkpoints (free preemption)."""
-    interval = record.checkpoint_s
-    if not interval:
-        return 0.0
-    busy = now - max(record.last_update, record.overhead_until)
-    run = record.run_s + (busy if busy > 0 and record.workers else 0.0)
-    return run - math.floor(run / interval) * interval
-
-
 def restart_overhead_s(view: ClusterView, model: str) -> float:
     """Seconds of restart overhead a job of ``model`` pays when started again after a preemption."""
     restart = view.overheads.restart_s
     return restart if restart is not None else view.profiles.model(model).restart_overhead_s
 
 
-def job_features(view: ClusterView, job: JobView, now: float, restart_s: dict[str, float] | None = None
-                 ) -> tuple[float, ...]:
-    """:data:`V2_JOB_FEATURES` of ``job`` at ``now`` (unclipped: the builder clips); ``restart_s``:
+def job_features(view: ClusterView, job: JobView, restart_s: dict[str, float] | None = None) -> tuple[float, ...]:
+    """:data:`V2_JOB_FEATURES` of ``job`` now (unclipped: the builder clips); ``restart_s``:
     :func:`restart_overhead_s` by model, kept by the caller (filled here)."""
-    record = job._job  # noqa: SLF001 -- the engine's record behind the view, read only
-    workers = record.workers
-    since = now - record.last_update
-    attained = record.attained_gpu_s + workers * (since if since > 0.0 else 0.0)  # job.attained_gpu_s
-    service = attained / ATTAINED_SCALE_S
-    preemptions = record.preemptions
+    service = job.attained_gpu_s / ATTAINED_SCALE_S
+    preemptions = job.preemptions
     preempted = (preemptions if preemptions < PREEMPTIONS_CAP else PREEMPTIONS_CAP) / PREEMPTIONS_CAP
-    if record.state is not JobState.RUNNING or not workers:
+    if job.state is not JobState.RUNNING or not job.workers:
         return service, 1.0, 0.0, preempted, 0.0
-    speedup = math.log2(1.0 + record.rate / record.reference_rate) / 4.0
-    model = record.spec.model
+    speedup = math.log2(1.0 + job.rate / job.reference_rate) / 4.0
+    model = job.spec.model
     restart = restart_s.get(model) if restart_s is not None else None
     if restart is None:
         restart = restart_overhead_s(view, model)
         if restart_s is not None:
             restart_s[model] = restart
-    return service, record.efficiency, speedup, preempted, _log_time(restart + lost_run_s(record, now))
+    return service, job.statistical_efficiency, speedup, preempted, _log_time(restart + job.lost_run_s)
 
 
 def cluster_features(submits: list[float], now: float, window: WindowLike | None) -> tuple[float, float, float]:
@@ -129,16 +113,15 @@ def splice_job_rows(values: list[float], view: ClusterView, jobs: list[JobView],
     """``values`` (``len(jobs)`` version 1 rows of ``width`` entries) with each row's
     :data:`V2_JOB_FEATURES` and then ``pad`` (an environment's own features, 0) appended."""
     out: list[float] = []
-    now = view.now
     restart_s: dict[str, float] = {}
     for row, job in enumerate(jobs):
         out += values[row * width:(row + 1) * width]
-        out += job_features(view, job, now, restart_s)
+        out += job_features(view, job, restart_s)
         if pad:
             out += pad
     return out
 
 
 __all__ = ["ATTAINED_SCALE_S", "PREEMPTIONS_CAP", "V2_CLUSTER_FEATURES", "V2_JOB_FEATURES", "WindowLike",
-           "cluster_features", "job_features", "lost_run_s", "restart_overhead_s",
+           "cluster_features", "job_features", "restart_overhead_s",
            "splice_job_rows"]

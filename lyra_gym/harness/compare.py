@@ -53,7 +53,7 @@ from lyra_gym.sim import scheduler as registry
 from lyra_gym.sim.import_spec import SchedulerSpecError
 from lyra_gym.sim.params import ParamError, shown as short
 from lyra_gym.model.config import ConfigError, SimConfig, load_config
-from lyra_gym.harness.runspec import CompareError, RunError, RunSpec, _init_worker, run_one
+from lyra_gym.harness.runspec import CompareError, RunError, RunSpec, init_worker, run_one
 from lyra_gym.run.simulate import SimResult, write_result
 from lyra_gym.model.jobspec import JobSpec
 
@@ -368,6 +368,6 @@ def run_grid(
             finished(spec)
 
         run_in_workers(run_one, [(replace(s, out_dir=None),) for s in specs], workers, on_result,
-                       _init_worker, (list(jobs), config),
+                       init_worker, (list(jobs), config),
                        describe=lambda i: f"run {specs[i].policy!r} seed {specs[i].seed}")
     return {p: [done[p, s] for s in seeds] for p in policies}

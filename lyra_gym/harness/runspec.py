@@ -49,10 +49,11 @@ class RunSpec:
     extra_metrics: Mapping[str, Any] = field(default_factory=dict)  # added to metrics.json after summarize
 
 
-_worker_inputs: dict[str, Any] = {}  # set once per worker process by _init_worker
+_worker_inputs: dict[str, Any] = {}  # set once per worker process by init_worker
 
 
-def _init_worker(jobs: Sequence[JobSpec], config: SimConfig) -> None:
+def init_worker(jobs: Sequence[JobSpec], config: SimConfig) -> None:
+    """Keep ``jobs`` and ``config`` in this worker process, so :func:`run_one` need not be sent them."""
     _worker_inputs["jobs"], _worker_inputs["config"] = jobs, config
 
 

@@ -223,11 +223,6 @@ def run_row(grid: Grid, run: SweepRun, metrics: Mapping[str, Any]) -> dict[str, 
     return row
 
 
-def run_rows(grid: Grid, runs: Sequence[SweepRun], results: Sequence[SimResult]) -> list[dict[str, Any]]:
-    """The tidy rows of ``runs.csv``: grid position, then every metric."""
-    return [run_row(grid, r, res.metrics) for r, res in zip(runs, results)]
-
-
 def write_runs_csv(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike) -> Path:
     """``runs.csv`` (None as an empty cell), written atomically."""
     path = Path(path)

@@ -22,9 +22,8 @@ import numpy as np
 from lyra_gym.errors import ConfigError, LyraGymError, number_problem
 from lyra_gym.model.demand import MAX_DEMAND_POINTS, DiurnalDemandConfig
 from lyra_gym.model.knowledge import KnowledgeConfig
-from lyra_gym.model.userfiles import (  # noqa: F401 (_strict_yaml_loader: the sweep grid's reader)
+from lyra_gym.model.userfiles import (
     YamlProblem,
-    _strict_yaml_loader,
     read_user_file,
     shown,
     strict_yaml,
@@ -44,6 +43,7 @@ __all__ = [
     "config_from_dict",
     "config_to_dict",
     "load_config",
+    "parse_config_text",
     "read_user_file",
     "shown",
     "unique_key_loader",
@@ -474,9 +474,10 @@ def _check_demand_servers(data: Mapping[str, Any], config: SimConfig) -> None:
             f"(cluster.inference.count) and the demand curve is always sized to it; {fix}")
 
 
-def _parse_text(path: Path, raw: bytes, yaml11_bools: bool = False) -> Any:
-    """The document in a config file's bytes; any syntax problem is a one-line ConfigError
-    naming the file and line (``yaml11_bools``: see :func:`_strict_yaml_loader`)."""
+def parse_config_text(path: Path, raw: bytes, yaml11_bools: bool = False) -> Any:
+    """The document in a config file's bytes (YAML, or TOML by the ``.toml`` suffix); any syntax
+    problem is a one-line ConfigError naming the file and line (``yaml11_bools``: see
+    :func:`~lyra_gym.model.userfiles.strict_yaml`)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -538,7 +539,7 @@ def load_config(path: str | os.PathLike) -> SimConfig:
         raw = read_user_file(path, MAX_CONFIG_BYTES, "config file")
     except OSError as err:
         raise ConfigError(f"{path}: cannot read the config file ({err.strerror or err})") from None
-    data = _paths_beside(_parse_text(path, raw), path.parent)
+    data = _paths_beside(parse_config_text(path, raw), path.parent)
     try:
         config = config_from_dict(data)
     except ConfigError as err:

@@ -162,11 +162,11 @@ class ProfileSet:
         self._memos = {}
 
     def memo(self, key: Hashable) -> dict:
-        """A dict for memoising pure functions of these profiles and of ``key`` (everything else
-        they depend on): the same dict for every equal ``key``, so results outlive their caller
-        (:class:`~lyra_gym.model.scaling.ScalingModel` keeps its rates here, and Lyra its rate rows,
-        ``LyraRates.settle``; an env reset builds new ones on the same profiles). At most
-        :data:`MEMO_KEYS` keys (all dropped beyond); not pickled."""
+        """A dict for the model's own memos of pure functions of these profiles and of ``key``
+        (everything else they depend on): the same dict for every equal ``key``, so results outlive
+        their caller (:class:`~lyra_gym.model.scaling.ScalingModel` keeps its rates here; an env
+        reset builds a new one on the same profiles). Schedulers keep their caches themselves.
+        At most :data:`MEMO_KEYS` keys (all dropped beyond); not pickled."""
         memos = self._memos
         found = memos.get(key)
         if found is None:

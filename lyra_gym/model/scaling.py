@@ -254,10 +254,6 @@ class ScalingModel:
                 atomic = max(1, min(atomic, int(top / (workers * (accum + 1)))))
         return float(atomic), accum, float(workers * atomic * (accum + 1))
 
-    def capped_batch(self, spec: JobSpec, workers: int, batch: float, b0: float | None = None) -> float:
-        """The global batch really run (:meth:`split`; ``b0`` defaults to :meth:`initial_batch`)."""
-        return self.split(spec, self.initial_batch(spec) if b0 is None else b0, workers, batch)[2]
-
     def samples_per_s(self, spec: JobSpec, workers: int, servers: int, gpu_types: frozenset[str],
                       batch: float, b0: float | None = None) -> float:
         """Samples/s of ``workers`` workers at global batch ``batch`` (:meth:`split` first: with

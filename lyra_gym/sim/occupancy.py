@@ -28,7 +28,7 @@ def hold(servers: Sequence[Server], topology: Topology, accounting: Accounting, 
     accounting.used_training += on_training
     if workers != on_training:
         accounting.used_loaned += workers - on_training
-    topology._add(allocation, -1)
+    topology.add_free(allocation, -1)
     return workers
 
 
@@ -46,14 +46,14 @@ def release(servers: Sequence[Server], topology: Topology, accounting: Accountin
     accounting.used_training -= on_training
     if total != on_training:
         accounting.used_loaned -= total - on_training
-    topology._add(allocation, 1)
+    topology.add_free(allocation, 1)
 
 
 def lend(servers: Sequence[Server], topology: Topology, counts: dict[str, int], borrow: Sequence[int]) -> int:
     """Put inference servers ``borrow`` (ids, each once) on loan to training; returns how many."""
     for sid in borrow:
         servers[sid].loaned = True
-        topology._loan(sid)
+        topology.mark_loaned(sid)
     counts["servers_borrowed"] += len(borrow)
     return len(borrow)
 
@@ -62,6 +62,6 @@ def take_back(servers: Sequence[Server], topology: Topology, counts: dict[str, i
     """Return loaned servers ``give_back`` (ids, each once, empty by now) to inference; returns how many."""
     for sid in give_back:
         servers[sid].loaned = False
-        topology._unloan(sid)
+        topology.mark_returned(sid)
     counts["servers_returned"] += len(give_back)
     return len(give_back)

@@ -134,9 +134,10 @@ def unchanged_current(plan: Plan, token: object) -> bool:
 def current_plan(pending: PendingAllocations) -> Plan:
     """A Plan whose allocations are ``pending`` (``ClusterView.current_plan()``)."""
     plan = _new_object(Plan)
-    # plain attribute writes (no __init__, no dict of keywords): made at every decision point
-    plan._allocations = None
-    plan._pending = pending
+    # plain attribute writes (no __init__, no dict of keywords): made at every decision point;
+    # a Plan's own fields, set in its module
+    plan._allocations = None  # noqa: SLF001
+    plan._pending = pending  # noqa: SLF001
     plan.borrow = plan.give_back = plan.suspend = ()
     plan.batch_sizes = {}
     return plan

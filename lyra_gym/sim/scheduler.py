@@ -74,7 +74,8 @@ NEUTRAL_RETURN_LEVEL = 1
 #: What a policy can read of a job's duration: the :class:`~lyra_gym.sim.view.JobView` fields that
 #: the run's knowledge model answers (:mod:`lyra_gym.model.knowledge`). ``Scheduler.reads`` names
 #: the ones a policy uses.
-DURATION_READS = frozenset({"spec.duration", "total_work", "remaining_work", "remaining_time_at", "expected_finish"})
+DURATION_READS = frozenset({"spec.duration", "total_work", "remaining_work", "remaining_time_at", "expected_finish",
+                            "snapshot"})
 
 
 class Scheduler:

@@ -208,7 +208,7 @@ class Topology:
         if free is None or free.topology is not self:
             return bare
         cell_of = self.cell_of
-        for sid, value in free._over.items():
+        for sid, value in free.changed():
             if value and sid not in members and cell_of[sid] in cells:
                 return bare
         return named
@@ -265,8 +265,15 @@ class Topology:
         free[sid] = value
         self.version += 1
 
-    def _add(self, allocation: dict[int, int], sign: int) -> None:
-        """Servers of ``allocation`` ({server id: GPUs}) gain (``sign`` 1) or lose (-1) its GPUs."""
+    def free_index(self) -> tuple[list[list[list[int]]], list[int]]:
+        """(per cell: server ids by free GPUs, ascending; per cell: free GPUs in total), the
+        topology's own lists that a :class:`FreeMap` starts from: read only."""
+        return self._buckets, self._totals
+
+    def add_free(self, allocation: dict[int, int], sign: int) -> None:
+        """Servers of ``allocation`` ({server id: GPUs}) gain (``sign`` 1) or lose (-1) its GPUs.
+        The engine's bookkeeping (:mod:`lyra_gym.sim.occupancy`) alone: a scheduler reads the
+        topology and plans on a :class:`FreeMap`."""
         free, cell_of, all_buckets, totals = self.free, self.cell_of, self._buckets, self._totals
         for sid, gpus in allocation.items():
             old = free[sid]
@@ -282,8 +289,8 @@ class Topology:
             free[sid] = value
         self.version += 1
 
-    def _loan(self, sid: int) -> None:
-        """Inference server ``sid`` goes on loan (all its GPUs free)."""
+    def mark_loaned(self, sid: int) -> None:
+        """Inference server ``sid`` goes on loan (all its GPUs free). The engine's alone, as :meth:`add_free`."""
         del self._idle[bisect_left(self._idle, sid)]
         insort(self._loaned, sid)
         self._usable[self.cell_of[sid]] += 1
@@ -291,8 +298,8 @@ class Topology:
         self.version += 1
         self.loan_version += 1
 
-    def _unloan(self, sid: int) -> None:
-        """Inference server ``sid`` goes back to inference (holds no job)."""
+    def mark_returned(self, sid: int) -> None:
+        """Inference server ``sid`` goes back to inference (holds no job). The engine's alone, as :meth:`add_free`."""
         del self._loaned[bisect_left(self._loaned, sid)]
         insort(self._idle, sid)
         self._usable[self.cell_of[sid]] -= 1
@@ -333,9 +340,9 @@ class FreeMap:
         self._base = topology.free
         self._over: dict[int, int] = {}  # server id -> free GPUs, where changed
         # the engine's own lists until the first write (then: per cell, shared until written)
-        self._buckets: list[list[list[int]]] = topology._buckets
+        self._buckets: list[list[list[int]]]
+        self._buckets, self._totals = topology.free_index()
         self._owned: list[int] | None = None  # per cell: bit f set = bucket f is our own copy
-        self._totals = topology._totals
 
     @property
     def topology(self) -> Topology:
@@ -422,6 +429,11 @@ class FreeMap:
             return iter(list(self._base))
         return iter(self.tolist())
 
+    def changed(self) -> Iterable[tuple[int, int]]:
+        """(server id, free GPUs) where this map was written (it may equal the topology's value
+        again); O(1) to make."""
+        return self._over.items()
+
     def tolist(self) -> list[int]:
         """Free GPUs per server id, a plain list. O(servers)."""
         out = list(self._base)
@@ -432,10 +444,11 @@ class FreeMap:
     def copy(self) -> "FreeMap":
         """An independent copy (both share buckets until either writes). O(cells)."""
         other = FreeMap.__new__(FreeMap)
-        other._topo, other._version, other._base = self._topo, self._version, self._base
-        other._over = dict(self._over)
+        # a FreeMap's own fields, set on the new one in its class (no __init__: it reads the topology)
+        other._topo, other._version, other._base = self._topo, self._version, self._base  # noqa: SLF001
+        other._over = dict(self._over)  # noqa: SLF001
         # every list is now shared by both maps: each copies again before its next write
-        other._buckets, other._totals, other._owned = self._buckets, self._totals, None
+        other._buckets, other._totals, other._owned = self._buckets, self._totals, None  # noqa: SLF001
         self._owned = None
         return other
 

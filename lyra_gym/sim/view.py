@@ -80,6 +80,10 @@ class EngineState(Protocol):
     def knowledge(self) -> Knowledge | None: ...  # what schedulers are told of durations; None: the truth
 
 
+#: JobView.snapshot(): state, allocation, workers, rate, overhead_until, remaining_work, attained_gpu_s, part
+JobSnapshot = tuple[JobState, Mapping[int, int], int, float, float, float, float, int]
+
+
 class JobView:
     """Read-only view of one job. Times in seconds, work in samples."""
 
@@ -115,6 +119,8 @@ class JobView:
     total_work: float = property(lambda self: self._job.total_work)  # type: ignore[assignment]
     preemptions: int = property(lambda self: self._job.preemptions)  # type: ignore[assignment]
     first_start = property(lambda self: self._job.first_start)
+    #: Time (s) the job finished; None before.
+    finish_time: float | None = property(lambda self: self._job.finish_time)  # type: ignore[assignment]
     overhead_until: float = property(lambda self: self._job.overhead_until)  # type: ignore[assignment]
 
     @property
@@ -135,10 +141,36 @@ class JobView:
         total = self._job.total_work
         return progress_bin(total - remaining_work, total)
 
+    def snapshot(self) -> JobSnapshot:
+        """The job's changing members now in one call (:data:`JobSnapshot`: the same values as those
+        members), for readers of many jobs per step such as the observation builder."""
+        job = self._job
+        now, workers, last, total = self._engine.now, job.workers, job.last_update, job.total_work
+        since = now - last
+        # Job.remaining_work and attained_gpu_s without max(): (x if x > 0.0 else 0.0), to the bit
+        attained = job.attained_gpu_s + workers * (since if since > 0.0 else 0.0)
+        if workers:
+            begin = job.overhead_until
+            busy = now - (begin if begin > last else last)
+            left = total - (job.work_done + job.rate * busy if busy > 0 else job.work_done)
+            remaining = left if left > 0.0 else 0.0
+        else:
+            remaining = total - job.work_done
+        return (job.state, job.allocation, workers, job.rate, job.overhead_until, remaining, attained,
+                progress_bin(total - remaining, total))
+
     @property
     def init_batch(self) -> float:
         """``B0``: the job's global batch at its requested size, samples (:mod:`lyra_gym.model.scaling`)."""
         return self._job.init_batch
+
+
+    @property
+    def completed_duration(self) -> float | None:
+        """The job's true duration (s at its requested size, the trace's) once it has finished,
+        None before: what a finished job reveals under every knowledge mode."""
+        job = self._job
+        return job.spec.duration if job.finish_time is not None else None
 
     @property
     def batch_size(self) -> float:
@@ -192,6 +224,28 @@ class JobView:
         """Time (s) the job finishes if its allocation stays as it is (None when not running)."""
         job = self._job
         return job.completion_time() if job.rate > 0 else None
+
+    def goodput(self, workers: int, gpu_type: str, gpus_per_server: int, batch: float | None = None) -> float:
+        """The engine's rate (``B0``-samples/s: what the job's work is counted in) if the job ran on
+        ``workers`` GPUs of ``gpu_type`` packed on servers of ``gpus_per_server``, at global batch
+        ``batch`` (adaptive rule; None: the rule's batch for that many workers), at its current
+        progress. The ground truth every scheduler is judged by (``ClusterView.goodput(job, ...)``)."""
+        if workers < 1:
+            return 0.0
+        job, scaling, spec = self._job, self._engine.scaling, self.spec
+        b0, total = job.init_batch, job.total_work
+        m = scaling.global_batch(spec, b0, workers, job.batch if batch is None else batch)
+        part = progress_bin(total - job.remaining_work(self._engine.now), total)
+        return scaling.packed_rate(spec, b0, workers, gpu_type, gpus_per_server, m, part)
+
+    def goodputs(self, low: int, high: int, gpu_type: str, gpus_per_server: int) -> list[float]:
+        """``[goodput(w, gpu_type, gpus_per_server) for w in range(low, high)]`` (``low`` >= 1): the
+        same doubles, the job's batch and progress part read once (``ClusterView.goodputs(job, ...)``)."""
+        if low < 1:
+            raise ValueError(f"goodputs: low must be >= 1 worker, got {low}")
+        job = self._job
+        return self._engine.scaling.packed_rates(self.spec, job.init_batch, low, high, gpu_type, gpus_per_server,
+                                                 job.batch, self.progress_part)
 
     def remaining_time_at(self, workers: int) -> float:
         """Estimated seconds to finish if run on ``workers`` reference GPUs packed (no overhead), at
@@ -266,6 +320,11 @@ class KnownJobView(JobView):
     def progress_part_at(self, remaining_work: float) -> int:
         """:attr:`progress_part`: a believed remaining work says nothing of the engine's part."""
         return self.progress_part
+
+    def snapshot(self) -> JobSnapshot:
+        """:meth:`JobView.snapshot` with the believed remaining work (the true progress part)."""
+        state, allocation, workers, rate, overhead_until, _, attained, part = JobView.snapshot(self)
+        return state, allocation, workers, rate, overhead_until, self.remaining_work, attained, part
 
     @property
     def expected_finish(self) -> float | None:
@@ -399,6 +458,17 @@ class ClusterView:
     def num_running(self) -> int:
         return len(self._engine.running)
 
+    def longest_wait_s(self) -> float:
+        """Seconds the longest-waiting queued job has waited (the queue's largest ``waiting_s``; 0: none)."""
+        engine = self._engine
+        jobs, queue = engine.jobs, engine.queue
+        return engine.now - min([jobs[i].queued_since for i in queue]) if queue else 0.0
+
+    def queued_gpus(self) -> int:
+        """GPUs the queued jobs request (``spec.num_gpus``), in total."""
+        jobs = self._engine.jobs
+        return sum([jobs[i].spec.num_gpus for i in self._engine.queue])
+
     def free_gpus(self) -> list[int]:
         """Free GPUs per server id (0 on servers training may not use now). A copy: O(servers)."""
         return list(self._engine.free)
@@ -418,6 +488,9 @@ class ClusterView:
     def inference_demand(self) -> int:
         """Inference servers needed now."""
         return self._engine.demand_now
+
+    #: The run's inference demand (servers over time, known ahead; read only): ``inference_demand_at(t)``.
+    demand_curve: DemandCurve = property(lambda self: self._engine.demand)  # type: ignore[assignment]
 
     def inference_demand_at(self, t: float) -> int:
         """Inference servers needed at time ``t`` (the curve is known ahead)."""
@@ -512,33 +585,12 @@ class ClusterView:
         (:meth:`lyra_gym.model.scaling.ScalingModel.batch_range`); None when there is none."""
         return self._engine.scaling.batch_range(job.spec, job.init_batch)
 
-    def goodput(self, job: JobView, workers: int, gpu_type: str, gpus_per_server: int,
-                batch: float | None = None) -> float:
-        """The engine's rate (``B0``-samples/s: what the job's work is counted in) if ``job`` ran on
-        ``workers`` GPUs of ``gpu_type`` packed on servers of ``gpus_per_server``, at global batch
-        ``batch`` (adaptive rule; None: the rule's batch for that many workers), at its current
-        progress. The ground truth every scheduler is judged by."""
-        if workers < 1:
-            return 0.0
-        inner, spec, scaling = job._job, job.spec, self._engine.scaling
-        b0, total = inner.init_batch, inner.total_work
-        m = scaling.global_batch(spec, b0, workers, inner.batch if batch is None else batch)
-        part = progress_bin(total - inner.remaining_work(job._engine.now), total)
-        return scaling.packed_rate(spec, b0, workers, gpu_type, gpus_per_server, m, part)
-
-    def goodputs(self, job: JobView, low: int, high: int, gpu_type: str, gpus_per_server: int) -> list[float]:
-        """``[goodput(job, w, gpu_type, gpus_per_server) for w in range(low, high)]`` (``low`` >= 1):
-        the same doubles, the job's batch and progress part read once."""
-        if low < 1:
-            raise ValueError(f"goodputs: low must be >= 1 worker, got {low}")
-        inner = job._job
-        total = inner.total_work
-        part = progress_bin(total - inner.remaining_work(job._engine.now), total)
-        return self._engine.scaling.packed_rates(job.spec, inner.init_batch, low, high, gpu_type, gpus_per_server,
-                                                 inner.batch, part)
+    #: ``goodput(job, workers, gpu_type, gpus_per_server, batch=None)``: :meth:`JobView.goodput` of ``job``
+    goodput = staticmethod(JobView.goodput)
+    #: ``goodputs(job, low, high, gpu_type, gpus_per_server)``: :meth:`JobView.goodputs` of ``job``
+    goodputs = staticmethod(JobView.goodputs)
 
     def reference_server(self) -> tuple[str, int]:
         """The reference GPU type and its GPUs per server: what ``JobView.remaining_time_at`` packs
         workers on (``remaining_time_at(w)`` is the remaining work over ``goodput(job, w, *this)``)."""
-        engine = self._engine
-        return engine.reference_gpu, engine.reference_gpus_per_server
+        return self._engine.reference_gpu, self._engine.reference_gpus_per_server

@@ -85,7 +85,7 @@ import numpy as np
 
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.workloads.presets_calibrated import LYRA_15D
-from lyra_gym.workloads.tracepreset import _DAY_S, TracePreset
+from lyra_gym.workloads.tracepreset import DAY_S, TracePreset
 
 __all__ = [
     "MODEL_KEYS",
@@ -167,9 +167,9 @@ def _arrival_times(p: TracePreset, rng: np.random.Generator) -> np.ndarray:
     edges = np.arange(0.0, horizon, _GRID_S)
     edges = np.append(edges, horizon)
     mid = 0.5 * (edges[:-1] + edges[1:])
-    hour = (mid % _DAY_S) / 3600.0
+    hour = (mid % DAY_S) / 3600.0
     rate = 1.0 + p.diurnal_amplitude * np.cos(2.0 * np.pi * (hour - p.peak_hour) / 24.0)
-    weekday = (p.start_weekday + (mid // _DAY_S).astype(np.int64)) % 7
+    weekday = (p.start_weekday + (mid // DAY_S).astype(np.int64)) % 7
     rate = np.where(weekday >= 5, rate * p.weekend_factor, rate)
     # Piecewise-constant rate -> piecewise-linear cumulative; interpolating
     # its inverse is exact. A tiny floor keeps the cumulative strictly

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 
-__all__ = ["TracePreset"]
+__all__ = ["DAY_S", "TracePreset"]
 
-_DAY_S = 86_400.0
+#: Seconds in a day.
+DAY_S = 86_400.0
 
 # Default model mix (assumption: no public trace gives a per-model split that
 # maps onto these keys; vision models are weighted a little higher, as in
@@ -203,7 +204,7 @@ class TracePreset:
     @property
     def horizon_s(self) -> float:
         """Trace horizon in seconds (``days * 86400``)."""
-        return self.days * _DAY_S
+        return self.days * DAY_S
 
     def expected_offered_load(self, num_gpus: int | None = None) -> float:
         """Offered load expected over seeds (analytic, clipping included).

@@ -1,5 +1,6 @@
-"""tools/plot_learning_curve.py: short labels, every seed or a mean with a band, the heuristics
-as lines, read from what train.py's evaluation writes (TensorBoard eval/*, else progress.csv)."""
+"""lyra_agents.learning_curve (command line: tools/plot_learning_curve.py): short labels, every seed
+or a mean with a band, the heuristics as lines, read from what train.py's evaluation writes
+(TensorBoard eval/*, else progress.csv)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from lyra_agents import learning_curve as plc
+
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("plot_learning_curve", ROOT / "tools" / "plot_learning_curve.py")
 assert _spec and _spec.loader
-plc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(plc)
+cli = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cli)
 
 HEADER = "time/total_timesteps,eval/jct_policy,eval/jct_lyra,eval/jct_vs_lyra,eval/jct_expert,train/loss\n"
 
@@ -63,6 +66,6 @@ def test_plot_writes_a_png_and_refuses_an_empty_run(tmp_path, capsys):
     out = plc.plot_learning_curves(runs, tmp_path / "lc.png", band=True)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     (tmp_path / "empty").mkdir()
-    assert plc.main([str(tmp_path / "empty"), "--out", str(tmp_path / "x.png")]) == 2
+    assert cli.main([str(tmp_path / "empty"), "--out", str(tmp_path / "x.png")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no eval/jct_policy recorded" in err

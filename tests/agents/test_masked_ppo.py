@@ -80,7 +80,7 @@ def test_group_members_see_one_window_and_returns_at_gamma_1_are_minus_total_jct
 
 def test_curriculum_cuts_episodes_at_the_first_decision_past_the_cap():
     model = MaskedPPO(tiny(curriculum_start_s=1800.0, curriculum_growth_s=600.0))
-    traj = model.collect(model._policy_choice)[0][0]
+    traj = model.collect(model.policy_choice)[0][0]
     assert traj.times[-1] - traj.times[0] < 1800.0 <= traj.end_s - traj.times[0]
     model.updates = 2
     assert model.episode_cap_s() == 3000.0

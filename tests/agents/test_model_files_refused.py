@@ -21,7 +21,7 @@ import pytest
 
 from lyra_agents.config import TrainConfig
 from lyra_agents.factory import (
-    MAX_DATA_BYTES, MAX_JSON_DEPTH, TRUST_ENV, ModelFileError, _inference_model, read_model_zip,
+    MAX_DATA_BYTES, MAX_JSON_DEPTH, TRUST_ENV, ModelFileError, inference_model, read_model_zip,
 )
 from lyra_agents.policy_scheduler import load_policy_scheduler
 from lyra_gym.cli import app as cli
@@ -39,7 +39,7 @@ def good(tmp_path_factory) -> Path:
     run.mkdir()
     cfg = TrainConfig(num_job_slots=OBS_K, num_server_slots=OBS_M, net_arch=[8], algo="ppo", device="cpu")
     (run / "config.yaml").write_text(cfg.to_yaml())
-    model = _inference_model(cfg, "cpu")
+    model = inference_model(cfg, "cpu")
     model.save(run / "model.zip")
     size = model.observation_space.shape[0]
     with open(run / "vecnormalize.npz", "wb") as fh:

@@ -148,7 +148,7 @@ def test_evaluate_prints_its_header_first(monkeypatch, capsys):
     assert evaluate.main([GENERALIST, "--windows", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == ("env LyraGym/Cluster-v1, trace env-14d seed 0, cluster "
-                      f"{paired._relative(ROOT / 'traces/training/contended-history.yaml')}, knowledge history")
+                      f"{paired.relative_path(ROOT / 'traces/training/contended-history.yaml')}, knowledge history")
     assert out[1] == "test windows 0 of 5 (12 h each, warm start 6 h)"
     assert out[2].startswith("trained on suite v1 scenarios default, contended,")
     assert out[3].split() == ["window", "policy", "jct_mean_s", "lyra", "jct_mean_s"]

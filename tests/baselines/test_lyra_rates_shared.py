@@ -1,4 +1,6 @@
-"""``LyraRates.settle``: runs on one profile set share Lyra's pure caches through its memo.
+"""``LyraRates.settle``: runs on one profile set share Lyra's pure caches (``lyra_rates.SHARED``,
+Lyra's own, weakly keyed by the profile set: nothing of Lyra's is kept in the model's
+``ProfileSet.memo``).
 
 Only the caches that are pure functions of the profiles, the scaling settings, the GPUs per
 server and ``value_rate`` (packed rates, goodput rows, value rows) are shared, and only between
@@ -10,6 +12,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
+import weakref
 
 import pytest
 
@@ -19,7 +23,7 @@ from lyra_baselines.lyra_rates import LyraRates
 from lyra_gym.model.config import ClusterConfig, ServerGroup, SimConfig
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.knowledge import KnowledgeConfig
-from lyra_gym.model.profiles import builtin_profiles
+from lyra_gym.model.profiles import ProfileSet, builtin_profiles
 from lyra_gym.run.simulate import build_engine, simulate
 from lyra_gym.sim.engine import Engine
 from lyra_gym.sim.view import ClusterView, JobView
@@ -46,7 +50,7 @@ def _jobs(view: ClusterView) -> list[JobView]:
 def _asked(rates: LyraRates, view: ClusterView) -> list:
     """Every kind of answer of ``rates`` for the toy jobs (the caches filled on the way), settled
     first as a run's first decision does (``LyraMemory.start``)."""
-    if rates._token is None:
+    if not rates.settled:
         rates.settle(view)
     answers: list = []
     for j in _jobs(view):
@@ -64,7 +68,7 @@ def _filled(value_rate: str = "goodput", view: ClusterView | None = None) -> Lyr
     return rates
 
 
-_PURE = ("_rates", "_goodputs", "_rows")
+_PURE = ("packed", "goodputs", "rows")
 
 
 def _settled(view: ClusterView, value_rate: str = "goodput", per_server: dict | None = None) -> LyraRates:
@@ -76,29 +80,28 @@ def _settled(view: ClusterView, value_rate: str = "goodput", per_server: dict | 
 
 def test_runs_on_one_profile_set_share_the_pure_caches_and_not_those_by_job_id():
     previous = _filled()
-    assert previous._sjf_keys and previous._queued_times and previous._reference_rates and previous._part_spans
+    assert all(previous.job_caches.values())
     rates = _settled(_engine().view)  # a later run on the same profiles (TOY)
-    assert all(getattr(rates, name) is getattr(previous, name) for name in _PURE)
+    assert all(rates.pure_caches[name] is previous.pure_caches[name] for name in _PURE)
     answers = _asked(rates, _engine().view)
     alone = _settled(_engine(copy.deepcopy(TOY)).view)  # equal profiles, another object: its own memo
-    assert not any(getattr(alone, name) is getattr(previous, name) for name in _PURE)
+    assert not any(alone.pure_caches[name] is previous.pure_caches[name] for name in _PURE)
     assert answers == _asked(alone, _engine(copy.deepcopy(TOY)).view)  # the same doubles
-    for name in ("_sjf_keys", "_queued_times", "_reference_rates", "_part_spans"):
-        kept = getattr(rates, name)
-        assert kept is not getattr(previous, name) and set(kept) == set(getattr(alone, name))
+    for name, kept in rates.job_caches.items():
+        assert kept is not previous.job_caches[name] and set(kept) == set(alone.job_caches[name])
 
 
 def test_throughput_rates_are_shared_too():
     previous = _filled("throughput")
     rates = _settled(_engine().view, "throughput")
     _asked(rates, _engine().view)
-    assert rates._rates is previous._rates and rates._rows is previous._rows
+    assert all(rates.pure_caches[name] is previous.pure_caches[name] for name in _PURE)
 
 
 @pytest.mark.parametrize("other", ["value_rate", "per_server", "profiles", "scaling", "adaptive", "knowledge"])
 def test_runs_of_other_settings_keep_their_own(other):
     previous = _filled()
-    before = {name: dict(getattr(previous, name)) for name in _PURE}
+    before = {name: dict(previous.pure_caches[name]) for name in _PURE}
     engine = {"profiles": lambda: _engine(copy.deepcopy(TOY)),  # equal content, another object
               "scaling": lambda: _engine(scaling="fixed-global"),
               "adaptive": lambda: _engine(scaling="adaptive"),
@@ -107,19 +110,19 @@ def test_runs_of_other_settings_keep_their_own(other):
                      {"v100": 4, "t4": 8} if other == "per_server" else None)
     _asked(rates, engine.view)
     for name, kept in before.items():
-        assert getattr(rates, name) is not getattr(previous, name)
-        assert getattr(previous, name) == kept  # not written into either
+        assert rates.pure_caches[name] is not previous.pure_caches[name]
+        assert previous.pure_caches[name] == kept  # not written into either
     if other in ("adaptive", "knowledge"):  # not pure: this run's own, shared with none
-        assert rates._token == ()
-        assert not any(getattr(_settled(engine.view), name) is getattr(rates, name) for name in _PURE)
+        assert rates.settled and not rates.shared
+        assert not any(_settled(engine.view).pure_caches[name] is rates.pure_caches[name] for name in _PURE)
 
 
 def test_a_full_memo_starts_afresh(monkeypatch):
     previous = _filled()
-    monkeypatch.setattr(lyra_rates, "SHARED_ENTRIES", sum(len(getattr(previous, name)) for name in _PURE) - 1)
+    monkeypatch.setattr(lyra_rates, "SHARED_ENTRIES", sum(len(previous.pure_caches[name]) for name in _PURE) - 1)
     rates = _settled(_engine().view)
-    assert not any(getattr(rates, name) is getattr(previous, name) for name in _PURE)
-    assert not any(getattr(rates, name) for name in _PURE)
+    assert not any(rates.pure_caches[name] is previous.pure_caches[name] for name in _PURE)
+    assert not any(rates.pure_caches[name] for name in _PURE)
 
 
 @pytest.mark.parametrize("mode", ["plain", "adaptive"])
@@ -130,10 +133,10 @@ def test_a_fork_shares_the_pure_caches_only(mode):
     view = _engine(scaling="adaptive").view if mode == "adaptive" else _engine().view
     rates = _filled(view=view)
     clone = copy.deepcopy(rates)
-    pure = ("_rates", "_goodputs", "_rows")
-    shared = [getattr(clone, name) is getattr(rates, name) for name in pure]
+    shared = [clone.pure_caches[name] is rates.pure_caches[name] for name in _PURE]
     assert shared == ([True] * 3 if mode == "plain" else [False] * 3)
-    assert clone._sjf_keys is not rates._sjf_keys and clone._sjf_keys == rates._sjf_keys  # by job id: copied
+    assert clone.job_caches["sjf_keys"] is not rates.job_caches["sjf_keys"]  # by job id: copied
+    assert clone.job_caches["sjf_keys"] == rates.job_caches["sjf_keys"]
     assert _asked(clone, view) == _asked(rates, view)
 
 
@@ -146,7 +149,7 @@ def test_simulations_handed_one_profile_set_share_the_caches_and_give_the_same_r
 
     def watched(self, view):
         settle(self, view)
-        warm.append(bool(self._rows))
+        warm.append(bool(self.pure_caches["rows"]))
 
     monkeypatch.setattr(LyraRates, "settle", watched)
     cfg = SimConfig(cluster=ClusterConfig(training=(ServerGroup(5, "v100", 8),), inference=ServerGroup(6, "t4", 8)))
@@ -161,3 +164,48 @@ def test_simulations_handed_one_profile_set_share_the_caches_and_give_the_same_r
         assert a.jobs == b.jobs
         assert {k: v for k, v in a.metrics.items() if "wall" not in k} == {k: v for k, v in b.metrics.items()
                                                                            if "wall" not in k}
+
+
+class WatchedProfiles(ProfileSet):
+    """A profile set that records the keys of the memos asked of it."""
+
+    def __init__(self, profiles: ProfileSet) -> None:
+        super().__init__(profiles.models, profiles.reference_gpu, profiles.source)
+        self.asked: list = []
+
+    def memo(self, key):
+        self.asked.append(key)
+        return super().memo(key)
+
+
+def test_lyra_keeps_its_caches_itself_not_in_the_profile_sets_memo():
+    """A run asks the profile set's memo only for the model's own (``ScalingModel``'s) memos;
+    Lyra's rows are in ``SHARED`` under that profile set, and the next run finds them there."""
+    watched = WatchedProfiles(TOY)
+    cfg = config(training=2, inference=1)
+    simulate(JOBS, "lyra", cfg, seed=0, profiles=watched, demand=DemandCurve.constant(0))
+    assert watched.asked and all(key[0] == "scaling" for key in watched.asked)
+    (kept,) = lyra_rates.SHARED[watched].values()
+    assert kept["packed"] or kept["goodputs"]
+    rates = _settled(_engine(watched).view, per_server={"v100": 8, "t4": 8})
+    assert rates.pure_caches["packed"] is kept["packed"] and rates.pure_caches["goodputs"] is kept["goodputs"]
+
+
+def test_the_shared_caches_go_with_their_profile_set():
+    profiles = copy.deepcopy(TOY)
+    _filled(view=_engine(profiles).view)
+    assert profiles in lyra_rates.SHARED
+    gone = weakref.ref(profiles)
+    del profiles
+    gc.collect()
+    assert gone() is None and all(p is not None for p in lyra_rates.SHARED.keys())
+
+
+def test_at_most_shared_settings_are_kept_per_profile_set(monkeypatch):
+    monkeypatch.setattr(lyra_rates, "SHARED_SETTINGS", 2)
+    profiles = copy.deepcopy(TOY)
+    first = lyra_rates.shared_caches(profiles, ("a",))
+    assert lyra_rates.shared_caches(profiles, ("a",)) is first
+    lyra_rates.shared_caches(profiles, ("b",))
+    lyra_rates.shared_caches(profiles, ("c",))  # a third: all dropped, then kept
+    assert len(lyra_rates.SHARED[profiles]) == 1 and lyra_rates.shared_caches(profiles, ("a",)) is not first

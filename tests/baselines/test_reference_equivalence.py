@@ -261,7 +261,7 @@ NAMED = {
     # long queues, loaning, move-backs: most move-back candidates rest in the lazy line; kept releases
     "loaded": (3, 120, LOADED, {}, {}, False),
     # the same with every 5th plan overruled: the kept state follows changes Lyra did not plan
-    # (xfail: the fast path differs there, see OVERRULED below)
+    # (move-back candidates: every job on loaned GPUs, not only those Lyra put there)
     "loaded-overruled": (3, 120, LOADED, {}, {}, True),
     "overruled-no-move-back": (3, 120, LOADED, {}, {"move_back": False}, True),  # (the kept running jobs, releases)
     "loaded-rigid": (3, 120, LOADED, {}, {"elastic": False}, False),
@@ -288,17 +288,8 @@ NAMED = {
 #: variants of a default case (a switch or a knowledge setting more): under -m slow
 SLOW_NAMED = {"loaded-rigid", "loaded-no-move-back", "loaded-throughput", "estimate-rigid", "estimate-biased",
               "completion-horizon"}
-#: the fast lyra keeps move-back candidates (``LyraMemory.on_loaned``) only for the jobs it placed on
-#: loaned GPUs itself, so once the engine runs allocations that are not Lyra's last plan (an overruled
-#: plan; ``Alloc-v1``, where the agent's plans run and Lyra only proposes) its plans part from the
-#: reference's (found by this harness; with ``move_back=False`` both cases pass; strict: passing again
-#: fails, so the mark goes with the fix)
-OVERRULED = pytest.mark.xfail(raises=PlanMismatch, strict=True,
-                              reason="fast lyra's move-back candidates are only the jobs it put on loaned GPUs itself")
-
-
 def _marks(name: str) -> list:
-    return [pytest.mark.slow] * (name in SLOW_NAMED) + [OVERRULED] * (name == "loaded-overruled")
+    return [pytest.mark.slow] * (name in SLOW_NAMED)
 
 
 def run_named(name: str) -> Twin:
@@ -356,7 +347,7 @@ def env_twin_without_move_back() -> Twin:
 
 @pytest.mark.parametrize("env_id, heuristic", [
     ("LyraGym/Cluster-v1", "env_twin"), ("LyraGym/Loaning-v1", "env_twin"), ("LyraGym/Elastic-v1", "env_twin"),
-    ("LyraGym/Alloc-v1", "env_twin_without_move_back"), pytest.param("LyraGym/Alloc-v1", "env_twin", marks=OVERRULED)])
+    ("LyraGym/Alloc-v1", "env_twin_without_move_back"), ("LyraGym/Alloc-v1", "env_twin")])
 def test_guided_envs_plan_for_plan(env_id, heuristic):
     """Random valid actions in each env: the agent's levels (Alloc-v1: its own plans, the
     heuristic's proposals compared) reach the twin at every decision, episodes after episodes."""
@@ -435,12 +426,12 @@ def test_a_wrong_tie_break_fails_the_harness(monkeypatch):
         run_twin(BUSY, BUSY_DEMAND, DEFAULT_CONFIG, {})
 
 
-def test_registered_as_lyra_reference(monkeypatch):
-    """``lyra-reference`` runs by name (registered here until the entry point is installed) and
-    gives lyra's results."""
-    from lyra_gym.sim import scheduler as registry
+def test_registered_as_lyra_reference():
+    """``lyra-reference`` runs by name (its entry point; registered here too, the same class, for a
+    checkout not re-installed) and gives lyra's results."""
+    from lyra_gym.sim.scheduler import register
 
-    monkeypatch.setitem(registry._registered, "lyra-reference", LyraReferenceScheduler)
+    register("lyra-reference", LyraReferenceScheduler)
     by_name = simulate(BUSY, "lyra-reference", DEFAULT_CONFIG, seed=0, profiles=TOY, demand=BUSY_DEMAND)
     fast = simulate(BUSY, "lyra", DEFAULT_CONFIG, seed=0, profiles=TOY, demand=BUSY_DEMAND)
     assert by_name.jobs == fast.jobs

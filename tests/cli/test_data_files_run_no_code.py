@@ -25,7 +25,7 @@ import yaml
 
 from lyra_agents import export as export_module
 from lyra_agents.config import TrainConfig
-from lyra_agents.factory import TRUST_ENV, _inference_model
+from lyra_agents.factory import TRUST_ENV, inference_model
 from lyra_gym.cli.app import main
 from lyra_gym.harness.sweep import SweepError, load_grid, run_sweep
 from lyra_gym.sim.import_spec import UntrustedCodeError, refuse_code_specs, runs_code
@@ -56,7 +56,7 @@ def run(tmp_path_factory) -> Path:
     folder.mkdir()
     cfg = TrainConfig(num_job_slots=4, num_server_slots=2, net_arch=[8], algo="ppo", device="cpu")
     (folder / "config.yaml").write_text(cfg.to_yaml())
-    model = _inference_model(cfg, "cpu")
+    model = inference_model(cfg, "cpu")
     model.save(folder / "model.zip")
     size = model.observation_space.shape[0]
     with open(folder / "vecnormalize.npz", "wb") as fh:

@@ -27,7 +27,6 @@ from lyra_gym.envs.actions import ActionCodec, _valid_range
 from lyra_gym.envs.observation import (
     JOB_FEATURES,
     ObservationBuilder,
-    _clip,
     _constants,
     job_slots,
     job_slots_counted,
@@ -194,7 +193,7 @@ def test_struct_native_float32_is_numpys_cast(values):
         warnings.simplefilter("ignore", RuntimeWarning)  # NumPy warns of the overflow to inf
         cast = np.array(values, dtype=np.float64).astype(np.float32)
     assert packed.tobytes() == cast.tobytes()
-    assert _clip(packed, -1.0, 1.0).tobytes() == np.clip(cast, -1.0, 1.0).tobytes()
+    assert packed.clip(-1.0, 1.0).tobytes() == np.clip(cast, -1.0, 1.0).tobytes()  # the builder's clip
 
 
 _FORGOTTEN = ("running_rows", "queued_rows", "occupancy", "goodput", "shared_goodput", "shared_parts")

@@ -108,10 +108,10 @@ def _apply(topology: Topology, servers: list[Server], op: tuple) -> None:
     s = servers[sid]
     if kind == "loan" and s.pool is Pool.INFERENCE and not s.loaned:
         s.loaned = True
-        topology._loan(sid)
+        topology.mark_loaned(sid)
     elif kind == "return" and s.loaned and not s.used:
         s.loaned = False
-        topology._unloan(sid)
+        topology.mark_returned(sid)
     elif kind == "alloc" and s.usable and s.used + gpus <= s.num_gpus:
         s.used += gpus
         topology._set(sid, topology.free[sid] - gpus)

@@ -51,5 +51,5 @@ def test_a_free_gpu_on_a_server_not_on_loan_drops_the_cells():
     assert topology.loaned_set(free).cells is None
     assert topology.server_set([1, 2], free).cells is None
     servers[3].loaned = True
-    topology._loan(3)  # all inference servers on loan: whole cells
+    topology.mark_loaned(3)  # all inference servers on loan: whole cells
     assert tuple(topology.loaned_set()) == (1, 2, 3) and topology.loaned_set().cells == (1,)

@@ -6,16 +6,16 @@ import math
 import os
 from collections.abc import Collection, Mapping
 
-from lyra_gym.workloads.realtraces.assemble import DEFAULT_ELASTIC_SHARE, _convert
+from lyra_gym.workloads.realtraces.assemble import DEFAULT_ELASTIC_SHARE, convert_records
 from lyra_gym.workloads.realtraces.common import (
     ConvertedJobs,
-    _csv_rows,
-    _job_id,
-    _kept,
-    _parse_number,
-    _parse_time,
-    _Raw,
-    _Skips,
+    RawJob,
+    SkipCounts,
+    csv_rows,
+    is_kept,
+    parse_job_id,
+    parse_number,
+    parse_time,
 )
 from lyra_gym.workloads.trace import TraceError
 
@@ -28,31 +28,31 @@ PAI_TASK_COLUMNS = ("job_name", "task_name", "inst_num", "status", "start_time",
                     "plan_cpu", "plan_mem", "plan_gpu", "gpu_type")
 
 
-def _alibaba_raw(job_path: str, task_path: str, skips: _Skips) -> tuple[list[_Raw], int]:
+def _alibaba_raw(job_path: str, task_path: str, skips: SkipCounts) -> tuple[list[RawJob], int]:
     # Tasks first: GPUs and run span per job.
     gpus: dict[str, float] = {}
     span: dict[str, list[float]] = {}
     task_required = ("job_name", "inst_num", "start_time", "end_time", "plan_gpu")
-    for line, row in _csv_rows(task_path, PAI_TASK_COLUMNS, task_required, header_optional=True):
-        name = _job_id(row["job_name"], task_path, line, "job_name")
-        inst = _parse_number(row["inst_num"], task_path, line, "inst_num", empty=0.0)
-        plan = _parse_number(row["plan_gpu"], task_path, line, "plan_gpu", empty=0.0)  # empty = CPU-only task
+    for line, row in csv_rows(task_path, PAI_TASK_COLUMNS, task_required, header_optional=True):
+        name = parse_job_id(row["job_name"], task_path, line, "job_name")
+        inst = parse_number(row["inst_num"], task_path, line, "inst_num", empty=0.0)
+        plan = parse_number(row["plan_gpu"], task_path, line, "plan_gpu", empty=0.0)  # empty = CPU-only task
         gpus[name] = gpus.get(name, 0.0) + inst * plan / 100.0
-        start = _parse_time(row["start_time"], task_path, line, "start_time")
-        end = _parse_time(row["end_time"], task_path, line, "end_time")
+        start = parse_time(row["start_time"], task_path, line, "start_time")
+        end = parse_time(row["end_time"], task_path, line, "end_time")
         s = span.setdefault(name, [math.inf, -math.inf, 0.0])
         if start is not None and end is not None:
             s[0], s[1] = min(s[0], start), max(s[1], end)
         else:
             s[2] = 1.0  # a task that never ran or never ended
-    raws: list[_Raw] = []
+    raws: list[RawJob] = []
     records = 0
-    for line, row in _csv_rows(job_path, PAI_JOB_COLUMNS, ("job_name", "status", "start_time"), header_optional=True):
+    for line, row in csv_rows(job_path, PAI_JOB_COLUMNS, ("job_name", "status", "start_time"), header_optional=True):
         records += 1
-        name = skips.first_seen(_job_id(row["job_name"], job_path, line, "job_name"), job_path, line, "job_name")
-        if not _kept(row["status"], _PAI_KEEP, _PAI_FAILED, _PAI_UNFINISHED, skips, job_path, line, "status"):
+        name = skips.first_seen(parse_job_id(row["job_name"], job_path, line, "job_name"), job_path, line, "job_name")
+        if not is_kept(row["status"], _PAI_KEEP, _PAI_FAILED, _PAI_UNFINISHED, skips, job_path, line, "status"):
             continue
-        submit = _parse_time(row["start_time"], job_path, line, "start_time")
+        submit = parse_time(row["start_time"], job_path, line, "start_time")
         if submit is None:
             raise TraceError(job_path, line, "start_time", "missing submission time")
         if name not in gpus:
@@ -70,7 +70,7 @@ def _alibaba_raw(job_path: str, task_path: str, skips: _Skips) -> tuple[list[_Ra
         if end <= start:
             skips.add("non-positive duration")
             continue
-        raws.append(_Raw(name, submit, whole, end - start, line, job_path))
+        raws.append(RawJob(name, submit, whole, end - start, line, job_path))
     return raws, records
 
 
@@ -79,5 +79,5 @@ def load_alibaba(job_table: str | os.PathLike[str], task_table: str | os.PathLik
                  known_models: Collection[str] | None = None) -> ConvertedJobs:
     """Convert Alibaba PAI 2020 ``pai_job_table.csv`` + ``pai_task_table.csv`` (parameters as :func:`load_philly`)."""
     j, t = os.fspath(job_table), os.fspath(task_table)
-    return _convert("alibaba", lambda s: _alibaba_raw(j, t, s), f"{j} + {t}", seed, model_mix, elastic_share,
+    return convert_records("alibaba", lambda s: _alibaba_raw(j, t, s), f"{j} + {t}", seed, model_mix, elastic_share,
                     known_models)

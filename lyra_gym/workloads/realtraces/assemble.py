@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping
 import numpy as np
 
 from lyra_gym.model.jobspec import JobSpec
-from lyra_gym.workloads.realtraces.common import ConvertedJobs, _Raw, _Skips
+from lyra_gym.workloads.realtraces.common import ConvertedJobs, RawJob, SkipCounts
 
 #: Elastic share used when none is given (same assumption as the synthetic presets).
 DEFAULT_ELASTIC_SHARE = 0.3
@@ -54,7 +54,7 @@ def _check_mix(mix: Mapping[str, float], keys: list[str]) -> dict[str, float]:
     return clean
 
 
-def _assemble(raws: list[_Raw], seed: int, model_mix: Mapping[str, float] | None, elastic_share: float,
+def _assemble(raws: list[RawJob], seed: int, model_mix: Mapping[str, float] | None, elastic_share: float,
               known_models: Collection[str] | None) -> list[JobSpec]:
     if not 0.0 <= elastic_share <= 1.0:
         raise ValueError(f"elastic_share: must be in [0, 1], got {elastic_share!r}")
@@ -76,8 +76,11 @@ def _assemble(raws: list[_Raw], seed: int, model_mix: Mapping[str, float] | None
     return jobs
 
 
-def _convert(fmt: str, raw_fn, source: str, seed: int, model_mix, elastic_share: float, known_models) -> ConvertedJobs:
-    skips = _Skips()
+def convert_records(fmt: str, raw_fn, source: str, seed: int, model_mix, elastic_share: float,
+                    known_models) -> ConvertedJobs:
+    """The jobs of one input: ``raw_fn(skips)`` reads ``(raw jobs, records read)``, counting skips;
+    each format's loader calls this with its own reader."""
+    skips = SkipCounts()
     raws, records = raw_fn(skips)
     jobs = _assemble(raws, seed, model_mix, elastic_share, known_models)
     return ConvertedJobs(jobs, source, fmt, records, skips.counts)

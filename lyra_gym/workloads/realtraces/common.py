@@ -44,7 +44,9 @@ class ConvertedJobs(list):
 
 
 @dataclass
-class _Raw:
+class RawJob:
+    """One kept record as read, before the model and elastic draws (times in seconds)."""
+
     job_id: str
     submit: float  # absolute seconds
     gpus: int
@@ -53,7 +55,7 @@ class _Raw:
     path: str
 
 
-class _Skips:
+class SkipCounts:
     """Skip counts by reason, and the line of every job id read (duplicates are errors, skipped or not)."""
 
     def __init__(self) -> None:
@@ -77,7 +79,7 @@ class _Skips:
 # --------------------------------------------------------------------------- value parsing
 
 
-def _parse_time(value: Any, path: str, line: int, field: str) -> float | None:
+def parse_time(value: Any, path: str, line: int, field: str) -> float | None:
     """Seconds (epoch for date-times, UTC assumed; only differences matter); None if absent."""
     if value is None:
         return None
@@ -108,7 +110,8 @@ def _parse_time(value: Any, path: str, line: int, field: str) -> float | None:
     raise TraceError(path, line, field, f"not a time: {shown(text)} (expected 'YYYY-MM-DD HH:MM:SS' or seconds)")
 
 
-def _parse_number(text: str, path: str, line: int, field: str, empty: float | None = None) -> float:
+def parse_number(text: str, path: str, line: int, field: str, empty: float | None = None) -> float:
+    """A finite number >= 0 from ``text``; ``empty`` (if given) for a blank or ``nan`` cell."""
     text = text.strip()
     if text == "" or text.lower() == "nan":
         if empty is not None:
@@ -132,14 +135,16 @@ def _ascii(text: str, path: str, line: int, field: str) -> str:
     return text
 
 
-def _parse_gpus(text: str, path: str, line: int, field: str) -> int:
-    value = _parse_number(text, path, line, field)
+def parse_gpus(text: str, path: str, line: int, field: str) -> int:
+    """A whole number of GPUs >= 0 from ``text``."""
+    value = parse_number(text, path, line, field)
     if not value.is_integer():
         raise TraceError(path, line, field, f"not a whole number of GPUs: {shown(text.strip())}")
     return int(value)
 
 
-def _job_id(value: Any, path: str, line: int, field: str) -> str:
+def parse_job_id(value: Any, path: str, line: int, field: str) -> str:
+    """A non-empty job id (numbers as their text), stripped."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str) or not value.strip():
@@ -150,7 +155,7 @@ def _job_id(value: Any, path: str, line: int, field: str) -> str:
 # --------------------------------------------------------------------------- readers
 
 
-def _json_records(path: str) -> Iterator[tuple[int, int, Any]]:
+def json_records(path: str) -> Iterator[tuple[int, int, Any]]:
     """(index, line, record) for each element of the top-level JSON list, lines 1-based."""
     text = read_text(path)
     newlines = [i for i, ch in enumerate(text) if ch == "\n"]
@@ -191,7 +196,7 @@ def _json_records(path: str) -> Iterator[tuple[int, int, Any]]:
         raise TraceError(path, line_of(i), "json", "expected ',' or ']' after a job record")
 
 
-def _csv_rows(path: str, columns: tuple[str, ...], required: tuple[str, ...], header_optional: bool
+def csv_rows(path: str, columns: tuple[str, ...], required: tuple[str, ...], header_optional: bool
               ) -> Iterator[tuple[int, dict[str, str]]]:
     """(line, {column: text}) per non-blank data row.
 
@@ -238,8 +243,8 @@ def _csv_rows(path: str, columns: tuple[str, ...], required: tuple[str, ...], he
 # --------------------------------------------------------------------------- run span and status
 
 
-def _ran(job_id: str, submit: float, gpus: int, start: float | None, end: float | None, line: int, path: str,
-         skips: "_Skips", zero_gpus_first: bool) -> "_Raw | None":
+def ran_job(job_id: str, submit: float, gpus: int, start: float | None, end: float | None, line: int, path: str,
+         skips: SkipCounts, zero_gpus_first: bool) -> RawJob | None:
     """The job as run, or None (counted in ``skips``) if it holds no GPUs, never ran, or has no
     positive duration. ``zero_gpus_first`` sets which reason a row with both is counted under."""
     if zero_gpus_first and gpus == 0:
@@ -254,11 +259,11 @@ def _ran(job_id: str, submit: float, gpus: int, start: float | None, end: float 
     if end <= start:
         skips.add("non-positive duration")
         return None
-    return _Raw(job_id, submit, gpus, end - start, line, path)
+    return RawJob(job_id, submit, gpus, end - start, line, path)
 
 
-def _kept(state: str, keep: frozenset | set, failed: frozenset | set, unfinished: frozenset | set,
-          skips: "_Skips", path: str, line: int, field: str) -> bool:
+def is_kept(state: str, keep: frozenset | set, failed: frozenset | set, unfinished: frozenset | set,
+          skips: SkipCounts, path: str, line: int, field: str) -> bool:
     """Is a row in this final state kept? Failed and unfinished rows are counted as skipped;
     an unknown state is an error naming the file, line and field."""
     if state in failed:

@@ -6,22 +6,30 @@ import os
 from collections.abc import Collection, Mapping
 
 from lyra_gym.model.userfiles import shown
-from lyra_gym.workloads.realtraces.assemble import DEFAULT_ELASTIC_SHARE, _convert
-from lyra_gym.workloads.realtraces.common import ConvertedJobs, _job_id, _json_records, _parse_time, _ran, _Raw, _Skips
+from lyra_gym.workloads.realtraces.assemble import DEFAULT_ELASTIC_SHARE, convert_records
+from lyra_gym.workloads.realtraces.common import (
+    ConvertedJobs,
+    RawJob,
+    SkipCounts,
+    json_records,
+    parse_job_id,
+    parse_time,
+    ran_job,
+)
 from lyra_gym.workloads.trace import TraceError
 
 _PHILLY_KEEP = frozenset({"Pass", "Killed"})
 _PHILLY_FAILED = frozenset({"Failed"})
 
 
-def _philly_raw(path: str, skips: _Skips) -> tuple[list[_Raw], int]:
-    raws: list[_Raw] = []
+def _philly_raw(path: str, skips: SkipCounts) -> tuple[list[RawJob], int]:
+    raws: list[RawJob] = []
     records = 0
-    for index, line, rec in _json_records(path):
+    for index, line, rec in json_records(path):
         records += 1
         if not isinstance(rec, dict):
             raise TraceError(path, line, f"[{index}]", f"expected a job record (JSON object), got {type(rec).__name__}")
-        job_id = skips.first_seen(_job_id(rec.get("jobid"), path, line, "jobid"), path, line, "jobid", index)
+        job_id = skips.first_seen(parse_job_id(rec.get("jobid"), path, line, "jobid"), path, line, "jobid", index)
         status = rec.get("status")
         if status in _PHILLY_FAILED:
             skips.add("failed")
@@ -29,7 +37,7 @@ def _philly_raw(path: str, skips: _Skips) -> tuple[list[_Raw], int]:
         if status not in _PHILLY_KEEP:
             known = ", ".join(sorted(_PHILLY_KEEP | _PHILLY_FAILED))
             raise TraceError(path, line, "status", f"unknown status {shown(status)} (expected one of {known})")
-        submit = _parse_time(rec.get("submitted_time"), path, line, "submitted_time")
+        submit = parse_time(rec.get("submitted_time"), path, line, "submitted_time")
         if submit is None:
             raise TraceError(path, line, "submitted_time", "missing submission time")
         attempts = rec.get("attempts")
@@ -42,8 +50,8 @@ def _philly_raw(path: str, skips: _Skips) -> tuple[list[_Raw], int]:
         last = attempts[k]
         if not isinstance(last, dict):
             raise TraceError(path, line, f"attempts[{k}]", f"expected an object, got {shown(last)}")
-        start = _parse_time(last.get("start_time"), path, line, f"attempts[{k}].start_time")
-        end = _parse_time(last.get("end_time"), path, line, f"attempts[{k}].end_time")
+        start = parse_time(last.get("start_time"), path, line, f"attempts[{k}].start_time")
+        end = parse_time(last.get("end_time"), path, line, f"attempts[{k}].end_time")
         detail = last.get("detail")
         if not isinstance(detail, list):
             raise TraceError(path, line, f"attempts[{k}].detail", f"expected a list of servers, got {shown(detail)}")
@@ -54,7 +62,7 @@ def _philly_raw(path: str, skips: _Skips) -> tuple[list[_Raw], int]:
                 raise TraceError(path, line, f"attempts[{k}].detail[{d}].gpus",
                                  f"expected a list of GPUs, got {shown(listed)}")
             gpus += len(listed)
-        raw = _ran(job_id, submit, gpus, start, end, line, path, skips, zero_gpus_first=False)
+        raw = ran_job(job_id, submit, gpus, start, end, line, path, skips, zero_gpus_first=False)
         if raw is not None:
             raws.append(raw)
     return raws, records
@@ -73,4 +81,4 @@ def load_philly(path: str | os.PathLike[str], seed: int = 0, *, model_mix: Mappi
     :raises ValueError: a bad ``model_mix`` or ``elastic_share``.
     """
     p = os.fspath(path)
-    return _convert("philly", lambda s: _philly_raw(p, s), p, seed, model_mix, elastic_share, known_models)
+    return convert_records("philly", lambda s: _philly_raw(p, s), p, seed, model_mix, elastic_share, known_models)

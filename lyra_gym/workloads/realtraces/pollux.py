@@ -114,7 +114,7 @@ from typing import Any
 from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.model.scaling import ScalingModel
 from lyra_gym.model.userfiles import shown
-from lyra_gym.workloads.realtraces.common import ConvertedJobs, _csv_rows, _job_id, _parse_number, _Skips
+from lyra_gym.workloads.realtraces.common import ConvertedJobs, SkipCounts, csv_rows, parse_job_id, parse_number
 from lyra_gym.workloads.trace import TraceError
 
 POLLUX_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
@@ -161,7 +161,7 @@ POLLUX_APPLICATIONS: dict[str, PolluxApplication] = {
 
 
 def _whole(text: str, path: str, line: int, field: str, what: str) -> int:
-    value = _parse_number(text, path, line, field)
+    value = parse_number(text, path, line, field)
     if not value.is_integer():
         raise TraceError(path, line, field, f"not a whole number of {what}: {shown(text.strip())}")
     if value < 1:
@@ -169,7 +169,7 @@ def _whole(text: str, path: str, line: int, field: str, what: str) -> int:
     return int(value)
 
 
-def _pollux_jobs(path: str, profiles: Any, gpus_per_server: int, skips: _Skips) -> tuple[list[JobSpec], int]:
+def _pollux_jobs(path: str, profiles: Any, gpus_per_server: int, skips: SkipCounts) -> tuple[list[JobSpec], int]:
     jobs: list[JobSpec] = []
     records = 0
     reference = profiles.reference_gpu
@@ -182,10 +182,10 @@ def _pollux_jobs(path: str, profiles: Any, gpus_per_server: int, skips: _Skips) 
     from lyra_gym.model.efficiency import builtin_efficiency
 
     scaling = ScalingModel(profiles, builtin_efficiency(), "fixed-local", "absolute")
-    for line, row in _csv_rows(path, POLLUX_COLUMNS, POLLUX_COLUMNS, header_optional=False):
+    for line, row in csv_rows(path, POLLUX_COLUMNS, POLLUX_COLUMNS, header_optional=False):
         records += 1
-        name = skips.first_seen(_job_id(row["name"], path, line, "name"), path, line, "name")
-        submit = _parse_number(row["time"], path, line, "time")
+        name = skips.first_seen(parse_job_id(row["name"], path, line, "name"), path, line, "name")
+        submit = parse_number(row["time"], path, line, "time")
         app_name = row["application"]
         app = POLLUX_APPLICATIONS.get(app_name)
         if app is None:
@@ -229,7 +229,7 @@ def load_pollux(path: str | os.PathLike[str], *, profiles: Any = None,
     elif not isinstance(profiles, ProfileSet):
         profiles = load_profiles(profiles)
     p = os.fspath(path)
-    skips = _Skips()
+    skips = SkipCounts()
     jobs, records = _pollux_jobs(p, profiles, gpus_per_server, skips)
     jobs.sort(key=lambda j: j.submit_time)  # stable: ties keep file order
     return ConvertedJobs(jobs, p, "pollux", records, skips.counts)

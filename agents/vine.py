@@ -1,0 +1,148 @@
+"""Vine advantages for :mod:`lyra_agents.masked_ppo` (``baseline: vine``; issue 38 item 3).
+
+The grouped baseline (``baseline: group``) credits one return to a whole episode of decisions:
+with a policy close to its imitation start, the members of a group differ in a handful of
+decisions out of thousands and each of those moves the return by job-hours either way (the fork
+probe, :mod:`lyra_agents.fork_probe`), so the advantage of any one decision is buried. The
+*vine* (Schulman et al., "Trust Region Policy Optimization", ICML'15, section 5.2) measures it
+directly, with the same arrivals on every branch:
+
+1. **Trunk.** Each slot (a scenario, or the config's env) plays one episode with the policy
+   (sampled; cut at the curriculum cap), on trace seed ``trace_seeds[(update + slot) % len]``.
+2. **Branch states.** ``vine_states`` of the trunk's decision steps, drawn without replacement.
+3. **Branches.** At each, ``group_size`` actions are drawn from the policy (the trunk's own first);
+   each distinct one is played on a fork of the env (:meth:`fork`, bit for bit the same state),
+   then the env's guide heuristic (``expert_action()``) plays to the episode's end. The return of
+   each branch is its exact effect on total JCT from that state on (``jct`` reward, gamma = 1).
+4. **Advantage** of each drawn action: its branch return minus the mean over the drawn actions.
+   A state whose branches all return the same (no drawn action changed anything) gives nothing
+   and is dropped.
+
+The rollout after a branch follows the guide, not the policy: the advantage is the guide's
+Q-value gap (one step of policy iteration over the guide, Bertsekas' rollout algorithm), cheap
+(no network in the loop) and exact on the trunk's arrivals. The env steps of the trunk, of the
+replay to each branch state and of every branch count towards ``num_timesteps`` (the
+simulator's work, which is what a budget pays for).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from lyra_agents.fork_probe import rest_of_episode
+
+if TYPE_CHECKING:  # the model that runs the vine (a cycle only for the type checker)
+    from lyra_agents.masked_ppo import MaskedPPO, Trajectory
+
+
+@dataclass
+class VineBatch:
+    """The branches of one update: per drawn action the normalised observation of its state, the
+    masks, the action, its log-probability when drawn, its advantage and its branch return."""
+
+    obs: list[np.ndarray] = field(default_factory=list)
+    masks: list[np.ndarray] = field(default_factory=list)
+    actions: list[np.ndarray] = field(default_factory=list)
+    logp: list[float] = field(default_factory=list)
+    advantages: list[float] = field(default_factory=list)
+    returns: list[float] = field(default_factory=list)
+    origins: list[tuple[int, int]] = field(default_factory=list)  # (slot, trunk step) of each row
+    states: int = 0          # branch states played
+    informative: int = 0     # of which some drawn action changed the return
+
+
+def trunk(model: MaskedPPO, env: Any, reset_seed: int) -> Trajectory:
+    """One episode of ``env`` from reset seed ``reset_seed`` with the policy (sampled), cut at
+    the curriculum cap."""
+    from lyra_agents.masked_ppo import Trajectory, action_masks
+
+    cap = model.episode_cap_s()
+    obs, info = env.reset(seed=reset_seed)
+    traj = Trajectory(end_s=info["time_s"])
+    start_s = traj.end_s
+    while not env.unwrapped.done:
+        masks = action_masks(env)
+        model.stats.update(obs[None, :])
+        actions, logp, normed = model.policy_choice(obs[None, :], masks[None, :], [env])
+        traj.obs.append(normed[0])
+        traj.masks.append(masks)
+        traj.actions.append(actions[0])
+        traj.logp.append(float(logp[0]))
+        traj.times.append(traj.end_s)
+        obs, reward, terminated, truncated, info = env.step(actions[0])
+        traj.rewards.append(float(reward))
+        traj.end_s = info["time_s"]
+        model.num_timesteps += 1
+        if terminated or truncated:
+            traj.metrics = info.get("final_metrics")
+            break
+        if traj.end_s - start_s >= cap:
+            break
+    return traj
+
+
+def draw(model: MaskedPPO, normed: np.ndarray, masks: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` actions drawn from the policy at one state, and their log-probabilities."""
+    obs_t = torch.as_tensor(np.repeat(normed[None, :], count, axis=0), device=model.device)
+    masks_t = torch.as_tensor(np.repeat(masks[None, :], count, axis=0), device=model.device)
+    with torch.no_grad():
+        actions, logp = model.act(obs_t, masks_t, deterministic=False)
+    return actions.cpu().numpy(), logp.cpu().numpy()
+
+
+def branch_returns(model: MaskedPPO, env: Any, actions: np.ndarray) -> np.ndarray:
+    """The return of each action (played on a fork of ``env``, then the guide to the end);
+    identical actions share one branch."""
+    played: dict[bytes, float] = {}
+    out = np.empty(len(actions))
+    for k, action in enumerate(actions):
+        key = np.asarray(action, dtype=np.int64).tobytes()
+        if key not in played:
+            total, steps = rest_of_episode(env.unwrapped.fork(), action)
+            played[key] = total
+            model.num_timesteps += steps
+        out[k] = played[key]
+    return out
+
+
+def collect(model: MaskedPPO) -> tuple[VineBatch, list[Trajectory]]:
+    """One update's branches over every slot (module docstring), and the trunks."""
+    from lyra_agents.masked_ppo import RESET_SEED_STRIDE
+
+    cfg = model.cfg
+    seeds = cfg.trace_seeds or [cfg.trace_seed]
+    batch, trunks = VineBatch(), []
+    for slot, kwargs in enumerate(model.slot_kwargs()):
+        env = model.group_members(slot, seeds[(model.updates + slot) % len(seeds)], kwargs)[0]
+        reset_seed = cfg.seed + RESET_SEED_STRIDE * model.updates + slot
+        traj = trunk(model, env, reset_seed)
+        trunks.append(traj)
+        chosen = set(model.rng.choice(len(traj.actions), size=min(cfg.vine_states, len(traj.actions)),
+                                      replace=False).tolist())
+        env.reset(seed=reset_seed)  # replay the trunk's actions (deterministic) up to each branch state
+        for step, action in enumerate(traj.actions):
+            if step in chosen:
+                drawn, logp = draw(model, traj.obs[step], traj.masks[step], cfg.group_size - 1)
+                drawn = np.concatenate([action[None, :], drawn])
+                logp = np.concatenate([[traj.logp[step]], logp])
+                returns = branch_returns(model, env, drawn)
+                batch.states += 1
+                if returns.max() > returns.min():
+                    batch.informative += 1
+                    for k in range(len(drawn)):
+                        batch.obs.append(traj.obs[step])
+                        batch.masks.append(traj.masks[step])
+                        batch.actions.append(drawn[k])
+                        batch.logp.append(float(logp[k]))
+                        batch.advantages.append(float(returns[k] - returns.mean()))
+                        batch.returns.append(float(returns[k]))
+                        batch.origins.append((slot, step))
+            if step >= max(chosen, default=-1):
+                break
+            env.step(action)
+            model.num_timesteps += 1
+    return batch, trunks

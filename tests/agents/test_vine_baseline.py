@@ -1,0 +1,89 @@
+"""agents/vine.py (``baseline: vine``): each branch return recomputed by hand on a fresh env,
+advantages centred per state, the trunk's own action first, determinism, and train.py end to end."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+import torch
+
+from lyra_agents import vine
+from lyra_agents.config import TrainConfig, TrainConfigError
+from lyra_agents.fork_probe import rest_of_episode
+from lyra_agents.masked_ppo import MaskedPPO, make_member
+
+
+def tiny(**changes) -> TrainConfig:
+    base = dict(env_id="LyraGym/Cluster-v2", algo="masked_ppo", window_s=3 * 3600.0, num_job_slots=8,
+                num_server_slots=3, n_envs=1, group_size=3, net_arch=[32], batch_size=64, n_epochs=2,
+                total_timesteps=60, device="cpu", seed=5, learning_rate=1e-3, baseline="vine", vine_states=3,
+                expert="pollux+loan")
+    return TrainConfig(**{**base, **changes})
+
+
+@pytest.fixture(scope="module")
+def collected():
+    torch.set_num_threads(1)
+    model = MaskedPPO(tiny())
+    batch, trunks = vine.collect(model)
+    yield model, batch, trunks
+    model.close()
+
+
+def test_each_branch_return_is_the_action_then_the_guide_to_the_end_on_a_fresh_env(collected):
+    model, batch, trunks = collected
+    assert batch.states == 3 and batch.informative >= 1 and batch.actions
+    kwargs = {**model.slot_kwargs()[0], "trace_seed": model.cfg.trace_seed}
+    for row, (slot, step) in enumerate(batch.origins):
+        env = make_member(model.cfg, kwargs)
+        env.reset(seed=model.cfg.seed + slot)  # update 0, slot 0: the trunk's reset seed
+        for action in trunks[slot].actions[:step]:
+            env.step(action)
+        total, _ = rest_of_episode(env.unwrapped, batch.actions[row])
+        assert total == batch.returns[row]  # bit for bit: the fork is the state itself
+        env.close()
+
+
+def test_advantages_are_centred_per_state_and_the_trunk_action_comes_first(collected):
+    _, batch, trunks = collected
+    rows = defaultdict(list)
+    for row, origin in enumerate(batch.origins):
+        rows[origin].append(row)
+    for (slot, step), members in rows.items():
+        assert len(members) == 3  # group_size draws per state, duplicates included
+        assert sum(batch.advantages[r] for r in members) == pytest.approx(0.0, abs=1e-9)
+        returns = [batch.returns[r] for r in members]
+        assert max(returns) > min(returns)  # states where nothing changed are dropped
+        first = members[0]
+        assert np.array_equal(batch.actions[first], trunks[slot].actions[step])
+        assert batch.logp[first] == trunks[slot].logp[step]
+        for r in members:  # equal actions, equal returns (one shared branch)
+            same = [q for q in members if np.array_equal(batch.actions[q], batch.actions[r])]
+            assert {batch.returns[q] for q in same} == {batch.returns[r]}
+
+
+def test_same_seed_same_branches_bit_for_bit(collected):
+    _, batch, _ = collected
+    other = MaskedPPO(tiny())
+    again, _ = vine.collect(other)
+    other.close()
+    assert again.origins == batch.origins and again.returns == batch.returns and again.logp == batch.logp
+    assert all(np.array_equal(a, b) for a, b in zip(again.actions, batch.actions))
+
+
+def test_learn_with_vine_updates_the_policy_and_counts_every_env_step():
+    model = MaskedPPO(tiny(total_timesteps=1))
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(1)
+    assert model.updates == 1 and model.num_timesteps > 100  # trunk + replays + branches
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.policy.parameters()))
+    model.close()
+
+
+def test_vine_needs_two_draws_per_state():
+    with pytest.raises(TrainConfigError, match="group_size: baseline 'vine' needs at least 2, got 1"):
+        tiny(group_size=1)
+    with pytest.raises(TrainConfigError, match="vine_states: must be >= 1, got 0"):
+        tiny(vine_states=0)
