@@ -34,7 +34,7 @@ docs-serve:
 	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs serve
 
 # Every generated table of the README and docs/ from its committed CSV, then the leaderboard page;
-# `numbers-check` fails where a page and its CSV disagree (tests/test_numbers_in_docs.py runs it).
+# `numbers-check` fails where a page and its CSV disagree (tests/structure/test_numbers_in_docs.py runs it).
 numbers:
 	$(PYTHON) tools/docs_numbers.py --write
 	$(PYTHON) -m lyra_agents.leaderboard render

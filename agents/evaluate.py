@@ -12,7 +12,7 @@ Two harnesses, one engine:
 - :func:`evaluate_scheduler` runs ``lyra_gym.run.simulate`` on the window's jobs
   with the window's seed: a registry name (``"lyra"``), or a trained model as a
   :class:`~lyra_agents.policy_scheduler.PolicyScheduler`. This is what ``lyra-gym
-  compare`` measures; the two agree exactly (``tests/test_agents.py``).
+  compare`` measures; the two agree exactly (``tests/agents/test_policy_building_blocks.py``).
 
 Command line: ``python -m lyra_agents.evaluate RUN_DIR_OR_MODEL [--windows N] [--baselines lyra,sjf]
 [--json FILE [--overwrite]] [--trust-model-files]`` (``--json``: the rows, each with the env id and

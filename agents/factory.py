@@ -1,7 +1,7 @@
 """A face for users: the names a training run's pieces define, importable from one place, and
 ``python -m lyra_agents.factory convert PATH`` (``docs/trust.md``).
 
-Nothing inside the project imports this module (``tests/test_import_hygiene.py`` holds that): each
+Nothing inside the project imports this module (``tests/structure/test_import_hygiene.py`` holds that): each
 name lives in, and is imported from, the module that defines it:
 
 - :mod:`lyra_agents.vec_envs`: seeded vector envs in ``VecNormalize`` (slot-tied statistics), the eval env.

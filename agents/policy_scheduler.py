@@ -13,7 +13,7 @@ around an agent, in the same order, with the same public pieces:
 
 So ``simulate(window_jobs, PolicyScheduler(...), env.sim_config, seed=window.seed)``
 reproduces the env's episode on that window step for step (tested in
-``tests/test_agents.py``), and a trained agent enters ``lyra-gym compare`` beside the
+``tests/agents/test_policy_building_blocks.py``), and a trained agent enters ``lyra-gym compare`` beside the
 heuristics, measured by the same engine.
 
 Steps 2 and 5 use the env's own codec: :class:`~lyra_gym.envs.actions.ActionCodec`, or for a ``-v2``

@@ -1,7 +1,7 @@
 """FIFO, fast: the plans of ``baselines/fifo.py`` (read that first), with two shortcuts.
 
 ``fifo`` runs this class; :class:`~lyra_baselines.fifo.FifoScheduler` is the plain loop it equals
-plan for plan (``tests/test_fifo_fast.py`` checks it at every decision on hypothesis workloads).
+plan for plan (``tests/baselines/test_fifo_fast.py`` checks it at every decision on hypothesis workloads).
 The shortcuts, each keyed by the run's view so that nothing carries over to another run:
 
 * **blocked head:** without ``backfill``, a decision that sees the same queue head as the last

@@ -1,7 +1,7 @@
 """Lyra: capacity loaning plus two-phase elastic scheduling (Li et al., EuroSys 2023).
 
 Read ``baselines/lyra_reference.py`` (``lyra-reference``) first: the same decisions, plan for plan,
-without the speed work (``tests/test_reference_equivalence.py`` checks it at every decision).
+without the speed work (``tests/baselines/test_reference_equivalence.py`` checks it at every decision).
 
 What it models (DESIGN.md, "The paper being modelled"):
 

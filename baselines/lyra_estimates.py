@@ -145,7 +145,7 @@ class ReleaseTracker:
     the last timeline are visited: those the engine's change feed (``ClusterView.change_feed``)
     names, those the last and this plan edited, and those without an entry; any other allocations,
     a new view or a lost feed visit every job (:meth:`_sync_all`).
-    The equivalence harness (``tests/test_reference_equivalence.py``, against ``lyra-reference``)
+    The equivalence harness (``tests/baselines/test_reference_equivalence.py``, against ``lyra-reference``)
     checks the plans it leads to at every decision.
 
     Under ``oracle`` an entry is the finish at the job's rate when its allocation was set; the

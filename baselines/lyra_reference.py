@@ -1,8 +1,8 @@
 """Lyra, the reference: the paper's two phases over the public view, to read first.
 
 ``lyra-reference`` decides what ``lyra`` (``baselines/lyra.py``) decides, plan for plan
-(``tests/test_reference_equivalence.py``), without the speed work: no caches, no change feed, one
-:class:`_Decision` per decision over the public ``ClusterView``/``JobView``, O(jobs x servers).
+(``tests/baselines/test_reference_equivalence.py``), without the speed work: no caches, no change
+feed, one :class:`_Decision` per decision over the public ``ClusterView``/``JobView``.
 
 Each decision (Li et al., EuroSys 2023; DESIGN.md, "The paper being modelled"): capacity loaning
 (``baselines/loaning.py``: answer a reclaim, borrow idle inference servers); **phase 1**

@@ -6,8 +6,8 @@ only the jobs started, stopped, finished or resized since the last one, O(change
 O(running jobs); they are rebuilt from the running allocations at the first decision of a run
 and whenever the feed was lost. ``Decision`` copies them (C-level dict copies) and lays the
 plan's own edits (a reclaim answer's) over the copy; without such edits it edits them in place
-and they are undone at the next sync (:meth:`RunningElastic.lend`). ``tests/test_lyra_kept_state.py``
-and the equivalence harness (``tests/test_reference_equivalence.py``) check them.
+and they are undone at the next sync (:meth:`RunningElastic.lend`). ``tests/baselines/test_lyra_kept_state.py``
+and the equivalence harness (``tests/baselines/test_reference_equivalence.py``) check them.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ Variants (:data:`VARIANTS`; the paper publishes none of these numbers):
 
 ``baseline`` never borrows and runs every job at its requested size, so its jobs do not depend on
 the elastic minimum or the elastic share (measured: identical queuing and JCT,
-``tests/test_headline_mechanism.py``); it runs once per (seed, scaling, inference pool), since the
+``tests/harness/test_headline_mechanism.py``); it runs once per (seed, scaling, inference pool), since the
 usage over both clusters counts the inference pool, and serves every variant with those.
 
 Writes ``headline_mechanism.csv`` and ``headline_mechanism.md`` to ``--out`` (default

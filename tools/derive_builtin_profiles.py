@@ -17,7 +17,7 @@ Sources (numbers, not text):
   absolute single-T4 figures of resnet18 and resnet50 (T4_MEASURED).
 Every GPU entry carries a ``figure`` record: the 1-GPU samples/s it rests on,
 its local batch and precision, and whether it is a measurement or an
-assumption (tests/test_builtin_profile_sources.py holds each measured one to
+assumption (tests/model/test_builtin_profile_sources.py holds each measured one to
 the repository's figure within 15 %).
 This is the small built-in profile; the measured profiles of the CUDA
 collector replace it.

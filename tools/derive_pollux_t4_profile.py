@@ -70,7 +70,7 @@ The fit error (absolute percentage error of the modelled step against
 ``scalability.csv`` rows at ``local_batch`` (6-16 nodes, never seen by the
 fit). It is written into each model's ``fit`` entry and printed as a table
 (``--markdown``). The arithmetic is plain Python in a fixed order, so the file
-is reproduced bit for bit (tests/test_pollux_profile.py checks it).
+is reproduced bit for bit (tests/model/test_pollux_t4_profile.py checks it).
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ kept while it holds (the row of a queued job, which only its wait changes until 
 the allocation-derived part of a running job's row; the cluster features read off the free
 GPUs, while ``topology.version`` stays; the running jobs' part of the slots, while the running
 jobs stay), with the same calls and the same arithmetic, so observations are identical bit for
-bit (``tests/test_env_equivalence.py``, ``tests/test_env_step_caches.py``,
-``tests/test_observe_counts.py``). The float64 values become float32 by struct's native ``f``
+bit (``tests/envs/test_env_equivalence.py``, ``tests/envs/test_env_step_kept_state.py``,
+``tests/envs/test_observe_counts.py``). The float64 values become float32 by struct's native ``f``
 (the C cast NumPy's ``astype`` uses), then are clipped by ``ndarray.clip``.
 
 The builder reads only the public view (:class:`~lyra_gym.sim.view.ClusterView`,

@@ -124,7 +124,7 @@ def markdown() -> str:
         "its function in `lyra_gym/envs/observation_reference.py`: every feature there is a plain function "
         "of the public `ClusterView` / `JobView`, and `reference_observation` lays them out in this order "
         "(the fast `ObservationBuilder` equals it float for float at every step, "
-        "`tests/test_observation_reference.py`). Read it to see exactly how a feature is computed, or to "
+        "`tests/envs/test_observation_reference.py`). Read it to see exactly how a feature is computed, or to "
         "add one.",
         "",
         "Every environment's observation is a flat float32 vector, every entry clipped to [-1, 1]. "

@@ -9,7 +9,7 @@ what it means (first paragraph) and its unit or scale (the ``Scale:`` line):
 :func:`reference_observation` lays them out in the documented order (K job rows, the cluster
 block, M loaned-server rows). The fast :class:`~lyra_gym.envs.observation.ObservationBuilder`
 equals it float for float at every step of every guided environment
-(``tests/test_observation_reference.py``); where the fast builder computes a value in a
+(``tests/envs/test_observation_reference.py``); where the fast builder computes a value in a
 particular order, the function here does the same, and says so.
 
 Signatures: a job feature ``f(view, job)``, a cluster feature ``f(view, slots, window)`` (``slots``:

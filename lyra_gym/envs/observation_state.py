@@ -3,8 +3,8 @@ the engine's constants, each job's spec-derived features and loaned-type rates, 
 between steps, the cluster features read off the free GPUs, and the inference demand ahead.
 
 Every value here is computed with the view's own calls, so observations built from what is kept
-are the same bit for bit as built afresh (``tests/test_env_fast_paths.py``,
-``tests/test_env_step_caches.py``).
+are the same bit for bit as built afresh (``tests/envs/test_env_kept_state.py``,
+``tests/envs/test_env_step_kept_state.py``).
 """
 
 from __future__ import annotations

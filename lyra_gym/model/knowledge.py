@@ -44,7 +44,7 @@ total over that rate; the work done a belief is measured against is
 time), not ``total - (total - done)``. So jobs of one (model, GPUs) are believed alike to the bit
 under ``history``, ties between them are broken by the policy and not by each job's own rounding
 of its true duration, and lengthening jobs that have not finished by ``T`` changes nothing a
-policy does before ``T`` (``tests/test_knowledge_causality.py``, every built-in policy under
+policy does before ``T`` (``tests/model/test_knowledge_causality.py``, every built-in policy under
 ``history`` and ``estimate``, ``scaling: throughput``: under the goodput rules the rate itself
 follows the true progress part).
 """

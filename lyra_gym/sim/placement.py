@@ -10,7 +10,7 @@ Cost: given a :class:`~lyra_gym.sim.topology.FreeMap` (``view.free_map()``,
 (``groups_by_type``, ``view.topology``), a placement is answered from the engine's
 free-capacity index in O(GPUs per server + servers placed on), whatever the size of
 the cluster; given plain lists, by walking the candidates (O(candidates)). Both give
-the same placement (``tests/test_topology.py``).
+the same placement (``tests/sim/test_topology.py``).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def best_fit(free: FreeGPUs, need: int, candidates: Sequence[int]) -> dict[int, 
 
 
 def _best_fit_indexed(free: FreeMap, need: int, cells: Sequence[int]) -> dict[int, int] | None:
-    """:func:`best_fit` from the index (the same choices: ``tests/test_topology.py``)."""
+    """:func:`best_fit` from the index (the same choices: ``tests/sim/test_topology.py``)."""
     if free.total(cells) < need:
         return None  # (then no one server holds them either)
     best = free.smallest_fit(need, cells)
@@ -133,7 +133,7 @@ def consolidated_fit(free: FreeGPUs, capacity: Sequence[int], need: int,
 
 
 def _consolidated_indexed(free: FreeMap, need: int, cells: Sequence[int]) -> dict[int, int] | None:
-    """:func:`consolidated_fit` from the index (the same choices: ``tests/test_topology.py``)."""
+    """:func:`consolidated_fit` from the index (the same choices: ``tests/sim/test_topology.py``)."""
     topo_cells = free.topology.cells
     if any(topo_cells[c].gpus >= need for c in cells):
         best = free.smallest_fit(need, cells)

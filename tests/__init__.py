@@ -1,0 +1,1 @@
+"""The test suite: one folder per wing of the code (see docs/layout.md "Tests")."""

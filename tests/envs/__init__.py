@@ -1,0 +1,1 @@
+"""Tests of lyra_gym.envs: the Gymnasium environments, observations, rewards, forks."""

@@ -1,0 +1,1 @@
+"""Tests of the project's shape: layering, imports, packaging, docs, examples, size limits."""

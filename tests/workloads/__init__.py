@@ -1,0 +1,1 @@
+"""Tests of lyra_gym.workloads: trace files, generators, presets, real-trace readers."""
