@@ -148,7 +148,7 @@ class RandomMaskedScheduler(Scheduler):
         from lyra_agents.policy_scheduler import GuidedAgentScheduler
 
         class _Random(GuidedAgentScheduler):
-            def act(inner, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:  # noqa: N805
+            def act(inner, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
                 return random_masked_action(self.rng, inner.codec.nvec, masks)
 
         self.seed = seed

@@ -213,7 +213,7 @@ def read_model_zip(path: str | os.PathLike, members: tuple[str, ...] = (POLICY_M
             except pickle.UnpicklingError:  # torch's long advice on weights_only does not apply here
                 raise ModelFileError(f"{path}: member {member!r}: not a PyTorch weights file of tensors only "
                                      f"(torch.load(weights_only=True) refused it)") from None
-            except Exception as err:  # noqa: BLE001 - whatever else the weights reader raises: the file is bad
+            except Exception as err:  # whatever else the weights reader raises: the file is bad
                 raise ModelFileError(f"{path}: member {member!r}: not a PyTorch weights file "
                                      f"({type(err).__name__}: {brief_error(err, 200)})") from None
             if not isinstance(state, Mapping):

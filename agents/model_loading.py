@@ -72,7 +72,7 @@ def load_model(cfg: TrainConfig, path: str | os.PathLike, venv: VecEnv | None = 
             "learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}  # inference only
         try:
             return cls.load(str(path), env=venv, device=device, custom_objects=custom)
-        except Exception as err:  # noqa: BLE001 - SB3's loader on a bad file: any error
+        except Exception as err:  # SB3's loader on a bad file: any error
             raise ModelFileError(f"{path}: cannot be loaded ({type(err).__name__}: {brief_error(err)})") from None
     members = (POLICY_MEMBER,) if venv is None else (POLICY_MEMBER, OPTIMIZER_MEMBER)
     counters, states = read_model_zip(path, members, device)

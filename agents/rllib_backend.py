@@ -67,7 +67,7 @@ from ray.rllib.core.distribution.torch.torch_distribution import TorchMultiCateg
 from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 
-import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
+import lyra_gym  # registers the LyraGym/ ids
 from lyra_gym.sim import scheduler as registry
 from lyra_gym.envs import ActionMaskObservation
 from lyra_gym.errors import shown
@@ -95,7 +95,7 @@ RLLIB_KEYS = {"num_env_runners": int, "iterations": int, "train_batch_size": int
 # ---------------------------------------------------------------------- env
 def make_masked_env(env_config: Mapping[str, Any]) -> gym.Env:
     """``ActionMaskObservation(gym.make(env_config["env_id"], **env_config["env_kwargs"]))``."""
-    import lyra_gym  # noqa: F401, F811  (env runner processes: register the ids there too)
+    import lyra_gym  # noqa: F811 (env runner processes: register the ids there too)
 
     return ActionMaskObservation(gym.make(env_config["env_id"], **dict(env_config.get("env_kwargs", {}))))
 
@@ -482,7 +482,7 @@ def load_rllib_scheduler(path: str | os.PathLike, deterministic: bool = True,
         warn_trusted(module_dir)
         try:
             module = cast(TorchRLModule, RLModule.from_checkpoint(str(module_dir)))  # saved by a torch run
-        except Exception as err:  # noqa: BLE001 - RLlib's loader on a bad checkpoint: any error
+        except Exception as err:  # RLlib's loader on a bad checkpoint: any error
             raise ModelFileError(f"{module_dir}: cannot be loaded ({type(err).__name__}: "
                                  f"{' '.join(str(err).split())[:300]})") from None
     elif weights.is_file():

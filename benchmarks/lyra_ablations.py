@@ -27,11 +27,11 @@ from typing import Any, Sequence
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from headline import SCENARIOS, make_trace  # noqa: E402
+from headline import SCENARIOS, make_trace
 
-from lyra_gym.model.config import load_config  # noqa: E402
-from lyra_gym.progress import progress  # noqa: E402
-from lyra_gym.run.simulate import load_profile_set, simulate  # noqa: E402
+from lyra_gym.model.config import load_config
+from lyra_gym.progress import progress
+from lyra_gym.run.simulate import load_profile_set, simulate
 from lyra_gym.workloads.trace import load_trace
 
 #: name -> (policy, scheduler parameters, overhead overrides in seconds, other config fields)

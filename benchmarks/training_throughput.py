@@ -96,7 +96,7 @@ def measure(label: str, env_steps: int) -> list[dict[str, Any]]:
     for what, (config, env_id) in CONFIGS.items():
         try:
             steps, cpu = env_step_rate(config, env_id, env_steps)
-        except Exception as err:  # noqa: BLE001 - an old checkout lacks the config or the id: skip, say so
+        except Exception as err:  # an old checkout lacks the config or the id: skip, say so
             print(f"skip env.step {what}: {type(err).__name__}: {err}", file=sys.stderr)
             continue
         rows.append(dict(label=label, what="env.step", config=config, env_id=env_id, steps=steps,
@@ -106,7 +106,7 @@ def measure(label: str, env_steps: int) -> list[dict[str, Any]]:
                                                                                  "curriculum_start_s": 10800.0})):
         try:
             steps, cpu = train_rate(config, algo, overrides)
-        except Exception as err:  # noqa: BLE001 - as above
+        except Exception as err:  # as above
             print(f"skip train {algo}: {type(err).__name__}: {err}", file=sys.stderr)
             continue
         rows.append(dict(label=label, what=f"train {algo}", config=config, env_id="LyraGym/Cluster-v1", steps=steps,

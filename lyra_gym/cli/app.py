@@ -263,7 +263,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         manifest["runs"] = _runs(completed)
         try:
             _atomic_json(out / "compare.json", manifest)
-        except BaseException:  # noqa: BLE001 - the first error is the one to report
+        except BaseException:  # the first error is the one to report
             pass
         raise
     manifest["status"] = "complete"

@@ -56,7 +56,7 @@ def about(name: str, factory: Callable[[str], Any] = registry._factory) -> str:
         return ABOUT[name]
     try:
         made = factory(name)
-    except Exception as err:  # noqa: BLE001 - a plugin that does not import is listed, not fatal
+    except Exception as err:  # a plugin that does not import is listed, not fatal
         return f"(cannot be imported: {type(err).__name__})"
     for line in (getattr(made, "__doc__", None) or "").strip().splitlines():
         line = line.strip()

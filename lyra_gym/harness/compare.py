@@ -204,7 +204,7 @@ def _worker_main(conn: Any, initializer: Callable[..., None] | None, initargs: t
         index, fn, args = task
         try:
             reply = (index, True, fn(*args))
-        except BaseException as err:  # noqa: BLE001 - reported in the parent
+        except BaseException as err:  # reported in the parent
             if not isinstance(err, RunError):
                 err = RunError(f"{type(err).__name__}: {err}", traceback.format_exc())
             reply = (index, False, err)

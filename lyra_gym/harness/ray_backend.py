@@ -156,7 +156,7 @@ def _run_here(ray: Any, tasks: Sequence[tuple[RunSpec, Sequence[JobSpec], SimCon
         for ref in pending:
             try:
                 ray.cancel(ref, force=True)
-            except Exception:  # noqa: BLE001 - Ray itself may be gone; the first error is the one to report
+            except Exception:  # Ray itself may be gone; the first error is the one to report
                 pass
 
 
@@ -232,7 +232,7 @@ def _driver_main(send: Any, tasks: Sequence[tuple[RunSpec, Sequence[JobSpec], Si
         finally:
             ray.shutdown()
         send.send(("end",))
-    except BaseException as err:  # noqa: BLE001 - reported in the parent
+    except BaseException as err:  # reported in the parent
         if not isinstance(err, (RunError, CompareError)):
             err = RunError(f"Ray failed: {type(err).__name__}: {_one_line(err)}", "")
         try:

@@ -69,6 +69,6 @@ def run_one(spec: RunSpec, jobs: Sequence[JobSpec] | None = None, config: SimCon
         if spec.out_dir is not None:
             write_result(result, spec.out_dir, spec.run_info)
         return result
-    except Exception as err:  # noqa: BLE001 - reported with its traceback, in the parent
+    except Exception as err:  # reported with its traceback, in the parent
         raise RunError(f"run {spec.policy!r} seed {spec.seed} failed: {type(err).__name__}: {err}",
                        traceback.format_exc()) from None

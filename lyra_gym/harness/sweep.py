@@ -481,7 +481,7 @@ def run_sweep(path: str | os.PathLike, out: str | os.PathLike, n_jobs: int = 1, 
         manifest.update(status="interrupted" if isinstance(err, KeyboardInterrupt) else "failed", runs=len(rows))
         try:
             save_manifest()
-        except BaseException:  # noqa: BLE001 - the first error is the one to report
+        except BaseException:  # the first error is the one to report
             pass
         raise
     manifest.update(status="complete", runs=len(ordered))

@@ -148,7 +148,7 @@ class Knowledge:
         function of its model, size and batch: never of its true duration)."""
         return min(MAX_DURATION_S, self.total_work(job, done) / job.reference_rate)
 
-    def finished(self, job: Job) -> None:  # noqa: B027 - only the history predictor listens
+    def finished(self, job: Job) -> None:  # only the history predictor listens
         """The engine's word that ``job`` finished now (completions come in time order)."""
 
 

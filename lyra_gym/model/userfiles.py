@@ -127,7 +127,7 @@ def strict_yaml(text: str, yaml11_bools: bool = False) -> Any:
     import yaml
 
     try:
-        return yaml.load(text, Loader=_strict_yaml_loader(yaml11_bools))  # noqa: S506 (a SafeLoader)
+        return yaml.load(text, Loader=_strict_yaml_loader(yaml11_bools))  # a SafeLoader
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         problem = " ".join(str(p) for p in (err.context, err.problem) if p)

@@ -131,7 +131,7 @@ def _import(module_name: str, shown: str) -> ModuleType:
             return importlib.import_module(module_name)
     except SchedulerSpecError:
         raise
-    except Exception as err:  # noqa: BLE001 - the user's module: any error it raises, in one line
+    except Exception as err:  # the user's module: any error it raises, in one line
         message = " ".join(str(err).split()) or type(err).__name__
         raise SchedulerSpecError(f"{shown!r}: cannot import {module_name!r} ({type(err).__name__}: {message})"
                                  ) from None

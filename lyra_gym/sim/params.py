@@ -186,7 +186,7 @@ def declared(factory: Any) -> dict[str, _Declared]:
 def _declared(cls: type) -> dict[str, _Declared]:
     try:
         hints = typing.get_type_hints(cls)
-    except Exception:  # noqa: BLE001 - an annotation that does not resolve: types left unchecked
+    except Exception:  # an annotation that does not resolve: types left unchecked
         hints = {}
     out = {}
     for f in dataclasses.fields(cls):

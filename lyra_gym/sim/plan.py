@@ -59,7 +59,7 @@ class Plan:
         return self.__dict__.get("_pending")
 
     def __getstate__(self) -> dict:  # pickle and copy: the allocations themselves
-        self.allocations  # noqa: B018 (reads them: a pending plan becomes an ordinary one)
+        self.allocations  # reads them: a pending plan becomes an ordinary one
         return dict(self.__dict__)
 
 

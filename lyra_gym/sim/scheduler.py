@@ -98,7 +98,7 @@ class Scheduler:
     tick_origin: float | None = None
     reads: frozenset[str] | None = None
 
-    def reset(self, rng: np.random.Generator) -> None:  # noqa: B027 - optional hook
+    def reset(self, rng: np.random.Generator) -> None:  # optional hook
         """Start of a simulation; ``rng`` is the run's only source of randomness."""
 
     def decide(self, view: ClusterView) -> Plan:

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))  # bench_table, compare_table
-import bench_table  # noqa: E402
+import bench_table
 
 HEADER = "kind,policy,run,scenario,window,trace_seed,jct_mean_s,jct_vs_lyra,metric,iqm,ci_low,ci_high\n"
 

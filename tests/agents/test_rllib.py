@@ -11,12 +11,12 @@ import pytest
 
 pytest.importorskip("ray.rllib", reason="RLlib not installed: pip install lyra-gym[rllib]")
 
-import ray  # noqa: E402
-import torch  # noqa: E402
+import ray
+import torch
 
-from lyra_agents.config import load_train_config  # noqa: E402
-from lyra_agents.factory import make_eval_env  # noqa: E402
-from lyra_gym.run.simulate import simulate  # noqa: E402
+from lyra_agents.config import load_train_config
+from lyra_agents.factory import make_eval_env
+from lyra_gym.run.simulate import simulate
 
 
 @pytest.fixture(scope="module")

@@ -432,7 +432,7 @@ def test_fuzz_cli_arguments(fuzz_files, capsys, command, extra):
         os.chdir(tmp)  # junk values of --out, --tensorboard ... land in the temporary folder
         try:
             code = main(argv)
-        except BaseException as err:  # noqa: BLE001 - the point of the test
+        except BaseException as err:  # the point of the test
             pytest.fail(f"main({argv!r}) raised {type(err).__name__}: {err}")
         finally:
             os.chdir(cwd)

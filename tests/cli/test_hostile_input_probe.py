@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-import probe_inputs  # noqa: E402
+import probe_inputs
 
 BAD = ("traceback", "silent", "hang", "data lost")
 

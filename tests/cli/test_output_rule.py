@@ -346,7 +346,7 @@ def test_fuzz_output_paths_never_touch_an_input(capsys, command, kind, overwrite
         before = snapshot(root)
         try:
             code = main(argv)
-        except BaseException as err:  # noqa: BLE001 - the point of the test
+        except BaseException as err:  # the point of the test
             pytest.fail(f"main({argv!r}) raised {type(err).__name__}: {err}")
         captured = capsys.readouterr()
         after = snapshot(root)

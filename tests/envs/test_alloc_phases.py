@@ -50,7 +50,7 @@ def test_borrow_then_return_then_job_and_place_each_phase_in_turn():
     assert type(decision.stage) is BorrowPhase and decision.working is None and decision.proposal is None
     assert decision.options == [] and decision.selected is None
     with pytest.raises(AttributeError, match="no proposal yet"):
-        decision.must  # noqa: B018
+        decision.must
     assert decision.cluster_extras()[7] == 0.0  # nothing owed yet
     decision.step(LAYOUT.b)  # borrow all
     job_phase = decision.stage

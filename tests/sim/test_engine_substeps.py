@@ -52,7 +52,7 @@ def test_unchanged_current_by_hand(engine):
     assert not unchanged_current(Plan(allocations={"a": {0: 2}}), token)  # not a current plan
     stale = engine.view.current_plan()
     read = engine.view.current_plan()
-    read.allocations  # noqa: B018 (read)
+    read.allocations  # read
     new = engine.view.current_plan()
     new.assign("b", {0: 2})
     assert engine.submit(new)  # the state moves on: both earlier plans are stale now
@@ -71,7 +71,7 @@ def test_submit_skips_apply_only_for_an_unchanged_current_plan(engine, monkeypat
     monkeypatch.setattr(engine_module.Engine, "apply", counted)
     decisions, version = engine.counts["decisions"], engine.state_version
     plan = engine.view.current_plan()
-    plan.allocations  # noqa: B018 (read)
+    plan.allocations  # read
     assert engine.submit(engine.view.current_plan()) is False and engine.submit(plan) is False
     assert calls == [] and engine.state_version == version
     assert engine.counts["decisions"] == decisions + 2

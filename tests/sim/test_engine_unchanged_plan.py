@@ -51,12 +51,12 @@ def test_a_touched_or_stale_or_loaning_current_plan_is_still_validated(engine, m
     with pytest.raises(PlanError, match="worker-range|server-overfull"):
         engine.apply(plan)
     plan = engine.view.current_plan()
-    plan.allocations  # noqa: B018 (read)
+    plan.allocations  # read
     plan.suspend = ("a",)  # suspending a job the plan does not stop: bad-suspend, not a silent no-op
     with pytest.raises(PlanError, match="bad-suspend"):
         engine.apply(plan)
     stale = engine.view.current_plan()
-    stale.allocations  # noqa: B018 (read)
+    stale.allocations  # read
     fresh = engine.view.current_plan()
     fresh.assign("b", {0: 2})
     assert engine.submit(fresh)  # b starts: the state moves on

@@ -59,7 +59,7 @@ def test_the_face_table_and_all_agree():
 
 def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
-        lyra_gym.nope  # noqa: B018
+        lyra_gym.nope
     with pytest.raises(ImportError):
         exec("from lyra_baselines import NopeScheduler", {})
 
