@@ -175,7 +175,7 @@ class Policy:
     runs: list[tuple[str, Callable[[int], Scheduler | str]]]  # (run label, window seed -> scheduler)
 
 
-def _always(scheduler: Scheduler | str) -> Callable[[int], Scheduler | str]:
+def always(scheduler: Scheduler | str) -> Callable[[int], Scheduler | str]:
     """A run's factory that gives ``scheduler`` (a loaded model, or a registry name) for every window seed."""
     return lambda _window_seed: scheduler
 
@@ -196,7 +196,7 @@ def _small_first_policy(_seed: int) -> Policy:
 BUILTIN_POLICIES: dict[str, Callable[[int], Policy]] = {RANDOM: _random_policy, SMALL_FIRST: _small_first_policy}
 
 
-def _load_model(path: str, name: str) -> Scheduler:
+def load_model_scheduler(path: str, name: str) -> Scheduler:
     from lyra_agents.policy_scheduler import load_policy_scheduler, split_trust_option
 
     try:
@@ -227,10 +227,10 @@ def resolve_policies(names: Sequence[str], agents: Sequence[str], random_seed: i
         if name in BUILTIN_POLICIES:
             add(BUILTIN_POLICIES[name](random_seed))
         elif name.startswith("model:"):
-            scheduler = _load_model(name[len("model:"):], name)
-            add(Policy(name, [(name[len("model:"):], _always(scheduler))]))
+            scheduler = load_model_scheduler(name[len("model:"):], name)
+            add(Policy(name, [(name[len("model:"):], always(scheduler))]))
         elif name in known:
-            add(Policy(name, [("", _always(name))]))
+            add(Policy(name, [("", always(name))]))
         elif ":" in name:  # policy:MODULE:FACTORY, MODULE:CLASS: built once now (errors name it), then per window
             registry.make(name)
             add(Policy(name, [("", lambda _window_seed, name=name: registry.make(name))]))  # type: ignore[misc]
@@ -244,7 +244,7 @@ def resolve_policies(names: Sequence[str], agents: Sequence[str], random_seed: i
             raise BenchmarkError(f"--agent {spec!r}: expected NAME=PATH[,PATH...]")
         runs = []
         for path in [p.strip() for p in paths.split(",") if p.strip()]:
-            runs.append((path, _always(_load_model(path, label))))
+            runs.append((path, always(load_model_scheduler(path, label))))
         add(Policy(label, runs))
     return list(policies.values())
 
@@ -279,7 +279,7 @@ def _window_rows(jct: dict[tuple[str, str], float], base: dict[str, Any]) -> lis
     return rows
 
 
-def _window_jct(policies: Sequence[Policy], label: str, window: Any, jobs: list[Any], config: Any, profiles: Any,
+def window_jct(policies: Sequence[Policy], label: str, window: Any, jobs: list[Any], config: Any, profiles: Any,
                 bar: Any | None, bounds: bool) -> dict[tuple[str, str], float]:
     """Mean JCT (s) of every (policy, run) on one window's ``jobs``; with ``bounds`` also the
     isolated-job bound and, when the scenario's schedulers are not told durations, the oracle lyra."""
@@ -339,7 +339,7 @@ def evaluate(policies: Sequence[Policy], scenarios: Sequence[Scenario], windows:
                         bar.update(runs)
                 else:
                     jobs = window.jobs(trace)
-                    jct = _window_jct(policies, scenario.name, window, jobs, config, profiles, bar, bounds)
+                    jct = window_jct(policies, scenario.name, window, jobs, config, profiles, bar, bounds)
                     base = {"scenario": scenario.name, "window": window.index, "trace_seed": trace_seed,
                             "window_seed": window.seed}
                     window_rows, what = _window_rows(jct, base), f"{len(jobs)} jobs"

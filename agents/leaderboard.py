@@ -143,7 +143,7 @@ def rerun(submission: dict[str, Any], rows: Sequence[dict[str, Any]], units: Seq
         config = scenario.sim_config()
         trace = scenario.build_trace(trace_seed)
         window = next(w for w in scenario.test_windows(trace) if w.index == index)
-        jct = benchmark._window_jct(policies, scenario_name, window, window.jobs(trace), config,
+        jct = benchmark.window_jct(policies, scenario_name, window, window.jobs(trace), config,
                                     load_profile_set(config), None, bounds=True)
         for r in rows:
             key = (r["policy"], r["run"] if r["policy"] == submission["name"] else "")
@@ -170,7 +170,7 @@ def _policy(submission: dict[str, Any], runs: Sequence[str]) -> Any:
         spec = str(spec)
         if spec.startswith("model:"):
             path = str((ROOT / spec[len("model:"):]).resolve()) + ("?trust=1" if submission["trust"] else "")
-            made.append((run, benchmark._always(benchmark._load_model(path, submission["name"]))))
+            made.append((run, benchmark.always(benchmark.load_model_scheduler(path, submission["name"]))))
         else:
             made.append((run, benchmark.resolve_policies([spec], [], 0)[-1].runs[0][1]))
     return benchmark.Policy(submission["name"], made)

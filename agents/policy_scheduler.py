@@ -58,10 +58,11 @@ from lyra_gym.sim.scheduler import Guidance, Scheduler
 from lyra_gym.sim.view import ClusterView, JobView
 
 from lyra_agents.config import TrainConfig
-from lyra_agents.factory import (
-    ModelFileError, find_artifacts, load_model, load_normalizer, load_run_config, supports_action_masks,
-    trust_requested, warn_trusted,
-)
+from lyra_agents.artifacts import find_artifacts
+from lyra_agents.model_build import supports_action_masks
+from lyra_agents.model_files import ModelFileError, load_run_config, trust_requested, warn_trusted
+from lyra_agents.model_loading import load_model
+from lyra_agents.normalizer_stats import load_normalizer
 from lyra_agents.spaces import action_codec, obs_version
 
 
@@ -73,7 +74,7 @@ INFERENCE_THREADS = 1
 def inference_threads(threads: int = INFERENCE_THREADS, validate_args: bool | None = None) -> Iterator[None]:
     """Run the block with torch's intra-op threads set to ``threads`` and, unless None, torch
     distributions' argument checks set to ``validate_args`` (a run's ``torch_validate_args``, as
-    :func:`lyra_agents.factory.configure_torch` sets them for training); the caller's settings are
+    :func:`lyra_agents.model_build.configure_torch` sets them for training); the caller's settings are
     restored afterwards. Neither changes a result: the checks only raise on invalid parameters."""
     before = torch.get_num_threads()
     checks = torch.distributions.Distribution._validate_args  # noqa: SLF001 -- torch has a setter, no getter
@@ -397,13 +398,13 @@ def load_policy_scheduler(path: str | os.PathLike, deterministic: bool = True, d
 
     :param path: a run directory, its ``model.zip``, or a checkpoint zip; the statistics
         (``vecnormalize .npz``) and ``config.yaml`` are found beside it
-        (:func:`lyra_agents.factory.find_artifacts`). ``PATH?trust=1`` trusts the files (below).
+        (:func:`lyra_agents.artifacts.find_artifacts`). ``PATH?trust=1`` trusts the files (below).
     :param deterministic: most likely action per dimension (default True).
     :param device: torch device for inference (default ``cpu``).
     :param trust_model_files: load through SB3's pickle path (``Algorithm.load``, the ``.pkl``
         statistics): only for files you trust. Default: ``?trust=`` in the path, else the
         environment variable ``LYRA_GYM_TRUST_MODEL_FILES``, else False (nothing unpickled,
-        see :func:`lyra_agents.factory.load_model`).
+        see :func:`lyra_agents.model_loading.load_model`).
     :param params: ``name=`` for the results (default ``model:PATH``).
     """
     unknown = set(params) - {"name"}

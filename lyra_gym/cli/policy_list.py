@@ -49,7 +49,7 @@ KIND_NOTE = ("kind: the registry's names and the loader and import forms work wh
              "(simulate, compare,\n  sweep, the benchmark); benchmark ones only in python -m lyra_agents.benchmark.")
 
 
-def about(name: str, factory: Callable[[str], Any] = registry._factory) -> str:
+def about(name: str, factory: Callable[[str], Any] = registry.scheduler_factory) -> str:
     """One line on registry scheduler ``name``: :data:`ABOUT`, else the first line of the docstring
     of what ``factory(name)`` gives (its class; imported only then)."""
     if name in ABOUT:

@@ -57,7 +57,8 @@ from lyra_gym.envs.alloc_layout import (
 )
 from lyra_gym.envs.alloc_phases import BorrowPhase, JobPhase, Phase, PlacePhase, ReturnPhase
 from lyra_gym.envs.alloc_plan import PlaceOption, WorkingPlan
-from lyra_gym.envs.observation import ObservationBuilder, _constants, job_slots, server_slots
+from lyra_gym.envs.observation import ObservationBuilder, job_slots, server_slots
+from lyra_gym.envs.observation_state import engine_constants
 from lyra_gym.sim.plan import Plan, touched_job_ids
 from lyra_gym.sim.scheduler import Guidance, Scheduler
 from lyra_gym.sim.view import ClusterView, JobView
@@ -200,7 +201,7 @@ class AllocDecision:
         out = np.zeros(len(ALLOC_CLUSTER_FEATURES), dtype=np.float32)
         stage = self.stage
         out[stage.index] = 1.0
-        constants = _constants(self.view)
+        constants = engine_constants(self.view)
         n_inf = max(1, len(constants.inference_ids))
         if self.working is not None:
             self.working.cluster_extras(out, constants, n_inf)

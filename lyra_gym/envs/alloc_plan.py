@@ -20,7 +20,8 @@ from lyra_gym.envs.alloc_layout import (
     same_allocation,
     worker_options,
 )
-from lyra_gym.envs.observation import GPU_NORM, _EngineConstants
+from lyra_gym.envs.observation import GPU_NORM
+from lyra_gym.envs.observation_state import EngineConstants
 from lyra_gym.sim.placement import best_fit, capacities, groups_by_type, place_in_groups
 from lyra_gym.sim.plan import Plan, touched_job_ids
 from lyra_gym.sim.view import ClusterView, JobView
@@ -290,7 +291,7 @@ class WorkingPlan:
             sum(g for s, g in target.items() if s in loaned) / tw if tw else 0.0,
         )
 
-    def cluster_extras(self, out: np.ndarray, constants: _EngineConstants, n_inf: int) -> None:
+    def cluster_extras(self, out: np.ndarray, constants: EngineConstants, n_inf: int) -> None:
         """Write the working plan's cluster features into ``out`` (``ALLOC_CLUSTER_FEATURES``)."""
         sums = self.free_sums()
         out[4] = sums[0] / max(1, constants.training_gpus)

@@ -14,7 +14,7 @@ Every entry lies in [-1, 1] (clipped). Times enter as log1p(seconds / 60) / 10,
 so one minute is 0.07, one hour 0.41 and ten days 0.96.
 
 Cost: what cannot change during an engine's run is computed once per engine
-(:class:`~lyra_gym.envs.observation_state._EngineConstants`: server totals, reference
+(:class:`~lyra_gym.envs.observation_state.EngineConstants`: server totals, reference
 throughputs, each job's spec features, its rate on the loaned GPU type per progress part, in
 one list per model, size and B0 shared across an env's episodes), and what changes seldom is
 kept while it holds (the row of a queued job, which only its wait changes until it runs again;
@@ -42,8 +42,7 @@ import struct
 
 import numpy as np
 
-# kept per engine (lyra_gym/envs/observation_state.py); _CONSTANTS and _DemandAhead under their old import path too
-from lyra_gym.envs.observation_state import _CONSTANTS, _constants, _DemandAhead, _EngineConstants  # noqa: F401
+from lyra_gym.envs.observation_state import EngineConstants, engine_constants  # kept per engine
 from lyra_gym.envs.observation_v2 import (
     V2_CLUSTER_FEATURES,
     V2_JOB_FEATURES,
@@ -160,8 +159,8 @@ def job_slots_counted(view: ClusterView, k: int) -> tuple[list[JobView], int]:
     """(:func:`job_slots`, how many of them are running inelastic jobs: the last ones). The
     running jobs' part (elastic ones, then inelastic ones, in start order) is kept while the
     engine's running jobs stay the same ones in the same order
-    (``_EngineConstants.running_slots``)."""
-    constants = _constants(view)
+    (``EngineConstants.running_slots``)."""
+    constants = engine_constants(view)
     statics, reference = constants.jobs, constants.reference
     keyed = []
     for job in view.queued_jobs():
@@ -259,7 +258,7 @@ class ObservationBuilder:
             self._efficiency[key] = eff
         return eff
 
-    def _static(self, view: ClusterView, job: JobView, constants: _EngineConstants) -> tuple:
+    def _static(self, view: ClusterView, job: JobView, constants: EngineConstants) -> tuple:
         """A job's spec-derived part (fixed for the engine): model, sizes, its features 2-5 and 10,
         and the reference throughput at its requested size."""
         index = job.index
@@ -273,9 +272,9 @@ class ObservationBuilder:
             )
         return static
 
-    def _constants(self, view: ClusterView) -> _EngineConstants:
-        """:func:`_constants`, with this builder's shared loaned-type rates attached."""
-        constants = _constants(view)
+    def _constants(self, view: ClusterView) -> EngineConstants:
+        """:func:`engine_constants`, with this builder's shared loaned-type rates attached."""
+        constants = engine_constants(view)
         if constants.shared_goodput is None:
             context = (view.profiles, view.config)  # what the engine's scaling model is made of
             shared = self._shared_goodput.get(context)
@@ -288,14 +287,14 @@ class ObservationBuilder:
             constants.shared_parts = parts
         return constants
 
-    def _job_rows(self, view: ClusterView, jobs: list[JobView], constants: _EngineConstants,
+    def _job_rows(self, view: ClusterView, jobs: list[JobView], constants: EngineConstants,
                   loaned_type: tuple[str, int] | None, any_loaned: bool, out: list) -> tuple[int, int]:
         """Append the job slots' features (``JOB_FEATURES``, then this builder's zero padding) to
         ``out``, row after row. ``any_loaned``: False when no server is on loan (no job then has
         GPUs on one). Returns (GPUs the queued ones among them request, how many of them run).
 
         The common rows are built here: a running job whose allocation is that of its kept row
-        (``_EngineConstants.running_rows``), with only its time-dependent features computed (and
+        (``EngineConstants.running_rows``), with only its time-dependent features computed (and
         its rate ratio when its rate changed); every other row (a queued job's too, from its kept
         row while that holds) by :meth:`_row` (the same numbers either way)."""
         now = view.now
@@ -334,7 +333,7 @@ class ObservationBuilder:
                         if loaned_type is None:
                             remaining_loaned = 0.0
                         else:
-                            # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
+                            # view.goodput(job, num_gpus, *loaned_type), cached (EngineConstants.loaned_rate)
                             loaned_rate = constants.loaned_rate_at(job, index, part, job.batch_size if adaptive
                                                                    else None, rates)
                             if loaned_rate > 0:
@@ -359,7 +358,7 @@ class ObservationBuilder:
             shown_running += running
         return shown_queued_gpus, shown_running
 
-    def _kept_queued_row(self, job: JobView, snapshot: JobSnapshot, constants: _EngineConstants,
+    def _kept_queued_row(self, job: JobView, snapshot: JobSnapshot, constants: EngineConstants,
                          loaned_type: tuple[str, int] | None, out: list) -> int | None:
         """Append a queued job's kept row with its wait now (:meth:`_row`'s kept queued row, with
         less around it) and return the GPUs it requests; None, appending nothing, unless it holds."""
@@ -377,7 +376,7 @@ class ObservationBuilder:
         out += self._job_pad
         return constants.jobs[index][1]  # _row's static[1]: spec.num_gpus
 
-    def _row(self, view: ClusterView, job: JobView, snapshot: JobSnapshot, constants: _EngineConstants,
+    def _row(self, view: ClusterView, job: JobView, snapshot: JobSnapshot, constants: EngineConstants,
              loaned_type: tuple[str, int] | None, any_loaned: bool, out: list) -> tuple[int, int]:
         """Append one job row (as :meth:`_job_rows`) and keep what the next steps can reuse;
         (GPUs it requests if queued else 0, 1 if it runs else 0)."""
@@ -426,7 +425,7 @@ class ObservationBuilder:
             on_loaned = rate_ratio = flexible = 0.0
             remaining_now = remaining_est
         if loaned_type is not None:
-            # view.goodput(job, num_gpus, *loaned_type), cached (_EngineConstants.loaned_rate)
+            # view.goodput(job, num_gpus, *loaned_type), cached (EngineConstants.loaned_rate)
             loaned_rate = constants.loaned_rate_at(job, index, part, batch, rates)
             if loaned_rate > 0:
                 left = remaining / loaned_rate
@@ -456,7 +455,7 @@ class ObservationBuilder:
         return (static[1], 0) if queued else (0, 1 if state is JobState.RUNNING else 0)
 
     @staticmethod
-    def _occupancy(view: ClusterView, constants: _EngineConstants, loaned: list[int], n_inf: int) -> tuple:
+    def _occupancy(view: ClusterView, constants: EngineConstants, loaned: list[int], n_inf: int) -> tuple:
         """The cluster features read off the free GPUs alone (kept while ``topology.version``
         stays): (free_training, free_loaned, loaned, the five ``servers_free_*`` shares)."""
         # every training server is usable (Server.usable): the free-GPU histogram and total of the

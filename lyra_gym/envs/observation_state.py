@@ -19,7 +19,7 @@ from lyra_gym.sim.cluster import Pool
 from lyra_gym.sim.view import ClusterView, JobView
 
 
-class _DemandAhead:
+class DemandAhead:
     """``curve.at(t)`` for a time ``t`` that only grows (a fixed horizon ahead of the clock):
     the step of the curve found last is kept while ``t`` stays inside it, so most calls do
     two comparisons instead of a search. Same values as ``DemandCurve.at``."""
@@ -44,12 +44,12 @@ class _DemandAhead:
         return value
 
 
-class _EngineConstants:
+class EngineConstants:
     """What stays fixed for one engine (one :class:`ClusterView`): the servers, the reference
     throughputs, each job's spec-derived features, and each job's rate on the loaned GPU type
     per (progress part, batch). Everything here is computed with the view's own calls, once, so
     the observation is the same bit for bit as computing it at every step. It holds the view
-    weakly (:data:`_CONSTANTS` is keyed by it).
+    weakly (:data:`CONSTANTS_BY_VIEW` is keyed by it).
 
     Kept between steps too: the row of a queued job (only its wait changes until it runs
     again), the allocation-derived part of a running job's row (until its allocation changes;
@@ -93,7 +93,7 @@ class _EngineConstants:
                                            float, float, float, float, list[float | None] | None]] = {}
         # inference demand 1 h, 3 h and 6 h ahead of the clock
         demand = view.demand_curve  # the curve view.inference_demand_at reads
-        self.demand_ahead = tuple(_DemandAhead(demand) for _ in range(3))
+        self.demand_ahead = tuple(DemandAhead(demand) for _ in range(3))
         # (model, GPUs, B0, progress part, batch) -> loaned-type rate, shared by the engines of one builder
         # and run context (ObservationBuilder._shared_goodput); None until a builder sets it
         self.shared_goodput: dict | None = None
@@ -179,15 +179,15 @@ class _EngineConstants:
 
 
 #: Per engine (its view, held weakly: the entry goes with the engine).
-_CONSTANTS: "weakref.WeakKeyDictionary[ClusterView, _EngineConstants]" = weakref.WeakKeyDictionary()
+CONSTANTS_BY_VIEW: "weakref.WeakKeyDictionary[ClusterView, EngineConstants]" = weakref.WeakKeyDictionary()
 
 
-def _constants(view: ClusterView) -> _EngineConstants:
-    """The :class:`_EngineConstants` of ``view``'s engine."""
-    constants = _CONSTANTS.get(view)
+def engine_constants(view: ClusterView) -> EngineConstants:
+    """The :class:`EngineConstants` of ``view``'s engine."""
+    constants = CONSTANTS_BY_VIEW.get(view)
     if constants is None:
-        constants = _CONSTANTS[view] = _EngineConstants(view)
+        constants = CONSTANTS_BY_VIEW[view] = EngineConstants(view)
     return constants
 
 
-__all__ = ["_CONSTANTS", "_DemandAhead", "_EngineConstants", "_constants"]
+__all__ = ["CONSTANTS_BY_VIEW", "DemandAhead", "EngineConstants", "engine_constants"]

@@ -99,7 +99,7 @@ def job_features(view: ClusterView, job: JobView, restart_s: dict[str, float] | 
 
 def cluster_features(submits: list[float], now: float, window: WindowLike | None) -> tuple[float, float, float]:
     """:data:`V2_CLUSTER_FEATURES` at ``now``; ``submits``: the submit times of the run's jobs,
-    ascending (``_EngineConstants.submit_times``)."""
+    ascending (``EngineConstants.submit_times``)."""
     left = len(submits) - bisect.bisect_right(submits, now)
     if window is None:
         return 0.0, math.log1p(left) / 6.0, left / len(submits) if submits else 0.0

@@ -155,7 +155,7 @@ def unknown_error(name: str) -> UnknownSchedulerError:
         f"{', '.join(loader_names()) or 'none'}; or MODULE:ATTRIBUTE, a Scheduler class or factory to import)")
 
 
-def _factory(name: str) -> Any | None:
+def scheduler_factory(name: str) -> Any | None:
     """What builds scheduler ``name``: its class or factory (None: a ``PREFIX:ARGUMENT`` loader's
     scheduler, known only once built). Raises :class:`UnknownSchedulerError` for an unknown name."""
     if name in _registered:
@@ -173,14 +173,14 @@ def _factory(name: str) -> Any | None:
 def declared_reads(name: str) -> frozenset[str] | None:
     """``reads`` of scheduler ``name``'s class (None: not declared, or a ``PREFIX:ARGUMENT`` loader's
     scheduler, known only once built). Raises :class:`UnknownSchedulerError` for an unknown name."""
-    reads = getattr(_factory(name), "reads", None)
+    reads = getattr(scheduler_factory(name), "reads", None)
     return frozenset(reads) if reads is not None else None
 
 
 def describe_params(name: str) -> str:
     """Scheduler ``name``'s parameters as a table (parameter, type, default, range, meaning), from
     their declarations (:mod:`lyra_gym.sim.params`); a line saying so when none are known."""
-    rows = params_module.describe(_factory(name))
+    rows = params_module.describe(scheduler_factory(name))
     if not rows:
         return f"{name}: no declared parameters (not a dataclass scheduler; see its documentation)"
     rows = [["parameter", "type", "default", "range", "meaning"], *rows]

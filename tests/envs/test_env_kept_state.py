@@ -4,7 +4,7 @@ computing them afresh (issue 24's speed work on ``lyra_gym/envs``).
 - The loaned-type rates an env's builder shares across its episodes: an episode run after
   others observes exactly what the same episode observes in a fresh env.
 - ``SpanReward`` is ``reward(weights, StepOutcome(...), scale)`` to the bit, for every term mix.
-- ``_DemandAhead`` is ``DemandCurve.at`` at every time, going forward, back, and on the steps.
+- ``DemandAhead`` is ``DemandCurve.at`` at every time, going forward, back, and on the steps.
 - ``ActionCodec.masks``/``decode`` against a plain per-dimension reading of the same layout.
 - The job rows built from kept rows (a running job's allocation-derived part, a queued job's row)
   against the same rows built with nothing kept, at every step.
@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 import lyra_gym  # noqa: F401  (registers the envs)
 from lyra_gym.envs.actions import ActionCodec
-from lyra_gym.envs.observation import JOB_FEATURES, _constants, _DemandAhead
+from lyra_gym.envs.observation import JOB_FEATURES
+from lyra_gym.envs.observation_state import DemandAhead, engine_constants
 from lyra_gym.envs.rewards import REWARD_TERMS, SpanReward, StepOutcome, reward
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.sim.scheduler import JOB_LEVELS, NEUTRAL_JOB_LEVEL, NEUTRAL_RETURN_LEVEL, RETURN_LEVELS
@@ -66,7 +67,7 @@ NO_INFERENCE = {"training": [{"count": 11, "gpu_type": "v100", "gpus_per_server"
 def _rows_match_rows_built_afresh(env, obs) -> None:
     """The observation against one built with no kept job rows (and the kept rows rebuilt)."""
     view = env.engine.view
-    constants = _constants(view)
+    constants = engine_constants(view)
     kept = len(constants.running_rows) + len(constants.queued_rows)
     constants.running_rows.clear()
     constants.queued_rows.clear()
@@ -86,7 +87,7 @@ def test_rows_built_from_kept_rows_are_the_rows_built_afresh(env_id, config):
     _episode(env, 3, 150, check=lambda e, obs: (_rows_match_rows_built_afresh(e, obs), checked.append(1)))
     assert len(checked) > 20
     # the fast path ran: running jobs with kept rows were shown
-    assert _constants(env.unwrapped.engine.view).running_rows
+    assert engine_constants(env.unwrapped.engine.view).running_rows
 
 
 # "absolute": a job's rate on the loaned type changes with its progress part
@@ -118,7 +119,7 @@ def test_span_reward_is_reward_on_a_step_outcome_to_the_bit(weights, elapsed, in
 
 def test_demand_ahead_is_the_curves_value_at_every_time():
     curve = DemandCurve(np.array([0.0, 100.0, 250.0, 900.0]), np.array([3, 1, 4, 2]))
-    ahead = _DemandAhead(curve)
+    ahead = DemandAhead(curve)
     times = [-5.0, 0.0, 50.0, 99.999, 100.0, 100.0, 249.0, 250.0, 3.0, 899.0, 900.0, 1e9, 0.0, 250.0, -1e9]
     assert [ahead.at(t) for t in times] == [curve.at(t) for t in times]
     with pytest.raises(ValueError):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import lyra_gym  # noqa: F401  (registers the envs)
-from lyra_gym.envs.observation import _constants
+from lyra_gym.envs.observation_state import engine_constants
 
 NO_INFERENCE = {"training": [{"count": 11, "gpu_type": "v100", "gpus_per_server": 8}],
                 "inference": {"count": 0, "gpu_type": "t4", "gpus_per_server": 8}}
@@ -47,7 +47,7 @@ def _rollout(env, seed: int, steps: int, check) -> int:
 
 def _same_as_afresh(env) -> None:
     view = env.engine.view
-    constants = _constants(view)
+    constants = engine_constants(view)
     kept = env.obs.tobytes()
     assert constants.occupancy is not None and constants.occupancy[0] == view._engine.topology.version
     _forget(constants)
@@ -74,11 +74,11 @@ def test_kept_occupancy_is_used_only_while_the_topology_is_unchanged():
     last: list = [None]
 
     def check(env) -> None:
-        entry = _constants(env.engine.view).occupancy
+        entry = engine_constants(env.engine.view).occupancy
         seen["kept" if entry is last[0] else "rebuilt"] += 1
         last[0] = entry
         _same_as_afresh(env)
-        last[0] = _constants(env.engine.view).occupancy  # the entry the fresh build made
+        last[0] = engine_constants(env.engine.view).occupancy  # the entry the fresh build made
 
     _rollout(env, 4, 200, check)
     assert seen["kept"] > 0 and seen["rebuilt"] > 0, seen

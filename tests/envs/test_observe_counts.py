@@ -27,7 +27,7 @@ from lyra_gym.envs.actions import ActionCodec, _valid_range
 from lyra_gym.envs.observation import (
     JOB_FEATURES,
     ObservationBuilder,
-    _constants,
+    engine_constants,
     job_slots,
     job_slots_counted,
     server_slots,
@@ -105,7 +105,7 @@ def test_a_mask_rule_no_range_expresses_is_read_value_by_value():
 
 
 def _fresh_slots(view, k):
-    constants = _constants(view)
+    constants = engine_constants(view)
     kept, constants.running_slots = constants.running_slots, None
     try:
         return job_slots(view, k)
@@ -131,7 +131,7 @@ def _check_step(env, rng) -> None:
             action = rng.integers(-1, nvec + 1)
         assert env._decode(action) == env.codec.decode(action, plain, env.slots, env.server_ids)
     kept = env.obs.tobytes()
-    constants = _constants(view)
+    constants = engine_constants(view)
     constants.running_rows.clear()
     constants.queued_rows.clear()
     constants.occupancy = None
@@ -202,7 +202,7 @@ _FORGOTTEN = ("running_rows", "queued_rows", "occupancy", "goodput", "shared_goo
 def _fresh_row(view, job, servers: list[int], width: int) -> bytes:
     """``job``'s row in an observation built by a new builder that shows it alone, with nothing kept
     (the engine's kept rows and rates are put back afterwards)."""
-    constants = _constants(view)
+    constants = engine_constants(view)
     kept = {name: getattr(constants, name) for name in _FORGOTTEN}
     constants.running_rows, constants.queued_rows, constants.goodput = {}, {}, {}
     constants.occupancy = constants.shared_goodput = constants.shared_parts = None

@@ -182,7 +182,7 @@ def test_third_party_dataclasses_get_their_field_types_checked_and_others_are_bu
 def test_every_heuristic_declares_every_parameter_and_prints_them():
     assert set(HEURISTICS) <= set(registry.available())
     for name in HEURISTICS:
-        factory = registry._factory(name)
+        factory = registry.scheduler_factory(name)
         declared = params_module.declared(factory)
         assert declared, name
         assert all(d.spec is not None and d.spec.doc and d.rule is not None for d in declared.values()), name
@@ -251,7 +251,7 @@ def _example(tp: Any, spec: params_module.Param) -> Any:
 def _params() -> list[tuple[str, str, Any, params_module.Param]]:
     """(policy, parameter, type, declaration) of every heuristic's parameters."""
     return [(name, key, d.type, d.spec) for name in HEURISTICS
-            for key, d in params_module.declared(registry._factory(name)).items()]
+            for key, d in params_module.declared(registry.scheduler_factory(name)).items()]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -12,21 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {"lyra_gym": "lyra_gym", "baselines": "lyra_baselines", "agents": "lyra_agents"}
 FACE = "lyra_agents.factory"
 
-# Files outside this change's reach that still import a private name (the lead empties this at merge).
-PRIVATE_LEFTOVERS = {
-    ("lyra_gym/envs/alloc.py", "lyra_gym.envs.observation._constants"),
-    ("lyra_gym/envs/alloc_plan.py", "lyra_gym.envs.observation._EngineConstants"),
-    ("lyra_gym/envs/observation.py", "lyra_gym.envs.observation_state._CONSTANTS"),
-    ("lyra_gym/envs/observation.py", "lyra_gym.envs.observation_state._constants"),
-    ("lyra_gym/envs/observation.py", "lyra_gym.envs.observation_state._DemandAhead"),
-    ("lyra_gym/envs/observation.py", "lyra_gym.envs.observation_state._EngineConstants"),
-    ("lyra_gym/cli/policy_list.py", "lyra_gym.sim.scheduler._factory"),
-    ("agents/leaderboard.py", "lyra_agents.benchmark._always"),
-    ("agents/leaderboard.py", "lyra_agents.benchmark._load_model"),
-    ("agents/leaderboard.py", "lyra_agents.benchmark._window_jct"),
-}
-# Files outside this change's reach that still import the face (the lead empties this at merge).
-FACE_LEFTOVERS = {"agents/policy_scheduler.py"}
+# No exceptions: every private name stays in its module, and nothing inside the project imports the face.
+PRIVATE_LEFTOVERS: set[tuple[str, str]] = set()
+FACE_LEFTOVERS: set[str] = set()
 
 
 def module_name(path: Path) -> str:
