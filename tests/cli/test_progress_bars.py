@@ -105,8 +105,9 @@ def _fake_simulate(jobs, policy, config, seed, profiles=None):
 
 
 def test_evaluate_bar_over_windows_times_policies(tmp_path, monkeypatch, capsys, bar_now):
-    import lyra_agents.factory
+    import lyra_agents.artifacts
     import lyra_agents.policy_scheduler
+    import lyra_agents.vec_envs
 
     env = SimpleNamespace(windows=_Windows(), trace=None, profiles=None,
                           sim_config=SimpleNamespace(knowledge=SimpleNamespace(mode="oracle")))
@@ -115,9 +116,10 @@ def test_evaluate_bar_over_windows_times_policies(tmp_path, monkeypatch, capsys,
                              sim_config=None, window_s=43200.0, warmup_s=0.0, scenarios=[])  # the header's fields
     model = SimpleNamespace(name="policy", config=config)
     monkeypatch.setattr(lyra_agents.policy_scheduler, "load_policy_scheduler", lambda *a, **k: model)
-    monkeypatch.setattr(lyra_agents.factory, "find_artifacts",
-                        lambda base: SimpleNamespace(model=None, vecnormalize=None, config=None))
-    monkeypatch.setattr(lyra_agents.factory, "make_eval_env", lambda config: env)
+    monkeypatch.setattr(lyra_agents.artifacts, "find_artifacts",
+                        lambda base: SimpleNamespace(model=None, vecnormalize=None, vecnormalize_pickle=None,
+                                                     config=tmp_path / "absent.yaml"))
+    monkeypatch.setattr(lyra_agents.vec_envs, "make_eval_env", lambda config: env)
     monkeypatch.setattr(evaluate_mod, "simulate", _fake_simulate)
 
     def run(disable: bool) -> bytes:
