@@ -121,6 +121,9 @@ class Knowledge:
         # answer gives the same float as from E0, since the work done never decreases (but at a priced
         # preemption, lyra_gym.sim.overheads: the grown estimate, above the work done before, then stays)
         self._grown: dict[int, tuple[float, float]] = {}
+        #: counts every change of state an answer depends on (a growth kept, a finished job heard):
+        #: an answer for the same job and work done at the same version is the same float
+        self.version = 0
 
     def initial(self, job: Job) -> float:
         """``E0``: the believed total work before any growth, samples."""
@@ -134,6 +137,7 @@ class Knowledge:
         if estimate <= done:
             estimate = grown(estimate, done, self.growth)
             self._grown[job.index] = (start, estimate)
+            self.version += 1
         return estimate
 
     def remaining_work(self, job: Job, now: float) -> float:
@@ -200,6 +204,7 @@ class HistoryKnowledge(Knowledge):
             entry = self._sums.setdefault(key, [0.0, 0])
             entry[0] += spec.duration
             entry[1] += 1
+        self.version += 1
 
 
 def build_knowledge(config: KnowledgeConfig, jobs: Sequence[Job],

@@ -275,16 +275,16 @@ class KnownJobView(JobView):
     """A :class:`JobView` that answers duration questions with the run's
     :class:`~lyra_gym.model.knowledge.Knowledge` (``estimate`` and ``history`` modes), never the
     truth: ``spec.duration``, ``total_work``, ``remaining_work``, ``expected_finish`` and
-    ``remaining_time_at`` are the believed ones. The work done (``total_work - remaining_work``),
-    the rate, attained service and the progress part are the engine's."""
+    ``remaining_time_at`` are the believed ones; the work done, rate, service and progress part the engine's."""
 
-    __slots__ = ("_know", "_shown")
+    __slots__ = ("_know", "_shown", "_shown_key")  # _shown answers at _shown_key: (work done, knowledge version)
     _know: Knowledge
     _shown: JobSpec | None
+    _shown_key: tuple[float, int] | None
 
     def __init__(self, job: Job, engine: EngineState, knowledge: Knowledge) -> None:
         for name, value in (("_job", job), ("_engine", engine), ("id", job.spec.job_id), ("index", job.index),
-                            ("_know", knowledge), ("_shown", None)):
+                            ("_know", knowledge), ("_shown", None), ("_shown_key", None)):
             object.__setattr__(self, name, value)
 
     def __reduce__(self):  # state set after creation: a job and its view refer to each other
@@ -294,19 +294,23 @@ class KnownJobView(JobView):
         for name, value in zip(("_job", "_engine", "id", "index", "_know"), state):
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_shown", None)
+        object.__setattr__(self, "_shown_key", None)
 
     def _done(self) -> float:
         return self._job.work_done_at(self._engine.now)
 
     @property
     def spec(self) -> JobSpec:  # type: ignore[override]
-        """The job's record with the believed ``duration`` (s at the requested size)."""
-        job = self._job
-        duration = self._know.duration(job, self._done())
-        shown = self._shown
+        """The job's record with the believed ``duration`` (s at the requested size); the last one
+        while the work done and the knowledge's ``version`` are unchanged (the same float)."""
+        job, know, done, shown = self._job, self._know, self._done(), self._shown
+        if shown is not None and self._shown_key == (done, know.version):
+            return shown
+        duration = know.duration(job, done)
         if shown is None or shown.duration != duration:
             shown = replace(job.spec, duration=duration)
             object.__setattr__(self, "_shown", shown)
+        object.__setattr__(self, "_shown_key", (done, know.version))
         return shown
 
     @property

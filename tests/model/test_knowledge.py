@@ -309,3 +309,35 @@ def test_policies_that_declare_no_duration_read_are_unmoved_by_what_they_are_tol
         truth = run(jobs, policy, cfg).jobs
         for knowledge in ({"mode": "estimate", "sigma": 2.0, "bias": 3.0}, {"mode": "history"}):
             assert run(jobs, policy, _with(cfg, **knowledge)).jobs == truth, (policy, knowledge)
+
+
+class SpecChecker(FifoScheduler):
+    """FIFO that, at every decision, reads every job's believed ``spec`` twice and checks it
+    against the knowledge asked directly (no memo): the view's kept answer is never stale."""
+
+    tick_interval = 150.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.checked = 0
+
+    def decide(self, view):
+        for j in [*view.queued_jobs(), *view.running_jobs()]:
+            first = j.spec
+            know = view._engine.knowledge
+            truth = know.duration(view._engine.jobs[j.index], view._engine.jobs[j.index].work_done_at(view.now))
+            assert first.duration == truth and j.spec is first
+            self.checked += 1
+        return super().decide(view)
+
+
+@pytest.mark.parametrize("mode", ["estimate", "history"])
+def test_believed_spec_kept_only_while_work_done_and_knowledge_are_unchanged(mode):
+    # estimates that are outlived (growth changes the belief while the job runs) and, under
+    # history, finishes that change other jobs' beliefs between two reads of the same view
+    jobs = [job(f"j{i}", 40.0 * i, 1 + i % 2, 300.0 + 170.0 * i) for i in range(8)]
+    extra = {"sigma": 0.0, "bias": 0.25, "growth": 2.0} if mode == "estimate" else {"growth": 2.0}
+    cfg = _with(config(training=2, gpus=1), mode=mode, **extra)
+    checker = SpecChecker()
+    _engine(jobs, checker, cfg).run()
+    assert checker.checked > 20
