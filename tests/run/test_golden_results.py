@@ -10,7 +10,9 @@ says why in its commit.
 Cases: ``traces/default.csv`` on the default config; the first day of ``lyra-15d`` on its
 own cluster (``traces/lyra-15d.yaml``, the headline's shape); the Pollux artifact's
 workload 6 on the T4 testbed (``tests/fixtures/pollux/workload-6.csv``, converted as the
-README's ``pollux-testbed-t4`` commands do).
+README's ``pollux-testbed-t4`` commands do); ``traces/default.csv`` again with durations
+believed from history (``knowledge.mode: history``: what the schedulers read is the knowledge
+model's, its kept answers included).
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ def _case(name: str):
 
     if name == "default":
         return load_trace(ROOT / "traces" / "default.csv"), SimConfig()
+    if name == "default-history":
+        from lyra_gym.model.knowledge import KnowledgeConfig
+
+        return load_trace(ROOT / "traces" / "default.csv"), SimConfig(knowledge=KnowledgeConfig(mode="history"))
     if name == "lyra-15d-day1":
         jobs = [j for j in generate_trace("lyra-15d", 0) if j.submit_time < LYRA_15D_CUT_S]
         return jobs, load_config(ROOT / "traces" / "lyra-15d.yaml")
@@ -69,7 +75,7 @@ def digest(case: str, policy: str) -> str:
     return h.hexdigest()
 
 
-CASES = ("default", "lyra-15d-day1", "workload-6-t4")
+CASES = ("default", "default-history", "lyra-15d-day1", "workload-6-t4")
 
 
 @pytest.fixture(autouse=True)
@@ -90,6 +96,11 @@ def test_every_registered_policy_is_covered(case):
 @pytest.mark.parametrize("policy", _policies())
 def test_default_trace_results_are_unchanged_bit_for_bit(policy):
     assert digest("default", policy) == _stored()["default"][policy]
+
+
+@pytest.mark.parametrize("policy", _policies())
+def test_default_trace_under_history_knowledge_is_unchanged_bit_for_bit(policy):
+    assert digest("default-history", policy) == _stored()["default-history"][policy]
 
 
 @pytest.mark.parametrize("policy", [pytest.param(p, marks=pytest.mark.slow) if p.startswith("pollux") else p
