@@ -136,6 +136,7 @@ def collect(model: Learner) -> tuple[VineBatch, list[Trajectory]]:
         trunks.append(traj)
         chosen = set(model.rng.choice(len(traj.actions), size=min(cfg.vine_states, len(traj.actions)),
                                       replace=False).tolist())
+        last = max(chosen, default=-1)  # the replay stops after the last branch state
         env.reset(seed=reset_seed)  # replay the trunk's actions (deterministic) up to each branch state
         for step, action in enumerate(traj.actions):
             if step in chosen:
@@ -154,7 +155,7 @@ def collect(model: Learner) -> tuple[VineBatch, list[Trajectory]]:
                         batch.advantages.append(float(returns[k] - returns.mean()))
                         batch.returns.append(float(returns[k]))
                         batch.origins.append((slot, step))
-            if step >= max(chosen, default=-1):
+            if step >= last:
                 break
             env.step(action)
             model.num_timesteps += 1
