@@ -351,6 +351,7 @@ def test_ctrl_c_in_train_is_one_line_and_exit_130(tiny_yaml, tmp_path, capsys, m
     assert not (run_dir / "model.zip").exists() and leftovers(run_dir) == []
 
 
+@pytest.mark.slow
 def test_sigterm_stops_train_like_ctrl_c(tiny_yaml, tmp_path):
     argv = [sys.executable, str(ROOT / "train.py"), "--config", str(tiny_yaml), "--no-compare",
             "--set", "total_timesteps=1000000"]

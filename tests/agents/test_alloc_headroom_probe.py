@@ -7,6 +7,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+import pytest
 
 import lyra_gym  # noqa: F401
 from lyra_agents.scenarios import SUITE
@@ -56,6 +57,7 @@ def test_a_ratio_no_job_can_meet_is_lyra_bit_for_bit():
     assert {k: v for k, v in scripted.items() if k != wall} == {k: v for k, v in lyra.items() if k != wall}
 
 
+@pytest.mark.slow
 def test_fits_if_freed_predicts_the_mask_after_the_preemption_is_played():
     """``AllocDecision.fits_if_freed`` against the real thing, on a copy of the env: preempt the
     running job, pick the queued one, read the mask of its base demand on training GPUs."""

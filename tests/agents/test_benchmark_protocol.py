@@ -116,6 +116,7 @@ def test_end_to_end_lyra_is_exactly_one_and_the_best_heuristic_zero():
 CLI = ["--policies", "lyra,baseline,random", "--scenarios", "default", "--windows", "2", "--reps", "300", "--quiet"]
 
 
+@pytest.mark.slow
 def test_same_arguments_write_the_same_bytes(tmp_path, capsys):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     assert benchmark.main([*CLI, "--out", str(a)]) == 0

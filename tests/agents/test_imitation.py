@@ -38,6 +38,7 @@ def test_behaviour_cloning_learns_the_expert_and_demonstrations_are_the_experts(
 # a warm-started window by default (the harder case: the episode starts mid-trace); from the trace's
 # start under -m slow
 @pytest.mark.parametrize("warmup_s", [pytest.param(0.0, marks=pytest.mark.slow), 3 * 3600.0])
+@pytest.mark.slow
 def test_alloc_model_as_a_scheduler_reproduces_its_env_episode(warmup_s, tmp_path):
     cfg = alloc_config(warmup_s=warmup_s)
     venv = build_training_envs(cfg)
@@ -80,6 +81,7 @@ def test_the_shipped_reference_agent_loads_safely_and_is_small():
     assert scheduler.config.sim_config == str(folder.parents[2] / "traces" / "contended.yaml")
 
 
+@pytest.mark.slow
 def test_the_scheduler_sees_the_observation_the_decision_would_get_built_afresh(monkeypatch):
     """The observer's cached base must belong to the decision it is asked about. Every decision
     point opens a new decision object, and the previous one is freed by then, so its id (a cache

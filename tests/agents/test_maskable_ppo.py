@@ -11,6 +11,7 @@ import lyra_gym
 
 @pytest.mark.parametrize("env_id", [e if e == "LyraGym/Cluster-v1" else pytest.param(e, marks=pytest.mark.slow)
                                     for e in lyra_gym.ENV_IDS])  # (one env by default: the same loop)
+@pytest.mark.slow
 def test_maskable_ppo_trains_a_few_thousand_steps(env_id):
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.utils import get_action_masks

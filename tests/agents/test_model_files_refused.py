@@ -146,6 +146,7 @@ MALFORMED = [
 
 
 @pytest.mark.parametrize("mutate,file,problem", [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
+@pytest.mark.sample(5)
 def test_every_malformed_model_is_refused_up_front_in_one_line(good, tmp_path, mutate, file, problem):
     bad = copy_run(good, tmp_path)
     mutate(bad)

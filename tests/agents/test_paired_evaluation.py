@@ -186,6 +186,7 @@ def test_protocol_mode_prints_intervals_per_reference_and_writes_unit_rows(monke
     (["--baselines", "nope"], "unknown reference 'nope'"),
     (["--windows", "4", "--scenarios", "history"], "windows: 4 asked, but scenario 'history' lists 3"),
 ])
+@pytest.mark.sample(2)
 def test_protocol_mode_refuses_bad_options_in_one_line(extra, message, capsys):
     assert evaluate.main([GENERALIST, "--suite", "v1", *extra]) == 2
     err = capsys.readouterr().err

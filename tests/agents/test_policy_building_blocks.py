@@ -104,6 +104,7 @@ def test_tied_statistics_pool_every_slot_of_a_feature():
 
 # ---------------------------------------------------------------------- PolicyScheduler
 @pytest.mark.parametrize("env_id", lyra_gym.ENV_IDS)
+@pytest.mark.sample(1)
 def test_policy_scheduler_with_an_untrained_model_produces_valid_plans(env_id):
     cfg = small_config(env_id)
     venv = build_training_envs(cfg)

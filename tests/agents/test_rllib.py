@@ -18,6 +18,8 @@ from lyra_agents.config import load_train_config
 from lyra_agents.factory import make_eval_env
 from lyra_gym.run.simulate import simulate
 
+pytestmark = pytest.mark.slow  # one RLlib iteration per test: CI runs them with -m slow
+
 
 @pytest.fixture(scope="module")
 def local_ray():

@@ -308,6 +308,7 @@ def _train_module():
 
 
 @pytest.mark.parametrize("trusted", [False, True])
+@pytest.mark.slow
 def test_resume_does_not_run_crafted_pickles_unless_trusted(trained, tmp_path, monkeypatch, capsys, trusted):
     monkeypatch.delenv(TRUST_ENV, raising=False)
     _, model, _, run_dir = trained

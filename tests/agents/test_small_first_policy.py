@@ -48,6 +48,7 @@ def test_the_scheduler_takes_small_first_actions_at_every_step_of_a_cluster_v1_r
     assert rows[0]["jct_mean_s"] == info["final_metrics"]["jct_mean_s"]
 
 
+@pytest.mark.slow
 def test_small_first_runs_by_name_in_the_benchmark_as_its_import_spec_does(tmp_path, capsys):
     out = tmp_path / "bench.csv"
     spec = "lyra_agents.small_first:SmallFirstScheduler"

@@ -28,6 +28,7 @@ SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("env_id", ["LyraGym/Elastic-v1", pytest.param("LyraGym/Alloc-v1", marks=pytest.mark.slow)])
+@pytest.mark.slow
 def test_make_vec_env_with_worker_processes(tmp_path, env_id):
     pytest.importorskip("stable_baselines3")
     script = tmp_path / "user_script.py"

@@ -217,6 +217,7 @@ def test_suite_v1_hetero_and_overload_end_to_end(capsys):
         assert 0 < bound < 1  # the isolated-job bound is below lyra on a loaded cluster
 
 
+@pytest.mark.slow
 def test_an_estimate_scenario_has_lyra_told_the_truth_as_reference(tmp_path, capsys):
     """Under ``knowledge: estimate`` each window gets one ``reference`` row: lyra on the same jobs
     with oracle knowledge, equal to a direct simulation; the policies' rows and aggregates ignore it."""

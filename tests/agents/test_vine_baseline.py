@@ -32,6 +32,7 @@ def collected():
     model.close()
 
 
+@pytest.mark.sample(1)
 def test_each_branch_return_is_the_action_then_the_guide_to_the_end_on_a_fresh_env(collected):
     model, batch, trunks = collected
     assert batch.states == 3 and batch.informative >= 1 and batch.actions
@@ -64,6 +65,7 @@ def test_advantages_are_centred_per_state_and_the_trunk_action_comes_first(colle
             assert {batch.returns[q] for q in same} == {batch.returns[r]}
 
 
+@pytest.mark.slow
 def test_same_seed_same_branches_bit_for_bit(collected):
     _, batch, _ = collected
     other = MaskedPPO(tiny())

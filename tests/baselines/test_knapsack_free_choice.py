@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -109,6 +110,7 @@ def test_a_float_tie_is_left_to_the_dp_and_the_broken_variant_differs():
     assert _without_tie_check(values, 10) == [0, 2] != _dp(values, 10)
 
 
+@pytest.mark.slow
 def test_the_near_tie_strategy_catches_the_broken_variant():
     """The random comparison above is strong enough: it finds a case the broken variant gets wrong."""
     from hypothesis import find
@@ -119,6 +121,7 @@ def test_the_near_tie_strategy_catches_the_broken_variant():
     assert _without_tie_check(*case) != _dp(*case)
 
 
+@pytest.mark.slow
 def test_every_knapsack_of_a_lyra_run_answers_as_the_dp(monkeypatch):
     """At every knapsack of an engine run (and of one with a tick-heavy quiet cluster), the DP run
     beside the shortcut gives the same choice; most rounds take the shortcut."""

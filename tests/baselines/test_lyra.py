@@ -189,6 +189,7 @@ def test_lyra_equals_baseline_without_elastic_jobs_or_loanable_servers():
 
 
 @pytest.mark.parametrize("policy", ["lyra", "lyra-noloan", "lyra-noelastic", "baseline"])
+@pytest.mark.sample(2)
 def test_every_variant_finishes_the_default_trace_deterministically(policy):
     jobs = load_trace("traces/default.csv")
     first, second = simulate(jobs, policy, seed=3), simulate(jobs, policy, seed=3)

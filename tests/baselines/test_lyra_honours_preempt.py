@@ -91,6 +91,7 @@ def checked(monkeypatch):
 @pytest.mark.parametrize("backfill, loaned_rule, move_back, flex_horizon", SWITCHES[::3])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=workloads())
+@pytest.mark.sample(3)
 def test_random_preemptions_keep_lyras_state_equal_to_a_rebuild(case, backfill, loaned_rule, move_back,
                                                                 flex_horizon, checked):
     jobs, demand = case

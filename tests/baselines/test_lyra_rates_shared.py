@@ -141,6 +141,7 @@ def test_a_fork_shares_the_pure_caches_only(mode):
 
 
 @pytest.mark.parametrize("policy", ["lyra", "lyra-noloan"])
+@pytest.mark.sample(1)
 def test_simulations_handed_one_profile_set_share_the_caches_and_give_the_same_results(policy, monkeypatch):
     """Runs handed one ``profiles`` (as the benchmark's windows are) start with the rows earlier runs
     computed, and give what runs on profile sets of their own give, bit for bit."""

@@ -126,6 +126,7 @@ def mixed_clusters(draw):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mixed_clusters())
+@pytest.mark.slow
 def test_every_policy_finishes_what_lyra_finishes_or_warns(case):
     """Every policy finishes each job ``lyra`` finishes, or warned that it can never start it; a
     policy that never borrows is not asked to where a job needs loaned servers (the command line

@@ -16,6 +16,7 @@ def traces():
 
 
 @pytest.mark.parametrize("name", available())
+@pytest.mark.sample(4)
 def test_a_reused_scheduler_runs_like_a_fresh_one(name, traces):
     first, second = traces
     scheduler = make(name)

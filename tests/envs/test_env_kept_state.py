@@ -92,6 +92,7 @@ def test_rows_built_from_kept_rows_are_the_rows_built_afresh(env_id, config):
 
 # "absolute": a job's rate on the loaned type changes with its progress part
 @pytest.mark.parametrize("config", [{}, {"scaling": "adaptive"}, {"noise_scale": "absolute"}])
+@pytest.mark.sample(1)
 def test_an_episode_after_others_observes_what_it_does_in_a_fresh_env(config):
     kwargs = dict(config=config, window_s=4 * 3600.0, num_job_slots=12, num_server_slots=4)
     warm = gym.make("LyraGym/Cluster-v1", **kwargs)

@@ -91,6 +91,7 @@ def test_the_environments_compose_the_runner_and_alloc_is_not_a_guided_env():
 
 @pytest.mark.parametrize("clone", [copy.deepcopy, lambda env: pickle.loads(pickle.dumps(env))])
 @pytest.mark.parametrize("env_id", ALL_ENV_IDS)
+@pytest.mark.sample(3)
 def test_a_copy_mid_episode_keeps_its_runner_and_continues_identically(env_id, clone):
     env = gym.make(env_id, window_s=6 * 3600.0).unwrapped
     env.reset(seed=2)

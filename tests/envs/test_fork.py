@@ -50,6 +50,7 @@ def play(env, seed: int, steps: int) -> list[str]:
 
 
 @pytest.mark.parametrize("env_id", ALL_ENV_IDS)
+@pytest.mark.sample(3)
 def test_a_fork_continues_identically_and_leaves_the_original_alone(env_id):
     original = gym.make(env_id, **KWARGS).unwrapped
     reference = gym.make(env_id, **KWARGS).unwrapped  # the same run, never forked

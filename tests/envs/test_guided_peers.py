@@ -35,6 +35,7 @@ def expert_episode(env, seed=None, options=None):
 @pytest.mark.parametrize("env_id", ["LyraGym/Cluster-v1", "LyraGym/Cluster-v2"])
 @pytest.mark.parametrize("heuristic", PEERS)
 @pytest.mark.parametrize("seed, options", [(7, None), (None, {"split": "test", "window": 0})])
+@pytest.mark.sample(4)
 def test_expert_action_reproduces_the_heuristic(env_id, heuristic, seed, options):
     env = gym.make(env_id, heuristic=heuristic, **SMALL).unwrapped
     guided = expert_episode(env, seed, options)

@@ -167,6 +167,7 @@ def test_v2_defaults_and_versions():
     assert list(env.action_space.nvec[64:]) == [env.b + 1] + [3] * env.m
 
 
+@pytest.mark.slow
 def test_a_v2_model_as_scheduler_reproduces_its_env_episode():
     """``agents/policy_scheduler.py`` decodes -v2 actions (PREEMPT, the -v2 slots and masks,
     auto-commit without asking the model) as the env does: the same metrics on a test window."""

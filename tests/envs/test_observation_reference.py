@@ -116,6 +116,7 @@ def test_the_reference_names_every_feature_in_the_builders_order():
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 @pytest.mark.parametrize("env_id", ENV_IDS + ENV_IDS_V2 + (ALLOC_ENV_ID,))
+@pytest.mark.sample(6)
 def test_fast_observation_equals_the_reference_at_every_step(env_id, scenario):
     if env_id == "LyraGym/Loaning-v2" and scenario == "no-inference-warm":
         pytest.skip("Loaning-v2 with no inference pool shows no decision (each one has a single action)")

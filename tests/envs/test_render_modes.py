@@ -11,6 +11,7 @@ import lyra_gym
 
 
 @pytest.mark.parametrize("env_id", lyra_gym.envs.ALL_ENV_IDS)
+@pytest.mark.sample(2)
 def test_sb3_make_vec_env_works_and_renders_rgb_arrays(env_id):
     pytest.importorskip("stable_baselines3")
     from stable_baselines3.common.env_util import make_vec_env
@@ -31,6 +32,7 @@ def test_sb3_make_vec_env_works_and_renders_rgb_arrays(env_id):
         venv.close()
 
 
+@pytest.mark.slow
 def test_rgb_array_frames_are_deterministic_and_show_the_cluster():
     import gymnasium as gym
 

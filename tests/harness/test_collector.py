@@ -169,6 +169,7 @@ def test_ring_fit_recovers_the_unit():
     assert fit_ring_unit({n: 0.05 * 2 * (n - 1) / n for n in (2, 4, 8)}) == pytest.approx(0.05)
 
 
+@pytest.mark.slow
 def test_allreduce_measurement_path_runs_with_gloo():
     """The multi-process all-reduce timing (NCCL on GPUs) runs end to end with gloo on CPU."""
     from lyra_gym.collector.benchmark import fit_ring_unit, measure_allreduce

@@ -96,6 +96,7 @@ def test_none_metric_stays_none():
 
 
 # ----------------------------------------------------------------------------- report files
+@pytest.mark.slow
 def test_compare_writes_summary_with_ci_and_plots(compared):
     rows = summary(compared)
     assert [r["policy"] for r in rows] == list(POLICIES)
@@ -150,6 +151,7 @@ def test_parallel_jobs_give_identical_numbers(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------- TensorBoard
+@pytest.mark.slow
 def test_tensorboard_runs_hold_the_expected_tags(compared):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

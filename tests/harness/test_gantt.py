@@ -85,6 +85,7 @@ def test_placements_csv_reads_back_what_was_recorded(small_run):
     assert back.jobs == p.jobs and back.loans == p.loans
 
 
+@pytest.mark.slow
 def test_rgb_array_is_a_deterministic_labelled_gantt():
     frames = []
     for _ in range(2):

@@ -20,6 +20,7 @@ def hm(monkeypatch):
     return headline_mechanism
 
 
+@pytest.mark.slow
 def test_variants_load_and_validate(hm):
     for v in hm.VARIANTS.values():
         config = hm.variant_config(v)
@@ -50,6 +51,7 @@ def test_implied_run_ratio_by_hand(hm):
     assert hm.implied_run_ratio(3000.0, 7000.0) == pytest.approx(1.4446, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_baseline_shared_across_variants(hm):
     """baseline never borrows and ignores elastic ranges: its jobs are the same whatever the elastic
     minimum (and the inference pool); the usage over both clusters is not, so the run is shared only
@@ -67,6 +69,7 @@ def test_baseline_shared_across_variants(hm):
     assert hm.task_key(v["paper"], 0, "baseline") != hm.task_key(v["bound-v100"], 0, "baseline")
 
 
+@pytest.mark.slow
 def test_one_day_seed0_finite_ratios_and_table_from_csv(hm, tmp_path, capsys):
     out = tmp_path / "hm"
     assert hm.main(["--variants", "paper,loan-16", "--seeds", "0", "--days", "1", "--out", str(out)]) == 0

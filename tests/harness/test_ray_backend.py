@@ -38,6 +38,7 @@ def _strip(metrics: dict) -> dict:
     return {k: v for k, v in metrics.items() if k != "sim_wall_s"}
 
 
+@pytest.mark.slow
 def test_same_numbers_as_local(ray_instance, short_jobs, tmp_path):
     config = SimConfig()
     local = run_grid(short_jobs, config, POLICIES, SEEDS, out=tmp_path / "local")

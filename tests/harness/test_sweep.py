@@ -52,6 +52,7 @@ def test_engine_param_grid(tmp_path, short_trace, capsys):
     assert (tmp_path / "out" / pngs[0]).read_bytes().startswith(PNG_MAGIC)
 
 
+@pytest.mark.slow
 def test_trace_and_engine_params_one_png_each(tmp_path):
     grid = _grid(tmp_path, policies=["fifo", "lyra"], traces=["preset:small-1d"], seeds=[3], trace_seed=0,
                  trace_params={"elastic_share": [0.0, 1.0], "num_jobs": [30], "target_load": [None]},
@@ -65,6 +66,7 @@ def test_trace_and_engine_params_one_png_each(tmp_path):
     assert {r["demand.peak_trough_ratio"] for r in rows} == {2.5, 8}
 
 
+@pytest.mark.slow
 def test_local_workers_same_numbers(tmp_path, short_trace):
     grid = _grid(tmp_path, policies=["fifo", "lyra"], traces=[short_trace], seeds=[0, 1])
     _, serial, _ = run_sweep(grid, tmp_path / "a", plots=False)

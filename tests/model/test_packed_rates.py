@@ -34,6 +34,7 @@ def _bits(rates: list[float]) -> bytes:
 @pytest.mark.parametrize("profiles_name", PROFILES)
 @pytest.mark.parametrize("rule, noise_scale, batch_limit",
                          list(itertools.product(SCALING_RULES, NOISE_SCALE_RULES, BATCH_LIMITS)))
+@pytest.mark.sample(6)
 def test_packed_rates_are_packed_rate_per_worker(profiles_name, rule, noise_scale, batch_limit):
     profiles = PROFILES[profiles_name]()
     batched, single = (ScalingModel(copy.deepcopy(profiles), builtin_efficiency(), rule, noise_scale, batch_limit)
@@ -56,6 +57,7 @@ def test_packed_rates_are_packed_rate_per_worker(profiles_name, rule, noise_scal
 
 @pytest.mark.parametrize("scaling, policy", [("fixed-local", "lyra"), ("fixed-global", "lyra"),
                                              ("throughput", "lyra"), ("adaptive", "pollux")])
+@pytest.mark.sample(2)
 def test_view_goodputs_are_goodput_per_worker(scaling, policy):
     """At real decision points (Pollux chooses batches under the adaptive rule), for queued and
     running jobs at their progress: every worker count, both GPU types."""

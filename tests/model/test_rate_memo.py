@@ -66,6 +66,7 @@ def format_2_curves(draw) -> NoiseScaleCurve:
 
 @settings(max_examples=400, deadline=None)
 @given(format_2_curves(), st.floats(0.5, 2e5), st.integers(0, PROGRESS_BINS - 1))
+@pytest.mark.slow
 def test_part_efficiency_is_the_old_loop_bit_for_bit_on_random_curves(curve, m, part):
     old = old_part_efficiency(curve, m, part)
     new = curve.part_efficiency(m, part / PROGRESS_BINS, (part + 1) / PROGRESS_BINS)
@@ -167,6 +168,7 @@ def ask(model: ScalingModel, query, uncached: bool = False) -> tuple[str, ...]:
 @pytest.mark.parametrize("rule", SCALING_RULES)
 @settings(max_examples=25, deadline=None)
 @given(st.sampled_from(sorted(PROFILE_FILES)), st.sampled_from(BATCH_LIMITS), related_queries())
+@pytest.mark.sample(5)
 def test_memoised_answers_equal_a_fresh_uncached_computation(rule, noise, kind, which, limit, batch_of_queries):
     warm = ScalingModel(fresh_profiles(which), table(kind), rule, noise, limit)
     for query in batch_of_queries:  # the warm model answers them all, from its memos where it can

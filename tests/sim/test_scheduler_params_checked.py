@@ -256,6 +256,7 @@ def _params() -> list[tuple[str, str, Any, params_module.Param]]:
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), case=st.deferred(lambda: st.sampled_from(_params())))
+@pytest.mark.slow
 def test_every_declared_parameter_refuses_invalid_values_and_accepts_valid_ones(data, case):
     name, key, tp, spec = case
     bad = data.draw(_invalid(tp, spec), label="invalid")

@@ -94,6 +94,7 @@ def test_alloc_policy_steps_the_env_itself(monkeypatch):
     assert steps > 10 and terminated
 
 
+@pytest.mark.slow
 def test_a_policy_spec_through_compare_jobs_2_gives_the_in_process_numbers(entry_points_dir, jobs, tmp_path):
     """The real CLI in a subprocess, two worker processes (each imports the policy itself by its
     spec), against ``simulate`` in this process: the same metrics on every seed."""
@@ -112,6 +113,7 @@ def test_a_policy_spec_through_compare_jobs_2_gives_the_in_process_numbers(entry
         assert theirs == json.loads(json.dumps({**ours, "policy": ALLOC, "seed": seed}))
 
 
+@pytest.mark.sample(1)
 def test_a_bad_policy_spec_through_the_cli_is_one_line(entry_points_dir, tmp_path):
     command = [sys.executable, "-m", "lyra_gym.cli", "compare", "--policies", "lyra,policy:examples.alloc_policy:nope",
                "--jobs", "2", "--out", str(tmp_path / "out")]

@@ -63,6 +63,7 @@ def _import_all(preamble: str = "") -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_every_module_imports_first():
     result = _import_all()
     assert result["count"] > 60  # every module was found (a package import error would find few)

@@ -141,6 +141,7 @@ def test_lyra_baselines_reaches_no_forbidden_module():
     assert _forbidden_reached(_graph()) == set()
 
 
+@pytest.mark.slow
 def test_an_import_of_the_runner_would_be_seen():
     graph = _graph()
     graph["lyra_baselines.fifo"] = graph["lyra_baselines.fifo"] | {"lyra_gym.run.simulate"}

@@ -286,6 +286,7 @@ def traces(draw) -> list[JobSpec]:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(jobs=traces())
+@pytest.mark.slow
 def test_write_load_round_trip_is_exact(tmp_path, jobs):
     path = tmp_path / "rt.csv"
     write_trace(jobs, path)
@@ -497,6 +498,7 @@ def _cross_files(draw):
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=_cross_files())
+@pytest.mark.slow
 def test_loader_matches_the_loader_before_its_speed_up(tmp_path, case):
     """Same jobs, or the same first error (line, field, message), as the 862f366 loader."""
     import csv

@@ -33,6 +33,7 @@ def gen(name: str, seed: int) -> tuple[JobSpec, ...]:
 
 
 @pytest.mark.parametrize("name", ORDINARY)
+@pytest.mark.sample(2)
 def test_same_seed_identical_different_seed_differs(name):
     a = generate_trace(name, seed=7)
     b = generate_trace(name, seed=7)
@@ -51,6 +52,7 @@ def test_preset_object_and_name_give_same_trace():
 
 
 @pytest.mark.parametrize("name", ORDINARY)
+@pytest.mark.sample(2)
 def test_counts_ids_order_and_ranges(name):
     p = PRESETS[name]
     jobs = gen(name, 0)
@@ -136,6 +138,7 @@ def test_philly_like_matches_published_facts():
     assert PRESETS["philly-like"].target_load is None
 
 
+@pytest.mark.slow
 def test_uncalibrated_durations_are_lognormal_around_median():
     p = replace(PRESETS["bench-15d"], target_load=None, duration_max_s=1e9)
     d = np.log([j.duration for j in generate_trace(p, 1)])
