@@ -335,9 +335,12 @@ class ObservationBuilder:
                         if loaned_type is None:
                             remaining_loaned = 0.0
                         else:
-                            # view.goodput(job, num_gpus, *loaned_type), cached (EngineConstants.loaned_rate)
-                            loaned_rate = constants.loaned_rate_at(job, index, part, job.batch_size if adaptive
-                                                                   else None, rates)
+                            # view.goodput(job, num_gpus, *loaned_type), cached (EngineConstants.loaned_rate_at,
+                            # its first look-up inline)
+                            loaned_rate = rates[part] if rates is not None and part >= 0 else None
+                            if loaned_rate is None:
+                                loaned_rate = constants.loaned_rate_at(job, index, part, job.batch_size if adaptive
+                                                                       else None, rates)
                             if loaned_rate > 0:
                                 left = remaining / loaned_rate
                                 remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
@@ -472,6 +475,25 @@ class ObservationBuilder:
                 (by_free[0] / usable, sum(by_free[1:2]) / usable, sum(by_free[2:4]) / usable,
                  sum(by_free[4:8]) / usable, sum(by_free[8:]) / usable))
 
+    @staticmethod
+    def _server_rows(view: ClusterView, constants: EngineConstants, servers: list[int]) -> list[float]:
+        """The loaned-server slots' features (``SERVER_FEATURES``), row after row; kept while
+        ``topology.version`` and the slots stay (the engine changes a server's jobs and used GPUs
+        only with its free GPUs, which counts a version: ``lyra_gym.sim.occupancy``)."""
+        version = view.topology.version
+        kept = constants.server_rows
+        if kept is not None and kept[0] == version and kept[1] == servers:
+            return kept[2]
+        servers_all = view.servers
+        inelastic = constants.inelastic.__getitem__
+        rows: list[float] = []
+        for sid in servers:
+            server = servers_all[sid]
+            on = server.jobs  # job index -> GPUs
+            rows += (1.0, server.used_gpus / server.num_gpus, len(on) / 8.0, sum(map(inelastic, on)) / 8.0)
+        constants.server_rows = (version, list(servers), rows)
+        return rows
+
     def build(self, view: ClusterView, jobs: list[JobView], servers: list[int],
               window: WindowLike | None = None) -> np.ndarray:
         """The observation of ``view`` with job slots ``jobs`` and loaned-server slots ``servers``;
@@ -524,12 +546,7 @@ class ObservationBuilder:
         if v2_pad is not None:
             values += cluster_features(constants.submit_times(), now, window)
         values += self._cluster_pad
-        servers_all = view.servers
-        inelastic = constants.inelastic.__getitem__
-        for sid in servers:
-            server = servers_all[sid]
-            on = server.jobs  # job index -> GPUs
-            values += (1.0, server.used_gpus / server.num_gpus, len(on) / 8.0, sum(map(inelastic, on)) / 8.0)
+        values += self._server_rows(view, constants, servers)
         values += self._empty_server * (self.m - len(servers))
         # float64 values -> float32 by struct's native "f" (the C cast, as assigning them into a float32
         # array does: the same bits, inf beyond its range, NaN kept), then clipped into a new array

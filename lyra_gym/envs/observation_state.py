@@ -60,7 +60,7 @@ class EngineConstants:
     __slots__ = ("_view", "ref", "jobs", "goodput", "training_ids", "inference_ids", "inference_set",
                  "training_gpus", "inference_gpus", "loaned_type", "adaptive", "queued_rows", "running_rows",
                  "demand_ahead", "shared_goodput", "training_cells", "inelastic", "occupancy", "running_slots",
-                 "shared_parts", "submits", "models", "sizes", "__weakref__")
+                 "shared_parts", "submits", "models", "sizes", "server_rows", "__weakref__")
 
     def __init__(self, view: ClusterView) -> None:
         self._view = weakref.ref(view)
@@ -109,6 +109,8 @@ class EngineConstants:
         # (the running jobs' views in start order, the same: elastic ones then inelastic ones, how
         # many are elastic): job_slots' running part, kept while the running jobs stay these
         self.running_slots: tuple[list[JobView], list[JobView], int] | None = None
+        # (topology.version, the loaned-server slots, their rows): ObservationBuilder._server_rows
+        self.server_rows: tuple[int, list[int], list[float]] | None = None
         # the jobs' submit times, ascending (observation version 2's arrivals; None until asked)
         self.submits: list[float] | None = None
 
