@@ -52,7 +52,8 @@ from lyra_gym.envs.observation_v2 import (
 )
 from lyra_gym.model.jobs import JobState
 from lyra_gym.sim.cluster import Pool
-from lyra_gym.sim.view import ClusterView, JobSnapshot, JobView
+from lyra_gym.sim.snapshots import JobSnapshot
+from lyra_gym.sim.view import ClusterView, JobView
 
 GPU_NORM = 64.0  # GPU counts are divided by this (the largest job size of the shipped presets)
 
@@ -161,14 +162,15 @@ def job_slots_counted(view: ClusterView, k: int) -> tuple[list[JobView], int]:
     engine's running jobs stay the same ones in the same order
     (``EngineConstants.running_slots``)."""
     constants = engine_constants(view)
-    statics, reference = constants.jobs, constants.reference
+    statics, reference, models, sizes = constants.jobs, constants.reference, constants.models, constants.sizes
     keyed = []
-    for job in view.queued_jobs():
+    queued = list(view.queued_jobs())
+    for job, snapshot in zip(queued, view.snapshots(queued)):
         index = job.index
         static = statics.get(index)
         # j.remaining_time_at(spec.num_gpus), with the reference throughput looked up once per engine
-        ref = static[9] if static is not None else reference(job.spec.model, job.spec.num_gpus)
-        keyed.append((job.remaining_work / ref, index, job))
+        ref = static[9] if static is not None else reference(models[index], sizes[index])
+        keyed.append((snapshot[5] / ref, index, job))  # its remaining_work
     keyed.sort(key=_first_two)
     if len(keyed) >= k:
         return [entry[2] for entry in keyed[:k]], 0
@@ -287,10 +289,11 @@ class ObservationBuilder:
             constants.shared_parts = parts
         return constants
 
-    def _job_rows(self, view: ClusterView, jobs: list[JobView], constants: EngineConstants,
-                  loaned_type: tuple[str, int] | None, any_loaned: bool, out: list) -> tuple[int, int]:
+    def _job_rows(self, view: ClusterView, jobs: list[JobView], snapshots: list[JobSnapshot],
+                  constants: EngineConstants, loaned_type: tuple[str, int] | None, any_loaned: bool,
+                  out: list) -> tuple[int, int]:
         """Append the job slots' features (``JOB_FEATURES``, then this builder's zero padding) to
-        ``out``, row after row. ``any_loaned``: False when no server is on loan (no job then has
+        ``out``, row after row; ``snapshots``: ``view.snapshots(jobs)``. ``any_loaned``: False when no server is on loan (no job then has
         GPUs on one). Returns (GPUs the queued ones among them request, how many of them run).
 
         The common rows are built here: a running job whose allocation is that of its kept row
@@ -305,10 +308,9 @@ class ObservationBuilder:
         shown_queued_gpus = shown_running = 0
         # (0.0 if x < 0.0 else x) is max(x, 0.0) and (x if x > 0.0 else 0.0) is max(0.0, x), to the
         # bit (-0.0 and NaN included), without the call
-        for job in jobs:
+        # the remaining work in a snapshot is the believed one under a knowledge mode, the part the true one
+        for job, snapshot in zip(jobs, snapshots):
             index = job.index
-            # the remaining work in it is the believed one under a knowledge mode, the part the true one
-            snapshot = job.snapshot()
             state = snapshot[0]
             if state is queued_state:
                 queued_gpus = self._kept_queued_row(job, snapshot, constants, loaned_type, out)
@@ -333,9 +335,12 @@ class ObservationBuilder:
                         if loaned_type is None:
                             remaining_loaned = 0.0
                         else:
-                            # view.goodput(job, num_gpus, *loaned_type), cached (EngineConstants.loaned_rate)
-                            loaned_rate = constants.loaned_rate_at(job, index, part, job.batch_size if adaptive
-                                                                   else None, rates)
+                            # view.goodput(job, num_gpus, *loaned_type), cached (EngineConstants.loaned_rate_at,
+                            # its first look-up inline)
+                            loaned_rate = rates[part] if rates is not None and part >= 0 else None
+                            if loaned_rate is None:
+                                loaned_rate = constants.loaned_rate_at(job, index, part, job.batch_size if adaptive
+                                                                       else None, rates)
                             if loaned_rate > 0:
                                 left = remaining / loaned_rate
                                 remaining_loaned = log1p((0.0 if left < 0.0 else left) / 60.0) / 10.0
@@ -470,6 +475,25 @@ class ObservationBuilder:
                 (by_free[0] / usable, sum(by_free[1:2]) / usable, sum(by_free[2:4]) / usable,
                  sum(by_free[4:8]) / usable, sum(by_free[8:]) / usable))
 
+    @staticmethod
+    def _server_rows(view: ClusterView, constants: EngineConstants, servers: list[int]) -> list[float]:
+        """The loaned-server slots' features (``SERVER_FEATURES``), row after row; kept while
+        ``topology.version`` and the slots stay (the engine changes a server's jobs and used GPUs
+        only with its free GPUs, which counts a version: ``lyra_gym.sim.occupancy``)."""
+        version = view.topology.version
+        kept = constants.server_rows
+        if kept is not None and kept[0] == version and kept[1] == servers:
+            return kept[2]
+        servers_all = view.servers
+        inelastic = constants.inelastic.__getitem__
+        rows: list[float] = []
+        for sid in servers:
+            server = servers_all[sid]
+            on = server.jobs  # job index -> GPUs
+            rows += (1.0, server.used_gpus / server.num_gpus, len(on) / 8.0, sum(map(inelastic, on)) / 8.0)
+        constants.server_rows = (version, list(servers), rows)
+        return rows
+
     def build(self, view: ClusterView, jobs: list[JobView], servers: list[int],
               window: WindowLike | None = None) -> np.ndarray:
         """The observation of ``view`` with job slots ``jobs`` and loaned-server slots ``servers``;
@@ -479,11 +503,12 @@ class ObservationBuilder:
         topology = view.topology
         loaned = topology.loaned()  # view.loaned_servers()
         values: list[float] = []
-        shown_queued_gpus, shown_running = self._job_rows(view, jobs, constants, constants.loaned_type,
-                                                                 bool(loaned), values)
+        snapshots = view.snapshots(jobs)
+        shown_queued_gpus, shown_running = self._job_rows(view, jobs, snapshots, constants, constants.loaned_type,
+                                                          bool(loaned), values)
         v2_pad = self._v2_pad
         if v2_pad is not None:
-            values = splice_job_rows(values, view, jobs, len(JOB_FEATURES), v2_pad)
+            values = splice_job_rows(values, view, jobs, snapshots, constants.models, len(JOB_FEATURES), v2_pad)
         values += (0.0,) * ((self.k - len(jobs)) * self.job_width)
         now = view.now
         n_inf = max(1, len(constants.inference_ids))
@@ -521,12 +546,7 @@ class ObservationBuilder:
         if v2_pad is not None:
             values += cluster_features(constants.submit_times(), now, window)
         values += self._cluster_pad
-        servers_all = view.servers
-        inelastic = constants.inelastic.__getitem__
-        for sid in servers:
-            server = servers_all[sid]
-            on = server.jobs  # job index -> GPUs
-            values += (1.0, server.used_gpus / server.num_gpus, len(on) / 8.0, sum(map(inelastic, on)) / 8.0)
+        values += self._server_rows(view, constants, servers)
         values += self._empty_server * (self.m - len(servers))
         # float64 values -> float32 by struct's native "f" (the C cast, as assigning them into a float32
         # array does: the same bits, inf beyond its range, NaN kept), then clipped into a new array

@@ -60,7 +60,7 @@ class EngineConstants:
     __slots__ = ("_view", "ref", "jobs", "goodput", "training_ids", "inference_ids", "inference_set",
                  "training_gpus", "inference_gpus", "loaned_type", "adaptive", "queued_rows", "running_rows",
                  "demand_ahead", "shared_goodput", "training_cells", "inelastic", "occupancy", "running_slots",
-                 "shared_parts", "submits", "__weakref__")
+                 "shared_parts", "submits", "models", "sizes", "server_rows", "__weakref__")
 
     def __init__(self, view: ClusterView) -> None:
         self._view = weakref.ref(view)
@@ -72,8 +72,12 @@ class EngineConstants:
         topology = view.topology
         #: the topology cells of the training servers (their free GPUs: running totals and buckets)
         self.training_cells = tuple(c.index for c in topology.cells if c.pool is Pool.TRAINING)
-        #: per job index, 1 if the job is inelastic (its spec never changes)
-        self.inelastic = [0 if job.spec.elastic else 1 for job in view.all_jobs()]
+        specs = [job.spec for job in view.all_jobs()]  # model, sizes and elasticity never change
+        #: per job index, 1 if the job is inelastic
+        self.inelastic = [0 if spec.elastic else 1 for spec in specs]
+        #: per job index, its model and requested GPUs
+        self.models = [spec.model for spec in specs]
+        self.sizes = [spec.num_gpus for spec in specs]
         self.inference_gpus = sum(servers[s].num_gpus for s in self.inference_ids) or 1
         self.loaned_type: tuple[str, int] | None = None
         if self.inference_ids:
@@ -105,6 +109,8 @@ class EngineConstants:
         # (the running jobs' views in start order, the same: elastic ones then inelastic ones, how
         # many are elastic): job_slots' running part, kept while the running jobs stay these
         self.running_slots: tuple[list[JobView], list[JobView], int] | None = None
+        # (topology.version, the loaned-server slots, their rows): ObservationBuilder._server_rows
+        self.server_rows: tuple[int, list[int], list[float]] | None = None
         # the jobs' submit times, ascending (observation version 2's arrivals; None until asked)
         self.submits: list[float] | None = None
 

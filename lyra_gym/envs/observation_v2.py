@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Protocol
+from typing import Protocol, Sequence
 
 from lyra_gym.model.jobs import JobState
+from lyra_gym.sim.snapshots import JobSnapshot
 from lyra_gym.sim.view import ClusterView, JobView
 
 V2_JOB_FEATURES = (
@@ -79,16 +80,18 @@ def restart_overhead_s(view: ClusterView, model: str) -> float:
     return restart if restart is not None else view.profiles.model(model).restart_overhead_s
 
 
-def job_features(view: ClusterView, job: JobView, restart_s: dict[str, float] | None = None) -> tuple[float, ...]:
-    """:data:`V2_JOB_FEATURES` of ``job`` now (unclipped: the builder clips); ``restart_s``:
-    :func:`restart_overhead_s` by model, kept by the caller (filled here)."""
-    service = job.attained_gpu_s / ATTAINED_SCALE_S
+def job_features(view: ClusterView, job: JobView, snapshot: JobSnapshot, model: str,
+                 restart_s: dict[str, float] | None = None) -> tuple[float, ...]:
+    """:data:`V2_JOB_FEATURES` of ``job`` now (unclipped: the builder clips); ``snapshot``: its
+    ``job.snapshot()``; ``model``: its ``spec.model``; ``restart_s``: :func:`restart_overhead_s`
+    by model, kept by the caller (filled here)."""
+    state, _, workers, rate, _, _, attained, _ = snapshot
+    service = attained / ATTAINED_SCALE_S
     preemptions = job.preemptions
     preempted = (preemptions if preemptions < PREEMPTIONS_CAP else PREEMPTIONS_CAP) / PREEMPTIONS_CAP
-    if job.state is not JobState.RUNNING or not job.workers:
+    if state is not JobState.RUNNING or not workers:
         return service, 1.0, 0.0, preempted, 0.0
-    speedup = math.log2(1.0 + job.rate / job.reference_rate) / 4.0
-    model = job.spec.model
+    speedup = math.log2(1.0 + rate / job.reference_rate) / 4.0
     restart = restart_s.get(model) if restart_s is not None else None
     if restart is None:
         restart = restart_overhead_s(view, model)
@@ -108,15 +111,16 @@ def cluster_features(submits: list[float], now: float, window: WindowLike | None
     return (min(1.0, max(0.0, elapsed)), math.log1p(left) / 6.0, left / in_window if in_window else 0.0)
 
 
-def splice_job_rows(values: list[float], view: ClusterView, jobs: list[JobView], width: int,
-                    pad: tuple[float, ...]) -> list[float]:
+def splice_job_rows(values: list[float], view: ClusterView, jobs: list[JobView], snapshots: list[JobSnapshot],
+                    models: Sequence[str], width: int, pad: tuple[float, ...]) -> list[float]:
     """``values`` (``len(jobs)`` version 1 rows of ``width`` entries) with each row's
-    :data:`V2_JOB_FEATURES` and then ``pad`` (an environment's own features, 0) appended."""
+    :data:`V2_JOB_FEATURES` and then ``pad`` (an environment's own features, 0) appended;
+    ``snapshots``: ``view.snapshots(jobs)``; ``models``: ``spec.model`` by job index."""
     out: list[float] = []
     restart_s: dict[str, float] = {}
-    for row, job in enumerate(jobs):
+    for row, (job, snapshot) in enumerate(zip(jobs, snapshots)):
         out += values[row * width:(row + 1) * width]
-        out += job_features(view, job, restart_s)
+        out += job_features(view, job, snapshot, models[job.index], restart_s)
         if pad:
             out += pad
     return out

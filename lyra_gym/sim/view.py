@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Collection, Iterator, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Collection, Iterable, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.model.scaling import progress_bin
 from lyra_gym.sim.cluster import Pool, Server
 from lyra_gym.sim.plan import Plan, current_plan
+from lyra_gym.sim.snapshots import JobSnapshot, snapshots
 from lyra_gym.sim.topology import FreeMap, Topology
 
 if TYPE_CHECKING:
@@ -80,10 +81,6 @@ class EngineState(Protocol):
     def knowledge(self) -> Knowledge | None: ...  # what schedulers are told of durations; None: the truth
 
 
-#: JobView.snapshot(): state, allocation, workers, rate, overhead_until, remaining_work, attained_gpu_s, part
-JobSnapshot = tuple[JobState, Mapping[int, int], int, float, float, float, float, int]
-
-
 class JobView:
     """Read-only view of one job. Times in seconds, work in samples."""
 
@@ -142,22 +139,9 @@ class JobView:
         return progress_bin(total - remaining_work, total)
 
     def snapshot(self) -> JobSnapshot:
-        """The job's changing members now in one call (:data:`JobSnapshot`: the same values as those
-        members), for readers of many jobs per step such as the observation builder."""
-        job = self._job
-        now, workers, last, total = self._engine.now, job.workers, job.last_update, job.total_work
-        since = now - last
-        # Job.remaining_work and attained_gpu_s without max(): (x if x > 0.0 else 0.0), to the bit
-        attained = job.attained_gpu_s + workers * (since if since > 0.0 else 0.0)
-        if workers:
-            begin = job.overhead_until
-            busy = now - (begin if begin > last else last)
-            left = total - (job.work_done + job.rate * busy if busy > 0 else job.work_done)
-            remaining = left if left > 0.0 else 0.0
-        else:
-            remaining = total - job.work_done
-        return (job.state, job.allocation, workers, job.rate, job.overhead_until, remaining, attained,
-                progress_bin(total - remaining, total))
+        """The job's changing members now in one call (:data:`~lyra_gym.sim.snapshots.JobSnapshot`:
+        the same values as those members); many jobs: :meth:`ClusterView.snapshots`."""
+        return snapshots(self._engine.jobs, (self.index,), self._engine.now, None)[0]
 
     @property
     def init_batch(self) -> float:
@@ -327,8 +311,7 @@ class KnownJobView(JobView):
 
     def snapshot(self) -> JobSnapshot:
         """:meth:`JobView.snapshot` with the believed remaining work (the true progress part)."""
-        state, allocation, workers, rate, overhead_until, _, attained, part = JobView.snapshot(self)
-        return state, allocation, workers, rate, overhead_until, self.remaining_work, attained, part
+        return snapshots(self._engine.jobs, (self.index,), self._engine.now, self._know)[0]
 
     @property
     def expected_finish(self) -> float | None:
@@ -444,6 +427,12 @@ class ClusterView:
         """Queued jobs in submit order (ties: trace order)."""
         jobs = self._engine.jobs
         return (jobs[i].view for i in self._engine.queue)
+
+    def snapshots(self, jobs: Iterable[JobView]) -> list[JobSnapshot]:
+        """``[job.snapshot() for job in jobs]`` in one call (the same values): the changing members
+        of many jobs, for readers of many per step such as the observation builder."""
+        engine = self._engine
+        return snapshots(engine.jobs, [job.index for job in jobs], engine.now, engine.knowledge)
 
     def running_jobs(self) -> Iterator[JobView]:
         """Running jobs in start order."""

@@ -1,10 +1,11 @@
 """The public view members the observation builder reads (issue 41 item 2): ``JobView.snapshot()``
-is the job's members read one by one, under every knowledge mode; the queue aggregates are the
-per-job members folded; a finished job's duration is the trace's."""
+and ``ClusterView.snapshots(jobs)`` are the job's members read one by one, in every knowledge mode; the queue
+aggregates are the per-job members folded; a finished job's duration is the trace's."""
 
 from __future__ import annotations
 
 import dataclasses
+import random
 
 import pytest
 
@@ -12,6 +13,7 @@ from lyra_baselines.lyra import LyraScheduler
 from lyra_gym.model.demand import DemandCurve
 from lyra_gym.model.jobs import JobState
 from lyra_gym.model.knowledge import KnowledgeConfig
+from lyra_gym.model.scaling import PROGRESS_BINS
 from lyra_gym.run.simulate import build_engine
 from lyra_gym.sim.plan import Plan
 from toy import TOY, config, job
@@ -69,3 +71,43 @@ def test_a_finished_jobs_duration_is_the_traces():
     assert {j.id: j.completed_duration for j in done} == {"D": 10.0}
     assert all(j.completed_duration is None and j.finish_time is None for j in view.all_jobs()
                if j.state is not JobState.FINISHED)
+
+
+def test_snapshots_by_hand():
+    """A: 3 V100s from 0 (1 sample/s each), restarting until 60 s, 4,000 samples; B: 2 T4s (0.5 each)
+    from 0, until 60 s, 2,000 samples; C waits with all its 400 samples."""
+    view = run_to(600.0)
+    now = view.now
+    assert now >= 600.0
+    a, b, c = view.snapshots([view.job("A"), view.job("B"), view.job("C")])
+    assert a[0] is JobState.RUNNING and a[2:7] == (3, 3.0, 60.0, 4000.0 - 3.0 * (now - 60.0), 3.0 * now)
+    assert b[2:7] == (2, 1.0, 60.0, 2000.0 - (now - 60.0), 2.0 * now)
+    assert c == (JobState.QUEUED, {}, 0, 0.0, c[4], 400.0, 0.0, 0)
+    assert a[7] == int((3.0 * (now - 60.0)) / 4000.0 * PROGRESS_BINS)  # the part of 4,000 done
+
+
+@pytest.mark.parametrize("mode", ["oracle", "estimate", "history"])
+def test_snapshots_are_the_per_job_reads_on_random_states(mode):
+    """ClusterView.snapshots equals each job's snapshot() and its members read one by one, at every
+    decision of a random run (the believed remaining work under a knowledge mode)."""
+    cfg = config(training=4, gpus=4, inference=2, rescale=5.0, restart=30.0)
+    if mode != "oracle":
+        cfg = dataclasses.replace(cfg, knowledge=KnowledgeConfig(mode=mode, sigma=0.5))
+    rng = random.Random(7)
+    jobs = [job(f"j{i}", rng.uniform(0, 3000), rng.choice([1, 2, 4, 8]), rng.uniform(50, 2000),
+                elastic := rng.random() < 0.5, 1 if elastic else None, 8 if elastic else None) for i in range(30)]
+    jobs.sort(key=lambda j: j.submit_time)
+    engine = build_engine(jobs, LyraScheduler(), cfg, 0, TOY, demand=DemandCurve.constant(1))
+    engine.begin()
+    decisions = 0
+    while engine.next_decision():
+        view = engine.view
+        every = list(view.all_jobs())
+        rng.shuffle(every)  # any order, any subset
+        chosen = every[: rng.randint(0, len(every))]
+        expected = [(j.state, j.allocation, j.workers, j.rate, j.overhead_until, j.remaining_work, j.attained_gpu_s,
+                     j.progress_part) for j in chosen]
+        assert view.snapshots(chosen) == [j.snapshot() for j in chosen] == expected
+        engine.submit(engine.scheduler.decide(view) if decisions % 3 else view.current_plan())
+        decisions += 1
+    assert decisions > 20
