@@ -4,9 +4,9 @@
 PYTHON ?= python
 LINT_IMPORTS ?= lint-imports
 
-.PHONY: check format lint type imports test docs docs-serve numbers numbers-check
+.PHONY: check format lint type imports test test-slow docs docs-serve numbers numbers-check
 
-check: lint type imports test
+check: lint type imports test test-slow
 
 # Sort imports and apply ruff's safe fixes; the code is not run through `ruff format`.
 format:
@@ -24,8 +24,12 @@ type:
 imports:
 	$(LINT_IMPORTS)
 
+# the default tier (a few CPU-minutes), then the slow tier (tests/conftest.py says what goes where)
 test:
 	$(PYTHON) -m pytest -q
+
+test-slow:
+	$(PYTHON) -m pytest -q -m slow
 
 docs:
 	d=$$(mktemp -d); NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --site-dir $$d; rm -rf $$d

@@ -262,6 +262,7 @@ def test_benchmark_out_is_never_one_of_the_models_files(run_copy, capsys, no_ben
     assert (run_copy / member).read_bytes() == before
 
 
+@pytest.mark.slow
 def test_benchmark_out_folder_is_created_and_overwrite_replaces_the_file(tmp_path, capsys):
     out = tmp_path / "new" / "sub" / "bench.csv"
     argv = [*SMALL, "--out", str(out)]

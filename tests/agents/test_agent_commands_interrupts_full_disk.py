@@ -275,6 +275,7 @@ def test_a_full_disk_at_the_csv_keeps_every_row_for_the_next_run(suite, tmp_path
     assert calls == [] and out.is_file()
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_benchmark_like_ctrl_c(suite, tmp_path):
     out = tmp_path / "bench.csv"
     argv = [sys.executable, "-m", "lyra_agents.benchmark", "--policies", "lyra,fifo,sjf,tiresias",
@@ -324,6 +325,7 @@ def test_a_full_disk_never_leaves_a_truncated_model_under_its_final_name(tiny_ya
     assert sorted(p.name for p in run_dir.rglob("*.zip")) == [] and leftovers(run_dir) == []
 
 
+@pytest.mark.slow
 def test_train_checkpoints_are_whole_files_with_their_statistics(tiny_yaml, tmp_path, capsys):
     argv = ["--config", str(tiny_yaml), "--no-compare", "--set", "checkpoint_freq=64", "total_timesteps=128"]
     assert train.main(argv) == 0

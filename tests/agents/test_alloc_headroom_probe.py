@@ -37,6 +37,7 @@ def play(env, choose, window: int) -> tuple[dict, int, int]:
     return info["final_metrics"], info["invalid_actions"], steps
 
 
+@pytest.mark.slow
 def test_the_probe_preempts_with_valid_sub_actions_and_every_job_finishes():
     probe = load_probe()
     env = gym.make(ALLOC_ENV_ID, num_job_slots=64, **SUITE["contended"].env_kwargs()).unwrapped

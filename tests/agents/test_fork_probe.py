@@ -89,6 +89,7 @@ def test_level_moves_one_valid_dimension_to_another_valid_value(env):
     assert env.action_masks()[start + action[dimension]]
 
 
+@pytest.mark.slow
 def test_the_cli_writes_one_row_per_fork_the_same_for_the_same_seed(config, tmp_path, capsys):
     outs = [tmp_path / "a.csv", tmp_path / "b.csv"]
     for out in outs:

@@ -97,6 +97,7 @@ def test_saved_model_runs_as_a_scheduler_in_lyra_gym_compare(quick_run, tmp_path
     assert all(r["jobs_total"] == 120 for r in rows)
 
 
+@pytest.mark.slow
 def test_resume_continues_from_a_checkpoint_to_the_total(quick_run):
     cwd, run_dir, _ = quick_run
     checkpoint = run_dir / "checkpoints" / "model_512_steps.zip"

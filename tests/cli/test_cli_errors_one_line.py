@@ -149,6 +149,7 @@ def test_sweep_checks_every_trace_against_every_config(tmp_path, capsys, small_t
 
 
 # ----------------------------------------------------------------------------- 4. interrupts, atomic folders
+@pytest.mark.slow
 def test_sigint_during_parallel_compare_exits_at_once_and_leaves_whole_folders(tmp_path):
     out = tmp_path / "cmp"
     argv = [sys.executable, "-m", "lyra_gym.cli", "compare", "--policies", "fifo,sjf,tiresias,lyra",

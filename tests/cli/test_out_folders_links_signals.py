@@ -113,6 +113,7 @@ def test_a_folder_in_use_is_refused_with_one_line(capsys, command):
     assert run(argv, capsys)[0] == 0  # free again
 
 
+@pytest.mark.slow
 def test_two_compares_started_at_once_into_one_new_folder(tmp_path):
     """The race of the issue (both exited 0 in 6 of 12 starts): exactly one comparison runs."""
     write_trace(generate_trace("small-1d", 0), tmp_path / "m.csv")  # read between the check and the first write
@@ -158,6 +159,7 @@ def _terminate_when_running(argv: list[str], started) -> tuple[subprocess.Popen,
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM and process groups are POSIX")
+@pytest.mark.slow
 def test_sigterm_during_parallel_compare_is_an_interruption():
     argv = [sys.executable, "-m", "lyra_gym.cli", "compare", "--policies", "fifo,sjf", "--jobs", "2",
             "--seeds", ",".join(str(s) for s in range(40)), "--no-plots", "--trace", str(ROOT / "traces/default.csv"),

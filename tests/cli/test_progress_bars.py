@@ -55,6 +55,7 @@ def test_defaults_two_second_delay_stderr_and_a_slow_redraw_off_a_terminal(monke
 
 
 # ---------------------------------------------------------------------- lyra_agents.benchmark
+@pytest.mark.slow
 def test_benchmark_bar_names_policy_and_scenario_and_changes_no_output(tmp_path, monkeypatch, capsys, bar_now):
     def run(disable: bool) -> bytes:
         out = tmp_path / f"bench{int(disable)}.csv"

@@ -56,6 +56,7 @@ def test_same_numbers_as_local(ray_instance, short_jobs, tmp_path):
             assert _strip(written) == _strip(json.loads((tmp_path / "local" / p / f"seed{s}" / "metrics.json").read_text()))
 
 
+@pytest.mark.slow
 def test_cli_compare_ray_summary_identical(ray_instance, short_jobs, tmp_path):
     from lyra_gym.workloads.trace import write_trace
 
@@ -69,6 +70,7 @@ def test_cli_compare_ray_summary_identical(ray_instance, short_jobs, tmp_path):
     assert strip[0] == strip[1]
 
 
+@pytest.mark.slow
 def test_failed_run_is_a_run_error(ray_instance, short_jobs):
     with pytest.raises(RunError, match="seed 0 failed") as info:
         run_grid(short_jobs, SimConfig(), ["lyra"], [0], {"lyra": {"no_such_param": 1}}, backend="ray")

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import json
@@ -31,6 +33,7 @@ def run_with_hash_seed(seed: int) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_every_scheduler_is_independent_of_the_hash_seed():
     first, second = run_with_hash_seed(0), run_with_hash_seed(12345)
     assert set(first) == set(second) and len(first) >= 10

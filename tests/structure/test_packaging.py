@@ -53,6 +53,7 @@ def test_code_imports_only_the_installed_names():
     assert offenders == []
 
 
+@pytest.mark.slow
 def test_installed_names_import_from_another_folder(tmp_path):
     code = ("import lyra_baselines.lyra, lyra_agents.artifacts, importlib.util, sys\n"
             "print(lyra_agents.artifacts.PRETRAINED_DIR.is_dir(), importlib.util.find_spec('baselines') is None)\n")
