@@ -52,7 +52,7 @@ CONFIG = SimConfig(
 @pytest.mark.parametrize("backfill, loaned_rule, move_back, flex_horizon", SWITCHES)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=workloads())
-@pytest.mark.sample(4)
+@pytest.mark.sample(3)
 def test_every_plan_is_valid_and_every_job_finishes(case, backfill, loaned_rule, move_back, flex_horizon):
     jobs, demand = case
     policy = LyraScheduler(backfill=backfill, loaned_rule=loaned_rule, move_back=move_back, flex_horizon=flex_horizon)

@@ -349,6 +349,7 @@ def env_twin_without_move_back() -> Twin:
 @pytest.mark.parametrize("env_id, heuristic", [
     ("LyraGym/Cluster-v1", "env_twin"), ("LyraGym/Loaning-v1", "env_twin"), ("LyraGym/Elastic-v1", "env_twin"),
     ("LyraGym/Alloc-v1", "env_twin_without_move_back"), ("LyraGym/Alloc-v1", "env_twin")])
+@pytest.mark.sample(3)
 def test_guided_envs_plan_for_plan(env_id, heuristic):
     """Random valid actions in each env: the agent's levels (Alloc-v1: its own plans, the
     heuristic's proposals compared) reach the twin at every decision, episodes after episodes."""

@@ -86,7 +86,7 @@ def _check(policy: str, mode: str, jobs_n: int, until: float) -> int:
 
 @pytest.mark.parametrize("mode", ["history", "estimate"])
 @pytest.mark.parametrize("policy", _policies())
-@pytest.mark.sample(4)
+@pytest.mark.sample(3)
 def test_no_decision_before_t_depends_on_durations_after_it(policy, mode):
     _check(policy, mode, jobs_n=260, until=48_000.0)
 

@@ -100,7 +100,7 @@ def test_default_trace_results_are_unchanged_bit_for_bit(policy):
 
 
 @pytest.mark.parametrize("policy", _policies())
-@pytest.mark.sample(3)
+@pytest.mark.sample(2)
 def test_default_trace_under_history_knowledge_is_unchanged_bit_for_bit(policy):
     assert digest("default-history", policy) == _stored()["default-history"][policy]
 
