@@ -18,7 +18,7 @@ Command line: ``python -m lyra_agents.evaluate RUN_DIR_OR_MODEL [--windows N] [-
 [--json FILE [--overwrite]] [--trust-model-files]`` (``--json``: the rows, each with the env id and
 the lyra_gym version and commit, :func:`recorded`). It prints first what it runs on
 (:func:`header_lines`: env id, trace and seed, cluster file, knowledge mode, windows). With ``--suite
-v1 [--scenarios history] [--trace-seeds 5] [--windows 3] [--baselines lyra,expert] [--statistic
+v1 [--scenarios history] [--trace-seeds 9] [--windows 3] [--baselines lyra,expert] [--statistic
 iqm|mean] [--reps N] [--seed S]`` it runs the paired protocol of :mod:`lyra_agents.paired` on the
 suite's scenarios instead: per scenario, the ratio to each reference with its 95 % interval and
 half-width (``--json``: one row per policy and unit). The model is loaded without unpickling anything
@@ -254,7 +254,7 @@ def _parser() -> argparse.ArgumentParser:
     power = parser.add_argument_group("the paired protocol (lyra_agents.paired): on suite scenarios, not the run's env")
     power.add_argument("--suite", default=None, help="evaluate on this suite's scenarios (v1, v1.1 or a file)")
     power.add_argument("--scenarios", default=None, help="comma-separated scenario names (default: every one)")
-    power.add_argument("--trace-seeds", type=int, default=5, help="trace seeds 0..N-1 per scenario (default 5)")
+    power.add_argument("--trace-seeds", type=int, default=9, help="trace seeds 0..N-1 per scenario (default 9)")
     power.add_argument("--statistic", choices=("iqm", "mean"), default="iqm",
                        help="of the per-unit ratios (default iqm)")
     power.add_argument("--reps", type=int, default=10_000, help="bootstrap samples (default 10000)")

@@ -94,9 +94,9 @@ def test_unpaired_or_bad_jct_and_bad_arguments_are_refused():
 
 
 # ---------------------------------------------------------------------- the protocol's units
-def test_protocol_defaults_to_five_trace_seeds_by_three_windows():
+def test_protocol_defaults_to_nine_trace_seeds_by_three_windows():
     history = paired.Protocol().scenario(get_suite("v1").get("history"))
-    assert history.seeds() == (0, 1, 2, 3, 4) and history.windows == (0, 1, 2)
+    assert history.seeds() == tuple(range(9)) and history.windows == (0, 1, 2)
 
 
 @pytest.mark.parametrize("kwargs, field", [({"trace_seeds": ()}, "trace seeds"),
@@ -133,7 +133,7 @@ def test_expert_means_the_runs_imitation_expert():
 def test_scenario_header_names_env_trace_seeds_cluster_knowledge_and_windows():
     history = paired.Protocol().scenario(get_suite("v1").get("history"))
     line = paired.scenario_header(history, "LyraGym/Cluster-v1")
-    assert line.startswith("history: env LyraGym/Cluster-v1, trace env-14d seeds 0, 1, 2, 3, 4, cluster ")
+    assert line.startswith("history: env LyraGym/Cluster-v1, trace env-14d seeds 0, 1, 2, 3, 4, 5, 6, 7, 8, cluster ")
     assert "contended.yaml, knowledge history, windows 0, 1, 2 (12 h, warm start 6 h)" in line
     strong = paired.scenario_header(get_suite("v1").get("strong-diurnal"), "E")
     assert "cluster default (no file) + demand_preset=strong, knowledge oracle" in strong
@@ -167,13 +167,13 @@ def test_protocol_mode_prints_intervals_per_reference_and_writes_unit_rows(monke
                           "--json", str(out_file)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("suite v1; policy = ") and "expert = small-first" in out[0]
-    assert out[1].startswith("history: env LyraGym/Cluster-v1, trace env-14d seeds 0, 1, 2, 3, 4")
-    assert out[2] == "history: 15 paired units"
+    assert out[1].startswith("history: env LyraGym/Cluster-v1, trace env-14d seeds 0, 1, 2, 3, 4, 5, 6, 7, 8")
+    assert out[2] == "history: 27 paired units"
     assert out[3].split() == ["policy", "/", "lyra", "IQM", "0.900", "95", "%", "[0.900,", "0.900]",
                               "half-width", "0.0", "points"]
     assert out[4].split()[:5] == ["policy", "/", "expert", "IQM", "1.000"]
     rows = json.loads(out_file.read_text())["units"]
-    assert len(rows) == 45 and {r["policy"] for r in rows} == {"policy", "lyra", "expert"}
+    assert len(rows) == 81 and {r["policy"] for r in rows} == {"policy", "lyra", "expert"}
     assert rows[0]["env_id"] == "LyraGym/Cluster-v1"
 
 
