@@ -206,6 +206,7 @@ def test_a_missing_input_file_of_the_config_is_refused_before_the_run_folder(tin
     nothing_written(tmp_path, "tiny.yaml")
 
 
+@pytest.mark.slow
 def test_resume_from_a_run_folder_still_continues(run_copy, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     runs = tmp_path / "runs"
@@ -306,6 +307,7 @@ def test_evaluate_checks_every_option_before_evaluating(run_copy, tmp_path, caps
     assert {p.name: p.read_bytes() for p in run_copy.iterdir()} == before
 
 
+@pytest.mark.slow
 def test_evaluate_json_folder_is_created_and_overwrite_replaces_it(run_copy, tmp_path, capsys):
     out = tmp_path / "new" / "rows.json"
     argv = [str(run_copy), "--windows", "1", "--baselines", "", "--json", str(out)]

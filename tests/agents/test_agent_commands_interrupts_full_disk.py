@@ -174,6 +174,7 @@ def stop_simulating_after(monkeypatch, count: int, error: BaseException) -> list
     return calls
 
 
+@pytest.mark.slow
 def test_an_interrupted_benchmark_is_one_line_keeps_its_windows_and_resumes(suite, tmp_path, capsys,
                                                                             monkeypatch):
     """Ctrl-C printed a traceback and kept nothing: now one line, exit 130, the finished window kept

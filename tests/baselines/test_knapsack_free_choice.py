@@ -67,6 +67,7 @@ _rows = st.lists(st.lists(st.one_of(_floats, st.integers(-4, 4).map(float), _big
 
 @settings(max_examples=500, deadline=None)
 @given(st.one_of(_rows, _near_ties()), st.integers(0, 40))
+@pytest.mark.slow
 def test_free_choice_is_the_dps_choice(values, capacity):
     reference = _dp(values, capacity)
     assert solve_exact(values, capacity) == reference

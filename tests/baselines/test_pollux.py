@@ -259,7 +259,7 @@ def test_restart_penalty_lets_a_larger_gain_through():
 
 # --- whole traces ----------------------------------------------------------------------------
 @pytest.mark.parametrize("make", [PolluxScheduler, PolluxLoanScheduler], ids=["pollux", "pollux+loan"])
-@pytest.mark.sample(1)
+@pytest.mark.slow
 def test_every_default_trace_job_finishes_and_same_seed_repeats(make):
     jobs = load_trace(DEFAULT_TRACE)
     first, second = simulate(jobs, make(), seed=7), simulate(jobs, make(), seed=7)

@@ -326,6 +326,7 @@ def _expected(command: str, kind: str, overwrite: bool) -> int:
 @settings(max_examples=int(os.environ.get("LYRA_FUZZ_EXAMPLES", "120")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(command=st.sampled_from(sorted(COMMANDS)), kind=st.sampled_from(KINDS), overwrite=st.booleans())
+@pytest.mark.slow
 def test_fuzz_output_paths_never_touch_an_input(capsys, command, kind, overwrite):
     argv_template, inputs, target = COMMANDS[command]
     with tempfile.TemporaryDirectory() as tmp:

@@ -224,6 +224,7 @@ def _setting(draw, servers):
 
 @settings(max_examples=300, deadline=None)
 @given(st.data())
+@pytest.mark.slow
 def test_placement_on_the_index_equals_the_walk(data):
     servers = data.draw(clusters())
     topology = _setting(data.draw, servers)

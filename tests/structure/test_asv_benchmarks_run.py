@@ -67,7 +67,7 @@ def test_every_module_imports_and_every_benchmark_class_has_a_tiny_size():
 
 
 @pytest.mark.parametrize("name", sorted(TINY))
-@pytest.mark.sample(2)
+@pytest.mark.sample(1)
 def test_benchmark_runs_once_on_a_tiny_size(name):
     run_once(name, TINY[name])
 

@@ -113,7 +113,7 @@ def test_a_policy_spec_through_compare_jobs_2_gives_the_in_process_numbers(entry
         assert theirs == json.loads(json.dumps({**ours, "policy": ALLOC, "seed": seed}))
 
 
-@pytest.mark.sample(1)
+@pytest.mark.slow
 def test_a_bad_policy_spec_through_the_cli_is_one_line(entry_points_dir, tmp_path):
     command = [sys.executable, "-m", "lyra_gym.cli", "compare", "--policies", "lyra,policy:examples.alloc_policy:nope",
                "--jobs", "2", "--out", str(tmp_path / "out")]
