@@ -75,6 +75,7 @@ def test_same_seed_same_branches_bit_for_bit(collected):
     assert all(np.array_equal(a, b) for a, b in zip(again.actions, batch.actions))
 
 
+@pytest.mark.slow
 def test_learn_with_vine_updates_the_policy_and_counts_every_env_step():
     model = MaskedPPO(tiny(total_timesteps=1))
     before = [p.detach().clone() for p in model.policy.parameters()]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +29,7 @@ def _general(values, capacity: int) -> list[int]:
 
 @settings(max_examples=600, deadline=None)
 @given(_rows, st.integers(0, 40))
+@pytest.mark.slow
 def test_ample_greedy_gives_the_general_greedys_choice(values, capacity):
     with np.errstate(invalid="ignore"):
         for rows in (values, [np.asarray(v) for v in values]):  # rows as lists and as arrays

@@ -301,7 +301,7 @@ def run_named(name: str) -> Twin:
 
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=_marks(name)) for name in NAMED])
-@pytest.mark.sample(4)
+@pytest.mark.sample(3)
 def test_named_case_plan_for_plan(name):
     checked = run_named(name)
     assert checked.decisions > 200 and checked.changed > 80

@@ -94,7 +94,7 @@ def test_every_registered_policy_is_covered(case):
 
 
 @pytest.mark.parametrize("policy", _policies())
-@pytest.mark.sample(3)
+@pytest.mark.sample(2)
 def test_default_trace_results_are_unchanged_bit_for_bit(policy):
     assert digest("default", policy) == _stored()["default"][policy]
 
@@ -107,7 +107,7 @@ def test_default_trace_under_history_knowledge_is_unchanged_bit_for_bit(policy):
 
 @pytest.mark.parametrize("policy", [pytest.param(p, marks=pytest.mark.slow) if p.startswith("pollux") else p
                                     for p in _policies()])  # (pollux's short case: the default trace)
-@pytest.mark.sample(3)
+@pytest.mark.sample(2)
 def test_workload_6_results_are_unchanged_bit_for_bit(policy):
     assert digest("workload-6-t4", policy) == _stored()["workload-6-t4"][policy]
 

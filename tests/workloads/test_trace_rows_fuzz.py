@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +34,7 @@ def rows(draw) -> list[list[str]]:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=rows())
+@pytest.mark.slow
 def test_malformed_rows_are_rejected_with_file_line_and_field(tmp_path, body):
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
