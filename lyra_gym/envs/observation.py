@@ -164,13 +164,12 @@ def job_slots_counted(view: ClusterView, k: int) -> tuple[list[JobView], int]:
     constants = engine_constants(view)
     statics, reference, models, sizes = constants.jobs, constants.reference, constants.models, constants.sizes
     keyed = []
-    queued = list(view.queued_jobs())
-    for job, snapshot in zip(queued, view.snapshots(queued)):
+    for job, remaining in zip(*view.queued_remaining_work()):
         index = job.index
         static = statics.get(index)
         # j.remaining_time_at(spec.num_gpus), with the reference throughput looked up once per engine
         ref = static[9] if static is not None else reference(models[index], sizes[index])
-        keyed.append((snapshot[5] / ref, index, job))  # its remaining_work
+        keyed.append((remaining / ref, index, job))
     keyed.sort(key=_first_two)
     if len(keyed) >= k:
         return [entry[2] for entry in keyed[:k]], 0
@@ -466,11 +465,12 @@ class ObservationBuilder:
         # every training server is usable (Server.usable): the free-GPU histogram and total of the
         # training servers, read off the topology's index (counts as ints: h / usable is the same
         # float as the per-server float sum over usable)
-        topology, servers = view.topology, view.servers
+        topology = view.topology
         by_free = topology.free_histogram(Pool.TRAINING)
         usable = max(1, len(constants.training_ids))
+        free = topology.free  # per server id: each loaned server's free_gpus
         return (topology.free_total(constants.training_cells) / max(1, constants.training_gpus),
-                sum([servers[s].free_gpus for s in loaned]) / constants.inference_gpus,
+                sum([free[s] for s in loaned]) / constants.inference_gpus,
                 len(loaned) / n_inf,
                 (by_free[0] / usable, sum(by_free[1:2]) / usable, sum(by_free[2:4]) / usable,
                  sum(by_free[4:8]) / usable, sum(by_free[8:]) / usable))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from lyra_gym.model.jobs import Job, JobState
-from lyra_gym.model.scaling import progress_bin
+from lyra_gym.model.scaling import PROGRESS_BINS
 
 if TYPE_CHECKING:
     from lyra_gym.model.knowledge import Knowledge
@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 #: One job now: state, allocation, workers, rate, overhead_until, remaining_work, attained_gpu_s, part
 #: (the job view's members of those names; part: ``progress_part``)
 JobSnapshot = tuple[JobState, Mapping[int, int], int, float, float, float, float, int]
+
+_LAST_BIN = PROGRESS_BINS - 1
 
 
 def snapshots(records: Sequence[Job], indices: Iterable[int], now: float,
@@ -39,11 +41,23 @@ def snapshots(records: Sequence[Job], indices: Iterable[int], now: float,
             remaining = left if left > 0.0 else 0.0
         else:
             remaining = total - job.work_done
-        part = progress_bin(total - remaining, total)
+        # progress_bin(total - remaining, total), inline
+        part = _LAST_BIN if total <= 0 else int((total - remaining) / total * PROGRESS_BINS)
+        if part > _LAST_BIN:
+            part = _LAST_BIN
         if knowledge is not None:
             remaining = knowledge.remaining_work(job, now)
         out.append((job.state, job.allocation, workers, job.rate, job.overhead_until, remaining, attained, part))
     return out
 
 
-__all__ = ["JobSnapshot", "snapshots"]
+def remaining_works(records: Sequence[Job], indices: Iterable[int], now: float,
+                    knowledge: Knowledge | None) -> list[float]:
+    """The remaining work (samples) of ``records[i]`` at ``now`` for each ``i`` of ``indices``, in
+    order: :data:`JobSnapshot`'s ``remaining_work`` alone (the believed one when ``knowledge`` is given)."""
+    if knowledge is None:
+        return [records[i].remaining_work(now) for i in indices]
+    return [knowledge.remaining_work(records[i], now) for i in indices]
+
+
+__all__ = ["JobSnapshot", "remaining_works", "snapshots"]

@@ -18,7 +18,7 @@ from lyra_gym.model.jobspec import JobSpec
 from lyra_gym.model.scaling import progress_bin
 from lyra_gym.sim.cluster import Pool, Server
 from lyra_gym.sim.plan import Plan, current_plan
-from lyra_gym.sim.snapshots import JobSnapshot, snapshots
+from lyra_gym.sim.snapshots import JobSnapshot, remaining_works, snapshots
 from lyra_gym.sim.topology import FreeMap, Topology
 
 if TYPE_CHECKING:
@@ -433,6 +433,13 @@ class ClusterView:
         of many jobs, for readers of many per step such as the observation builder."""
         engine = self._engine
         return snapshots(engine.jobs, [job.index for job in jobs], engine.now, engine.knowledge)
+
+    def queued_remaining_work(self) -> tuple[list[JobView], list[float]]:
+        """(``list(queued_jobs())``, their ``remaining_work``: samples, the believed ones under a
+        knowledge mode) in one call, the same values: what an admission order reads of the queue."""
+        engine = self._engine
+        jobs, queue = engine.jobs, engine.queue
+        return [jobs[i].view for i in queue], remaining_works(jobs, queue, engine.now, engine.knowledge)
 
     def running_jobs(self) -> Iterator[JobView]:
         """Running jobs in start order."""

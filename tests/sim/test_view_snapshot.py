@@ -61,6 +61,8 @@ def test_queue_aggregates_fold_the_job_members():
     assert [j.id for j in queued] == ["C", "D"]
     assert view.longest_wait_s() == max(j.waiting_s for j in queued) == view.now == 60.0  # Lyra's tick
     assert view.queued_gpus() == 9
+    jobs, left = view.queued_remaining_work()
+    assert jobs == queued and left == [50.0 * 8, 10.0]  # C: 8 GPUs x 50 s of 1 sample/s; D: 10 s on 1
     assert view.demand_curve.at(view.now) == view.inference_demand == 0
 
 
@@ -108,6 +110,8 @@ def test_snapshots_are_the_per_job_reads_on_random_states(mode):
         expected = [(j.state, j.allocation, j.workers, j.rate, j.overhead_until, j.remaining_work, j.attained_gpu_s,
                      j.progress_part) for j in chosen]
         assert view.snapshots(chosen) == [j.snapshot() for j in chosen] == expected
+        queued = list(view.queued_jobs())
+        assert view.queued_remaining_work() == (queued, [j.remaining_work for j in queued])
         engine.submit(engine.scheduler.decide(view) if decisions % 3 else view.current_plan())
         decisions += 1
     assert decisions > 20
