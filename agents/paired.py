@@ -5,11 +5,11 @@ units, the same jobs and the same simulation seed (the window's), so the per-uni
 ``JCT_A / JCT_R`` of an agent ``A`` against a reference ``R`` is paired: what the two share (the
 window's load, its job mix) cancels in the ratio. The protocol (:class:`Protocol`) is 9 trace
 seeds x 3 test windows per scenario by default (27 units: a paired change against the expert on
-suite v1 ``history`` has a 95 % half-width of 1.7 points with them, 2.5 with 15; docs/training.md); the statistic is the IQM (the benchmark's,
-:func:`lyra_agents.bench_stats.iqm`) or the mean of the ratios, with a 95 % percentile bootstrap
-interval over units (:func:`paired_interval`: units redrawn with replacement, seeded,
-``numpy.random.default_rng(seed)``). The half-width is reported in points (``100 x (high - low) / 2``:
-1 point is 1 % of the reference's JCT).
+suite v1 ``history`` has a 95 % half-width of 1.7 points with them, 2.5 with 15; docs/training.md);
+the statistic is the IQM (the benchmark's, :func:`lyra_agents.bench_stats.iqm`) or the mean of the
+ratios, with a 95 % percentile bootstrap interval over units (:func:`paired_interval`: units redrawn
+with replacement, seeded, ``numpy.random.default_rng(seed)``). The half-width is reported in points
+(``100 x (high - low) / 2``: 1 point is 1 % of the reference's JCT).
 
 References: a registry name (``lyra``, ``pollux+loan``), ``expert`` (the agent's imitation expert:
 its config's ``bc_expert`` rule, ``small-first``, or its guided heuristic for ``heuristic``) or

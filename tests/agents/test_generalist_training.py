@@ -125,7 +125,8 @@ def test_the_shipped_generalist_reproduces_its_benchmark_row(tmp_path):
 
     rows = list(csv.DictReader((ROOT / "docs" / "bench-suite-v1-generalist-seed1.csv").open()))
     (recorded,) = [float(r["jct_mean_s"]) for r in rows if r["kind"] == "window"
-                   and r["run"] == "agents/pretrained/cluster-generalist" and r["scenario"] == "history" and r["trace_seed"] == "0" and r["window"] == "0"]
+                   and r["run"] == "agents/pretrained/cluster-generalist" and r["scenario"] == "history"
+                   and r["trace_seed"] == "0" and r["window"] == "0"]
     out = tmp_path / "bench.csv"
     assert benchmark(["--suite", "v1", "--scenarios", "history", "--windows", "1", "--policies", "lyra", "--quiet",
                       "--agent", f"g={ROOT / 'agents' / 'pretrained' / 'cluster-generalist'}", "--out", str(out)]) == 0
