@@ -48,6 +48,7 @@ QUICK_OVERLAY = CONFIG_DIR / "quick.yaml"
 
 ALGOS = ("maskable_ppo", "ppo", "masked_ppo")
 BASELINES = ("group", "value", "vine")
+VINE_ROLLOUTS = ("guide", "policy")
 VEC_ENVS = ("auto", "dummy", "subproc")
 EXTRACTORS = ("mlp", "deepsets")
 ACTIVATIONS = ("tanh", "relu")
@@ -143,6 +144,7 @@ class TrainConfig:
     group_size: int = 4                   # members per group: same reset seed, same arrivals
     baseline: str = "group"               # group (mean return-to-go at equal time) | value (value head) | vine
     vine_states: int = 8                  # baseline vine: branch states per slot per update (group_size draws each)
+    vine_rollout: str = "guide"           # baseline vine: who plays a branch to its end (guide | policy: its argmax)
     trace_seeds: list[int] = field(default_factory=list)  # trace seeds cycled over updates ([] = [trace_seed])
     curriculum_start_s: float = 0.0       # episode cap, simulated s after the start (0 = whole episodes)
     curriculum_growth_s: float = 0.0      # s added to the cap per update
@@ -412,7 +414,8 @@ def _check_target_kl(cfg: TrainConfig) -> str | None:
 
 def _check_choices(cfg: TrainConfig) -> str | None:
     choices = {"algo": ALGOS, "vec_env": VEC_ENVS, "extractor": EXTRACTORS,
-               "activation": ACTIVATIONS, "lr_schedule": LR_SCHEDULES, "baseline": BASELINES}
+               "activation": ACTIVATIONS, "lr_schedule": LR_SCHEDULES, "baseline": BASELINES,
+               "vine_rollout": VINE_ROLLOUTS}
     for key, allowed in choices.items():
         if getattr(cfg, key) not in allowed:
             return f"{key}: must be one of {', '.join(allowed)}, got {shown(getattr(cfg, key))}"

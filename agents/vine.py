@@ -12,15 +12,19 @@ directly, with the same arrivals on every branch:
 2. **Branch states.** ``vine_states`` of the trunk's decision steps, drawn without replacement.
 3. **Branches.** At each, ``group_size`` actions are drawn from the policy (the trunk's own first);
    each distinct one is played on a fork of the env (:meth:`fork`, bit for bit the same state),
-   then the env's guide heuristic (``expert_action()``) plays to the episode's end. The return of
-   each branch is its exact effect on total JCT from that state on (``jct`` reward, gamma = 1).
+   then the env's guide heuristic (``expert_action()``; ``vine_rollout: guide``) or the policy's
+   most likely action (``vine_rollout: policy``) plays to the episode's end. The return of each
+   branch is its exact effect on total JCT from that state on (``jct`` reward, gamma = 1).
 4. **Advantage** of each drawn action: its branch return minus the mean over the drawn actions.
    A state whose branches all return the same (no drawn action changed anything) gives nothing
    and is dropped.
 
-The rollout after a branch follows the guide, not the policy: the advantage is the guide's
-Q-value gap (one step of policy iteration over the guide, Bertsekas' rollout algorithm), cheap
-(no network in the loop) and exact on the trunk's arrivals. The env steps of the trunk, of the
+With ``vine_rollout: guide`` the advantage is the guide's Q-value gap (one step of policy
+iteration over the guide, Bertsekas' rollout algorithm): no network in the loop, but a deviation
+is scored as if the guide took over after it, however often the policy repeats it. With
+``vine_rollout: policy`` it is the Q-value gap of the current policy's deterministic form (what
+an evaluation plays): approximate policy iteration on the policy itself, one forward pass per
+branch step more. Both are exact on the trunk's arrivals. The env steps of the trunk, of the
 replay to each branch state and of every branch count towards ``num_timesteps`` (the
 simulator's work, which is what a budget pays for).
 """
@@ -36,6 +40,7 @@ import torch
 from lyra_agents.config import TrainConfig
 from lyra_agents.fork_probe import rest_of_episode
 from lyra_agents.trajectory import RESET_SEED_STRIDE, Trajectory, action_masks
+from lyra_gym.envs.learner_extras import LearnerExtrasObservation
 
 
 class Learner(Protocol):
@@ -109,15 +114,37 @@ def draw(model: Learner, normed: np.ndarray, masks: np.ndarray, count: int) -> t
     return actions.cpu().numpy(), logp.cpu().numpy()
 
 
+def rest_with_policy(model: Learner, env: Any, first: np.ndarray) -> tuple[float, int]:
+    """(return, steps) of ``first`` and then the policy's most likely action to the episode's end
+    (observations normalised with the current statistics, which it does not update)."""
+    total, steps, action = 0.0, 0, first
+    while True:
+        obs, r, done, truncated, _ = env.step(action)
+        total += float(r)
+        steps += 1
+        if done or truncated:
+            return total, steps
+        normed = model.stats.normalize_obs(obs[None, :])
+        with torch.no_grad():
+            chosen, _ = model.act(torch.as_tensor(normed, device=model.device),
+                                  torch.as_tensor(action_masks(env)[None, :], device=model.device), deterministic=True)
+        action = chosen[0].cpu().numpy()
+
+
 def branch_returns(model: Learner, env: Any, actions: np.ndarray) -> np.ndarray:
-    """The return of each action (played on a fork of ``env``, then the guide to the end);
-    identical actions share one branch."""
+    """The return of each action (played on a fork of ``env``, then the guide or the policy to
+    the end, ``vine_rollout``); identical actions share one branch."""
     played: dict[bytes, float] = {}
     out = np.empty(len(actions))
     for k, action in enumerate(actions):
         key = np.asarray(action, dtype=np.int64).tobytes()
         if key not in played:
-            total, steps = rest_of_episode(env.unwrapped.fork(), action)
+            fork = env.unwrapped.fork()
+            if model.cfg.vine_rollout == "policy":  # the policy reads the trunk's observation: same extras
+                observed = LearnerExtrasObservation(fork) if model.cfg.observation_extras else fork
+                total, steps = rest_with_policy(model, observed, action)
+            else:
+                total, steps = rest_of_episode(fork, action)
             played[key] = total
             model.num_timesteps += steps
         out[k] = played[key]

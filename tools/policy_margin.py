@@ -6,7 +6,8 @@
 On the expert's own episode of one test window of a scenario of the run's config (its first test
 window, the config's trace seed), for each ``RUN/checkpoints/model_<N>_steps.zip``: the dimensions
 with more than one valid value, how many of them the deterministic policy (each dimension's most
-likely value) sets otherwise than the expert, the median probability of sampling the expert's whole
+likely value) sets otherwise than the expert (by kind: a job slot set to hold, to preempt or to
+another weight, and loaning dimensions), the median probability of sampling the expert's whole
 action, and the median over steps of the smallest log-probability gap between the expert's value
 and the next valid one (nats). A deterministic evaluation differs from the imitation start only
 once some gap crosses 0.
@@ -22,8 +23,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-COLUMNS = ("checkpoint", "steps", "choice_dims", "argmax_not_expert", "p_expert_action_median",
-           "min_gap_nats_median")
+COLUMNS = ("checkpoint", "steps", "choice_dims", "argmax_not_expert", "to_hold", "to_preempt", "to_weight",
+           "loaning", "p_expert_action_median", "min_gap_nats_median")
 
 
 def margins(run: Path, scenario: str, steps: int) -> list[dict[str, Any]]:
@@ -46,6 +47,7 @@ def margins(run: Path, scenario: str, steps: int) -> list[dict[str, Any]]:
         env = model.group_members(slot, cfg.trace_seed, model.slot_kwargs()[slot])[0]
         obs, _ = env.reset(options={"split": "test", "window": 0})
         dims = flips = 0
+        kinds = np.zeros(4, dtype=np.int64)
         p_expert, gaps = [], []
         for _ in range(steps):
             action, masks = expert_action(env), action_masks(env)
@@ -54,7 +56,10 @@ def margins(run: Path, scenario: str, steps: int) -> list[dict[str, Any]]:
                 logp = model.policy.log_probs(torch.as_tensor(normalized), torch.as_tensor(masks)[None])[0]
             choice = (torch.isfinite(logp).sum(dim=1) > 1).numpy()
             dims += int(choice.sum())
-            flips += int((logp.argmax(dim=1).numpy() != action)[choice].sum())
+            argmax = logp.argmax(dim=1).numpy()
+            flipped = (argmax != action) & choice
+            flips += int(flipped.sum())
+            kinds += deviation_kinds(argmax, flipped, cfg.num_job_slots)
             chosen = torch.as_tensor(action)
             p_expert.append(float(MaskedPolicy.chosen(logp[None], chosen[None]).exp()))
             others = logp.clone()
@@ -67,17 +72,29 @@ def margins(run: Path, scenario: str, steps: int) -> list[dict[str, Any]]:
                 break
         model.close()
         rows.append(dict(checkpoint=zip_path.name, steps=int(zip_path.stem.split("_")[1]), choice_dims=dims,
-                         argmax_not_expert=flips, p_expert_action_median=round(float(np.median(p_expert)), 4),
+                         argmax_not_expert=flips, **dict(zip(COLUMNS[4:8], kinds.tolist())),
+                         p_expert_action_median=round(float(np.median(p_expert)), 4),
                          min_gap_nats_median=round(float(np.median(gaps)), 3) if gaps else float("nan")))
     return rows
 
 
+def deviation_kinds(argmax: np.ndarray, flipped: np.ndarray, job_slots: int) -> np.ndarray:
+    """Counts of the ``flipped`` dimensions by what the policy's value does (``Cluster-v2`` levels):
+    a job slot set to 0 (hold), to 5 (preempt) or to another weight 1-4, and loaning dimensions."""
+    jobs = flipped[:job_slots]
+    values = argmax[:job_slots][jobs]
+    hold, preempt = int((values == 0).sum()), int((values == 5).sum())
+    return np.array([hold, preempt, len(values) - hold - preempt, int(flipped[job_slots:].sum())])
+
+
 def table(path: Path) -> str:
     rows = list(csv.DictReader(path.open()))
-    lines = ["| PPO steps | dimensions with a choice | argmax not the expert's | P(expert's whole action), "
-             "median | smallest gap to the next value, median (nats) |", "|---:|---:|---:|---:|---:|"]
-    lines += [f"| {int(r['steps']):,} | {int(r['choice_dims']):,} | {r['argmax_not_expert']} | "
-              f"{r['p_expert_action_median']} | {r['min_gap_nats_median']} |" for r in rows]
+    lines = ["| PPO steps | dimensions with a choice | argmax not the expert's (hold / preempt / weight / loaning) "
+             "| P(expert's whole action), median | smallest gap to the next value, median (nats) |",
+             "|---:|---:|---:|---:|---:|"]
+    lines += [f"| {int(r['steps']):,} | {int(r['choice_dims']):,} | {r['argmax_not_expert']} ({r['to_hold']} / "
+              f"{r['to_preempt']} / {r['to_weight']} / {r['loaning']}) | {r['p_expert_action_median']} | "
+              f"{r['min_gap_nats_median']} |" for r in rows]
     return "\n".join(lines)
 
 

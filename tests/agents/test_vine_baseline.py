@@ -13,6 +13,7 @@ from lyra_agents import vine
 from lyra_agents.config import TrainConfig, TrainConfigError
 from lyra_agents.fork_probe import rest_of_episode
 from lyra_agents.masked_ppo import MaskedPPO, make_member
+from lyra_agents.trajectory import action_masks
 
 
 def tiny(**changes) -> TrainConfig:
@@ -45,6 +46,34 @@ def test_each_branch_return_is_the_action_then_the_guide_to_the_end_on_a_fresh_e
         total, _ = rest_of_episode(env.unwrapped, batch.actions[row])
         assert total == batch.returns[row]  # bit for bit: the fork is the state itself
         env.close()
+
+
+@pytest.mark.sample(1)
+@pytest.mark.parametrize("extras", [False, True])
+def test_a_policy_rollout_branch_is_the_action_then_the_policys_argmax_on_a_fresh_env(extras):
+    """``vine_rollout: policy``: each branch return recomputed on a fresh (wrapped) env, the policy's
+    most likely action at every step after the drawn one; the fork's fresh extras wrapper must
+    observe what the trunk's own would have."""
+    torch.set_num_threads(1)
+    model = MaskedPPO(tiny(vine_rollout="policy", observation_extras=extras))
+    batch, trunks = vine.collect(model)
+    assert batch.states == 3 and batch.informative >= 1
+    kwargs = {**model.slot_kwargs()[0], "trace_seed": model.cfg.trace_seed}
+    for row, (slot, step) in enumerate(batch.origins):
+        env = make_member(model.cfg, kwargs)
+        env.reset(seed=model.cfg.seed + slot)
+        for action in trunks[slot].actions[:step]:
+            env.step(action)
+        total, action = 0.0, batch.actions[row]
+        while True:
+            obs, r, done, truncated, _ = env.step(action)
+            total += float(r)
+            if done or truncated:
+                break
+            action = model.predict(model.stats.normalize_obs(obs[None, :]), action_masks=action_masks(env)[None, :])[0][0]
+        assert total == batch.returns[row]
+        env.close()
+    model.close()
 
 
 def test_advantages_are_centred_per_state_and_the_trunk_action_comes_first(collected):
@@ -90,3 +119,5 @@ def test_vine_needs_two_draws_per_state():
         tiny(group_size=1)
     with pytest.raises(TrainConfigError, match="vine_states: must be >= 1, got 0"):
         tiny(vine_states=0)
+    with pytest.raises(TrainConfigError, match="vine_rollout: must be one of guide, policy, got 'expert'"):
+        tiny(vine_rollout="expert")
