@@ -151,7 +151,7 @@ class GandivaScheduler(Scheduler):
         self._next_quantum: float | None = None
         self._types: list[str] = []              # GPU type per server id (static; filled at first decide)
         self._limit = 0                          # the most GPUs one job can ever get (filled at first decide)
-        self._warned: set[str] = set()           # jobs warned about as never runnable
+        self._checked: set[str] = set()          # jobs checked for being never runnable
 
     # ------------------------------------------------------------------ decision
     def decide(self, view: ClusterView) -> Plan:
@@ -171,7 +171,7 @@ class GandivaScheduler(Scheduler):
             self._training_ids = frozenset(self._training)
             self._limit = self._job_limit(view)
         if view.num_queued:
-            warn_unrunnable(view, self.name, self._limit, _requested, self._warned)
+            warn_unrunnable(view, self.name, self._limit, _requested, self._checked)
         free = free_after(view, plan)
         if not at_quantum and (not view.num_queued or (not any(free) and not self._grown)):
             return plan  # between quanta only free or shrinkable GPUs can start a job

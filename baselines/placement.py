@@ -46,14 +46,17 @@ def spanning_group(view, loaned: Sequence[int], need: int) -> list[int] | None:
     return None
 
 
-def warn_unrunnable(view, policy: str, limit: int, need: Callable[[Any], int], warned: set[str]) -> None:
+def warn_unrunnable(view, policy: str, limit: int, need: Callable[[Any], int], checked: set[str]) -> None:
     """Warn once per queued job (naming it) that needs more than ``limit`` GPUs, the most
     ``policy`` can ever give one job on this cluster (every inference server loaned, if it
-    borrows): such a job never starts and is reported unfinished. ``warned``: ids already named."""
+    borrows): such a job never starts and is reported unfinished. ``need`` reads only a job's
+    fixed sizes, so each job is checked once; ``checked``: the ids checked already (updated)."""
     for job in view.queued_jobs():
+        if job.id in checked:
+            continue
+        checked.add(job.id)
         n = need(job)
-        if n > limit and job.id not in warned:
-            warned.add(job.id)
+        if n > limit:
             warnings.warn(f"{policy}: job {job.id!r} needs {n} GPUs, more than the {limit} this policy can ever "
                           "give one job on this cluster: it will never start", UnrunnableJobWarning, stacklevel=2)
 

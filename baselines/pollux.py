@@ -217,7 +217,7 @@ class PolluxScheduler(Scheduler):
         self._reallocations: dict[str, int] = {}
         self._batches: dict[str, float] = {}  # job id -> batch chosen at its planned size (adaptive)
         self._limit: int | None = None  # the most GPUs one job can ever get (set at the first decision)
-        self._warned: set[str] = set()  # jobs warned about as never runnable
+        self._checked: set[str] = set()  # jobs checked for being never runnable
 
     def reset(self, rng: np.random.Generator) -> None:
         self.rng = rng
@@ -226,7 +226,7 @@ class PolluxScheduler(Scheduler):
         self._reallocations = {}
         self._batches = {}
         self._limit = None
-        self._warned = set()
+        self._checked = set()
 
     @property
     def assumed_efficiency(self) -> bool:
@@ -325,7 +325,7 @@ class PolluxScheduler(Scheduler):
         if view.num_queued:
             if self._limit is None:
                 self._limit = job_limit(view, self.loan)
-            warn_unrunnable(view, self.name, self._limit, minimum, self._warned)
+            warn_unrunnable(view, self.name, self._limit, minimum, self._checked)
         levels = Levels(guidance.job_levels, stopped)
         dropped = admit_running(view, plan.allocations, pools)  # (1) running jobs stay in their pools
         dropped = [job for job in dropped if levels.admissible(job.id)] if levels.active else dropped

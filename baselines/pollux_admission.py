@@ -25,7 +25,8 @@ Spanning = list[tuple[JobView, list[tuple[Pool, int]]]]
 
 def minimum(job: JobView) -> int:
     """GPUs a job needs to run: ``min_gpus`` if elastic, else ``num_gpus``."""
-    return job.spec.min_gpus if job.spec.elastic else job.spec.num_gpus
+    spec = job.spec
+    return spec.min_gpus if spec.elastic else spec.num_gpus
 
 
 def admission_order(view: ClusterView, dropped: Sequence[JobView], levels: Levels = NEUTRAL) -> list[JobView]:
@@ -60,12 +61,13 @@ def admit_running(view: ClusterView, allocations: Mapping[str, Mapping[int, int]
         pool = pool_of[next(iter(alloc))]
         if any(pool_of[sid] is not pool for sid in alloc):
             continue  # spans pools (a spanning job, or not made by this policy): left as it is
-        if not job.spec.elastic:
+        spec = job.spec
+        if not spec.elastic:
             pool.fixed.append(job)
         else:
             untouched = alloc is job.allocation
             count = job.workers if untouched else sum(alloc.values())
-            pool.spare += count - job.spec.min_gpus
+            pool.spare += count - spec.min_gpus
             pool.elastic.append((job, count, count if untouched else None))
     return dropped
 

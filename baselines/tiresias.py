@@ -203,7 +203,7 @@ class TiresiasScheduler(Scheduler):
         self._seq = 0                        # artifact mode: next place at a queue's tail
         self._overheads_checked = not self.artifact
         self._limit: int | None = None       # the most GPUs one job can ever get (set at the first decision)
-        self._warned: set[str] = set()       # jobs warned about as never runnable
+        self._checked: set[str] = set()      # jobs checked for being never runnable
 
     # --- priorities --------------------------------------------------------------------
     def _tail(self) -> int:
@@ -281,7 +281,7 @@ class TiresiasScheduler(Scheduler):
         if view.num_queued:
             if self._limit is None:
                 self._limit = self._job_limit(view)
-            warn_unrunnable(view, self.name, self._limit, _requested, self._warned)
+            warn_unrunnable(view, self.name, self._limit, _requested, self._checked)
         now = view.now
         if now >= self._next_check:
             self._demote(view, now)
