@@ -145,6 +145,7 @@ class TrainConfig:
     baseline: str = "group"               # group (mean return-to-go at equal time) | value (value head) | vine
     vine_states: int = 8                  # baseline vine: branch states per slot per update (group_size draws each)
     vine_rollout: str = "guide"           # baseline vine: who plays a branch to its end (guide | policy: its argmax)
+    expert_coef: float = 0.0              # baseline vine: weight of the expert's NLL on the trunks' states (0: off)
     trace_seeds: list[int] = field(default_factory=list)  # trace seeds cycled over updates ([] = [trace_seed])
     curriculum_start_s: float = 0.0       # episode cap, simulated s after the start (0 = whole episodes)
     curriculum_growth_s: float = 0.0      # s added to the cap per update
@@ -467,6 +468,8 @@ def _check_scenarios(cfg: TrainConfig) -> str | None:
 
 
 def _check_masked_ppo(cfg: TrainConfig) -> str | None:
+    if cfg.expert_coef > 0 and cfg.baseline != "vine":
+        return f"expert_coef: only with baseline: vine (its trunks are the anchor states), got {cfg.baseline!r}"
     if cfg.baseline in ("group", "vine") and cfg.group_size < 2:
         return f"group_size: baseline {cfg.baseline!r} needs at least 2, got {cfg.group_size} (or baseline: value)"
     if any(seed < 0 for seed in cfg.trace_seeds):
@@ -502,8 +505,8 @@ _RULES: tuple[_Rule, ...] = (
     _bound(("seed", "trace_seed"), lambda v: v < 0, ">= 0"),
     _check_seed_range,
     _bound(("window_s", "reward_scale_s", "clip_obs", "clip_range", "max_grad_norm"), lambda v: v <= 0, "> 0"),
-    _bound(("warmup_s", "ent_coef", "vf_coef", "curriculum_start_s", "curriculum_growth_s"), lambda v: v < 0,
-           ">= 0"),
+    _bound(("warmup_s", "ent_coef", "vf_coef", "curriculum_start_s", "curriculum_growth_s", "expert_coef"),
+           lambda v: v < 0, ">= 0"),
     _check_test_fraction, _check_target_kl, _check_choices, _check_heuristic, _check_env_id,
     _bound(("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "num_job_slots",
             "borrow_levels", "eval_windows", "final_windows", "deepsets_hidden",

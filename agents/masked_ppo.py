@@ -387,11 +387,17 @@ class MaskedPPO:
                              [s[3] for s in steps], adv, ret, total_timesteps)
 
     def optimise(self, obs_rows: list[np.ndarray], mask_rows: list[np.ndarray], action_rows: list[np.ndarray],
-                 logp_rows: list[float], adv: np.ndarray, ret: np.ndarray, total_timesteps: int) -> dict[str, float]:
+                 logp_rows: list[float], adv: np.ndarray, ret: np.ndarray, total_timesteps: int,
+                 anchors: tuple[list, list, list] | None = None) -> dict[str, float]:
         """PPO's epochs over steps given row by row (normalised observation, masks, action, its
         log-probability when drawn) with their advantages and returns (:meth:`update`, or the vine's
-        branches, :mod:`lyra_agents.vine`)."""
+        branches, :mod:`lyra_agents.vine`). ``anchors`` (observations, masks, expert actions): each
+        minibatch adds ``expert_coef`` x the expert's NLL on as many of them, drawn."""
         cfg = self.cfg
+        anchor = None
+        if anchors is not None and anchors[0] and cfg.expert_coef > 0:
+            anchor = tuple(torch.as_tensor(np.stack(rows).astype(dtype), device=self.device)
+                           for rows, dtype in zip(anchors, (np.float32, bool, np.int64)))
         obs = torch.as_tensor(np.stack(obs_rows), device=self.device)
         masks = torch.as_tensor(np.stack(mask_rows), device=self.device)
         actions = torch.as_tensor(np.stack(action_rows).astype(np.int64), device=self.device)
@@ -402,7 +408,8 @@ class MaskedPPO:
         target = torch.as_tensor(((ret - rms.mean) / np.sqrt(rms.var + 1e-8)).astype(np.float32), device=self.device)
         for group in self.optimizer.param_groups:
             group["lr"] = lr = self.learning_rate(total_timesteps)
-        sums = {"policy_loss": 0.0, "value_loss": 0.0, "entropy_loss": 0.0, "approx_kl": 0.0, "clip_fraction": 0.0}
+        sums = {"policy_loss": 0.0, "value_loss": 0.0, "entropy_loss": 0.0, "approx_kl": 0.0, "clip_fraction": 0.0,
+                "expert_nll": 0.0}
         batches = 0
         for _ in range(cfg.n_epochs):
             order = self.rng.permutation(len(obs_rows))
@@ -421,6 +428,12 @@ class MaskedPPO:
                 if cfg.baseline == "value":
                     value_loss = nn.functional.mse_loss(self.policy.value(obs[idx]), target[idx])
                     loss = loss + cfg.vf_coef * value_loss
+                expert_nll = torch.zeros(())
+                if anchor is not None:
+                    rows = torch.as_tensor(self.rng.integers(len(anchor[0]), size=len(idx)))
+                    a_obs, a_masks, a_actions = (t[rows] for t in anchor)
+                    expert_nll = -MaskedPolicy.chosen(self.policy.log_probs(a_obs, a_masks), a_actions).mean()
+                    loss = loss + cfg.expert_coef * expert_nll
                 self.optimizer.zero_grad()
                 loss.backward()
                 nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
@@ -431,12 +444,15 @@ class MaskedPPO:
                 batches += 1
                 clip_fraction = ((ratio - 1).abs() > cfg.clip_range).float().mean()
                 for key, value in (("policy_loss", policy_loss), ("value_loss", value_loss),
-                                   ("entropy_loss", -entropy), ("clip_fraction", clip_fraction)):
+                                   ("entropy_loss", -entropy), ("clip_fraction", clip_fraction),
+                                   ("expert_nll", expert_nll)):
                     sums[key] += float(value.detach())
                 sums["approx_kl"] += kl
             if cfg.target_kl is not None and np.mean(kls) > 1.5 * cfg.target_kl:
                 break
         self.updates += 1
+        if anchor is None:
+            del sums["expert_nll"]
         return {**{k: v / max(batches, 1) for k, v in sums.items()}, "learning_rate": lr,
                 "n_updates": float(self.updates), "advantage_std": float(adv.std())}
 
@@ -465,7 +481,7 @@ class MaskedPPO:
                 row = self.update(groups, total_timesteps)
             elif batch.advantages:
                 row = self.optimise(batch.obs, batch.masks, batch.actions, batch.logp, np.asarray(batch.advantages),
-                                    np.asarray(batch.returns), total_timesteps)
+                                    np.asarray(batch.returns), total_timesteps, batch.anchors)
                 row.update(vine_states=float(batch.states), vine_informative=float(batch.informative))
             else:  # no drawn action changed any return: nothing to learn from this round
                 self.updates += 1

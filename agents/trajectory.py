@@ -31,6 +31,7 @@ class Trajectory:
     logp: list[float] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     rewards: list[float] = field(default_factory=list)
+    experts: list[np.ndarray] = field(default_factory=list)  # the expert's action per step (vine, expert_coef > 0)
     end_s: float = 0.0
     metrics: dict[str, Any] | None = None
 

@@ -18,6 +18,10 @@ directly, with the same arrivals on every branch:
 4. **Advantage** of each drawn action: its branch return minus the mean over the drawn actions.
    A state whose branches all return the same (no drawn action changed anything) gives nothing
    and is dropped.
+5. **Anchor** (``expert_coef`` > 0): every trunk state with the expert's action there; PPO's loss
+   gains ``expert_coef`` x the expert's mean negative log-likelihood on a draw of them per
+   minibatch (the demonstration term of DAPG, Rajeswaran et al., RSS'18), so the policy leaves
+   its expert where the branches say so, not on the states around them.
 
 With ``vine_rollout: guide`` the advantage is the guide's Q-value gap (one step of policy
 iteration over the guide, Bertsekas' rollout algorithm): no network in the loop, but a deviation
@@ -39,7 +43,7 @@ import torch
 
 from lyra_agents.config import TrainConfig
 from lyra_agents.fork_probe import rest_of_episode
-from lyra_agents.trajectory import RESET_SEED_STRIDE, Trajectory, action_masks
+from lyra_agents.trajectory import RESET_SEED_STRIDE, Trajectory, action_masks, expert_action
 from lyra_gym.envs.learner_extras import LearnerExtrasObservation
 
 
@@ -75,6 +79,16 @@ class VineBatch:
     origins: list[tuple[int, int]] = field(default_factory=list)  # (slot, trunk step) of each row
     states: int = 0          # branch states played
     informative: int = 0     # of which some drawn action changed the return
+    anchors: tuple[list, list, list] = field(default_factory=lambda: ([], [], []))  # trunk states: obs, masks, expert
+
+
+def anchor_rows(batch: VineBatch, traj: Trajectory) -> None:
+    """Every step of ``traj`` as an anchor row of ``batch``: its observation, masks and the
+    expert's action there (``expert_coef``: the expert's log-likelihood kept on these states)."""
+    obs, masks, experts = batch.anchors
+    obs += traj.obs
+    masks += traj.masks
+    experts += traj.experts
 
 
 def trunk(model: Learner, env: Any, reset_seed: int) -> Trajectory:
@@ -93,6 +107,8 @@ def trunk(model: Learner, env: Any, reset_seed: int) -> Trajectory:
         traj.actions.append(actions[0])
         traj.logp.append(float(logp[0]))
         traj.times.append(traj.end_s)
+        if model.cfg.expert_coef > 0:
+            traj.experts.append(expert_action(env))
         obs, reward, terminated, truncated, info = env.step(actions[0])
         traj.rewards.append(float(reward))
         traj.end_s = info["time_s"]
@@ -161,6 +177,8 @@ def collect(model: Learner) -> tuple[VineBatch, list[Trajectory]]:
         reset_seed = cfg.seed + RESET_SEED_STRIDE * model.updates + slot
         traj = trunk(model, env, reset_seed)
         trunks.append(traj)
+        if cfg.expert_coef > 0:
+            anchor_rows(batch, traj)
         chosen = set(model.rng.choice(len(traj.actions), size=min(cfg.vine_states, len(traj.actions)),
                                       replace=False).tolist())
         last = max(chosen, default=-1)  # the replay stops after the last branch state

@@ -12,7 +12,7 @@ import torch
 from lyra_agents import vine
 from lyra_agents.config import TrainConfig, TrainConfigError
 from lyra_agents.fork_probe import rest_of_episode
-from lyra_agents.masked_ppo import MaskedPPO, make_member
+from lyra_agents.masked_ppo import MaskedPolicy, MaskedPPO, make_member
 from lyra_agents.trajectory import action_masks
 
 
@@ -70,10 +70,46 @@ def test_a_policy_rollout_branch_is_the_action_then_the_policys_argmax_on_a_fres
             total += float(r)
             if done or truncated:
                 break
-            action = model.predict(model.stats.normalize_obs(obs[None, :]), action_masks=action_masks(env)[None, :])[0][0]
+            normed = model.stats.normalize_obs(obs[None, :])
+            action = model.predict(normed, action_masks=action_masks(env)[None, :])[0][0]
         assert total == batch.returns[row]
         env.close()
     model.close()
+
+
+def test_the_anchor_is_every_trunk_state_with_the_experts_action_and_pulls_the_policy_to_it():
+    """``expert_coef``: each trunk step is an anchor row (its observation, masks and the expert's
+    action, recomputed on a fresh env), and an update with no advantage signal moves the policy
+    towards the expert on them."""
+    torch.set_num_threads(1)
+    model = MaskedPPO(tiny(expert_coef=1.0, vine_states=1))
+    batch, trunks = vine.collect(model)
+    obs, masks, experts = batch.anchors
+    assert len(obs) == len(masks) == len(experts) == len(trunks[0].actions) > 0
+    env = make_member(model.cfg, {**model.slot_kwargs()[0], "trace_seed": model.cfg.trace_seed})
+    env.reset(seed=model.cfg.seed)
+    for step, action in enumerate(trunks[0].actions):
+        assert np.array_equal(experts[step], env.unwrapped.expert_action())
+        assert np.array_equal(masks[step], action_masks(env))
+        assert obs[step] is trunks[0].obs[step]
+        env.step(action)
+    env.close()
+
+    def nll() -> float:
+        with torch.no_grad():
+            logp = model.policy.log_probs(torch.as_tensor(np.stack(obs)), torch.as_tensor(np.stack(masks)))
+            return float(-MaskedPolicy.chosen(logp, torch.as_tensor(np.stack(experts))).mean())
+
+    before = nll()
+    zero = np.zeros(len(batch.actions))  # no signal from the branches: only the anchor moves the policy
+    row = model.optimise(batch.obs, batch.masks, batch.actions, batch.logp, zero, zero, 1, batch.anchors)
+    assert nll() < before and row["expert_nll"] > 0
+    model.close()
+
+
+def test_without_expert_coef_there_are_no_anchor_rows(collected):
+    _, batch, trunks = collected
+    assert batch.anchors == ([], [], []) and not trunks[0].experts
 
 
 def test_advantages_are_centred_per_state_and_the_trunk_action_comes_first(collected):
@@ -121,3 +157,7 @@ def test_vine_needs_two_draws_per_state():
         tiny(vine_states=0)
     with pytest.raises(TrainConfigError, match="vine_rollout: must be one of guide, policy, got 'expert'"):
         tiny(vine_rollout="expert")
+    with pytest.raises(TrainConfigError, match="expert_coef: only with baseline: vine"):
+        tiny(expert_coef=0.5, baseline="group")
+    with pytest.raises(TrainConfigError, match="expert_coef: must be >= 0, got -1"):
+        tiny(expert_coef=-1.0)
