@@ -114,8 +114,9 @@ def test_an_export_rewrites_the_run_paths_so_they_resolve_from_its_folder(tmp_pa
     for name in ("model.zip", "vecnormalize.npz"):
         (run / name).write_bytes((PRETRAINED / name).read_bytes())
     (run / "mine.yaml").write_text("cluster: {training: [{count: 11, gpu_type: v100}]}\n")
-    text = (PRETRAINED / "config.yaml").read_text().replace("sim_config: traces/contended.yaml",
-                                                            "sim_config: mine.yaml")
+    body = [line for line in (PRETRAINED / "config.yaml").read_text().splitlines(keepends=True)
+            if not line.startswith("#")]  # the shipped run's own provenance lines left out
+    text = "".join(body).replace("sim_config: traces/contended.yaml", "sim_config: mine.yaml")
     (run / "config.yaml").write_text("# lyra_gym_version: 0.0.1, lyra_gym_commit: abc\n" + text)
     export(run, tmp_path / "out")
     written = (tmp_path / "out" / "config.yaml").read_text()
