@@ -113,6 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.run is None or not (args.run / "config.yaml").is_file():
         parser.error("RUN: a masked_ppo run folder with config.yaml and checkpoints/ expected")
+    if not any((args.run / "checkpoints").glob("model_*_steps.zip")):
+        parser.error(f"RUN: {args.run / 'checkpoints'} holds no model_<N>_steps.zip")
     rows = margins(args.run, args.scenario, args.steps)
     if args.out:
         with args.out.open("w", newline="") as handle:
