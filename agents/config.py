@@ -414,9 +414,8 @@ def _check_target_kl(cfg: TrainConfig) -> str | None:
 
 
 def _check_choices(cfg: TrainConfig) -> str | None:
-    choices = {"algo": ALGOS, "vec_env": VEC_ENVS, "extractor": EXTRACTORS,
-               "activation": ACTIVATIONS, "lr_schedule": LR_SCHEDULES, "baseline": BASELINES,
-               "vine_rollout": VINE_ROLLOUTS}
+    choices = {"algo": ALGOS, "vec_env": VEC_ENVS, "extractor": EXTRACTORS, "activation": ACTIVATIONS,
+               "lr_schedule": LR_SCHEDULES, "baseline": BASELINES, "vine_rollout": VINE_ROLLOUTS}
     for key, allowed in choices.items():
         if getattr(cfg, key) not in allowed:
             return f"{key}: must be one of {', '.join(allowed)}, got {shown(getattr(cfg, key))}"
@@ -569,14 +568,9 @@ def default_config_path(env_id: str) -> Path | None:
     return path if path.exists() else None
 
 
-def resolve_config(
-    env_id: str | None = None,
-    config_path: str | os.PathLike | None = None,
-    quick: bool = False,
-    overrides: Sequence[str] = (),
-    seed: int | None = None,
-    base: TrainConfig | None = None,
-) -> TrainConfig:
+def resolve_config(env_id: str | None = None, config_path: str | os.PathLike | None = None, quick: bool = False,
+                   overrides: Sequence[str] = (), seed: int | None = None,
+                   base: TrainConfig | None = None) -> TrainConfig:
     """The config of a run, from the command line's pieces (see the module docstring for the order).
 
     :param env_id: ``--env``; picks ``agents/configs/<env>.yaml`` when no file is given.
