@@ -122,16 +122,18 @@ def expert_rewards(env: Any, seed: int) -> list[float]:
     return rewards
 
 
-def rest_of_episode(env: Any, first: np.ndarray) -> tuple[float, int]:
-    """(return, steps) of ``first`` and then the expert to the episode's end."""
+def rest_of_episode(env: Any, first: np.ndarray, then: Callable[[np.ndarray], np.ndarray] | None = None
+                    ) -> tuple[float, int]:
+    """(return, steps) of ``first`` and then, to the episode's end, the expert or ``then``
+    (the action for an observation)."""
     total, steps, action = 0.0, 0, first
     while True:
-        _, r, done, truncated, _ = env.step(action)
+        obs, r, done, truncated, _ = env.step(action)
         total += float(r)
         steps += 1
         if done or truncated:
             return total, steps
-        action = env.expert_action()
+        action = env.expert_action() if then is None else then(obs)
 
 
 def alternative(env: Any, kind: str, rng: np.random.Generator) -> tuple[np.ndarray, int, int]:

@@ -36,7 +36,7 @@ simulator's work, which is what a budget pays for).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 import torch
@@ -130,21 +130,16 @@ def draw(model: Learner, normed: np.ndarray, masks: np.ndarray, count: int) -> t
     return actions.cpu().numpy(), logp.cpu().numpy()
 
 
-def rest_with_policy(model: Learner, env: Any, first: np.ndarray) -> tuple[float, int]:
-    """(return, steps) of ``first`` and then the policy's most likely action to the episode's end
-    (observations normalised with the current statistics, which it does not update)."""
-    total, steps, action = 0.0, 0, first
-    while True:
-        obs, r, done, truncated, _ = env.step(action)
-        total += float(r)
-        steps += 1
-        if done or truncated:
-            return total, steps
+def policy_argmax(model: Learner, env: Any) -> Callable[[np.ndarray], np.ndarray]:
+    """The policy's most likely action for an observation of ``env`` (normalised with the current
+    statistics, which it does not update)."""
+    def choose(obs: np.ndarray) -> np.ndarray:
         normed = model.stats.normalize_obs(obs[None, :])
+        masks = torch.as_tensor(action_masks(env)[None, :], device=model.device)
         with torch.no_grad():
-            chosen, _ = model.act(torch.as_tensor(normed, device=model.device),
-                                  torch.as_tensor(action_masks(env)[None, :], device=model.device), deterministic=True)
-        action = chosen[0].cpu().numpy()
+            chosen, _ = model.act(torch.as_tensor(normed, device=model.device), masks, deterministic=True)
+        return chosen[0].cpu().numpy()
+    return choose
 
 
 def branch_returns(model: Learner, env: Any, actions: np.ndarray) -> np.ndarray:
@@ -158,7 +153,7 @@ def branch_returns(model: Learner, env: Any, actions: np.ndarray) -> np.ndarray:
             fork = env.unwrapped.fork()
             if model.cfg.vine_rollout == "policy":  # the policy reads the trunk's observation: same extras
                 observed = LearnerExtrasObservation(fork) if model.cfg.observation_extras else fork
-                total, steps = rest_with_policy(model, observed, action)
+                total, steps = rest_of_episode(observed, action, policy_argmax(model, observed))
             else:
                 total, steps = rest_of_episode(fork, action)
             played[key] = total
