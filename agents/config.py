@@ -48,9 +48,8 @@ QUICK_OVERLAY = CONFIG_DIR / "quick.yaml"
 
 ALGOS = ("maskable_ppo", "ppo", "masked_ppo")
 BASELINES = ("group", "value", "vine")
-VINE_ROLLOUTS = ("guide", "policy")
-VEC_ENVS = ("auto", "dummy", "subproc")
-EXTRACTORS = ("mlp", "deepsets")
+VINE_ROLLOUTS, VINE_BRANCHES = ("guide", "policy"), ("draw", "dimension")
+VEC_ENVS, EXTRACTORS = ("auto", "dummy", "subproc"), ("mlp", "deepsets")
 ACTIVATIONS = ("tanh", "relu")
 LR_SCHEDULES = ("constant", "linear")
 JOB_LEVEL_ENV_IDS = ("LyraGym/Cluster-v1", "LyraGym/Elastic-v1")  # envs whose actions set job levels
@@ -145,6 +144,7 @@ class TrainConfig:
     baseline: str = "group"               # group (mean return-to-go at equal time) | value (value head) | vine
     vine_states: int = 8                  # baseline vine: branch states per slot per update (group_size draws each)
     vine_rollout: str = "guide"           # baseline vine: who plays a branch to its end (guide | policy: its argmax)
+    vine_branch: str = "draw"             # baseline vine: branch actions (draw: the policy's | dimension: one moved)
     expert_coef: float = 0.0              # baseline vine: weight of the expert's NLL on the trunks' states (0: off)
     trace_seeds: list[int] = field(default_factory=list)  # trace seeds cycled over updates ([] = [trace_seed])
     curriculum_start_s: float = 0.0       # episode cap, simulated s after the start (0 = whole episodes)
@@ -414,8 +414,8 @@ def _check_target_kl(cfg: TrainConfig) -> str | None:
 
 
 def _check_choices(cfg: TrainConfig) -> str | None:
-    choices = {"algo": ALGOS, "vec_env": VEC_ENVS, "extractor": EXTRACTORS, "activation": ACTIVATIONS,
-               "lr_schedule": LR_SCHEDULES, "baseline": BASELINES, "vine_rollout": VINE_ROLLOUTS}
+    choices = {"algo": ALGOS, "vec_env": VEC_ENVS, "extractor": EXTRACTORS, "activation": ACTIVATIONS, "lr_schedule":
+               LR_SCHEDULES, "baseline": BASELINES, "vine_rollout": VINE_ROLLOUTS, "vine_branch": VINE_BRANCHES}
     for key, allowed in choices.items():
         if getattr(cfg, key) not in allowed:
             return f"{key}: must be one of {', '.join(allowed)}, got {shown(getattr(cfg, key))}"
@@ -467,8 +467,9 @@ def _check_scenarios(cfg: TrainConfig) -> str | None:
 
 
 def _check_masked_ppo(cfg: TrainConfig) -> str | None:
-    if cfg.expert_coef > 0 and cfg.baseline != "vine":
-        return f"expert_coef: only with baseline: vine (its trunks are the anchor states), got {cfg.baseline!r}"
+    vine_only = ("expert_coef", cfg.expert_coef > 0), ("vine_branch", cfg.vine_branch != "draw")
+    for key in (key for key, used in vine_only if used and cfg.baseline != "vine"):  # the first one
+        return f"{key}: only with baseline: vine (its trunks and branches), got {cfg.baseline!r}"
     if cfg.baseline in ("group", "vine") and cfg.group_size < 2:
         return f"group_size: baseline {cfg.baseline!r} needs at least 2, got {cfg.group_size} (or baseline: value)"
     if any(seed < 0 for seed in cfg.trace_seeds):

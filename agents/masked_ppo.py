@@ -220,6 +220,10 @@ class MaskedPPO:
             actions = torch.multinomial(flat, 1, generator=self.generator).reshape(logp.shape[:2])
         return actions, MaskedPolicy.chosen(logp, actions)
 
+    def log_prob(self, obs: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """The policy's log-probability of each row's ``actions`` (summed over the dimensions)."""
+        return MaskedPolicy.chosen(self.policy.log_probs(obs, masks), actions)
+
     # ----------------------------------------------------------- envs and rollouts
     def slot_kwargs(self) -> list[dict[str, Any]]:
         from lyra_agents.vec_envs import env_kwargs_of

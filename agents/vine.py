@@ -10,11 +10,16 @@ directly, with the same arrivals on every branch:
 1. **Trunk.** Each slot (a scenario, or the config's env) plays one episode with the policy
    (sampled; cut at the curriculum cap), on trace seed ``trace_seeds[(update + slot) % len]``.
 2. **Branch states.** ``vine_states`` of the trunk's decision steps, drawn without replacement.
-3. **Branches.** At each, ``group_size`` actions are drawn from the policy (the trunk's own first);
-   each distinct one is played on a fork of the env (:meth:`fork`, bit for bit the same state),
-   then the env's guide heuristic (``expert_action()``; ``vine_rollout: guide``) or the policy's
-   most likely action (``vine_rollout: policy``) plays to the episode's end. The return of each
-   branch is its exact effect on total JCT from that state on (``jct`` reward, gamma = 1).
+3. **Branches.** At each, ``group_size`` actions: the trunk's own first, then ``group_size - 1``
+   drawn from the policy (``vine_branch: draw``) or, with ``vine_branch: dimension``, each the
+   trunk's action with one dimension moved (a dimension with a choice, drawn, to another valid
+   value, drawn uniformly): the members of a group then differ in one dimension only, so the
+   centred advantages cancel exactly in every other dimension's gradient and a label credits the
+   one lever it scored, not the others a joint draw changed with it. Each distinct action is
+   played on a fork of the env (:meth:`fork`, bit for bit the same state), then the env's
+   guide heuristic (``expert_action()``; ``vine_rollout: guide``) or the policy's most likely
+   action (``vine_rollout: policy``) plays to the episode's end. The return of each branch is
+   its exact effect on total JCT from that state on (``jct`` reward, gamma = 1).
 4. **Advantage** of each drawn action: its branch return minus the mean over the drawn actions.
    A state whose branches all return the same (no drawn action changed anything) gives nothing
    and is dropped.
@@ -63,6 +68,7 @@ class Learner(Protocol):
     def policy_choice(self, raw: np.ndarray, masks: np.ndarray, envs: list[Any]) -> tuple: ...
     def act(self, obs: torch.Tensor, masks: torch.Tensor, deterministic: bool) -> tuple[torch.Tensor, torch.Tensor]:
         ...
+    def log_prob(self, obs: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor) -> torch.Tensor: ...
 
 
 @dataclass
@@ -130,6 +136,27 @@ def draw(model: Learner, normed: np.ndarray, masks: np.ndarray, count: int) -> t
     return actions.cpu().numpy(), logp.cpu().numpy()
 
 
+def moved(model: Learner, env: Any, normed: np.ndarray, masks: np.ndarray, action: np.ndarray, count: int
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` copies of ``action``, each with one dimension moved (a dimension with more than one
+    valid value, drawn, to another valid value, drawn uniformly; ``vine_branch: dimension``), and
+    their log-probabilities under the policy. None where no dimension has a choice."""
+    nvec = np.asarray(env.action_space.nvec, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+    valid = [np.flatnonzero(masks[start:start + n]) for start, n in zip(starts, nvec)]
+    open_dims = [d for d, values in enumerate(valid) if len(values) > 1]
+    out = np.repeat(np.asarray(action, dtype=np.int64)[None, :], count if open_dims else 0, axis=0)
+    for row in out:
+        d = open_dims[int(model.rng.integers(len(open_dims)))]
+        others = valid[d][valid[d] != row[d]]
+        row[d] = others[int(model.rng.integers(len(others)))]
+    obs_t = torch.as_tensor(np.repeat(normed[None, :], len(out), axis=0), device=model.device)
+    masks_t = torch.as_tensor(np.repeat(masks[None, :], len(out), axis=0), device=model.device)
+    with torch.no_grad():
+        logp = model.log_prob(obs_t, masks_t, torch.as_tensor(out, device=model.device))
+    return out, logp.cpu().numpy()
+
+
 def policy_argmax(model: Learner, env: Any) -> Callable[[np.ndarray], np.ndarray]:
     """The policy's most likely action for an observation of ``env`` (normalised with the current
     statistics, which it does not update)."""
@@ -180,7 +207,10 @@ def collect(model: Learner) -> tuple[VineBatch, list[Trajectory]]:
         env.reset(seed=reset_seed)  # replay the trunk's actions (deterministic) up to each branch state
         for step, action in enumerate(traj.actions):
             if step in chosen:
-                drawn, logp = draw(model, traj.obs[step], traj.masks[step], cfg.group_size - 1)
+                if cfg.vine_branch == "dimension":
+                    drawn, logp = moved(model, env, traj.obs[step], traj.masks[step], action, cfg.group_size - 1)
+                else:
+                    drawn, logp = draw(model, traj.obs[step], traj.masks[step], cfg.group_size - 1)
                 drawn = np.concatenate([action[None, :], drawn])
                 logp = np.concatenate([[traj.logp[step]], logp])
                 returns = branch_returns(model, env, drawn)

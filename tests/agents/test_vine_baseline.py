@@ -161,3 +161,74 @@ def test_vine_needs_two_draws_per_state():
         tiny(expert_coef=0.5, baseline="group")
     with pytest.raises(TrainConfigError, match="expert_coef: must be >= 0, got -1"):
         tiny(expert_coef=-1.0)
+
+
+@pytest.fixture(scope="module")
+def moved_batch():
+    torch.set_num_threads(1)
+    model = MaskedPPO(tiny(vine_branch="dimension", group_size=4))
+    batch, trunks = vine.collect(model)
+    yield model, batch, trunks
+    model.close()
+
+
+def test_a_dimension_branch_is_the_trunks_action_with_one_dimension_moved_to_a_valid_value(moved_batch):
+    model, batch, trunks = moved_batch
+    assert batch.informative >= 1
+    nvec = model.nvec
+    starts = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+    for row, (slot, step) in enumerate(batch.origins):
+        trunk_action = trunks[slot].actions[step]
+        changed = np.flatnonzero(batch.actions[row] != trunk_action)
+        assert len(changed) <= 1  # the trunk's own action (first) changes nothing
+        for d in changed:
+            assert batch.masks[row][starts[d] + batch.actions[row][d]]  # a valid value
+        with torch.no_grad():  # the label's log-probability is the policy's own
+            logp = model.log_prob(torch.as_tensor(batch.obs[row][None, :]), torch.as_tensor(batch.masks[row][None, :]),
+                                  torch.as_tensor(batch.actions[row][None, :]))
+        assert float(logp[0]) == pytest.approx(batch.logp[row], abs=1e-5)
+    moved_rows = [row for row, (slot, step) in enumerate(batch.origins)
+                  if not np.array_equal(batch.actions[row], trunks[slot].actions[step])]
+    assert moved_rows
+
+
+def test_dimension_branches_return_the_action_then_the_guide_on_a_fresh_env(moved_batch):
+    model, batch, trunks = moved_batch
+    kwargs = {**model.slot_kwargs()[0], "trace_seed": model.cfg.trace_seed}
+    for row, (slot, step) in enumerate(batch.origins[:4]):
+        env = make_member(model.cfg, kwargs)
+        env.reset(seed=model.cfg.seed + slot)
+        for action in trunks[slot].actions[:step]:
+            env.step(action)
+        assert rest_of_episode(env.unwrapped, batch.actions[row])[0] == batch.returns[row]
+        env.close()
+
+
+def test_a_dimension_groups_gradient_touches_only_the_moved_dimensions(moved_batch):
+    """The centred advantages of one state's group cancel in every dimension no member moved: the
+    gradient of sum_k A_k log pi(a_k) on the state's log-probabilities (one state: the members'
+    gradients add) is zero there."""
+    model, batch, _ = moved_batch
+    rows = defaultdict(list)
+    for row, origin in enumerate(batch.origins):
+        rows[origin].append(row)
+    for members in rows.values():
+        obs = torch.as_tensor(np.stack([batch.obs[r] for r in members]))
+        masks = torch.as_tensor(np.stack([batch.masks[r] for r in members]))
+        actions = torch.as_tensor(np.stack([batch.actions[r] for r in members]))
+        logp = model.policy.log_probs(obs, masks).detach().requires_grad_(True)
+        adv = torch.as_tensor([batch.advantages[r] for r in members], dtype=logp.dtype)
+        (adv * MaskedPolicy.chosen(logp, actions)).sum().backward()
+        touched = set(np.flatnonzero((actions != actions[0]).any(dim=0).numpy()))
+        per_dim = logp.grad.sum(dim=0).abs().sum(dim=1)  # the rows are one state
+        for d in range(actions.shape[1]):
+            if d not in touched:
+                assert float(per_dim[d]) < 1e-6
+        assert any(float(per_dim[d]) > 0 for d in touched)
+
+
+def test_vine_branch_is_checked():
+    with pytest.raises(TrainConfigError, match="vine_branch: must be one of draw, dimension, got 'one'"):
+        tiny(vine_branch="one")
+    with pytest.raises(TrainConfigError, match="vine_branch: only with baseline: vine"):
+        tiny(vine_branch="dimension", baseline="value")
