@@ -412,8 +412,9 @@ class MaskedPPO:
         target = torch.as_tensor(((ret - rms.mean) / np.sqrt(rms.var + 1e-8)).astype(np.float32), device=self.device)
         for group in self.optimizer.param_groups:
             group["lr"] = lr = self.learning_rate(total_timesteps)
-        sums = {"policy_loss": 0.0, "value_loss": 0.0, "entropy_loss": 0.0, "approx_kl": 0.0, "clip_fraction": 0.0,
-                "expert_nll": 0.0}
+        sums = {"policy_loss": 0.0, "value_loss": 0.0, "entropy_loss": 0.0, "approx_kl": 0.0, "clip_fraction": 0.0}
+        if anchor is not None:
+            sums["expert_nll"] = 0.0
         batches = 0
         for _ in range(cfg.n_epochs):
             order = self.rng.permutation(len(obs_rows))
@@ -447,16 +448,13 @@ class MaskedPPO:
                 kls.append(kl)
                 batches += 1
                 clip_fraction = ((ratio - 1).abs() > cfg.clip_range).float().mean()
-                for key, value in (("policy_loss", policy_loss), ("value_loss", value_loss),
-                                   ("entropy_loss", -entropy), ("clip_fraction", clip_fraction),
-                                   ("expert_nll", expert_nll)):
-                    sums[key] += float(value.detach())
-                sums["approx_kl"] += kl
+                values = {"policy_loss": policy_loss, "value_loss": value_loss, "entropy_loss": -entropy,
+                          "clip_fraction": clip_fraction, "expert_nll": expert_nll}
+                for key in sums:
+                    sums[key] += kl if key == "approx_kl" else float(values[key].detach())
             if cfg.target_kl is not None and np.mean(kls) > 1.5 * cfg.target_kl:
                 break
         self.updates += 1
-        if anchor is None:
-            del sums["expert_nll"]
         return {**{k: v / max(batches, 1) for k, v in sums.items()}, "learning_rate": lr,
                 "n_updates": float(self.updates), "advantage_std": float(adv.std())}
 
