@@ -109,9 +109,11 @@ class MaskedPolicy(nn.Module):
         return self.vf(obs).squeeze(1)
 
     @staticmethod
-    def chosen(logp: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """Summed log-probability of ``actions`` ``[batch, dims]`` (-inf if any value is masked)."""
-        return logp.gather(2, actions.unsqueeze(2)).squeeze(2).sum(dim=1)
+    def chosen(logp: torch.Tensor, actions: torch.Tensor, dims: torch.Tensor | None = None) -> torch.Tensor:
+        """Summed log-probability of ``actions`` ``[batch, dims]`` (-inf if any value is masked);
+        ``dims`` (``[batch, dims]``, 0 or 1): only the dimensions it marks."""
+        picked = logp.gather(2, actions.unsqueeze(2)).squeeze(2)
+        return (picked if dims is None else picked * dims).sum(dim=1)
 
     @staticmethod
     def entropy(logp: torch.Tensor) -> torch.Tensor:
@@ -220,9 +222,9 @@ class MaskedPPO:
             actions = torch.multinomial(flat, 1, generator=self.generator).reshape(logp.shape[:2])
         return actions, MaskedPolicy.chosen(logp, actions)
 
-    def log_prob(self, obs: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """The policy's log-probability of each row's ``actions`` (summed over the dimensions)."""
-        return MaskedPolicy.chosen(self.policy.log_probs(obs, masks), actions)
+    def dimension_log_probs(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+        """The policy's log-probabilities ``[batch, dims, values]`` (-inf where masked)."""
+        return self.policy.log_probs(obs, masks)
 
     # ----------------------------------------------------------- envs and rollouts
     def slot_kwargs(self) -> list[dict[str, Any]]:
@@ -392,11 +394,12 @@ class MaskedPPO:
 
     def optimise(self, obs_rows: list[np.ndarray], mask_rows: list[np.ndarray], action_rows: list[np.ndarray],
                  logp_rows: list[float], adv: np.ndarray, ret: np.ndarray, total_timesteps: int,
-                 anchors: tuple[list, list, list] | None = None) -> dict[str, float]:
+                 anchors: tuple[list, list, list] | None = None, dim_rows: list[int] | None = None) -> dict[str, float]:
         """PPO's epochs over steps given row by row (normalised observation, masks, action, its
         log-probability when drawn) with their advantages and returns (:meth:`update`, or the vine's
         branches, :mod:`lyra_agents.vine`). ``anchors`` (observations, masks, expert actions): each
-        minibatch adds ``expert_coef`` x the expert's NLL on as many of them, drawn."""
+        minibatch adds ``expert_coef`` x the expert's NLL on as many of them, drawn. ``dim_rows``:
+        per row the one dimension its ratio reads (-1: the whole action; None: all rows whole)."""
         cfg = self.cfg
         anchor = None
         if anchors is not None and anchors[0] and cfg.expert_coef > 0:
@@ -406,6 +409,14 @@ class MaskedPPO:
         masks = torch.as_tensor(np.stack(mask_rows), device=self.device)
         actions = torch.as_tensor(np.stack(action_rows).astype(np.int64), device=self.device)
         old_logp = torch.as_tensor(np.array(logp_rows, dtype=np.float32), device=self.device)
+        dims = None
+        if dim_rows is not None and any(d >= 0 for d in dim_rows):
+            read = np.ones((len(dim_rows), len(self.nvec)), dtype=np.float32)
+            for row, d in enumerate(dim_rows):
+                if d >= 0:
+                    read[row] = 0.0
+                    read[row, d] = 1.0
+            dims = torch.as_tensor(read, device=self.device)
         adv_t = torch.as_tensor((adv / (adv.std() + 1e-8)).astype(np.float32), device=self.device)
         self.stats.ret_rms.update(ret)
         rms = self.stats.ret_rms
@@ -422,7 +433,7 @@ class MaskedPPO:
             for start in range(0, len(order), cfg.batch_size):
                 idx = torch.as_tensor(order[start:start + cfg.batch_size])
                 logp_all = self.policy.log_probs(obs[idx], masks[idx])
-                logp = MaskedPolicy.chosen(logp_all, actions[idx])
+                logp = MaskedPolicy.chosen(logp_all, actions[idx], None if dims is None else dims[idx])
                 log_ratio = logp - old_logp[idx]
                 ratio = log_ratio.exp()
                 clipped = ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range)
@@ -483,7 +494,7 @@ class MaskedPPO:
                 row = self.update(groups, total_timesteps)
             elif batch.advantages:
                 row = self.optimise(batch.obs, batch.masks, batch.actions, batch.logp, np.asarray(batch.advantages),
-                                    np.asarray(batch.returns), total_timesteps, batch.anchors)
+                                    np.asarray(batch.returns), total_timesteps, batch.anchors, batch.dims)
                 row.update(vine_states=float(batch.states), vine_informative=float(batch.informative))
             else:  # no drawn action changed any return: nothing to learn from this round
                 self.updates += 1

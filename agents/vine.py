@@ -13,16 +13,18 @@ directly, with the same arrivals on every branch:
 3. **Branches.** At each, ``group_size`` actions: the trunk's own first, then ``group_size - 1``
    drawn from the policy (``vine_branch: draw``) or, with ``vine_branch: dimension``, each the
    trunk's action with one dimension moved (a dimension with a choice, drawn, to another valid
-   value, drawn uniformly): the members of a group then differ in one dimension only, so the
-   centred advantages cancel exactly in every other dimension's gradient and a label credits the
-   one lever it scored, not the others a joint draw changed with it. Each distinct action is
-   played on a fork of the env (:meth:`fork`, bit for bit the same state), then the env's
-   guide heuristic (``expert_action()``; ``vine_rollout: guide``) or the policy's most likely
-   action (``vine_rollout: policy``) plays to the episode's end. The return of each branch is
-   its exact effect on total JCT from that state on (``jct`` reward, gamma = 1).
-4. **Advantage** of each drawn action: its branch return minus the mean over the drawn actions.
-   A state whose branches all return the same (no drawn action changed anything) gives nothing
-   and is dropped.
+   value, drawn uniformly). Each distinct action is played on a fork of the env (:meth:`fork`,
+   bit for bit the same state), then the env's guide heuristic (``expert_action()``;
+   ``vine_rollout: guide``) or the policy's most likely action (``vine_rollout: policy``) plays
+   to the episode's end. The return of each branch is its exact effect on total JCT from that
+   state on (``jct`` reward, gamma = 1).
+4. **Advantage.** ``draw``: each drawn action's branch return minus the mean over the drawn
+   actions, its PPO ratio over the whole action. ``dimension``: per moved copy a pair of rows
+   whose ratios read only the moved dimension (:attr:`VineBatch.dims`): the moved value with half
+   its return's difference to the trunk's, the trunk's value with minus that half. A label then
+   credits the one lever it scored; with a whole-action ratio the other dimensions' gradients
+   cancel only until PPO's clipping stops one row of a group and not the others (measured: the
+   policy flattens). A state whose branches all return the same gives nothing and is dropped.
 5. **Anchor** (``expert_coef`` > 0): every trunk state with the expert's action there; PPO's loss
    gains ``expert_coef`` x the expert's mean negative log-likelihood on a draw of them per
    minibatch (the demonstration term of DAPG, Rajeswaran et al., RSS'18), so the policy leaves
@@ -68,7 +70,7 @@ class Learner(Protocol):
     def policy_choice(self, raw: np.ndarray, masks: np.ndarray, envs: list[Any]) -> tuple: ...
     def act(self, obs: torch.Tensor, masks: torch.Tensor, deterministic: bool) -> tuple[torch.Tensor, torch.Tensor]:
         ...
-    def log_prob(self, obs: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor) -> torch.Tensor: ...
+    def dimension_log_probs(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor: ...
 
 
 @dataclass
@@ -83,6 +85,7 @@ class VineBatch:
     advantages: list[float] = field(default_factory=list)
     returns: list[float] = field(default_factory=list)
     origins: list[tuple[int, int]] = field(default_factory=list)  # (slot, trunk step) of each row
+    dims: list[int] = field(default_factory=list)  # the one dimension a row's ratio reads (-1: all of them)
     states: int = 0          # branch states played
     informative: int = 0     # of which some drawn action changed the return
     anchors: tuple[list, list, list] = field(default_factory=lambda: ([], [], []))  # trunk states: obs, masks, expert
@@ -136,25 +139,22 @@ def draw(model: Learner, normed: np.ndarray, masks: np.ndarray, count: int) -> t
     return actions.cpu().numpy(), logp.cpu().numpy()
 
 
-def moved(model: Learner, env: Any, normed: np.ndarray, masks: np.ndarray, action: np.ndarray, count: int
-          ) -> tuple[np.ndarray, np.ndarray]:
+def moved(model: Learner, env: Any, masks: np.ndarray, action: np.ndarray, count: int) -> tuple[np.ndarray, list[int]]:
     """``count`` copies of ``action``, each with one dimension moved (a dimension with more than one
     valid value, drawn, to another valid value, drawn uniformly; ``vine_branch: dimension``), and
-    their log-probabilities under the policy. None where no dimension has a choice."""
+    the dimension each moved. None where no dimension has a choice."""
     nvec = np.asarray(env.action_space.nvec, dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(nvec)[:-1]])
     valid = [np.flatnonzero(masks[start:start + n]) for start, n in zip(starts, nvec)]
     open_dims = [d for d, values in enumerate(valid) if len(values) > 1]
     out = np.repeat(np.asarray(action, dtype=np.int64)[None, :], count if open_dims else 0, axis=0)
+    dims = []
     for row in out:
         d = open_dims[int(model.rng.integers(len(open_dims)))]
         others = valid[d][valid[d] != row[d]]
         row[d] = others[int(model.rng.integers(len(others)))]
-    obs_t = torch.as_tensor(np.repeat(normed[None, :], len(out), axis=0), device=model.device)
-    masks_t = torch.as_tensor(np.repeat(masks[None, :], len(out), axis=0), device=model.device)
-    with torch.no_grad():
-        logp = model.log_prob(obs_t, masks_t, torch.as_tensor(out, device=model.device))
-    return out, logp.cpu().numpy()
+        dims.append(d)
+    return out, dims
 
 
 def policy_argmax(model: Learner, env: Any) -> Callable[[np.ndarray], np.ndarray]:
@@ -189,6 +189,45 @@ def branch_returns(model: Learner, env: Any, actions: np.ndarray) -> np.ndarray:
     return out
 
 
+def label(model: Learner, env: Any, batch: VineBatch, traj: Trajectory, slot: int, step: int) -> None:
+    """Branch the trunk's state ``step`` (``env`` is in it) and add its rows to ``batch``:
+    ``vine_branch: draw``: each drawn action, its advantage its return minus the draws' mean;
+    ``dimension``: per moved copy a pair of rows reading only the moved dimension, the moved value
+    and the trunk's, their advantages plus and minus half the difference of their returns."""
+    cfg, action = model.cfg, traj.actions[step]
+    if cfg.vine_branch == "dimension":
+        copies, dims = moved(model, env, traj.masks[step], action, cfg.group_size - 1)
+    else:
+        copies, logp = draw(model, traj.obs[step], traj.masks[step], cfg.group_size - 1)
+    drawn = np.concatenate([action[None, :], copies])
+    returns = branch_returns(model, env, drawn)
+    batch.states += 1
+    if returns.max() == returns.min():
+        return
+    batch.informative += 1
+    if cfg.vine_branch == "draw":
+        rows = [(drawn[k], float(lp), float(returns[k] - returns.mean()), float(returns[k]), -1)
+                for k, lp in enumerate(np.concatenate([[traj.logp[step]], logp]))]
+    else:
+        with torch.no_grad():
+            per_dim = model.dimension_log_probs(torch.as_tensor(traj.obs[step][None, :], device=model.device),
+                                                torch.as_tensor(traj.masks[step][None, :], device=model.device))[0]
+        rows = []
+        for k, d in enumerate(dims, start=1):
+            half = float(returns[k] - returns[0]) / 2
+            for act, adv, ret in ((drawn[k], half, returns[k]), (action, -half, returns[0])):
+                rows.append((act, float(per_dim[d, act[d]]), adv, float(ret), d))
+    for act, lp, adv, ret, d in rows:
+        batch.obs.append(traj.obs[step])
+        batch.masks.append(traj.masks[step])
+        batch.actions.append(act)
+        batch.logp.append(lp)
+        batch.advantages.append(adv)
+        batch.returns.append(ret)
+        batch.origins.append((slot, step))
+        batch.dims.append(d)
+
+
 def collect(model: Learner) -> tuple[VineBatch, list[Trajectory]]:
     """One update's branches over every slot (module docstring), and the trunks."""
     cfg = model.cfg
@@ -207,24 +246,7 @@ def collect(model: Learner) -> tuple[VineBatch, list[Trajectory]]:
         env.reset(seed=reset_seed)  # replay the trunk's actions (deterministic) up to each branch state
         for step, action in enumerate(traj.actions):
             if step in chosen:
-                if cfg.vine_branch == "dimension":
-                    drawn, logp = moved(model, env, traj.obs[step], traj.masks[step], action, cfg.group_size - 1)
-                else:
-                    drawn, logp = draw(model, traj.obs[step], traj.masks[step], cfg.group_size - 1)
-                drawn = np.concatenate([action[None, :], drawn])
-                logp = np.concatenate([[traj.logp[step]], logp])
-                returns = branch_returns(model, env, drawn)
-                batch.states += 1
-                if returns.max() > returns.min():
-                    batch.informative += 1
-                    for k in range(len(drawn)):
-                        batch.obs.append(traj.obs[step])
-                        batch.masks.append(traj.masks[step])
-                        batch.actions.append(drawn[k])
-                        batch.logp.append(float(logp[k]))
-                        batch.advantages.append(float(returns[k] - returns.mean()))
-                        batch.returns.append(float(returns[k]))
-                        batch.origins.append((slot, step))
+                label(model, env, batch, traj, slot, step)
             if step >= last:
                 break
             env.step(action)

@@ -172,24 +172,28 @@ def moved_batch():
     model.close()
 
 
-def test_a_dimension_branch_is_the_trunks_action_with_one_dimension_moved_to_a_valid_value(moved_batch):
+def test_a_dimension_label_is_a_pair_the_moved_value_against_the_trunks_in_one_dimension(moved_batch):
+    """``vine_branch: dimension``: rows come in pairs (the trunk's action with one dimension moved to
+    another valid value, then the trunk's own action), both reading only that dimension, their
+    advantages plus and minus half the difference of their branch returns, their log-probabilities
+    the policy's of that one value."""
     model, batch, trunks = moved_batch
-    assert batch.informative >= 1
-    nvec = model.nvec
-    starts = np.concatenate([[0], np.cumsum(nvec)[:-1]])
-    for row, (slot, step) in enumerate(batch.origins):
-        trunk_action = trunks[slot].actions[step]
-        changed = np.flatnonzero(batch.actions[row] != trunk_action)
-        assert len(changed) <= 1  # the trunk's own action (first) changes nothing
-        for d in changed:
-            assert batch.masks[row][starts[d] + batch.actions[row][d]]  # a valid value
-        with torch.no_grad():  # the label's log-probability is the policy's own
-            logp = model.log_prob(torch.as_tensor(batch.obs[row][None, :]), torch.as_tensor(batch.masks[row][None, :]),
-                                  torch.as_tensor(batch.actions[row][None, :]))
-        assert float(logp[0]) == pytest.approx(batch.logp[row], abs=1e-5)
-    moved_rows = [row for row, (slot, step) in enumerate(batch.origins)
-                  if not np.array_equal(batch.actions[row], trunks[slot].actions[step])]
-    assert moved_rows
+    assert batch.informative >= 1 and len(batch.actions) % 2 == 0 and len(batch.dims) == len(batch.actions)
+    starts = np.concatenate([[0], np.cumsum(model.nvec)[:-1]])
+    for row in range(0, len(batch.actions), 2):
+        slot, step = batch.origins[row]
+        trunk_action, moved_action, d = trunks[slot].actions[step], batch.actions[row], batch.dims[row]
+        assert batch.origins[row + 1] == (slot, step) and batch.dims[row + 1] == d >= 0
+        assert np.array_equal(batch.actions[row + 1], trunk_action)
+        assert np.flatnonzero(moved_action != trunk_action).tolist() == [d]
+        assert batch.masks[row][starts[d] + moved_action[d]]  # a valid value
+        half = (batch.returns[row] - batch.returns[row + 1]) / 2
+        assert batch.advantages[row] == half and batch.advantages[row + 1] == -half
+        with torch.no_grad():
+            per_dim = model.policy.log_probs(torch.as_tensor(batch.obs[row][None, :]),
+                                             torch.as_tensor(batch.masks[row][None, :]))[0]
+        assert batch.logp[row] == float(per_dim[d, moved_action[d]])
+        assert batch.logp[row + 1] == float(per_dim[d, trunk_action[d]])
 
 
 def test_dimension_branches_return_the_action_then_the_guide_on_a_fresh_env(moved_batch):
@@ -204,27 +208,34 @@ def test_dimension_branches_return_the_action_then_the_guide_on_a_fresh_env(move
         env.close()
 
 
-def test_a_dimension_groups_gradient_touches_only_the_moved_dimensions(moved_batch):
-    """The centred advantages of one state's group cancel in every dimension no member moved: the
-    gradient of sum_k A_k log pi(a_k) on the state's log-probabilities (one state: the members'
-    gradients add) is zero there."""
+def test_a_dimension_rows_ratio_reads_its_dimension_alone():
+    """``MaskedPolicy.chosen`` with ``dims``: the gradient of a row's log-probability reaches only
+    the marked dimension; without it, every dimension (hand-made log-probabilities)."""
+    logp = torch.log(torch.tensor([[[0.5, 0.5], [0.25, 0.75], [0.9, 0.1]]])).requires_grad_(True)
+    actions = torch.tensor([[1, 0, 0]])
+    assert float(MaskedPolicy.chosen(logp.detach(), actions)) == pytest.approx(float(np.log(0.5 * 0.25 * 0.9)))
+    picked = MaskedPolicy.chosen(logp, actions, torch.tensor([[0.0, 1.0, 0.0]]))
+    assert float(picked) == pytest.approx(float(np.log(0.25)))
+    picked.backward()
+    assert logp.grad.tolist() == [[[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]]
+
+
+def test_an_update_on_dimension_pairs_moves_only_the_scored_dimensions_logits(moved_batch):
+    """One optimiser step on the pairs (no entropy term, one minibatch): the output layer's bias
+    moves for the scored dimensions' values and for no other dimension (Adam leaves a parameter
+    with zero gradient where it was)."""
     model, batch, _ = moved_batch
-    rows = defaultdict(list)
-    for row, origin in enumerate(batch.origins):
-        rows[origin].append(row)
-    for members in rows.values():
-        obs = torch.as_tensor(np.stack([batch.obs[r] for r in members]))
-        masks = torch.as_tensor(np.stack([batch.masks[r] for r in members]))
-        actions = torch.as_tensor(np.stack([batch.actions[r] for r in members]))
-        logp = model.policy.log_probs(obs, masks).detach().requires_grad_(True)
-        adv = torch.as_tensor([batch.advantages[r] for r in members], dtype=logp.dtype)
-        (adv * MaskedPolicy.chosen(logp, actions)).sum().backward()
-        touched = set(np.flatnonzero((actions != actions[0]).any(dim=0).numpy()))
-        per_dim = logp.grad.sum(dim=0).abs().sum(dim=1)  # the rows are one state
-        for d in range(actions.shape[1]):
-            if d not in touched:
-                assert float(per_dim[d]) < 1e-6
-        assert any(float(per_dim[d]) > 0 for d in touched)
+    other = MaskedPPO(tiny(vine_branch="dimension", group_size=4, n_epochs=1, batch_size=10_000, ent_coef=0.0))
+    other.policy.load_state_dict(model.policy.state_dict())
+    bias = other.policy.pi[-1].bias
+    before = bias.detach().clone()
+    other.optimise(batch.obs, batch.masks, batch.actions, batch.logp, np.asarray(batch.advantages),
+                   np.asarray(batch.returns), 1, None, batch.dims)
+    starts = np.concatenate([[0], np.cumsum(other.nvec)]).tolist()
+    moved = {d for d in range(len(other.nvec)) if not torch.equal(bias[starts[d]:starts[d + 1]],
+                                                                   before[starts[d]:starts[d + 1]])}
+    assert moved and moved <= set(batch.dims)
+    other.close()
 
 
 def test_vine_branch_is_checked():
