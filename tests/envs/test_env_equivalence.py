@@ -11,22 +11,19 @@ SHA-256. The scheduler cases hash ``simulate``'s metrics and job rows as
 ``tests/run/test_golden_results.py`` does.
 
 The digests live in ``tests/fixtures/env_digests.json``; a change that is *meant* to change
-results regenerates them (``python tests/envs/test_env_equivalence.py --update``) and says why.
+results regenerates them (``python -m tests.envs.test_env_equivalence --update``) and says why.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.digests import ROOT, WALL_CLOCK, result_digest, stored, update_main
+
 DIGESTS = ROOT / "tests" / "fixtures" / "env_digests.json"
-WALL_CLOCK = {"sim_wall_s"}
 CONTENDED = str(ROOT / "traces" / "contended.yaml")
 STEPS = 300
 UNMASKED_SHARE = 0.05  # share of steps whose action ignores the mask (counted no-ops)
@@ -118,16 +115,6 @@ def env_digest(case: str, steps: int = STEPS) -> str:
     return h.hexdigest()
 
 
-def _result_digest(result) -> str:
-    h = hashlib.sha256()
-    for key in sorted(result.metrics):
-        if key not in WALL_CLOCK:
-            h.update(f"{key}={result.metrics[key]!r}\n".encode())
-    for row in result.jobs:
-        h.update(repr(sorted(row.items())).encode())
-    return h.hexdigest()
-
-
 def scheduler_digest(case: str) -> str:
     """SHA-256 of ``simulate`` with an agent as the scheduler (metrics and job rows)."""
     from lyra_gym.model.config import load_config
@@ -139,7 +126,7 @@ def scheduler_digest(case: str) -> str:
         jobs = load_trace(ROOT / "traces" / "default.csv")[:60]
         result = simulate(jobs, f"model:{ROOT / 'agents' / 'pretrained' / 'alloc-contended'}",
                           load_config(CONTENDED), seed=0)
-        return _result_digest(result)
+        return result_digest(result)
     if case == "guided-untrained-agent":
         # a freshly initialised (seeded) DeepSets model on Cluster-v1 with its VecNormalize, on a test window
         import torch
@@ -161,7 +148,7 @@ def scheduler_digest(case: str) -> str:
             result = simulate(jobs, PolicyScheduler(model, cfg, venv), env.sim_config, seed=window.seed)
         finally:
             venv.close()
-        return _result_digest(result)
+        return result_digest(result)
     raise KeyError(case)
 
 
@@ -171,13 +158,13 @@ def _at_root(monkeypatch):
 
 
 def _stored() -> dict[str, dict[str, str]]:
-    return json.loads(DIGESTS.read_text()) if DIGESTS.exists() else {}
+    return stored(DIGESTS)
 
 
 def test_every_case_is_covered():
     stored = _stored()
     assert sorted(stored.get("envs", {})) == sorted(ENV_CASES), \
-        "env digests out of date: run python tests/envs/test_env_equivalence.py --update"
+        "env digests out of date: run python -m tests.envs.test_env_equivalence --update"
     assert sorted(stored.get("schedulers", {})) == sorted(SCHEDULER_CASES)
 
 
@@ -192,18 +179,7 @@ def test_agent_as_scheduler_is_unchanged_bit_for_bit(case):
     assert scheduler_digest(case) == _stored()["schedulers"][case]
 
 
-def _update() -> None:
-    import os
-
-    os.chdir(ROOT)
-    table = {"envs": {case: env_digest(case) for case in ENV_CASES},
-             "schedulers": {case: scheduler_digest(case) for case in SCHEDULER_CASES}}
-    DIGESTS.write_text(json.dumps(table, indent=2, sort_keys=True) + "\n")
-    print(f"wrote {DIGESTS}")
-
-
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--update"]:
-        _update()
-    else:
-        sys.exit("usage: python tests/envs/test_env_equivalence.py --update")
+    update_main(DIGESTS, lambda: {"envs": {case: env_digest(case) for case in ENV_CASES},
+                                  "schedulers": {case: scheduler_digest(case) for case in SCHEDULER_CASES}},
+                "-m tests.envs.test_env_equivalence")

@@ -4,7 +4,7 @@ Speed work and reorganisations must not change a single result. Each case runs a
 policy on a fixed trace and config and hashes every metric (``repr`` of the float, so
 the last bit counts; ``sim_wall_s`` left out, it is wall-clock time) and every job row.
 The digests live in ``tests/fixtures/golden_digests.json``; a change that is *meant* to
-change results regenerates them (``python tests/run/test_golden_results.py --update``) and
+change results regenerates them (``python -m tests.run.test_golden_results --update``) and
 says why in its commit.
 
 Cases: ``traces/default.csv`` on the default config; the first day of ``lyra-15d`` on its
@@ -17,17 +17,13 @@ model's, its kept answers included).
 
 from __future__ import annotations
 
-import hashlib
-import json
-import sys
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.digests import ROOT, result_digest, stored, update_main
+
 DIGESTS = ROOT / "tests" / "fixtures" / "golden_digests.json"
-WALL_CLOCK = {"sim_wall_s"}
 LYRA_15D_CUT_S = 86400.0  # the first day of lyra-15d seed 0
 
 
@@ -65,14 +61,7 @@ def digest(case: str, policy: str) -> str:
     from lyra_gym.run.simulate import simulate
 
     jobs, config = _case(case)
-    result = simulate(jobs, policy, config, seed=0)
-    h = hashlib.sha256()
-    for key in sorted(result.metrics):
-        if key not in WALL_CLOCK:
-            h.update(f"{key}={result.metrics[key]!r}\n".encode())
-    for row in result.jobs:
-        h.update(repr(sorted(row.items())).encode())
-    return h.hexdigest()
+    return result_digest(simulate(jobs, policy, config, seed=0))
 
 
 CASES = ("default", "default-history", "lyra-15d-day1", "workload-6-t4")
@@ -84,13 +73,13 @@ def _at_root(monkeypatch):
 
 
 def _stored() -> dict[str, dict[str, str]]:
-    return json.loads(DIGESTS.read_text()) if DIGESTS.exists() else {}
+    return stored(DIGESTS)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_every_registered_policy_is_covered(case):
     assert sorted(_stored().get(case, {})) == sorted(_policies()), \
-        f"golden digests out of date for {case}: run python tests/run/test_golden_results.py --update"
+        f"golden digests out of date for {case}: run python -m tests.run.test_golden_results --update"
 
 
 @pytest.mark.parametrize("policy", _policies())
@@ -118,17 +107,6 @@ def test_lyra_15d_first_day_results_are_unchanged_bit_for_bit(policy):
     assert digest("lyra-15d-day1", policy) == _stored()["lyra-15d-day1"][policy]
 
 
-def _update() -> None:
-    import os
-
-    os.chdir(ROOT)
-    table = {case: {p: digest(case, p) for p in _policies()} for case in CASES}
-    DIGESTS.write_text(json.dumps(table, indent=2, sort_keys=True) + "\n")
-    print(f"wrote {DIGESTS}")
-
-
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--update"]:
-        _update()
-    else:
-        sys.exit("usage: python tests/run/test_golden_results.py --update")
+    update_main(DIGESTS, lambda: {case: {p: digest(case, p) for p in _policies()} for case in CASES},
+                "-m tests.run.test_golden_results")
