@@ -16,7 +16,10 @@
      (drawn), e.g. one job's level; a state with no such dimension has no choice at all and plays
      the expert's action (its row says ``choice`` 0);
    - ``neutral``: the expert's action itself: the return does not change at all, bit for bit (a
-     check of the fork).
+     check of the fork);
+   - ``preempt`` (envs with preemption, ``-v2``): the expert's action with one running job's slot
+     (drawn among those that may be preempted) set to preempt; a state with none plays the
+     expert's action (``choice`` 0). What a vine label of a single preemption says.
 
 The change of return is reported in reward units and, for the ``jct`` reward (return = -(job-seconds
 in the system) / ``reward_scale_s``), in job-hours: positive is better (fewer job-hours). Printed:
@@ -46,9 +49,11 @@ import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
 from lyra_agents.config import TrainConfigError, load_train_config
 from lyra_agents.experts import random_masked_action
 from lyra_agents.suite import get_suite
+from lyra_gym.envs.cluster_env_v2 import LeverClusterEnv
+from lyra_gym.envs.levers import PREEMPT
 from lyra_gym.errors import LyraGymError, shown
 
-KINDS = ("random", "level", "neutral")
+KINDS = ("random", "level", "neutral", "preempt")
 #: CSV columns, in order (:class:`Fork`'s fields)
 COLUMNS = ("state", "episode_seed", "step", "time_s", "kind", "dimension", "choice", "delta_return",
            "delta_job_hours", "steps_after")
@@ -143,6 +148,16 @@ def alternative(env: Any, kind: str, rng: np.random.Generator) -> tuple[np.ndarr
     masks = env.action_masks()
     starts = np.concatenate([[0], np.cumsum(nvec)[:-1]])
     open_dims = [d for d in range(len(nvec)) if masks[starts[d]:starts[d] + nvec[d]].sum() > 1]
+    if kind == "preempt":
+        if not isinstance(env, LeverClusterEnv) or not env.codec.controls_jobs:
+            raise ProbeError("--kinds: preempt needs an env with preemption (a -v2 id with job slots)")
+        open_dims = [d for d in range(env.codec.k) if masks[starts[d] + PREEMPT] and expert[d] != PREEMPT]
+        if not open_dims:
+            return expert, -1, 0
+        d = open_dims[int(rng.integers(len(open_dims)))]
+        action = expert.copy()
+        action[d] = PREEMPT
+        return action, d, 1
     choice = int(bool(open_dims))
     if kind == "neutral" or (kind == "level" and not open_dims):
         return expert, -1, choice

@@ -140,3 +140,31 @@ def test_summarize_reads_the_csv_back_into_the_same_summary(tmp_path, capsys):
     (tmp_path / "bad.csv").write_text("a,b\n1,2\n")
     assert main(["--summarize", str(tmp_path / "bad.csv")]) == 2
     assert "not a fork-probe CSV" in capsys.readouterr().err
+
+
+def test_preempt_sets_one_preemptable_running_jobs_slot_to_preempt(config, env):
+    """``preempt``: on a ``-v2`` env, the expert's action with exactly one job slot moved to the
+    preempt value, where the mask allowed it; a state with no running job to preempt plays the
+    expert's action (choice 0); an env without preemption is a clear error."""
+    from lyra_gym.envs.levers import PREEMPT
+
+    v2 = make_env(*env_settings(str(config), "LyraGym/Cluster-v2", None))
+    v2.reset(seed=3)
+    starts = np.concatenate([[0], np.cumsum(v2.action_space.nvec)[:-1]])
+    moved = 0
+    for _ in range(60):
+        expert = v2.expert_action()
+        action, dimension, choice = alternative(v2, "preempt", np.random.default_rng(moved))
+        if choice:
+            assert np.flatnonzero(action != expert).tolist() == [dimension] and action[dimension] == PREEMPT
+            assert dimension < v2.codec.k and v2.action_masks()[starts[dimension] + PREEMPT]
+            moved += 1
+        else:
+            assert np.array_equal(action, expert) and dimension == -1
+        v2.step(expert)
+        if v2.done:
+            break
+    assert moved > 0
+    env.reset(seed=3)
+    with pytest.raises(fork_probe.ProbeError, match="--kinds: preempt needs an env with preemption"):
+        alternative(env, "preempt", np.random.default_rng(0))
