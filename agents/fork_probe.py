@@ -24,8 +24,9 @@
 The change of return is reported in reward units and, for the ``jct`` reward (return = -(job-seconds
 in the system) / ``reward_scale_s``), in job-hours: positive is better (fewer job-hours). Printed:
 per kind and over all alternatives, the share of decisions whose return does not change at all
-(exact float equality; the engine is deterministic), and the spread (min / median / max) of the
-change in job-hours over the decisions that changed it. ``--out`` writes one CSV row per fork.
+(exact float equality; the engine is deterministic), the spread (min / median / mean / max) of the
+change in job-hours over the decisions that changed it, and the share of decisions it made better
+(fewer job-hours). ``--out`` writes one CSV row per fork.
 
 Env: ``--config`` (a ``train.py`` config: its ``env_id`` and env keywords; ``--scenario`` one of its
 ``scenarios``, merged as ``train.py`` merges them), or ``--env`` alone (the env's defaults);
@@ -207,17 +208,21 @@ def probe(env: Any, states: int, seed: int, kinds: Sequence[str]) -> list[Fork]:
 
 
 def summary(forks: Sequence[Fork], kinds: Sequence[str]) -> list[str]:
-    """Lines: per kind and over all, the share with no effect and the spread of the changes."""
-    lines = [f"{'kind':<8} {'forks':>5} {'no effect':>9} {'min job-h':>10} {'median':>8} {'max job-h':>10}"]
+    """Lines: per kind and over all, the share with no effect, the share that lowered the job-hours
+    (better), and the spread (min / median / mean / max) of the changes."""
+    lines = [f"{'kind':<8} {'forks':>5} {'no effect':>9} {'better':>6} {'min job-h':>10} {'median':>8} {'mean':>8} "
+             f"{'max job-h':>10}"]
     for kind in (*dict.fromkeys(kinds), "all"):
         rows = [f for f in forks if kind in ("all", f.kind)]
         if not rows:
             continue
         changed = [f.delta_job_hours if not math.isnan(f.delta_job_hours) else f.delta_return
                    for f in rows if f.delta_return != 0.0]
-        spread = (f"{min(changed):10.2f} {float(np.median(changed)):8.2f} {max(changed):10.2f}" if changed
-                  else f"{'-':>10} {'-':>8} {'-':>10}")
-        lines.append(f"{kind:<8} {len(rows):5d} {sum(f.delta_return == 0.0 for f in rows) / len(rows):9.0%} {spread}")
+        spread = (f"{min(changed):10.2f} {float(np.median(changed)):8.2f} {float(np.mean(changed)):8.2f} "
+                  f"{max(changed):10.2f}" if changed else f"{'-':>10} {'-':>8} {'-':>8} {'-':>10}")
+        shares = (f"{sum(f.delta_return == 0.0 for f in rows) / len(rows):9.0%} "
+                  f"{sum(f.delta_return > 0.0 for f in rows) / len(rows):6.0%}")
+        lines.append(f"{kind:<8} {len(rows):5d} {shares} {spread}")
     return lines
 
 
@@ -246,13 +251,14 @@ def read_csv(path: Path) -> list[Fork]:
 
 
 def summary_table(labelled: Sequence[tuple[str, Sequence[Fork]]]) -> str:
-    """Markdown: per CSV (label) and kind, forks, share with no effect, min / median / max change."""
-    lines = ["| probe | kind | forks | no effect | min job-h | median | max job-h |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+    """Markdown: per CSV (label) and kind, forks, share with no effect, share better, min / median /
+    mean / max change."""
+    lines = ["| probe | kind | forks | no effect | better | min job-h | median | mean | max job-h |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for label, forks in labelled:
         for row in summary(forks, [f.kind for f in forks])[1:]:
-            kind, count, share, *spread = row.split()
-            lines.append(f"| {label} | {kind} | {count} | {share} | " + " | ".join(spread) + " |")
+            kind, count, share, better, *spread = row.split()
+            lines.append(f"| {label} | {kind} | {count} | {share} | {better} | " + " | ".join(spread) + " |")
     return "\n".join(lines)
 
 

@@ -100,7 +100,7 @@ def test_the_cli_writes_one_row_per_fork_the_same_for_the_same_seed(config, tmp_
     assert len(rows) == 6 and tuple(rows[0]) == COLUMNS
     assert all(float(r["delta_return"]) == 0 for r in rows if r["kind"] == "neutral")
     printed = capsys.readouterr().out
-    assert "neutral      3      100%" in printed and "no effect" in printed
+    assert "neutral      3      100%     0%" in printed and "no effect" in printed
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -134,9 +134,11 @@ def test_summarize_reads_the_csv_back_into_the_same_summary(tmp_path, capsys):
     assert read_csv(path) == forks
     assert main(["--summarize", f"x={path}"]) == 0
     out = capsys.readouterr().out
-    # level: 2 forks, none without effect, changes -2.0 and 1.5 (median -0.25); random: 1 fork, no effect
-    assert "| x | level | 2 | 0% | -2.00 | -0.25 | 1.50 |" in out and "| x | random | 1 | 100% | - | - | - |" in out
-    assert summary(forks, ["random", "level"])[-1].split()[:3] == ["all", "3", "33%"]
+    # level: 2 forks, none without effect, one better, changes -2.0 and 1.5 (median and mean -0.25);
+    # random: 1 fork, no effect
+    assert "| x | level | 2 | 0% | 50% | -2.00 | -0.25 | -0.25 | 1.50 |" in out
+    assert "| x | random | 1 | 100% | 0% | - | - | - | - |" in out
+    assert summary(forks, ["random", "level"])[-1].split()[:4] == ["all", "3", "33%", "33%"]
     (tmp_path / "bad.csv").write_text("a,b\n1,2\n")
     assert main(["--summarize", str(tmp_path / "bad.csv")]) == 2
     assert "not a fork-probe CSV" in capsys.readouterr().err
