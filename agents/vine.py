@@ -23,8 +23,9 @@ directly, with the same arrivals on every branch:
    whose ratios read only the moved dimension (:attr:`VineBatch.dims`): the moved value with half
    its return's difference to the trunk's, the trunk's value with minus that half. A label then
    credits the one lever it scored; with a whole-action ratio the other dimensions' gradients
-   cancel only until PPO's clipping stops one row of a group and not the others (measured: the
-   policy flattens). A state whose branches all return the same gives nothing and is dropped.
+   cancel only until PPO's clipping stops one row of a group and not the others (in a run of that
+   form the expert's whole action fell from 0.70 to 0.25 of the policy's probability in 213k
+   steps). A state whose branches all return the same gives nothing and is dropped.
 5. **Anchor** (``expert_coef`` > 0): every trunk state with the expert's action there; PPO's loss
    gains ``expert_coef`` x the expert's mean negative log-likelihood on a draw of them per
    minibatch (the demonstration term of DAPG, Rajeswaran et al., RSS'18), so the policy leaves
@@ -142,7 +143,7 @@ def draw(model: Learner, normed: np.ndarray, masks: np.ndarray, count: int) -> t
 def moved(model: Learner, env: Any, masks: np.ndarray, action: np.ndarray, count: int) -> tuple[np.ndarray, list[int]]:
     """``count`` copies of ``action``, each with one dimension moved (a dimension with more than one
     valid value, drawn, to another valid value, drawn uniformly; ``vine_branch: dimension``), and
-    the dimension each moved. None where no dimension has a choice."""
+    the dimension each moved; none where no dimension has a choice."""
     nvec = np.asarray(env.action_space.nvec, dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(nvec)[:-1]])
     valid = [np.flatnonzero(masks[start:start + n]) for start, n in zip(starts, nvec)]
