@@ -142,16 +142,32 @@ def rest_of_episode(env: Any, first: np.ndarray, then: Callable[[np.ndarray], np
         action = env.expert_action() if then is None else then(obs)
 
 
+def valid_values(nvec: np.ndarray, masks: np.ndarray) -> list[np.ndarray]:
+    """Per dimension of a ``MultiDiscrete(nvec)`` action, its valid values under the flat ``masks``."""
+    starts = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+    return [np.flatnonzero(masks[start:start + n]) for start, n in zip(starts, nvec)]
+
+
+def move_one(action: np.ndarray, valid: list[np.ndarray], rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """(``action`` with one dimension that has a choice, drawn, moved to another of its ``valid``
+    values, drawn uniformly; that dimension). Some dimension must have a choice."""
+    open_dims = [d for d, values in enumerate(valid) if len(values) > 1]
+    d = open_dims[int(rng.integers(len(open_dims)))]
+    others = valid[d][valid[d] != action[d]]
+    moved = np.array(action, dtype=np.int64)
+    moved[d] = others[int(rng.integers(len(others)))]
+    return moved, d
+
+
 def alternative(env: Any, kind: str, rng: np.random.Generator) -> tuple[np.ndarray, int, int]:
     """(action, dimension moved or -1, 1 if some dimension has a choice) of ``kind`` now."""
     expert = np.asarray(env.expert_action(), dtype=np.int64)
     nvec = np.asarray(env.action_space.nvec, dtype=np.int64)
     masks = env.action_masks()
-    starts = np.concatenate([[0], np.cumsum(nvec)[:-1]])
-    open_dims = [d for d in range(len(nvec)) if masks[starts[d]:starts[d] + nvec[d]].sum() > 1]
     if kind == "preempt":
         if not isinstance(env, LeverClusterEnv) or not env.codec.controls_jobs:
             raise ProbeError("--kinds: preempt needs an env with preemption (a -v2 id with job slots)")
+        starts = np.concatenate([[0], np.cumsum(nvec)[:-1]])
         open_dims = [d for d in range(env.codec.k) if masks[starts[d] + PREEMPT] and expert[d] != PREEMPT]
         if not open_dims:
             return expert, -1, 0
@@ -159,15 +175,13 @@ def alternative(env: Any, kind: str, rng: np.random.Generator) -> tuple[np.ndarr
         action = expert.copy()
         action[d] = PREEMPT
         return action, d, 1
-    choice = int(bool(open_dims))
-    if kind == "neutral" or (kind == "level" and not open_dims):
+    valid = valid_values(nvec, masks)
+    choice = int(any(len(values) > 1 for values in valid))
+    if kind == "neutral" or (kind == "level" and not choice):
         return expert, -1, choice
     if kind == "random":
         return random_masked_action(rng, nvec, masks), -1, choice
-    d = open_dims[int(rng.integers(len(open_dims)))]
-    valid = [v for v in np.flatnonzero(masks[starts[d]:starts[d] + nvec[d]]) if v != expert[d]]
-    action = expert.copy()
-    action[d] = valid[int(rng.integers(len(valid)))]
+    action, d = move_one(expert, valid, rng)
     return action, d, choice
 
 

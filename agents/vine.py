@@ -50,7 +50,7 @@ import numpy as np
 import torch
 
 from lyra_agents.config import TrainConfig
-from lyra_agents.fork_probe import rest_of_episode
+from lyra_agents.fork_probe import move_one, rest_of_episode, valid_values
 from lyra_agents.trajectory import RESET_SEED_STRIDE, Trajectory, action_masks, expert_action
 from lyra_gym.envs.learner_extras import LearnerExtrasObservation
 
@@ -141,21 +141,11 @@ def draw(model: Learner, normed: np.ndarray, masks: np.ndarray, count: int) -> t
 
 
 def moved(model: Learner, env: Any, masks: np.ndarray, action: np.ndarray, count: int) -> tuple[np.ndarray, list[int]]:
-    """``count`` copies of ``action``, each with one dimension moved (a dimension with more than one
-    valid value, drawn, to another valid value, drawn uniformly; ``vine_branch: dimension``), and
-    the dimension each moved; none where no dimension has a choice."""
-    nvec = np.asarray(env.action_space.nvec, dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(nvec)[:-1]])
-    valid = [np.flatnonzero(masks[start:start + n]) for start, n in zip(starts, nvec)]
-    open_dims = [d for d, values in enumerate(valid) if len(values) > 1]
-    out = np.repeat(np.asarray(action, dtype=np.int64)[None, :], count if open_dims else 0, axis=0)
-    dims = []
-    for row in out:
-        d = open_dims[int(model.rng.integers(len(open_dims)))]
-        others = valid[d][valid[d] != row[d]]
-        row[d] = others[int(model.rng.integers(len(others)))]
-        dims.append(d)
-    return out, dims
+    """``count`` copies of ``action``, each with one dimension moved (:func:`fork_probe.move_one`;
+    ``vine_branch: dimension``), and the dimension each moved; none where no dimension has a choice."""
+    valid = valid_values(np.asarray(env.action_space.nvec, dtype=np.int64), masks)
+    copies = [move_one(action, valid, model.rng) for _ in range(count if any(len(v) > 1 for v in valid) else 0)]
+    return np.array([a for a, _ in copies], dtype=np.int64).reshape(len(copies), len(valid)), [d for _, d in copies]
 
 
 def policy_argmax(model: Learner, env: Any) -> Callable[[np.ndarray], np.ndarray]:
