@@ -37,6 +37,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 from filelock import FileLock, Timeout
 
 from lyra_gym.errors import LyraGymError
+from lyra_gym.interrupts import interrupts_deferred
 
 TMP_MARK = ".tmp-"  # in the name of a file or folder being written
 LOCK_SUFFIX = ".lyra-gym.lock"  # ``.<folder>.lyra-gym.lock``, beside a folder in use (locked_folder)
@@ -79,9 +80,10 @@ def _check_writable_parent(out: Path, path: str | os.PathLike[str], what: str) -
     if probe.exists() and not probe.is_dir():
         raise OutputError(f"{what} {path}: {probe} is a file, so nothing can be written under it")
     try:
-        fd, name = tempfile.mkstemp(prefix=".lyra-gym-write-test-", dir=probe)
-        os.close(fd)
-        os.unlink(name)
+        with interrupts_deferred():  # the probe file never outlives the probe
+            fd, name = tempfile.mkstemp(prefix=".lyra-gym-write-test-", dir=probe)
+            os.close(fd)
+            os.unlink(name)
     except OSError as err:
         raise OutputError(f"{what} {path}: cannot write in {probe} ({err.strerror or err})") from None
 
@@ -301,17 +303,18 @@ def replace_folder(new: str | os.PathLike[str], target: str | os.PathLike[str]) 
     if target.is_symlink():
         raise OutputError(f"{target}: is a symbolic link, where a run folder is written; a run folder is "
                           f"replaced as a whole, so it is never followed (remove the link)")
-    if target.exists():
-        old = _tmp_sibling(target, ".old")
-        os.rename(target, old)
-        try:
+    with interrupts_deferred():  # an interrupt between the renames would leave no target
+        if target.exists():
+            old = _tmp_sibling(target, ".old")
+            os.rename(target, old)
+            try:
+                os.rename(new, target)
+            except BaseException:
+                os.rename(old, target)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
             os.rename(new, target)
-        except BaseException:
-            os.rename(old, target)
-            raise
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(new, target)
     return target
 
 
@@ -336,8 +339,9 @@ def staged_folder(folder: str | os.PathLike[str], moved: list[Path] | None = Non
     ``moved``), on failure nothing is moved. The staging folder is removed either way."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".stage{TMP_MARK}{os.getpid()}-", dir=folder))
+    stage = folder / f".stage{TMP_MARK}{os.getpid()}-{secrets.token_hex(4)}"
     try:
+        stage.mkdir()  # inside the try: an interrupt as it returns still removes it
         yield stage
         done = _merge_into(stage, folder)
         if moved is not None:

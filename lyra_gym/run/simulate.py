@@ -175,8 +175,8 @@ def write_result(result: SimResult, out_dir: str | os.PathLike, run_info: Mappin
         out = Path(os.path.abspath(out))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}{TMP_MARK}{os.getpid()}-{secrets.token_hex(4)}"
-    os.mkdir(tmp)
     try:
+        os.mkdir(tmp)  # inside the try: an interrupt as it returns still removes it
         _write_files(result, tmp, run_info or {})
         replace_folder(tmp, out)
     except BaseException:

@@ -186,6 +186,60 @@ def test_sigterm_during_sweep_is_an_interruption():
     assert not [p for p in Path("sw").rglob("*") if ".tmp-" in p.name]
 
 
+def _interrupt_as_it_returns(monkeypatch, name: str, when) -> list[str]:
+    """Patch ``os.<name>`` so that, once the call has done its work and ``when(args)`` holds, a
+    SIGINT arrives as it returns (where a SIGTERM landed in CI: the folder made, the ``try`` not
+    yet entered); returns the paths it was called with."""
+    real, seen = getattr(os, name), []
+
+    def call(*args, **kwargs):
+        out = real(*args, **kwargs)
+        seen.append(str(args[0]))
+        if when(args):
+            signal.raise_signal(signal.SIGINT)  # handled as the call returns: KeyboardInterrupt
+        return out
+
+    monkeypatch.setattr(os, name, call)
+    return seen
+
+
+def test_an_interrupt_as_a_run_folder_is_made_leaves_nothing(monkeypatch):
+    from lyra_gym.run.simulate import simulate, write_result
+    from lyra_gym.workloads.trace import load_trace
+
+    result = simulate(load_trace("t.csv"), "fifo", seed=0)
+    seen = _interrupt_as_it_returns(monkeypatch, "mkdir", lambda args: ".tmp-" in str(args[0]))
+    with pytest.raises(KeyboardInterrupt):
+        write_result(result, Path("runs/seed0"))
+    assert seen and ".seed0.tmp-" in seen[-1]
+    assert list(Path("runs").iterdir()) == []
+
+
+def test_an_interrupt_as_a_stage_folder_is_made_leaves_nothing(monkeypatch):
+    from lyra_gym.outputs import staged_folder
+
+    seen = _interrupt_as_it_returns(monkeypatch, "mkdir", lambda args: ".stage.tmp-" in str(args[0]))
+    Path("out").mkdir()
+    with pytest.raises(KeyboardInterrupt), staged_folder("out"):
+        pass
+    assert seen and list(Path("out").iterdir()) == []
+
+
+@pytest.mark.parametrize("exists", [True, False])
+def test_an_interrupt_between_the_renames_of_a_replaced_folder_waits_for_both(monkeypatch, exists):
+    """The old folder renamed aside, the interrupt arrives: it is handled once the new folder is in
+    place, never with no folder at the target or the old one left aside."""
+    for name in ("new", *(["target"] if exists else [])):
+        Path(name).mkdir()
+        (Path(name) / "metrics.json").write_text(name)
+    seen = _interrupt_as_it_returns(monkeypatch, "rename", lambda args: True)
+    with pytest.raises(KeyboardInterrupt):
+        replace_folder("new", "target")
+    assert len(seen) == (2 if exists else 1)  # both renames ran before the interrupt was handled
+    assert sorted(p.name for p in Path(".").iterdir()) == ["t.csv", "target"]
+    assert (Path("target") / "metrics.json").read_text() == "new"
+
+
 LEFTOVERS = [".stage.tmp-99999999-ab_cd012", ".compare.json.tmp-99999999-0123abcd",  # of a process that is gone
              "fifo/.seed0.tmp-99999999-deadbeef", "fifo/.seed0.old.tmp-99999999-cafef00d"]
 
