@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 #: Speed-ups below this count as this, so that ``s**p`` stays finite for p <= 0 (Pollux's
 #: simulator adds the same 1e-3 to every speed-up before its power mean).
@@ -88,6 +88,15 @@ def power_mean(speedups: Sequence[float], p: float) -> float:
     return float(np.mean(s ** p) ** (1.0 / p))
 
 
+@lru_cache(maxsize=1024)
+def _window(spare: int, k: int) -> np.ndarray:
+    """Index of ``padded`` (``k - 1`` leading slots, then ``best``) at row ``c``, column ``i``:
+    ``c - i + k - 1``, i.e. ``best[c - i]``, the padding where ``c < i``. Read-only, cached."""
+    index = np.arange(spare + 1)[:, None] - np.arange(k)[None, :] + (k - 1)
+    index.flags.writeable = False
+    return index
+
+
 def best_sizes(jobs: Sequence[tuple[int, np.ndarray]], capacity: int, p: float,
                weights: Sequence[float] | None = None) -> list[int]:
     """GPU counts that maximise the power mean of the jobs' speed-ups using at most ``capacity`` GPUs.
@@ -126,9 +135,7 @@ def best_sizes(jobs: Sequence[tuple[int, np.ndarray]], capacity: int, p: float,
         padded = np.empty(spare + k)
         padded[: k - 1] = -np.inf
         padded[k - 1:] = best
-        # totals[c, i] = best[c - i] + u[i]: this job takes i spare GPUs (a read-only strided view)
-        step = padded.strides[0]
-        totals = as_strided(padded[k - 1:], shape=(spare + 1, k), strides=(step, -step), writeable=False) + u
+        totals = padded[_window(spare, k)] + u  # totals[c, i] = best[c - i] + u[i]: this job takes i spare GPUs
         choice = totals.argmax(axis=1)
         best = totals[rows, choice]
         picks.append(choice)
