@@ -204,9 +204,11 @@ def _tiers(running: list[JobView], queued: list[JobView],
     """(running, queued) candidates per level, highest level first; one tier without ``levels``."""
     if not levels.active:
         return [(running, queued)]
-    level = levels.level
-    tiers = sorted({level(job.id) for job in (*running, *queued)}, reverse=True)
-    return [([j for j in running if level(j.id) == t], [j for j in queued if level(j.id) == t]) for t in tiers]
+    tiers: dict[int, tuple[list[JobView], list[JobView]]] = {}
+    for side, jobs in enumerate((running, queued)):
+        for job in jobs:  # each job's level read once; a tier keeps the jobs' order
+            tiers.setdefault(levels.level(job.id), ([], []))[side].append(job)
+    return [tiers[t] for t in sorted(tiers, reverse=True)]
 
 
 def place_spanning(allocations: dict[str, Mapping[int, int]], free: list[int], spanning: Spanning) -> None:

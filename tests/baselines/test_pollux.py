@@ -278,3 +278,27 @@ def test_random_reclaim_rule_is_passed_to_loaning():
     assert PolluxLoanScheduler().loaning.enabled and not PolluxScheduler(noise_scale_ratio=2.0).loaning.enabled
     with pytest.raises(ValueError, match="reclaim_rule"):
         PolluxScheduler(reclaim_rule="nope")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=12), st.lists(st.integers(0, 4), max_size=12),
+       st.lists(st.integers(0, 23), max_size=2))
+def test_admission_tiers_are_each_level_highest_first_in_the_jobs_order(running_levels, queued_levels, stopped):
+    """``_tiers`` against its definition: one tier per level present, highest first, each holding
+    the running and the queued jobs of that level in their given order."""
+    from types import SimpleNamespace
+
+    from lyra_baselines.guided import Levels
+    from lyra_baselines.pollux_admission import _tiers
+
+    running = [SimpleNamespace(id=f"r{i}") for i in range(len(running_levels))]
+    queued = [SimpleNamespace(id=f"q{i}") for i in range(len(queued_levels))]
+    given_levels = {**{j.id: v for j, v in zip(running, running_levels)}, **{j.id: v for j, v in zip(queued, queued_levels)}}
+    levels = Levels(given_levels, [f"r{i}" for i in stopped])
+    tiers = _tiers(running, queued, levels)  # type: ignore[arg-type]
+    if not levels.active:
+        assert tiers == [(running, queued)]
+        return
+    present = sorted({levels.level(j.id) for j in (*running, *queued)}, reverse=True)
+    assert tiers == [([j for j in running if levels.level(j.id) == t], [j for j in queued if levels.level(j.id) == t])
+                     for t in present]
