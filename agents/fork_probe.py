@@ -164,18 +164,17 @@ def alternative(env: Any, kind: str, rng: np.random.Generator) -> tuple[np.ndarr
     expert = np.asarray(env.expert_action(), dtype=np.int64)
     nvec = np.asarray(env.action_space.nvec, dtype=np.int64)
     masks = env.action_masks()
+    valid = valid_values(nvec, masks)
     if kind == "preempt":
         if not isinstance(env, LeverClusterEnv) or not env.codec.controls_jobs:
             raise ProbeError("--kinds: preempt needs an env with preemption (a -v2 id with job slots)")
-        starts = np.concatenate([[0], np.cumsum(nvec)[:-1]])
-        open_dims = [d for d in range(env.codec.k) if masks[starts[d] + PREEMPT] and expert[d] != PREEMPT]
+        open_dims = [d for d in range(env.codec.k) if PREEMPT in valid[d] and expert[d] != PREEMPT]
         if not open_dims:
             return expert, -1, 0
         d = open_dims[int(rng.integers(len(open_dims)))]
         action = expert.copy()
         action[d] = PREEMPT
         return action, d, 1
-    valid = valid_values(nvec, masks)
     choice = int(any(len(values) > 1 for values in valid))
     if kind == "neutral" or (kind == "level" and not choice):
         return expert, -1, choice
