@@ -151,12 +151,14 @@ def compare(jct: Mapping[str, Mapping[Unit, float]], agent: str, references: Seq
     return out
 
 
-def run_units(schedulers: Mapping[str, Callable[[], Any]], scenario: Any,
-              bar: Any | None = None) -> dict[str, dict[Unit, float]]:
+def run_units(schedulers: Mapping[str, Callable[[], Any]], scenario: Any, bar: Any | None = None,
+              windows_of: Callable[[int, Any], Sequence[Any]] | None = None) -> dict[str, dict[Unit, float]]:
     """Mean JCT (s) of each policy on every unit of ``scenario`` (already on the protocol's seeds and
     windows, :meth:`Protocol.scenario`): ``schedulers`` maps a label to a factory of a scheduler (or
     a registry name) built afresh per unit; an agent hands over from its heuristic at a
-    warm-started window's start, as in the env. ``bar`` is advanced per simulation."""
+    warm-started window's start, as in the env. ``bar`` is advanced per simulation.
+    ``windows_of(trace_seed, trace)``: other windows than the scenario's test windows (the train
+    windows of ``tools/train_window_gap.py``); a unit's index is then the window's ``index``."""
     from lyra_agents.policy_scheduler import AgentScheduler
     from lyra_gym.run.simulate import load_profile_set, simulate
 
@@ -165,7 +167,7 @@ def run_units(schedulers: Mapping[str, Callable[[], Any]], scenario: Any,
     out: dict[str, dict[Unit, float]] = {label: {} for label in schedulers}
     for trace_seed in scenario.seeds():
         trace = scenario.build_trace(trace_seed)
-        for window in scenario.test_windows(trace):
+        for window in (scenario.test_windows(trace) if windows_of is None else windows_of(trace_seed, trace)):
             jobs = window.jobs(trace)
             for label, make in schedulers.items():
                 if bar is not None:
