@@ -120,7 +120,7 @@ class TrainConfig:
     suite: str = "v1"                     # the suite whose scenario names `scenarios` lists
     # --- vector envs and normalisation
     n_envs: int = 8
-    vec_env: str = "auto"                 # auto (subproc when it pays) | dummy | subproc
+    vec_env: str = "auto"                 # auto (subproc when it pays) | dummy | subproc (lyra_agents.members)
     normalize_obs: bool = True            # VecNormalize running mean/std of observations (saved)
     normalize_reward: bool = True         # VecNormalize return scaling (training only)
     tie_slot_stats: bool = True           # one mean/std per feature shared by all job (server) slots
@@ -407,12 +407,6 @@ def _check_test_fraction(cfg: TrainConfig) -> str | None:
     return None
 
 
-def _check_target_kl(cfg: TrainConfig) -> str | None:
-    if cfg.target_kl is not None and cfg.target_kl <= 0:
-        return f"target_kl: must be > 0 or null, got {cfg.target_kl}"
-    return None
-
-
 def _check_choices(cfg: TrainConfig) -> str | None:
     choices = {"algo": ALGOS, "vec_env": VEC_ENVS, "extractor": EXTRACTORS, "activation": ACTIVATIONS, "lr_schedule":
                LR_SCHEDULES, "baseline": BASELINES, "vine_rollout": VINE_ROLLOUTS, "vine_branch": VINE_BRANCHES}
@@ -470,6 +464,8 @@ def _check_masked_ppo(cfg: TrainConfig) -> str | None:
     vine_only = ("expert_coef", cfg.expert_coef > 0), ("vine_branch", cfg.vine_branch != "draw")
     for key in (key for key, used in vine_only if used and cfg.baseline != "vine"):  # the first one
         return f"{key}: only with baseline: vine (its trunks and branches), got {cfg.baseline!r}"
+    if cfg.algo == "masked_ppo" and cfg.baseline == "vine" and cfg.vec_env == "subproc":
+        return "vec_env: subproc (env processes) serves baseline group or value; the vine forks its envs here"
     if cfg.baseline in ("group", "vine") and cfg.group_size < 2:
         return f"group_size: baseline {cfg.baseline!r} needs at least 2, got {cfg.group_size} (or baseline: value)"
     if any(seed < 0 for seed in cfg.trace_seeds):
@@ -507,7 +503,8 @@ _RULES: tuple[_Rule, ...] = (
     _bound(("window_s", "reward_scale_s", "clip_obs", "clip_range", "max_grad_norm"), lambda v: v <= 0, "> 0"),
     _bound(("warmup_s", "ent_coef", "vf_coef", "curriculum_start_s", "curriculum_growth_s", "expert_coef"),
            lambda v: v < 0, ">= 0"),
-    _check_test_fraction, _check_target_kl, _check_choices, _check_heuristic, _check_env_id,
+    _check_test_fraction, _bound(("target_kl",), lambda v: v is not None and v <= 0, "> 0 or null"),
+    _check_choices, _check_heuristic, _check_env_id,
     _bound(("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "num_job_slots",
             "borrow_levels", "eval_windows", "final_windows", "deepsets_hidden",
             "worker_levels", "bc_epochs", "bc_batch_size", "group_size", "vine_states"), lambda v: v < 1, ">= 1"),

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import time
 import zipfile
 from typing import Any, Callable
@@ -50,10 +51,9 @@ from torch import nn
 
 from lyra_agents import vine
 from lyra_agents.config import TrainConfig
-from lyra_agents.experts import ExpertRule
+from lyra_agents.members import GroupSpec, LocalMembers, ProcessMembers, make_member
 from lyra_agents.spaces import model_spaces, observation_widths
 from lyra_agents.trajectory import RESET_SEED_STRIDE, Trajectory, action_masks, expert_action
-from lyra_gym.envs.learner_extras import LearnerExtrasObservation
 from lyra_gym.envs.observation import observation_layout
 
 POLICY_MEMBER, OPTIMIZER_MEMBER, DATA_MEMBER = "policy.pth", "policy.optimizer.pth", "data"
@@ -153,16 +153,6 @@ class ObsStats:
 
 
 # ---------------------------------------------------------------------- the envs
-def make_member(cfg: TrainConfig, kwargs: dict[str, Any]) -> gym.Env:
-    """One training env: learner extras as configured, ``bc_expert`` as its ``expert_action``."""
-    env: gym.Env = gym.make(cfg.env_id, **kwargs)
-    if cfg.observation_extras:
-        env = LearnerExtrasObservation(env)
-    if cfg.bc_expert != "heuristic":
-        env = ExpertRule(env, cfg.bc_expert)
-    return env
-
-
 def group_baseline(group: list[Trajectory]) -> list[np.ndarray]:
     """Each member's baseline per step: the group's mean return-to-go at that step's simulated
     time, each member's curve (its decision times, and 0 at its end) interpolated linearly."""
@@ -191,6 +181,7 @@ class MaskedPPO:
         self.num_timesteps = self.updates = 0
         self.logger: Any = None
         self._envs: dict[tuple[int, int], list[gym.Env]] = {}
+        self._members: LocalMembers | ProcessMembers | None = None
         self.timing = {"reset": 0.0, "env": 0.0, "policy": 0.0, "update": 0.0}  # process time (s) per part
 
     # ----------------------------------------------------------- what the evaluation asks
@@ -246,33 +237,41 @@ class MaskedPPO:
             return np.inf
         return self.cfg.curriculum_start_s + self.cfg.curriculum_growth_s * self.updates
 
-    def collect(self, choose: Callable[[np.ndarray, np.ndarray, list[gym.Env]], tuple]) -> list[list[Trajectory]]:
+    def members(self) -> LocalMembers | ProcessMembers:
+        """Where the rounds' envs run (:mod:`lyra_agents.members`): worker processes with
+        ``vec_env: subproc`` (one per CPU, at most one per member), else this process."""
+        if self._members is None:
+            cfg = self.cfg
+            if cfg.vec_env == "subproc":
+                self._members = ProcessMembers(cfg, min(os.cpu_count() or 1, len(self.slot_kwargs()) * cfg.group_size))
+            else:
+                self._members = LocalMembers(cfg, self.group_members)
+        return self._members
+
+    def collect(self, choose: Callable[[np.ndarray, np.ndarray, list[gym.Env] | None], tuple]
+                ) -> list[list[Trajectory]]:
         """One episode per member of every group, all members stepped together. ``choose(raw_obs,
         masks, envs)`` gives the active members' (actions, log-probabilities, normalised
-        observations); returns ``[group][member]``."""
-        cfg, cap = self.cfg, self.episode_cap_s()
+        observations); ``envs`` are their envs in this process (None with worker processes).
+        Returns ``[group][member]``."""
+        cfg, cap, members = self.cfg, self.episode_cap_s(), self.members()
         seeds = cfg.trace_seeds or [cfg.trace_seed]
-        envs, trajs, obs, starts = [], [], [], []
         t_reset = time.process_time()
-        for slot, kwargs in enumerate(self.slot_kwargs()):
-            members = self.group_members(slot, seeds[(self.updates + slot) % len(seeds)], kwargs)
-            reset_seed = cfg.seed + RESET_SEED_STRIDE * self.updates + slot
-            for env in members:
-                o, info = env.reset(seed=reset_seed)
-                envs.append(env)
-                trajs.append(Trajectory(end_s=info["time_s"]))
-                obs.append(o)
-                starts.append(info["time_s"])
-        active = [i for i, env in enumerate(envs) if not env.unwrapped.done]  # type: ignore[attr-defined]
+        begun = members.reset([GroupSpec(slot, seeds[(self.updates + slot) % len(seeds)], kwargs,
+                                         cfg.seed + RESET_SEED_STRIDE * self.updates + slot)
+                               for slot, kwargs in enumerate(self.slot_kwargs())])
+        trajs = [Trajectory(end_s=b.time_s) for b in begun]
+        obs, masks_of, starts = [b.obs for b in begun], [b.masks for b in begun], [b.time_s for b in begun]
+        active = [i for i, b in enumerate(begun) if not b.done]
         self.timing["reset"] += time.process_time() - t_reset
         while active:
             raw = np.stack([obs[i] for i in active])
-            masks = np.stack([action_masks(envs[i]) for i in active])
+            masks = np.stack([masks_of[i] for i in active])  # type: ignore[misc]  # None only once over
             self.stats.update(raw)
             t0 = time.process_time()
-            actions, logp, normed = choose(raw, masks, [envs[i] for i in active])
+            envs = members.envs(active) if isinstance(members, LocalMembers) else None
+            actions, logp, normed = choose(raw, masks, envs)
             t1 = time.process_time()
-            still = []
             for row, i in enumerate(active):
                 traj = trajs[i]
                 traj.obs.append(normed[row])
@@ -280,11 +279,13 @@ class MaskedPPO:
                 traj.actions.append(actions[row])
                 traj.logp.append(float(logp[row]))
                 traj.times.append(traj.end_s)
-                obs[i], reward, terminated, truncated, info = envs[i].step(actions[row])
-                traj.rewards.append(float(reward))
-                traj.end_s = info["time_s"]
-                if terminated or truncated:
-                    traj.metrics = info.get("final_metrics")
+            still = []
+            for i, out in zip(active, members.step([(i, actions[row]) for row, i in enumerate(active)])):
+                traj, obs[i], masks_of[i] = trajs[i], out.obs, out.masks
+                traj.rewards.append(out.reward)
+                traj.end_s = out.time_s
+                if out.terminated or out.truncated:
+                    traj.metrics = out.metrics
                 elif traj.end_s - starts[i] < cap:
                     still.append(i)
             self.timing["policy"] += t1 - t0
@@ -294,7 +295,7 @@ class MaskedPPO:
         size = cfg.group_size
         return [trajs[g:g + size] for g in range(0, len(trajs), size)]
 
-    def policy_choice(self, raw: np.ndarray, masks: np.ndarray, envs: list[gym.Env]) -> tuple:
+    def policy_choice(self, raw: np.ndarray, masks: np.ndarray, envs: list[gym.Env] | None) -> tuple:
         normed = self.stats.normalize_obs(raw)
         with torch.no_grad():
             actions, logp = self.act(torch.as_tensor(normed, device=self.device),
@@ -520,6 +521,9 @@ class MaskedPPO:
         self.logger.dump(self.num_timesteps)
 
     def close(self) -> None:
+        if self._members is not None:
+            self._members.close()
+            self._members = None
         for members in self._envs.values():
             for env in members:
                 env.close()

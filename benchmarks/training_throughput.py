@@ -3,15 +3,18 @@
     python benchmarks/training_throughput.py --out docs/training-throughput.csv
     python benchmarks/training_throughput.py --label old --append docs/training-throughput.csv  # in an old checkout
 
-Rows (CSV: label, what, config, env_id, steps, cpu_s, steps_per_cpu_s):
+Rows (CSV: label, what, config, env_id, steps, cpu_s, steps_per_cpu_s, wall_s, steps_per_wall_s):
 
 - ``env.step``: the expert's steps (``expert_action()``) on the env of a training config (its env
   settings: knowledge, warm start, scenario trace; resets not counted), process time;
 - ``train``: one collection round and update of the config's algorithm after one warm-up round
   (``maskable_ppo``: SB3's ``learn`` of ``n_envs x n_steps``; ``masked_ppo``: one round of every
-  group), env steps per process-CPU second, everything in the round counted.
+  group; ``2 env processes``: the same with ``vec_env: subproc``, the envs in worker processes,
+  their CPU time counted too), env steps per CPU second and per wall second, everything in the
+  round counted.
 
-Process time, not wall: on a shared machine the wall clock counts other processes. A config or env
+Process time first: on a shared machine the wall clock counts other processes; the wall clock is
+what env processes buy (two cores working at once), so those rows give both. A config or env
 id the checkout does not have (an old commit) is skipped with a line on stderr, so the same script
 measures old and new side by side.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import sys
 import time
 from pathlib import Path
@@ -27,12 +31,14 @@ from typing import Any
 
 import numpy as np
 
+from lyra_gym.outputs import atomic_write_text
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {  # what: the shipped generalist's env settings under each guided id and both algorithms
     "generalist-v1": ("agents/configs/cluster-generalist.yaml", "LyraGym/Cluster-v1"),
     "generalist-v2": ("agents/configs/cluster-v2-pollux-mppo.yaml", "LyraGym/Cluster-v2"),
 }
-COLUMNS = ("label", "what", "config", "env_id", "steps", "cpu_s", "steps_per_cpu_s")
+COLUMNS = ("label", "what", "config", "env_id", "steps", "cpu_s", "steps_per_cpu_s", "wall_s", "steps_per_wall_s")
 
 
 def env_step_rate(config: str, env_id: str, steps: int, seed: int = 0) -> tuple[int, float]:
@@ -59,8 +65,9 @@ def env_step_rate(config: str, env_id: str, steps: int, seed: int = 0) -> tuple[
     return count, cpu
 
 
-def train_rate(config: str, algo: str, overrides: dict[str, Any]) -> tuple[int, float]:
-    """(env steps, CPU s) of one training round of ``config`` after a warm-up round."""
+def train_rate(config: str, algo: str, overrides: dict[str, Any]) -> tuple[int, float, float]:
+    """(env steps, CPU s, wall s) of one training round of ``config`` after a warm-up round; with env
+    worker processes (masked PPO, ``vec_env: subproc``) the CPU time counts theirs too."""
     import torch
 
     from lyra_agents.config import load_train_config
@@ -72,23 +79,34 @@ def train_rate(config: str, algo: str, overrides: dict[str, Any]) -> tuple[int, 
         from lyra_agents.masked_ppo import MaskedPPO
 
         model = MaskedPPO(cfg, "cpu")
+        if cfg.vec_env == "subproc" and not hasattr(model, "members"):
+            raise RuntimeError("this checkout's masked PPO has no env processes")
         model.learn(1)  # one round: the warm-up
-        before, t0 = model.num_timesteps, time.process_time()
+        workers_cpu = getattr(getattr(model, "members", lambda: None)(), "cpu_s", lambda: 0.0)
+        before, t0, w0, c0 = model.num_timesteps, time.process_time(), time.perf_counter(), workers_cpu()
         model.learn(model.num_timesteps + 1)
-        steps, cpu = model.num_timesteps - before, time.process_time() - t0
+        wall = time.perf_counter() - w0
+        steps, cpu = model.num_timesteps - before, time.process_time() - t0 + workers_cpu() - c0
         model.close()
-        return steps, cpu
+        return steps, cpu, wall
     sys.path.insert(0, str(ROOT))
     from train import build_model  # (train.py's own: the envs and model as a run builds them)
 
     venv, model = build_model(cfg, None, None, False)
     round_steps = cfg.n_envs * cfg.n_steps
     model.learn(round_steps)
-    t0 = time.process_time()
+    t0, w0 = time.process_time(), time.perf_counter()
     model.learn(round_steps, reset_num_timesteps=False)
-    cpu = time.process_time() - t0
+    cpu, wall = time.process_time() - t0, time.perf_counter() - w0
     venv.close()
-    return round_steps, cpu
+    return round_steps, cpu, wall
+
+
+MASKED = {"n_envs": 9, "group_size": 4, "curriculum_start_s": 10800.0}
+#: (what, algo, overrides) of the training rows, each on the generalist's v1 config
+TRAIN_ROWS = (("train maskable_ppo", "maskable_ppo", {}),
+              ("train masked_ppo", "masked_ppo", {**MASKED, "vec_env": "dummy"}),
+              ("train masked_ppo, 2 env processes", "masked_ppo", {**MASKED, "vec_env": "subproc"}))
 
 
 def measure(label: str, env_steps: int) -> list[dict[str, Any]]:
@@ -101,16 +119,16 @@ def measure(label: str, env_steps: int) -> list[dict[str, Any]]:
             continue
         rows.append(dict(label=label, what="env.step", config=config, env_id=env_id, steps=steps,
                          cpu_s=round(cpu, 2), steps_per_cpu_s=round(steps / cpu)))
-    for algo, config, overrides in (("maskable_ppo", CONFIGS["generalist-v1"][0], {}),
-                                    ("masked_ppo", CONFIGS["generalist-v1"][0], {"n_envs": 9, "group_size": 4,
-                                                                                 "curriculum_start_s": 10800.0})):
+    config = CONFIGS["generalist-v1"][0]
+    for what, algo, overrides in TRAIN_ROWS:
         try:
-            steps, cpu = train_rate(config, algo, overrides)
+            steps, cpu, wall = train_rate(config, algo, overrides)
         except Exception as err:  # as above
-            print(f"skip train {algo}: {type(err).__name__}: {err}", file=sys.stderr)
+            print(f"skip {what}: {type(err).__name__}: {err}", file=sys.stderr)
             continue
-        rows.append(dict(label=label, what=f"train {algo}", config=config, env_id="LyraGym/Cluster-v1", steps=steps,
-                         cpu_s=round(cpu, 2), steps_per_cpu_s=round(steps / cpu)))
+        rows.append(dict(label=label, what=what, config=config, env_id="LyraGym/Cluster-v1", steps=steps,
+                         cpu_s=round(cpu, 2), steps_per_cpu_s=round(steps / cpu), wall_s=round(wall, 2),
+                         steps_per_wall_s=round(steps / wall)))
     return rows
 
 
@@ -125,22 +143,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.table:
         rows = list(csv.DictReader(args.table.open()))
-        print("| label | what | env | steps | CPU s | steps per CPU-s |\n|---|---|---|---:|---:|---:|")
+        print("| label | what | env | steps | CPU s | steps per CPU-s | steps per wall-s |\n"
+              "|---|---|---|---:|---:|---:|---:|")
         for r in rows:
+            wall = f"{int(r['steps_per_wall_s']):,}" if r.get("steps_per_wall_s") else ""
             print(f"| {r['label']} | {r['what']} | {r['env_id']} | {r['steps']} | {r['cpu_s']} | "
-                  f"{int(r['steps_per_cpu_s']):,} |")
+                  f"{int(r['steps_per_cpu_s']):,} | {wall} |")
         return 0
     rows = measure(args.label, args.env_steps)
     path = args.out or args.append
     for r in rows:
         print(r)
     if path is not None:
-        new = args.out is not None or not path.exists()
-        with path.open("w" if args.out else "a", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=COLUMNS)
-            if new:
-                writer.writeheader()
-            writer.writerows(rows)
+        kept = list(csv.DictReader(path.open(newline=""))) if args.append and path.exists() else []
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=COLUMNS, restval="", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(kept + rows)  # older rows have no wall-clock columns: left empty
+        atomic_write_text(path, text.getvalue())
     return 0
 
 

@@ -1,0 +1,249 @@
+"""Where the envs of a masked-PPO round run: in this process, or spread over worker processes.
+
+:class:`LocalMembers` steps every env here, one after the other (the plain form).
+:class:`ProcessMembers` gives env ``i`` of a round to worker ``i % workers`` (each a process with
+its own copies of the envs, built from the config as here) and steps the workers' shares at the
+same time; the learner waits for all of them, then chooses the next actions. Both answer the same
+calls with the same values: an env's episode depends only on its reset seed and the actions it is
+given, so a run is bit for bit the same either way (``tests/agents/test_members.py``).
+
+The learner (:meth:`lyra_agents.masked_ppo.MaskedPPO.collect`) asks two things:
+
+- :meth:`reset` ``(specs)``: per group a :class:`GroupSpec` (slot, trace seed, env keywords, reset
+  seed); every one of its ``group_size`` members is reset with that seed. One :class:`Start` per
+  member, numbered in that order (the member's index in the round).
+- :meth:`step` ``(moves)``: ``(index, action)`` for the members still playing; one :class:`Outcome`
+  each, in the same order.
+
+Masks come back with each observation (None once an episode is over). :meth:`ProcessMembers.cpu_s`
+gives the workers' CPU time (the learner's own ``time.process_time`` does not count it). With ``vec_env: subproc`` a
+worker's error is re-raised here with its traceback. Worker processes start with ``forkserver``
+where the platform has it (as SB3's ``SubprocVecEnv``), else ``spawn``; they are daemons, closed
+by :meth:`close` (the learner's ``close``) or at exit.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from lyra_agents.config import TrainConfig
+from lyra_agents.experts import ExpertRule
+from lyra_agents.trajectory import action_masks
+from lyra_gym.envs.learner_extras import LearnerExtrasObservation
+
+
+def make_member(cfg: TrainConfig, kwargs: dict[str, Any]) -> gym.Env:
+    """One training env: learner extras as configured, ``bc_expert`` as its ``expert_action``."""
+    env: gym.Env = gym.make(cfg.env_id, **kwargs)
+    if cfg.observation_extras:
+        env = LearnerExtrasObservation(env)
+    if cfg.bc_expert != "heuristic":
+        env = ExpertRule(env, cfg.bc_expert)
+    return env
+
+
+class GroupSpec(NamedTuple):
+    """One group of a round: ``slot`` (scenario) on ``trace_seed``, built with ``kwargs``, reset with ``reset_seed``."""
+
+    slot: int
+    trace_seed: int
+    kwargs: dict[str, Any]
+    reset_seed: int
+
+
+@dataclass
+class Start:
+    """A member after its reset: observation, simulated time (s), whether nothing is left to decide, masks."""
+
+    obs: np.ndarray
+    time_s: float
+    done: bool
+    masks: np.ndarray | None
+
+
+@dataclass
+class Outcome:
+    """A member after one step (``env.step``'s values, the info's time and final metrics, the next masks)."""
+
+    obs: np.ndarray
+    reward: float
+    terminated: bool
+    truncated: bool
+    time_s: float
+    metrics: dict[str, Any] | None
+    masks: np.ndarray | None
+
+
+class _Envs:
+    """The envs one process steps: ``env_of(spec, member)`` gives (builds or reuses) each."""
+
+    def __init__(self, env_of: Callable[[GroupSpec, int], gym.Env]) -> None:
+        self.env_of = env_of
+        self.current: dict[int, gym.Env] = {}  # the round's members by index
+
+    def reset(self, members: Sequence[tuple[int, GroupSpec, int]]) -> list[Start]:
+        """``(index, spec, member)`` each: build or reuse that env and reset it."""
+        self.current = {}
+        starts = []
+        for index, spec, member in members:
+            env = self.current[index] = self.env_of(spec, member)
+            obs, info = env.reset(seed=spec.reset_seed)
+            done = bool(env.unwrapped.done)  # type: ignore[attr-defined]
+            starts.append(Start(obs, float(info["time_s"]), done, None if done else action_masks(env)))
+        return starts
+
+    def step(self, moves: Sequence[tuple[int, np.ndarray]]) -> list[Outcome]:
+        outcomes = []
+        for index, action in moves:
+            env = self.current[index]
+            obs, reward, terminated, truncated, info = env.step(action)
+            over = terminated or truncated
+            outcomes.append(Outcome(obs, float(reward), bool(terminated), bool(truncated), float(info["time_s"]),
+                                    info.get("final_metrics") if over else None,
+                                    None if over else action_masks(env)))
+        return outcomes
+
+
+
+def _member_list(specs: Sequence[GroupSpec], group_size: int) -> list[tuple[int, GroupSpec, int]]:
+    return [(g * group_size + m, spec, m) for g, spec in enumerate(specs) for m in range(group_size)]
+
+
+class LocalMembers:
+    """Every env of the round in this process (module docstring): ``group_members(slot, trace_seed,
+    kwargs)`` gives a group's envs (the learner's own, which its imitation start and the vine use too)."""
+
+    def __init__(self, cfg: TrainConfig, group_members: Callable[[int, int, dict[str, Any]], list[gym.Env]]) -> None:
+        self.group_size = cfg.group_size
+        self._envs = _Envs(lambda spec, m: group_members(spec.slot, spec.trace_seed, spec.kwargs)[m])
+
+    def reset(self, specs: Sequence[GroupSpec]) -> list[Start]:
+        return self._envs.reset(_member_list(specs, self.group_size))
+
+    def step(self, moves: Sequence[tuple[int, np.ndarray]]) -> list[Outcome]:
+        return self._envs.step(moves)
+
+    def envs(self, indices: Sequence[int]) -> list[gym.Env]:
+        """The round's members ``indices`` (a learner's ``choose`` may read them, e.g. their expert)."""
+        return [self._envs.current[i] for i in indices]
+
+    def close(self) -> None:
+        """Nothing to do: the envs are the learner's, closed by it."""
+
+
+def _serve(conn: Any, cfg: TrainConfig) -> None:
+    """A worker: answer ``(command, payload)`` messages until ``close`` (or the pipe closes)."""
+    built: dict[tuple[int, int, int], gym.Env] = {}
+
+    def env_of(spec: GroupSpec, member: int) -> gym.Env:
+        key = (spec.slot, spec.trace_seed, member)
+        if key not in built:
+            built[key] = make_member(cfg, {**spec.kwargs, "trace_seed": spec.trace_seed})
+        return built[key]
+
+    envs = _Envs(env_of)
+    try:
+        while True:
+            try:
+                command, payload = conn.recv()
+            except EOFError:
+                return
+            try:
+                if command == "close":
+                    conn.send(("ok", None))
+                    return
+                if command == "cpu":
+                    conn.send(("ok", [time.process_time()]))
+                    continue
+                conn.send(("ok", envs.reset(payload) if command == "reset" else envs.step(payload)))
+            except Exception:  # sent back whole with its traceback, raised in the learner
+                conn.send(("error", traceback.format_exc()))
+    finally:
+        for env in built.values():
+            env.close()
+        conn.close()
+
+
+class ProcessMembers:
+    """The round's envs spread over ``workers`` processes, member ``i`` on worker ``i % workers``."""
+
+    def __init__(self, cfg: TrainConfig, workers: int) -> None:
+        if workers < 1:
+            raise ValueError(f"workers: must be >= 1, got {workers}")
+        self.group_size = cfg.group_size
+        method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+        context = mp.get_context(method)
+        self._pipes, self._processes = [], []
+        for _ in range(workers):
+            here, there = context.Pipe()
+            process = context.Process(target=_serve, args=(there, cfg), daemon=True)  # type: ignore[attr-defined]
+            process.start()
+            there.close()
+            self._pipes.append(here)
+            self._processes.append(process)
+
+    def _ask(self, command: str, shares: list[list[Any]]) -> list[list[Any]]:
+        """Send each worker its share, then gather every answer (workers with none are not asked)."""
+        asked = [w for w, share in enumerate(shares) if share]
+        for w in asked:
+            try:
+                self._pipes[w].send((command, shares[w]))
+            except OSError:  # BrokenPipeError: the worker is gone
+                raise self._stopped(w) from None
+        answers: list[list[Any]] = [[] for _ in shares]
+        for w in asked:
+            try:
+                status, value = self._pipes[w].recv()
+            except (EOFError, OSError):
+                raise self._stopped(w) from None
+            if status == "error":
+                raise RuntimeError(f"env worker {w} failed:\n{value}")
+            answers[w] = value
+        return answers
+
+    def _stopped(self, w: int) -> RuntimeError:
+        process = self._processes[w]
+        process.join(timeout=1)
+        return RuntimeError(f"env worker {w} (pid {process.pid}) stopped (exit code {process.exitcode})")
+
+    def _merge(self, indices: Sequence[int], answers: list[list[Any]]) -> list[Any]:
+        """The answers back in the order of ``indices`` (worker ``i % workers`` answered for ``i``)."""
+        cursors = [iter(a) for a in answers]
+        return [next(cursors[i % len(answers)]) for i in indices]
+
+    def reset(self, specs: Sequence[GroupSpec]) -> list[Start]:
+        members = _member_list(specs, self.group_size)
+        shares: list[list[Any]] = [[] for _ in self._pipes]
+        for entry in members:
+            shares[entry[0] % len(shares)].append(entry)
+        return self._merge([m[0] for m in members], self._ask("reset", shares))
+
+    def step(self, moves: Sequence[tuple[int, np.ndarray]]) -> list[Outcome]:
+        shares: list[list[Any]] = [[] for _ in self._pipes]
+        for move in moves:
+            shares[move[0] % len(shares)].append(move)
+        return self._merge([m[0] for m in moves], self._ask("step", shares))
+
+    def cpu_s(self) -> float:
+        """The workers' process time so far, together (s): what a round costs beyond this process."""
+        return sum(answer[0] for answer in self._ask("cpu", [[None] for _ in self._pipes]))
+
+    def close(self) -> None:
+        for pipe, process in zip(self._pipes, self._processes):
+            try:
+                pipe.send(("close", None))
+                pipe.recv()
+            except (BrokenPipeError, EOFError, OSError):
+                pass
+            process.join(timeout=10)
+            if process.is_alive():
+                process.terminate()
+            pipe.close()
+        self._pipes, self._processes = [], []
