@@ -263,7 +263,7 @@ class MaskedPPO:
         trajs = [Trajectory(end_s=b.time_s) for b in begun]
         obs, masks_of, starts = [b.obs for b in begun], [b.masks for b in begun], [b.time_s for b in begun]
         active = [i for i, b in enumerate(begun) if not b.done]
-        self.timing["reset"] += time.process_time() - t_reset
+        self.timing["reset"] += time.process_time() - t_reset + members.cpu_last
         while active:
             raw = np.stack([obs[i] for i in active])
             masks = np.stack([masks_of[i] for i in active])  # type: ignore[misc]  # None only once over
@@ -279,8 +279,9 @@ class MaskedPPO:
                 traj.actions.append(actions[row])
                 traj.logp.append(float(logp[row]))
                 traj.times.append(traj.end_s)
-            still = []
-            for i, out in zip(active, members.step([(i, actions[row]) for row, i in enumerate(active)])):
+            still, outcomes = [], members.step([(i, actions[row]) for row, i in enumerate(active)])
+            self.timing["env"] += members.cpu_last  # the worker processes' (0 here)
+            for i, out in zip(active, outcomes):
                 traj, obs[i], masks_of[i] = trajs[i], out.obs, out.masks
                 traj.rewards.append(out.reward)
                 traj.end_s = out.time_s

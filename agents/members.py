@@ -15,8 +15,10 @@ The learner (:meth:`lyra_agents.masked_ppo.MaskedPPO.collect`) asks two things:
 - :meth:`step` ``(moves)``: ``(index, action)`` for the members still playing; one :class:`Outcome`
   each, in the same order.
 
-Masks come back with each observation (None once an episode is over). :meth:`ProcessMembers.cpu_s`
-gives the workers' CPU time (the learner's own ``time.process_time`` does not count it). With ``vec_env: subproc`` a
+Masks come back with each observation (None once an episode is over). ``cpu_last``: the CPU
+seconds the workers spent on the last call, together (0 in this process, where the learner's own
+``time.process_time`` counts them), so the learner's ``time/*_cpu_s`` stay whole; ``cpu_spent``:
+the workers' CPU seconds over every call. With ``vec_env: subproc`` a
 worker's error is re-raised here with its traceback. Worker processes start with ``forkserver``
 where the platform has it (as SB3's ``SubprocVecEnv``), else ``spawn``; they are daemons, closed
 by :meth:`close` (the learner's ``close``) or at exit.
@@ -123,6 +125,7 @@ class LocalMembers:
     def __init__(self, cfg: TrainConfig, group_members: Callable[[int, int, dict[str, Any]], list[gym.Env]]) -> None:
         self.group_size = cfg.group_size
         self._envs = _Envs(lambda spec, m: group_members(spec.slot, spec.trace_seed, spec.kwargs)[m])
+        self.cpu_last = 0.0  # the learner's process time counts these envs' work already
 
     def reset(self, specs: Sequence[GroupSpec]) -> list[Start]:
         return self._envs.reset(_member_list(specs, self.group_size))
@@ -151,6 +154,7 @@ def _serve(conn: Any, cfg: TrainConfig) -> None:
     envs = _Envs(env_of)
     try:
         while True:
+            start = time.process_time()  # waiting costs none: the spent CPU is reading, the work, writing
             try:
                 command, payload = conn.recv()
             except EOFError:
@@ -159,10 +163,8 @@ def _serve(conn: Any, cfg: TrainConfig) -> None:
                 if command == "close":
                     conn.send(("ok", None))
                     return
-                if command == "cpu":
-                    conn.send(("ok", [time.process_time()]))
-                    continue
-                conn.send(("ok", envs.reset(payload) if command == "reset" else envs.step(payload)))
+                answer = envs.reset(payload) if command == "reset" else envs.step(payload)
+                conn.send(("ok", answer, time.process_time() - start))  # (writing this, not counted)
             except Exception:  # sent back whole with its traceback, raised in the learner
                 conn.send(("error", traceback.format_exc()))
     finally:
@@ -178,6 +180,7 @@ class ProcessMembers:
         if workers < 1:
             raise ValueError(f"workers: must be >= 1, got {workers}")
         self.group_size = cfg.group_size
+        self.cpu_last = self.cpu_spent = 0.0  # the workers' CPU s: the last call's, all calls'
         method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
         context = mp.get_context(method)
         self._pipes, self._processes = [], []
@@ -192,6 +195,7 @@ class ProcessMembers:
     def _ask(self, command: str, shares: list[list[Any]]) -> list[list[Any]]:
         """Send each worker its share, then gather every answer (workers with none are not asked)."""
         asked = [w for w, share in enumerate(shares) if share]
+        self.cpu_last = 0.0
         for w in asked:
             try:
                 self._pipes[w].send((command, shares[w]))
@@ -200,12 +204,15 @@ class ProcessMembers:
         answers: list[list[Any]] = [[] for _ in shares]
         for w in asked:
             try:
-                status, value = self._pipes[w].recv()
+                status, value, *spent = self._pipes[w].recv()
             except (EOFError, OSError):
                 raise self._stopped(w) from None
+            cpu = spent[0] if spent else 0.0
             if status == "error":
                 raise RuntimeError(f"env worker {w} failed:\n{value}")
             answers[w] = value
+            self.cpu_last += cpu
+        self.cpu_spent += self.cpu_last
         return answers
 
     def _stopped(self, w: int) -> RuntimeError:
@@ -230,10 +237,6 @@ class ProcessMembers:
         for move in moves:
             shares[move[0] % len(shares)].append(move)
         return self._merge([m[0] for m in moves], self._ask("step", shares))
-
-    def cpu_s(self) -> float:
-        """The workers' process time so far, together (s): what a round costs beyond this process."""
-        return sum(answer[0] for answer in self._ask("cpu", [[None] for _ in self._pipes]))
 
     def close(self) -> None:
         for pipe, process in zip(self._pipes, self._processes):

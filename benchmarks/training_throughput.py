@@ -82,11 +82,13 @@ def train_rate(config: str, algo: str, overrides: dict[str, Any]) -> tuple[int, 
         if cfg.vec_env == "subproc" and not hasattr(model, "members"):
             raise RuntimeError("this checkout's masked PPO has no env processes")
         model.learn(1)  # one round: the warm-up
-        workers_cpu = getattr(getattr(model, "members", lambda: None)(), "cpu_s", lambda: 0.0)
-        before, t0, w0, c0 = model.num_timesteps, time.process_time(), time.perf_counter(), workers_cpu()
+        members = model.members() if hasattr(model, "members") else None
+        workers0 = getattr(members, "cpu_spent", 0.0)  # env processes' CPU (none in this process)
+        before, t0, w0 = model.num_timesteps, time.process_time(), time.perf_counter()
         model.learn(model.num_timesteps + 1)
         wall = time.perf_counter() - w0
-        steps, cpu = model.num_timesteps - before, time.process_time() - t0 + workers_cpu() - c0
+        steps = model.num_timesteps - before
+        cpu = time.process_time() - t0 + getattr(members, "cpu_spent", 0.0) - workers0
         model.close()
         return steps, cpu, wall
     sys.path.insert(0, str(ROOT))

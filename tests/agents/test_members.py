@@ -26,6 +26,9 @@ def run(cfg: TrainConfig) -> tuple[list, dict]:
         model.behaviour_clone()
         first = model.collect(model.policy_choice)
         model.learn(150)  # two more rounds and their updates, trace seeds 1 then 0 again
+        spent = getattr(model.members(), "cpu_spent", None)
+        if spent is not None:  # the workers' CPU is in the learner's env and reset times
+            assert 0 < spent <= model.timing["env"] + model.timing["reset"]
         return first, {k: v.clone() for k, v in model.policy.state_dict().items()}
     finally:
         model.close()
