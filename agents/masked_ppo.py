@@ -24,6 +24,8 @@ What differs from SB3's MaskablePPO (``algo: maskable_ppo``), and why:
   ``trace_seeds[(u + i) % len]``.
 - **Imitation warm start** (:meth:`MaskedPPO.behaviour_clone`): cross-entropy on the expert's
   actions (``bc_expert``, as the SB3 path), before any update.
+- **Envs in processes** (``vec_env: subproc``, :mod:`lyra_agents.members`): a round's members are
+  stepped by worker processes at the same time, the same run bit for bit (not with the vine).
 
 Determinism: weights drawn from ``seed`` (torch's generator forked, nothing global changed),
 actions sampled with the model's own ``torch.Generator``, minibatches from a numpy generator,

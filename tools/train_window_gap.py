@@ -59,17 +59,18 @@ def gap_rows(model_path: str, scenario_name: str, trace_seeds: Sequence[int] | N
     scenario = get_suite(cfg.suite).get(scenario_name)
     scenario = paired.Protocol(trace_seeds=seeds, windows=test).scenario(scenario)
     factories = {"policy": lambda: agent, "expert": paired.reference_factory(paired.EXPERT, cfg)}
+    starts: dict[tuple[str, int, int], float] = {}  # (split, trace seed, window index) -> start (s)
+
+    def recorded(split: str, trace_seed: int, windows: list[Any]) -> list[Any]:
+        starts.update({(split, trace_seed, w.index): w.start_s for w in windows})
+        return windows
+
     by_split = {
-        "train": paired.run_units(factories, scenario, windows_of=lambda ts, trace: train_windows(
-            scenario.sampler(trace), count, seed, ts)),
-        "test": paired.run_units(factories, scenario),
+        "train": paired.run_units(factories, scenario, windows_of=lambda ts, trace: recorded(
+            "train", ts, train_windows(scenario.sampler(trace), count, seed, ts))),
+        "test": paired.run_units(factories, scenario, windows_of=lambda ts, trace: recorded(
+            "test", ts, scenario.test_windows(trace))),
     }
-    starts = {}
-    for ts in seeds:
-        trace = scenario.build_trace(ts)
-        for split, windows in (("train", train_windows(scenario.sampler(trace), count, seed, ts)),
-                               ("test", scenario.test_windows(trace))):
-            starts.update({(split, ts, w.index): w.start_s for w in windows})
     rows = []
     for split, jct in by_split.items():
         for unit, policy in sorted(jct["policy"].items()):
