@@ -20,8 +20,9 @@ seconds the workers spent on the last call, together (0 in this process, where t
 ``time.process_time`` counts them), so the learner's ``time/*_cpu_s`` stay whole; ``cpu_spent``:
 the workers' CPU seconds over every call. With ``vec_env: subproc`` a
 worker's error is re-raised here with its traceback. Worker processes start with ``forkserver``
-where the platform has it (as SB3's ``SubprocVecEnv``), else ``spawn``; they are daemons, closed
-by :meth:`close` (the learner's ``close``) or at exit.
+where the platform has it (as SB3's ``SubprocVecEnv``), else ``spawn``, so a script that trains
+with them needs the ``if __name__ == "__main__":`` guard (``train.py`` has it); they are daemons,
+closed by :meth:`close` (the learner's ``close``) or at exit.
 """
 
 from __future__ import annotations
