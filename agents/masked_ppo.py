@@ -271,8 +271,7 @@ class MaskedPPO:
             masks = np.stack([masks_of[i] for i in active])  # type: ignore[misc]  # None only once over
             self.stats.update(raw)
             t0 = time.process_time()
-            envs = members.envs(active) if isinstance(members, LocalMembers) else None
-            actions, logp, normed = choose(raw, masks, envs)
+            actions, logp, normed = choose(raw, masks, members.envs(active))
             t1 = time.process_time()
             for row, i in enumerate(active):
                 traj = trajs[i]

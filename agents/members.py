@@ -114,7 +114,6 @@ class _Envs:
         return outcomes
 
 
-
 def _member_list(specs: Sequence[GroupSpec], group_size: int) -> list[tuple[int, GroupSpec, int]]:
     return [(g * group_size + m, spec, m) for g, spec in enumerate(specs) for m in range(group_size)]
 
@@ -167,7 +166,7 @@ def _serve(conn: Any, cfg: TrainConfig) -> None:
                 answer = envs.reset(payload) if command == "reset" else envs.step(payload)
                 conn.send(("ok", answer, time.process_time() - start))  # (writing this, not counted)
             except Exception:  # sent back whole with its traceback, raised in the learner
-                conn.send(("error", traceback.format_exc()))
+                conn.send(("error", traceback.format_exc(), 0.0))
     finally:
         for env in built.values():
             env.close()
@@ -205,10 +204,9 @@ class ProcessMembers:
         answers: list[list[Any]] = [[] for _ in shares]
         for w in asked:
             try:
-                status, value, *spent = self._pipes[w].recv()
+                status, value, cpu = self._pipes[w].recv()
             except (EOFError, OSError):
                 raise self._stopped(w) from None
-            cpu = spent[0] if spent else 0.0
             if status == "error":
                 raise RuntimeError(f"env worker {w} failed:\n{value}")
             answers[w] = value
@@ -221,23 +219,24 @@ class ProcessMembers:
         process.join(timeout=1)
         return RuntimeError(f"env worker {w} (pid {process.pid}) stopped (exit code {process.exitcode})")
 
-    def _merge(self, indices: Sequence[int], answers: list[list[Any]]) -> list[Any]:
-        """The answers back in the order of ``indices`` (worker ``i % workers`` answered for ``i``)."""
-        cursors = [iter(a) for a in answers]
-        return [next(cursors[i % len(answers)]) for i in indices]
+    def _round_trip(self, command: str, items: Sequence[tuple]) -> list[Any]:
+        """Each item (its member's index first) to worker ``index % workers``; the answers back in
+        the items' order."""
+        shares: list[list[Any]] = [[] for _ in self._pipes]
+        for item in items:
+            shares[item[0] % len(shares)].append(item)
+        cursors = [iter(answers) for answers in self._ask(command, shares)]
+        return [next(cursors[item[0] % len(cursors)]) for item in items]
 
     def reset(self, specs: Sequence[GroupSpec]) -> list[Start]:
-        members = _member_list(specs, self.group_size)
-        shares: list[list[Any]] = [[] for _ in self._pipes]
-        for entry in members:
-            shares[entry[0] % len(shares)].append(entry)
-        return self._merge([m[0] for m in members], self._ask("reset", shares))
+        return self._round_trip("reset", _member_list(specs, self.group_size))
 
     def step(self, moves: Sequence[tuple[int, np.ndarray]]) -> list[Outcome]:
-        shares: list[list[Any]] = [[] for _ in self._pipes]
-        for move in moves:
-            shares[move[0] % len(shares)].append(move)
-        return self._merge([m[0] for m in moves], self._ask("step", shares))
+        return self._round_trip("step", moves)
+
+    def envs(self, indices: Sequence[int]) -> None:
+        """None: the members' envs live in the workers."""
+        return None
 
     def close(self) -> None:
         for pipe, process in zip(self._pipes, self._processes):
