@@ -1,8 +1,8 @@
 """Whose actions behaviour cloning imitates (``bc_expert``; :mod:`lyra_agents.imitation`).
 
 - ``heuristic`` (default): the env's own ``expert_action()``, the guided heuristic's choice
-  (the env's ``heuristic``: ``lyra``, ``pollux``, ``pollux+loan``, ``tiresias`` or
-  ``tiresias+loan``), which reproduces that heuristic exactly.
+  (the env's ``heuristic``: ``lyra``, ``lyra-backfill``, ``pollux``, ``pollux+loan``,
+  ``tiresias`` or ``tiresias+loan``), which reproduces that heuristic exactly.
 - ``small_first`` (envs with job levels: ``LyraGym/Cluster-v1``, ``LyraGym/Elastic-v1``): queued
   jobs get levels 4..1 by quartile of requested GPUs among the queued job slots, fewest GPUs
   first; every other dimension neutral (the heuristic's own). Found by fixed-policy ablations on

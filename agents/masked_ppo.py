@@ -185,6 +185,8 @@ class MaskedPPO:
         self._envs: dict[tuple[int, int], list[gym.Env]] = {}
         self._members: LocalMembers | ProcessMembers | None = None
         self.timing = {"reset": 0.0, "env": 0.0, "policy": 0.0, "update": 0.0}  # process time (s) per part
+        if cfg.baseline == "vine":  # trunks, replays and branches: env and policy in one
+            self.timing["vine"] = 0.0
 
     # ----------------------------------------------------------- what the evaluation asks
     def get_vec_normalize_env(self) -> ObsStats:
@@ -484,7 +486,9 @@ class MaskedPPO:
             if callback is not None:
                 callback.on_rollout_start()
             if self.cfg.baseline == "vine":
+                t0 = time.process_time()
                 batch, episodes = vine.collect(self)
+                self.timing["vine"] += time.process_time() - t0
             else:
                 groups = self.collect(self.policy_choice)
                 episodes = [t for g in groups for t in g]

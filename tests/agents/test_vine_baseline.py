@@ -146,6 +146,8 @@ def test_learn_with_vine_updates_the_policy_and_counts_every_env_step():
     before = [p.detach().clone() for p in model.policy.parameters()]
     model.learn(1)
     assert model.updates == 1 and model.num_timesteps > 100  # trunk + replays + branches
+    # the process time of that collection is logged (time/vine_cpu_s), not lost from the parts
+    assert model.timing["vine"] > model.timing["update"] > 0 and model.timing["env"] == 0.0
     assert any(not torch.equal(a, b) for a, b in zip(before, model.policy.parameters()))
     model.close()
 

@@ -1,4 +1,4 @@
-"""Pollux and Tiresias (and their +loan variants) as the guided heuristic of the LyraGym envs and as
+"""Pollux and Tiresias (and their +loan variants; lyra-backfill too) as the guided heuristic of the LyraGym envs and as
 the imitation expert (issue 38 item 2): the neutral action reproduces each heuristic's own run bit
 for bit, and each lever of :class:`~lyra_gym.sim.scheduler.Guidance` acts."""
 
@@ -33,7 +33,7 @@ def expert_episode(env, seed=None, options=None):
 
 
 @pytest.mark.parametrize("env_id", ["LyraGym/Cluster-v1", "LyraGym/Cluster-v2"])
-@pytest.mark.parametrize("heuristic", PEERS)
+@pytest.mark.parametrize("heuristic", (*PEERS, "lyra-backfill"))
 @pytest.mark.parametrize("seed, options", [(7, None), (None, {"split": "test", "window": 0})])
 @pytest.mark.sample(4)
 def test_expert_action_reproduces_the_heuristic(env_id, heuristic, seed, options):
