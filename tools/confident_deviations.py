@@ -66,11 +66,11 @@ def gated_scheduler(path: str, margin: float) -> Any:
             self.deviations += int((action != self._neutral).sum())
             return action
 
-    agent = load_policy_scheduler(path, name="policy")
-    if agent.config.algo != "masked_ppo" or not agent.levers:
-        raise ValueError(f"{path}: a -v2 masked_ppo run expected (algo {agent.config.algo}, env {agent.config.env_id})")
-    agent.__class__ = GatedPolicy
-    return agent
+    loaded = load_policy_scheduler(path, name="policy")
+    cfg = loaded.config
+    if cfg.algo != "masked_ppo" or not loaded.levers:
+        raise ValueError(f"{path}: a -v2 masked_ppo run expected (algo {cfg.algo}, env {cfg.env_id})")
+    return GatedPolicy(loaded.model, loaded.config, loaded.normalizer, name="policy")
 
 
 def deviation_rows(model_path: str, scenario_name: str, margins: Sequence[float], trace_seeds: int,
