@@ -268,20 +268,20 @@ class PolluxScheduler(Scheduler):
         own batch. Read-only arrays, cached per (model, initial batch, progress part, servers)."""
         adaptive = view.scaling == "adaptive"
         part = job.progress_part  # the true part: Pollux measures its gradient statistics as it trains
-        key = (job.spec.model, job.init_batch, part, gpu_type, gpus_per_server)
+        key = (job.request.model, job.init_batch, part, gpu_type, gpus_per_server)
         cached = self._goodputs.get(key)
         if cached is not None and len(cached[0]) >= hi:
             return cached
-        size = max(hi, 2 * job.spec.num_gpus)
+        size = max(hi, 2 * job.request.num_gpus)
         goodput, batches = np.empty(size), np.empty(size)
-        model = view.profiles.model(job.spec.model)
+        model = view.profiles.model(job.request.model)
         cap = model.max_local_batch
         limits = None
-        if adaptive and self.batch_range == "application" and job.spec.model not in self.fixed_batch_models:
+        if adaptive and self.batch_range == "application" and job.request.model not in self.fixed_batch_models:
             limits = view.batch_range(job)
         for x in range(1, size + 1):
             if adaptive:
-                if job.spec.model in self.fixed_batch_models:
+                if job.request.model in self.fixed_batch_models:
                     candidates = [job.init_batch]
                 elif limits is None:
                     candidates = batch_candidates(job.init_batch, x, cap)
@@ -300,12 +300,13 @@ class PolluxScheduler(Scheduler):
         """Speed-ups of ``job`` at ``lo..hi`` GPUs: the engine's goodput over the goodput at the
         :attr:`speedup_base` allocation (``fair-share``: ``fair_share`` GPUs, clipped to the job's
         range; ``request``: its requested GPUs on the first training server's type)."""
-        goodput, _ = self.goodputs(view, job, max(hi, job.spec.max_gpus), gpu_type, gpus_per_server)
+        request = job.request
+        goodput, _ = self.goodputs(view, job, max(hi, request.max_gpus), gpu_type, gpus_per_server)
         if self.speedup_base == "fair-share":
-            base = goodput[min(max(fair_share, 1), job.spec.max_gpus) - 1]
+            base = goodput[min(max(fair_share, 1), request.max_gpus) - 1]
         else:
             ref = view.servers[view.training_server_ids[0]]
-            base = self.goodputs(view, job, job.spec.num_gpus, ref.gpu_type, ref.num_gpus)[0][job.spec.num_gpus - 1]
+            base = self.goodputs(view, job, request.num_gpus, ref.gpu_type, ref.num_gpus)[0][request.num_gpus - 1]
         return goodput[lo - 1:hi] / base
 
     # --- the policy ---------------------------------------------------------------------
@@ -338,7 +339,7 @@ class PolluxScheduler(Scheduler):
     def _size_and_place(self, view: ClusterView, plan: Plan, free: list[int], pool: Pool, levels: Levels) -> None:
         """Size the pool's elastic jobs (:meth:`_sizes`), free the GPUs of those whose count changes,
         and place them with the newly started inelastic jobs (:meth:`_place`)."""
-        changed = [(job, job.spec.num_gpus) for job in pool.started]
+        changed = [(job, job.request.num_gpus) for job in pool.started]
         for (job, count, _), x in zip(pool.elastic, self._sizes(view, pool, levels)):
             if x != count:
                 changed.append((job, x))
@@ -350,10 +351,10 @@ class PolluxScheduler(Scheduler):
         """GPU counts of the pool's elastic jobs, given its ``spare`` GPUs beyond their minimums;
         ``levels`` weight the jobs' terms (level 0: held at its minimum)."""
         if pool.spare == 0:
-            return [job.spec.min_gpus for job, _, _ in pool.elastic]
+            return [job.request.min_gpus for job, _, _ in pool.elastic]
         options = []
         for job, _, current in pool.elastic:
-            spec = job.spec
+            spec = job.request
             lo = spec.min_gpus
             hi = lo if levels.active and levels.level(job.id) == 0 else min(spec.max_gpus, lo + pool.spare)
             if self.assumed_efficiency:

@@ -25,7 +25,7 @@ Spanning = list[tuple[JobView, list[tuple[Pool, int]]]]
 
 def minimum(job: JobView) -> int:
     """GPUs a job needs to run: ``min_gpus`` if elastic, else ``num_gpus``."""
-    spec = job.spec
+    spec = job.request
     return spec.min_gpus if spec.elastic else spec.num_gpus
 
 
@@ -61,7 +61,7 @@ def admit_running(view: ClusterView, allocations: Mapping[str, Mapping[int, int]
         pool = pool_of[next(iter(alloc))]
         if any(pool_of[sid] is not pool for sid in alloc):
             continue  # spans pools (a spanning job, or not made by this policy): left as it is
-        spec = job.spec
+        spec = job.request
         if not spec.elastic:
             pool.fixed.append(job)
         else:
@@ -109,7 +109,7 @@ def admit_in_order(view: ClusterView, pools: list[Pool], dropped: Sequence[JobVi
                 break
             continue
         pool.spare -= need
-        if job.spec.elastic:
+        if job.request.elastic:
             pool.elastic.append((job, 0, None))
         else:
             pool.started.append(job)
@@ -192,7 +192,7 @@ def admit_most(view: ClusterView, pools: list[Pool], allocations: dict, free: li
             pool.fixed = [job for job in pool.fixed if job.id not in gone]
         for job in [j for j in queued if j.id in admitted]:  # in Pollux's order
             pool.spare -= need[job.id]
-            if job.spec.elastic:
+            if job.request.elastic:
                 pool.elastic.append((job, 0, None))
             else:
                 pool.started.append(job)

@@ -42,7 +42,7 @@ def lever_slots(view: ClusterView, k: int) -> tuple[list[JobView], SlotCounts, i
     elastic: list[JobView] = []
     inelastic: list[JobView] = []
     for job in view.running_jobs():
-        (elastic if job.spec.elastic else inelastic).append(job)
+        (elastic if job.request.elastic else inelastic).append(job)
     num_running = len(elastic) + len(inelastic)
     shown_running = min(num_running, k)
     room = k - shown_running

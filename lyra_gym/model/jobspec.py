@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from lyra_gym.errors import LyraGymError, shown
 
@@ -177,6 +178,26 @@ class JobSpec:
             if b < ng:
                 raise JobSpecError("batch_size", f"{b} samples is fewer than num_gpus ({ng}): each of "
                                                  f"the job's workers needs at least one sample per step")
+
+
+    def request(self) -> JobRequest:
+        """What the job asks for, without its duration (:class:`JobRequest`)."""
+        return JobRequest(self.job_id, self.submit_time, self.num_gpus, self.model, self.elastic,
+                          self.min_gpus, self.max_gpus, self.batch_size)
+
+
+class JobRequest(NamedTuple):
+    """A :class:`JobSpec`'s fields but ``duration``: what a scheduler may read of a job under every
+    knowledge mode without asking the knowledge (``JobView.request``)."""
+
+    job_id: str
+    submit_time: float
+    num_gpus: int
+    model: str
+    elastic: bool
+    min_gpus: int
+    max_gpus: int
+    batch_size: int | None
 
 
 # --------------------------------------------------------------------------- loading

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Collection, Iterable, Iterator, Mapping, Proto
 import numpy as np
 
 from lyra_gym.model.jobs import Job, JobState
-from lyra_gym.model.jobspec import JobSpec
+from lyra_gym.model.jobspec import JobRequest, JobSpec
 from lyra_gym.model.scaling import progress_bin
 from lyra_gym.sim.cluster import Pool, Server
 from lyra_gym.sim.plan import Plan, current_plan
@@ -84,17 +84,20 @@ class EngineState(Protocol):
 class JobView:
     """Read-only view of one job. Times in seconds, work in samples."""
 
-    # spec, id and index never change: plain slots (read at C speed), set once; the view refuses writes
-    __slots__ = ("_job", "_engine", "spec", "id", "index")
+    # spec, id, index and request never change: plain slots (read at C speed), set once; the view
+    # refuses writes. request: the record without its duration (JobRequest), for the fields that
+    # never change (model, GPUs, elasticity, submit time) without a KnownJobView.spec's work
+    __slots__ = ("_job", "_engine", "spec", "id", "index", "request")
     _job: Job
     _engine: EngineState
     spec: JobSpec
     id: str
     index: int
+    request: JobRequest
 
     def __init__(self, job: Job, engine: EngineState) -> None:
         for name, value in (("_job", job), ("_engine", engine), ("spec", job.spec), ("id", job.spec.job_id),
-                            ("index", job.index)):
+                            ("index", job.index), ("request", job.spec.request())):
             object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -104,7 +107,7 @@ class JobView:
         raise AttributeError(f"JobView is read-only (can't delete {name!r})")
 
     def __reduce__(self):  # state set after creation: a job and its view refer to each other
-        return (_bare_job_view, (), (self._job, self._engine, self.spec, self.id, self.index))
+        return (_bare_job_view, (), (self._job, self._engine, self.spec, self.id, self.index, self.request))
 
     def __setstate__(self, state: tuple) -> None:
         for name, value in zip(JobView.__slots__, state):
@@ -268,14 +271,15 @@ class KnownJobView(JobView):
 
     def __init__(self, job: Job, engine: EngineState, knowledge: Knowledge) -> None:
         for name, value in (("_job", job), ("_engine", engine), ("id", job.spec.job_id), ("index", job.index),
-                            ("_know", knowledge), ("_shown", None), ("_shown_key", None)):
+                            ("_know", knowledge), ("_shown", None), ("_shown_key", None),
+                            ("request", job.spec.request())):
             object.__setattr__(self, name, value)
 
     def __reduce__(self):  # state set after creation: a job and its view refer to each other
-        return (_bare_known_view, (), (self._job, self._engine, self.id, self.index, self._know))
+        return (_bare_known_view, (), (self._job, self._engine, self.id, self.index, self._know, self.request))
 
     def __setstate__(self, state: tuple) -> None:
-        for name, value in zip(("_job", "_engine", "id", "index", "_know"), state):
+        for name, value in zip(("_job", "_engine", "id", "index", "_know", "request"), state):
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_shown", None)
         object.__setattr__(self, "_shown_key", None)

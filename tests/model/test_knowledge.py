@@ -143,7 +143,10 @@ def test_estimate_view_never_exposes_the_truth():
                "overhead_until", "init_batch", "batch_size", "attained_gpu_s", "waiting_s", "rate",
                "progress_part", "progress_part_at", "statistical_efficiency", "reference_rate", "lost_run_s",
                "goodput", "goodputs", "finish_time",
+               "request",  # the record's fields but its duration (asserted below)
                "completed_duration"}  # the trace's duration, once the job has finished (None before)
+    assert "duration" not in a.request._fields and a.request == tuple(
+        getattr(record.spec, f) for f in a.request._fields)
     public = {n for n in dir(KnownJobView) if not n.startswith("_")}
     assert public == set(checked) | neutral
     assert {n for n in dir(JobView) if not n.startswith("_")} == public
