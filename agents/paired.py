@@ -139,6 +139,14 @@ def paired_interval(ratios: Sequence[float] | np.ndarray, statistic: str = "iqm"
     return point, float(low), float(high)
 
 
+def interval_cells(ratios: Sequence[float] | np.ndarray) -> tuple[str, str]:
+    """``"point [low, high]"`` of the IQM and of the mean of ``ratios`` (:func:`paired_interval`,
+    seed 0), for the tools' Markdown tables."""
+    iqm_cell, mean_cell = (f"{point:.3f} [{low:.3f}, {high:.3f}]"
+                           for point, low, high in (paired_interval(ratios, s) for s in ("iqm", "mean")))
+    return iqm_cell, mean_cell
+
+
 def compare(jct: Mapping[str, Mapping[Unit, float]], agent: str, references: Sequence[str],
             statistic: str = "iqm", reps: int = 10_000, seed: int = 0) -> list[Paired]:
     """:class:`Paired` of ``agent`` against each of ``references``, from per-unit mean JCTs

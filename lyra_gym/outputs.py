@@ -24,7 +24,9 @@ simulate, compare, sweep, trace generate/convert, ``lyra_agents.export``,
 
 from __future__ import annotations
 
+import csv
 import fnmatch
+import io
 import os
 import re
 import secrets
@@ -32,7 +34,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from filelock import FileLock, Timeout
 
@@ -282,6 +284,17 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(text)
     return Path(path)
+
+
+def atomic_write_csv(path: str | os.PathLike[str], columns: Sequence[str],
+                     rows: Iterable[Mapping[str, Any]]) -> Path:
+    """Write ``rows`` (dicts keyed by ``columns``) as a CSV with a header to ``path`` atomically
+    (:func:`atomic_write_text`; ``\\n`` line ends); returns the path."""
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(columns), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return atomic_write_text(path, text.getvalue())
 
 
 def owned_names(*patterns: str) -> Callable[[Path], bool]:

@@ -111,7 +111,7 @@ def deviation_rows(model_path: str, scenario_name: str, margins: Sequence[float]
 
 def table(path: Path) -> str:
     """The Markdown table of a CSV this tool wrote: per margin, IQM and mean of the ratio."""
-    from lyra_agents.paired import paired_interval
+    from lyra_agents.paired import interval_cells
 
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -120,10 +120,7 @@ def table(path: Path) -> str:
     for margin in sorted({float(r["margin"]) for r in rows}):
         chosen = [r for r in rows if float(r["margin"]) == margin]
         ratios = np.array([float(r["ratio"]) for r in chosen])
-        cells = []
-        for statistic in ("iqm", "mean"):
-            point, low, high = paired_interval(ratios, statistic)
-            cells.append(f"{point:.3f} [{low:.3f}, {high:.3f}]")
+        cells = interval_cells(ratios)
         deviations = np.mean([int(r["deviations"]) for r in chosen])
         lines.append(f"| {margin:g} | {len(ratios)} | {deviations:.1f} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines)
@@ -154,15 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = deviation_rows(args.path, args.scenario, margins, args.trace_seeds, args.windows)
     except (ValueError, KeyError, FileNotFoundError) as exc:
         parser.error(str(exc))
-    import io
+    from lyra_gym.outputs import atomic_write_csv
 
-    from lyra_gym.outputs import atomic_write_text
-
-    text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    atomic_write_text(args.out, text.getvalue())
+    atomic_write_csv(args.out, COLUMNS, rows)
     print(table(args.out))
     return 0
 

@@ -83,7 +83,7 @@ def gap_rows(model_path: str, scenario_name: str, trace_seeds: Sequence[int] | N
 
 def table(path: Path) -> str:
     """The Markdown table of a CSV this tool wrote: per split, IQM and mean of the ratio."""
-    from lyra_agents.paired import paired_interval
+    from lyra_agents.paired import interval_cells
 
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -92,10 +92,7 @@ def table(path: Path) -> str:
         ratios = np.array([float(r["ratio"]) for r in rows if r["split"] == split])
         if len(ratios) == 0:
             continue
-        cells = []
-        for statistic in ("iqm", "mean"):
-            point, low, high = paired_interval(ratios, statistic)
-            cells.append(f"{point:.3f} [{low:.3f}, {high:.3f}]")
+        cells = interval_cells(ratios)
         lines.append(f"| {split} | {len(ratios)} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines)
 
@@ -124,15 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = gap_rows(args.path, args.scenario, seeds, args.train_windows, args.test_windows, args.seed)
     except (ValueError, KeyError, FileNotFoundError) as exc:
         parser.error(str(exc))
-    import io
+    from lyra_gym.outputs import atomic_write_csv
 
-    from lyra_gym.outputs import atomic_write_text
-
-    text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    atomic_write_text(args.out, text.getvalue())
+    atomic_write_csv(args.out, COLUMNS, rows)
     print(table(args.out))
     return 0
 

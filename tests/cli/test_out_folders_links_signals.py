@@ -430,3 +430,12 @@ def test_a_sweep_runs_folder_that_is_a_symbolic_link_is_refused(tmp_path, capsys
     assert code == 2
     assert "sweep_runs is a symbolic link" in capsys.readouterr().err
     assert (other / "run-0.json").read_text() == "{}"
+
+
+def test_atomic_write_csv_writes_the_header_and_rows_whole_and_leaves_no_temporary(tmp_path):
+    from lyra_gym.outputs import atomic_write_csv
+
+    folder = tmp_path / "out"  # made by the write
+    path = atomic_write_csv(folder / "rows.csv", ("a", "b"), [{"a": 1, "b": "x,y"}, {"a": 2.5, "b": ""}])
+    assert path.read_text() == 'a,b\n1,"x,y"\n2.5,\n'
+    assert [p.name for p in folder.iterdir()] == ["rows.csv"]
