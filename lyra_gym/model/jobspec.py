@@ -179,7 +179,6 @@ class JobSpec:
                 raise JobSpecError("batch_size", f"{b} samples is fewer than num_gpus ({ng}): each of "
                                                  f"the job's workers needs at least one sample per step")
 
-
     def request(self) -> JobRequest:
         """What the job asks for, without its duration (:class:`JobRequest`)."""
         return JobRequest(self.job_id, self.submit_time, self.num_gpus, self.model, self.elastic,
