@@ -1,0 +1,398 @@
+"""Policy search over a linear preemption rule on ``-v2`` envs (issue 38): the cross-entropy method.
+
+    python -m lyra_agents.preempt_search search --config agents/configs/cluster-v2-preempt-search.yaml --out DIR
+    python -m lyra_agents.preempt_search evaluate DIR/rule.json --scenarios overload --trace-seeds 9 --windows 3 \
+        --baselines lyra,lyra-backfill,pollux+loan --json FILE
+
+**The policy** reads the observation and the masks only. Every dimension takes the guide's own
+(neutral) value, except one: among the running job slots where PREEMPT is valid, the one of highest
+score ``s_j = w . phi_j + bias`` is preempted if ``s_j > 0`` and some job slot is queued. Its
+features (:data:`FEATURES`; observation version 2, :mod:`lyra_gym.envs.observation`):
+
+- ``remaining_gap``: its ``remaining_est`` minus the least ``remaining_est`` of the queued slots
+  (log-times: how many times longer it would run than the shortest waiting job);
+- ``attained_service``, ``preempt_cost``, ``preemptions``, ``workers``: the slot's own features.
+
+So ``w = (1, 0, 0, 0, 0)``, ``bias = -log-time ratio`` is "preempt the longest running job when a
+job that much shorter waits" (shortest remaining first, as SRPT); ``bias`` very negative is the
+guide itself. The form is a choice (an assumption, found by asking which of the heuristics' levers
+the learned networks misuse: they preempt without choosing whom); the five weights and the bias are
+learned.
+
+**The search** (cross-entropy method: Rubinstein and Kroese, 2004; with added noise as Szita and
+Lorincz, Neural Computation 2006) keeps a Gaussian over the six parameters. Each generation draws
+``population`` of them, plays each on the same ``windows`` training episodes (common random
+numbers: the same reset seeds and traces, drawn anew each generation from the config's training
+``trace_seeds`` and its ``scenarios``), and moves the mean and standard deviation to the best
+``elite`` of them (highest mean return), plus ``noise``. The rule written is the final mean. The env
+is the config's (its ``reward``: the return it would train a network on), played in ``workers``
+processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+FEATURES = ("remaining_gap", "attained_service", "preempt_cost", "preemptions", "workers")
+RULE_FORMAT = "lyra-gym preempt rule 1"
+#: the observation features a rule reads per job slot
+_SLOT_FEATURES = ("present", "queued", "remaining_est", "attained_service", "preempt_cost", "preemptions", "workers")
+
+
+class RuleError(ValueError):
+    """A bad rule file or search setting; the message names the field or file."""
+
+
+@dataclass(frozen=True)
+class PreemptRule:
+    """``weights`` (one per :data:`FEATURES`) and ``bias`` of the score (module docstring)."""
+
+    weights: tuple[float, ...]
+    bias: float
+
+    @classmethod
+    def from_vector(cls, theta: Sequence[float] | np.ndarray) -> PreemptRule:
+        return cls(tuple(float(v) for v in theta[:-1]), float(theta[-1]))
+
+    def vector(self) -> np.ndarray:
+        return np.array([*self.weights, self.bias])
+
+
+class RuleLayout:
+    """Where a ``-v2`` env's observation keeps each slot's features, and its neutral action.
+
+    :param codec: the env's :class:`~lyra_gym.envs.levers.LeverCodec`.
+    :param names: the observation's entry names (``ObservationBuilder.names``)."""
+
+    def __init__(self, codec: Any, names: Sequence[str]) -> None:
+        if not getattr(codec, "controls_jobs", False) or not hasattr(codec, "offsets"):
+            raise RuleError("env: a preemption rule needs a -v2 env with job slots (LyraGym/Cluster-v2)")
+        self.codec, self.k = codec, codec.k
+        first = {name.split(".", 1)[1]: i for i, name in enumerate(names) if name.startswith("job[0].")}
+        self.width = sum(1 for name in names if name.startswith("job[0]."))
+        self.columns = [first[f] for f in _SLOT_FEATURES]
+        self.starts = np.asarray(codec.offsets[:self.k], dtype=np.int64)  # each job dimension's first mask entry
+
+    def slots(self, obs: np.ndarray) -> np.ndarray:
+        """(K, 7) array of :data:`_SLOT_FEATURES` per job slot."""
+        return np.asarray(obs[:self.k * self.width], dtype=np.float64).reshape(self.k, self.width)[:, self.columns]
+
+
+def rule_action(rule: PreemptRule, layout: RuleLayout, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """The rule's action for one observation and its flat masks (module docstring)."""
+    from lyra_gym.envs.levers import PREEMPT
+
+    rows = layout.slots(obs)
+    present, queued = rows[:, 0] > 0.5, rows[:, 1] > 0.5
+    action = layout.codec.neutral(range(int(present.sum())))
+    preemptable = np.flatnonzero(present & ~queued & np.asarray(masks)[layout.starts + PREEMPT].astype(bool))
+    waiting = present & queued
+    if preemptable.size == 0 or not waiting.any():
+        return action
+    phi = rows[preemptable, 2:].copy()  # remaining_est, attained_service, preempt_cost, preemptions, workers
+    phi[:, 0] -= rows[waiting, 2].min()
+    scores = phi @ np.asarray(rule.weights) + rule.bias
+    best = int(np.argmax(scores))  # the first of equal scores
+    if scores[best] > 0:
+        action[preemptable[best]] = PREEMPT
+    return action
+
+
+def episode_return(env: Any, rule: PreemptRule, layout: RuleLayout, reset_seed: int) -> tuple[float, int]:
+    """(return, steps) of one episode of ``env`` (a bare ``-v2`` env) from ``reset_seed`` under ``rule``."""
+    obs, _ = env.reset(seed=reset_seed)
+    total, steps, done = 0.0, 0, False
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(rule_action(rule, layout, obs, env.action_masks()))
+        total += float(reward)
+        steps += 1
+        done = terminated or truncated
+    return total, steps
+
+
+# ---------------------------------------------------------------------------------------------- search
+_ENVS: dict[tuple[int, int], Any] = {}  # per process: (scenario slot, trace seed) -> env
+_SETTINGS: list[dict[str, Any]] = []
+
+
+def _set_up(settings: list[dict[str, Any]]) -> None:
+    _ENVS.clear()
+    _SETTINGS[:] = settings
+
+
+def _play(job: tuple[np.ndarray, Sequence[tuple[int, int, int]]]) -> tuple[float, int]:
+    """(mean return, env steps) of the rule ``theta`` over episodes ``(scenario slot, trace seed, reset seed)``."""
+    import gymnasium as gym
+
+    theta, episodes = job
+    env: Any
+    rule, total, steps = PreemptRule.from_vector(theta), 0.0, 0
+    for slot, trace_seed, reset_seed in episodes:
+        env = _ENVS.get((slot, trace_seed))
+        if env is None:
+            env = _ENVS[slot, trace_seed] = gym.make(**{**_SETTINGS[slot], "trace_seed": trace_seed}).unwrapped
+        ret, played = episode_return(env, rule, RuleLayout(env.codec, env.builder.names), reset_seed)
+        total, steps = total + ret, steps + played
+    return total / len(episodes), steps
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The cross-entropy method's settings (module docstring); ``seed`` draws everything."""
+
+    generations: int = 8
+    population: int = 12
+    elite: int = 3
+    windows: int = 8
+    noise: float = 0.05
+    init_std: float = 1.0
+    init_bias: float = -1.0
+    workers: int = 2
+    seed: int = 0
+
+    def check(self) -> None:
+        for name in ("generations", "population", "elite", "windows", "workers"):
+            if getattr(self, name) < 1:
+                raise RuleError(f"--{name}: must be >= 1, got {getattr(self, name)}")
+        if self.elite > self.population:
+            raise RuleError(f"--elite: must be <= --population ({self.population}), got {self.elite}")
+        for name in ("noise", "init_std"):
+            if not math.isfinite(getattr(self, name)) or getattr(self, name) < 0:
+                raise RuleError(f"--{name}: must be finite and >= 0, got {getattr(self, name)}")
+
+
+def cem(fitness: Any, dims: int, settings: SearchSettings, init_mean: np.ndarray, episodes_of: Any,
+        report: Any = None) -> tuple[np.ndarray, list[dict[str, float]]]:
+    """The cross-entropy method (module docstring) on ``fitness(list of (theta, episodes))`` ->
+    mean returns (the mean's and the guide's too: a rule that never preempts, on the same
+    episodes, for reference); ``episodes_of(rng)`` draws a generation's episodes; ``report(row)`` hears each
+    generation's row. (final mean, a row per generation)."""
+    rng = np.random.default_rng(settings.seed)
+    guide = np.zeros(dims)
+    guide[-1] = -1.0  # scores -1 everywhere: never preempts (the guide's own run)
+    mean, std = np.asarray(init_mean, dtype=np.float64).copy(), np.full(dims, settings.init_std)
+    rows = []
+    for generation in range(settings.generations):
+        episodes = episodes_of(rng)
+        thetas = mean + std * rng.standard_normal((settings.population, dims))
+        scores = np.asarray(fitness([(t, episodes) for t in [mean, guide, *thetas]]), dtype=np.float64)
+        elite = thetas[np.argsort(-scores[2:], kind="stable")[:settings.elite]]
+        rows.append({"generation": generation, "mean_return": float(scores[0]), "guide_return": float(scores[1]),
+                     "population_return": float(scores[2:].mean()),
+                     "elite_return": float(np.sort(scores[2:])[-settings.elite:].mean()),
+                     **{f"mean_{n}": float(v) for n, v in zip((*FEATURES, "bias"), mean)}})
+        if report is not None:
+            report(rows[-1])
+        mean, std = elite.mean(axis=0), elite.std(axis=0) + settings.noise
+    return mean, rows
+
+
+def search(config_path: str, settings: SearchSettings, scenario: str | None = None, report: Any = None
+           ) -> tuple[PreemptRule, list[dict[str, float]], Any]:
+    """The rule the search finds on ``config_path``'s env (``scenario``: only that one of its
+    ``scenarios``), the per-generation rows, and the config."""
+    from lyra_agents.config import load_train_config
+    from lyra_agents.vec_envs import env_kwargs_of
+
+    settings.check()
+    cfg = load_train_config(config_path)
+    if not cfg.env_id.endswith("Cluster-v2"):
+        raise RuleError(f"env_id: a preemption rule needs LyraGym/Cluster-v2, got {cfg.env_id!r}")
+    if scenario is not None:
+        if scenario not in cfg.scenarios:
+            raise RuleError(f"--scenario: {scenario!r} is not one of the config's scenarios "
+                            f"({', '.join(cfg.scenarios)})")
+        cfg = cfg.replace(scenarios=[scenario], n_envs=1)
+    slots = [{"id": cfg.env_id, **kw} for kw in {json.dumps(k, sort_keys=True, default=str): k
+                                                 for k in env_kwargs_of(cfg)}.values()]
+    trace_seeds = list(cfg.trace_seeds or [cfg.trace_seed])
+
+    def episodes_of(rng: np.random.Generator) -> list[tuple[int, int, int]]:
+        return [(int(rng.integers(len(slots))), int(trace_seeds[rng.integers(len(trace_seeds))]),
+                 int(rng.integers(2**31))) for _ in range(settings.windows)]
+
+    init = np.zeros(len(FEATURES) + 1)
+    init[-1] = settings.init_bias
+    steps = [0]  # env steps so far (every candidate's episodes: what the search paid for)
+
+    def played(results: list[tuple[float, int]]) -> list[float]:
+        steps[0] += sum(n for _, n in results)
+        return [r for r, _ in results]
+
+    def counted(row: dict[str, float]) -> None:
+        row["env_steps"] = steps[0]
+        if report is not None:
+            report(row)
+
+    if settings.workers > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(settings.workers, _set_up, (slots,)) as pool:
+            mean, rows = cem(lambda jobs: played(pool.map(_play, jobs, chunksize=1)), len(init), settings, init,
+                             episodes_of, counted)
+    else:
+        _set_up(slots)
+        mean, rows = cem(lambda jobs: played([_play(j) for j in jobs]), len(init), settings, init, episodes_of,
+                         counted)
+    return PreemptRule.from_vector(mean), rows, cfg
+
+
+# ------------------------------------------------------------------------------------------- rule files
+def rule_json(rule: PreemptRule, config_path: str, settings: SearchSettings) -> str:
+    return json.dumps({"format": RULE_FORMAT, "features": list(FEATURES), "weights": list(rule.weights),
+                       "bias": rule.bias, "config": str(Path(config_path).resolve()),
+                       "search": settings.__dict__}, indent=2) + "\n"
+
+
+def load_rule(path: str | Path) -> tuple[PreemptRule, str]:
+    """(rule, its training config's path) from a file :func:`rule_json` wrote; :class:`RuleError`
+    naming the file and field otherwise (plain JSON: nothing is unpickled)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as err:
+        raise RuleError(f"{path}: cannot read ({err.strerror or err})") from None
+    except ValueError as err:
+        raise RuleError(f"{path}: not JSON ({err})") from None
+    if not isinstance(data, dict) or data.get("format") != RULE_FORMAT:
+        raise RuleError(f"{path}: format: not a {RULE_FORMAT!r} file")
+    if data.get("features") != list(FEATURES):
+        raise RuleError(f"{path}: features: must be {list(FEATURES)}, got {data.get('features')!r}")
+    weights, bias, config = data.get("weights"), data.get("bias"), data.get("config")
+    numbers = weights if isinstance(weights, list) else []
+    if len(numbers) != len(FEATURES) or not all(_finite(v) for v in numbers):
+        raise RuleError(f"{path}: weights: must be {len(FEATURES)} finite numbers, got {weights!r}")
+    if not _finite(bias):
+        raise RuleError(f"{path}: bias: must be a finite number, got {bias!r}")
+    if not isinstance(config, str):
+        raise RuleError(f"{path}: config: must be the training config's path, got {config!r}")
+    return PreemptRule(tuple(float(v) for v in numbers), float(bias)), config  # type: ignore[arg-type]
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def rule_scheduler(rule: PreemptRule, config_path: str, name: str = "policy") -> Any:
+    """The rule as a scheduler for :func:`lyra_gym.run.simulate.simulate` (``paired.run_units``):
+    the observation and masks the env gives, the rule's action, the guide's plan."""
+    from lyra_agents.config import load_train_config
+    from lyra_agents.policy_scheduler import GuidedAgentScheduler
+
+    class RuleScheduler(GuidedAgentScheduler):
+        def __init__(self, config: Any) -> None:
+            super().__init__(config, name=name)
+            self.layout = RuleLayout(self.codec, self.builder.names)
+
+        def act(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+            return rule_action(rule, self.layout, obs, masks)
+
+    return RuleScheduler(load_train_config(config_path).replace(observation_extras=False))
+
+
+# ---------------------------------------------------------------------------------------------- command
+def _write_rows(path: Path, rows: list[dict[str, float]]) -> None:
+    from lyra_gym.outputs import atomic_write_text
+
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows({k: repr(v) if isinstance(v, float) else v for k, v in row.items()} for row in rows)
+    atomic_write_text(path, text.getvalue())
+
+
+def _search_main(args: argparse.Namespace) -> int:
+    from lyra_gym.outputs import atomic_write_text
+
+    settings = SearchSettings(args.generations, args.population, args.elite, args.windows, args.noise,
+                              args.init_std, args.init_bias, args.workers, args.seed)
+    settings.check()
+    if args.out.exists() and any(args.out.iterdir()):
+        raise RuleError(f"--out: {args.out} exists and is not empty")
+    def report(row: dict[str, float]) -> None:
+        print(f"generation {row['generation']}: mean's return {row['mean_return']:.2f} (guide "
+              f"{row['guide_return']:.2f}), population "
+              f"{row['population_return']:.2f}, elite {row['elite_return']:.2f}, {row['env_steps']:,} env steps",
+              flush=True)
+
+    rule, rows, _ = search(args.config, settings, args.scenario, report)
+    args.out.mkdir(parents=True, exist_ok=True)
+    _write_rows(args.out / "search.csv", rows)
+    atomic_write_text(args.out / "rule.json", rule_json(rule, args.config, settings))
+    print(f"rule: weights {', '.join(f'{n}={w:.3f}' for n, w in zip(FEATURES, rule.weights))}, bias {rule.bias:.3f}")
+    print(f"wrote {args.out / 'rule.json'} and {args.out / 'search.csv'}")
+    return 0
+
+
+def _evaluate_main(args: argparse.Namespace) -> int:
+    from lyra_agents import paired
+    from lyra_agents.config import load_train_config
+    from lyra_agents.evaluate import recorded
+    from lyra_agents.suite import get_suite
+    from lyra_gym.outputs import atomic_write_text
+
+    rule, config = load_rule(args.rule)
+    cfg = load_train_config(config)
+    paired.check_numbers(args.trace_seeds, 10_000, 0)
+    protocol = paired.Protocol(tuple(range(args.trace_seeds)), args.windows)
+    suite = get_suite(cfg.suite)
+    names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
+    references = paired.references_of(args.baselines)
+    factories = {"policy": lambda: rule_scheduler(rule, config),
+                 **{r: paired.reference_factory(r, cfg) for r in references}}
+    jct: dict[str, dict[Any, float]] = {label: {} for label in factories}
+    for scenario in (protocol.scenario(suite.get(n)) for n in names):
+        one = paired.run_units(factories, scenario)
+        print("\n".join(paired.result_lines(scenario.name, len(one["policy"]),
+                                            paired.compare(one, "policy", references))))
+        for label in jct:
+            jct[label].update(one[label])
+    if args.json is not None:
+        rows = recorded({"units": paired.unit_rows(jct)}, cfg.env_id)
+        atomic_write_text(args.json, json.dumps(rows, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m lyra_agents.preempt_search", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("search", help="learn a rule on a train.py config's env")
+    s.add_argument("--config", required=True, help="a train.py config YAML with env_id LyraGym/Cluster-v2")
+    s.add_argument("--scenario", help="search on this one of the config's scenarios (default: all of them)")
+    s.add_argument("--out", type=Path, required=True, help="a new (or empty) folder: rule.json, search.csv")
+    defaults = SearchSettings()
+    for name in ("generations", "population", "elite", "windows", "workers", "seed"):
+        s.add_argument(f"--{name}", type=int, default=getattr(defaults, name))
+    for name in ("noise", "init_std", "init_bias"):
+        s.add_argument(f"--{name.replace('_', '-')}", dest=name, type=float, default=getattr(defaults, name))
+    e = sub.add_parser("evaluate", help="paired evaluation of a rule on suite scenarios' test windows")
+    e.add_argument("rule", type=Path, help="a rule.json the search wrote")
+    e.add_argument("--scenarios", required=True, help="comma-separated suite scenarios")
+    e.add_argument("--trace-seeds", type=int, default=9)
+    e.add_argument("--windows", type=int, default=3)
+    e.add_argument("--baselines", default="lyra,expert", help="references (as lyra_agents.evaluate's)")
+    e.add_argument("--json", type=Path, help="write the per-unit rows here (lyra_agents.evaluate's format)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _search_main(args) if args.command == "search" else _evaluate_main(args)
+    except (RuleError, ValueError, OSError) as err:
+        print(f"error: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

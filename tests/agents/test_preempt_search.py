@@ -1,0 +1,156 @@
+"""lyra_agents.preempt_search: the rule's action by hand, the rule in the env and as a scheduler (the
+same run), a rule that never preempts is its guide, the cross-entropy method on a known optimum,
+the search's determinism across worker counts, and one-line errors for bad rule files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import lyra_gym  # noqa: F401
+from lyra_agents.config import load_train_config
+from lyra_agents.evaluate import evaluate_scheduler, rollout
+from lyra_agents.preempt_search import (
+    FEATURES,
+    PreemptRule,
+    RuleError,
+    RuleLayout,
+    SearchSettings,
+    cem,
+    load_rule,
+    main,
+    rule_action,
+    rule_json,
+    rule_scheduler,
+    search,
+)
+from lyra_agents.vec_envs import env_kwargs_of
+from lyra_gym.envs.levers import PREEMPT, LeverCodec
+from lyra_gym.envs.observation import ObservationBuilder
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = str(ROOT / "agents" / "configs" / "cluster-v2-preempt-search.yaml")
+SRPT = PreemptRule((1.0, 0.0, 0.0, 0.0, 0.0), -0.16)  # preempt when the gap is over log-time 0.16 (x5)
+
+
+def tiny(remaining: list[float], queued: list[bool]) -> tuple[LeverCodec, np.ndarray, np.ndarray]:
+    """A K = 3 layout with jobs of ``remaining_est`` (queued slots first, as the env orders them)."""
+    codec = LeverCodec(3, 1, 2, True, True)
+    names = ObservationBuilder(3, 1, version=2).names
+    obs = np.zeros(len(names), dtype=np.float32)
+    for slot, (rem, waiting) in enumerate(zip(remaining, queued)):
+        for feature, value in (("present", 1.0), ("queued", float(waiting)), ("remaining_est", rem)):
+            obs[names.index(f"job[{slot}].{feature}")] = value
+    counts = (sum(queued), len(remaining) - sum(queued), 0)
+    masks, _ = codec.masks(counts, 0, False, False)
+    return codec, obs, masks
+
+
+def test_the_rule_preempts_the_best_scoring_running_job_only_when_its_score_is_positive():
+    codec, obs, masks = tiny([0.2, 0.6, 0.3], [True, False, False])
+    layout = RuleLayout(codec, ObservationBuilder(3, 1, version=2).names)
+    neutral = codec.neutral(range(3)).tolist()
+    assert neutral == [2, 2, 2, 2, 1]
+    # gaps to the queued job: 0.4 and 0.1; scores 0.2 and -0.1 with bias -0.2
+    assert rule_action(PreemptRule((1, 0, 0, 0, 0), -0.2), layout, obs, masks).tolist() == [2, PREEMPT, 2, 2, 1]
+    assert rule_action(PreemptRule((1, 0, 0, 0, 0), -0.5), layout, obs, masks).tolist() == neutral  # 0.4 - 0.5 < 0
+    assert rule_action(PreemptRule((-1, 0, 0, 0, 0), 0.0), layout, obs, masks).tolist() == neutral  # -0.1 is best
+    assert rule_action(PreemptRule((-1, 0, 0, 0, 0), 0.2), layout, obs, masks).tolist() == [2, 2, PREEMPT, 2, 1]
+    codec, obs, masks = tiny([0.6, 0.3], [False, False])  # nobody waits: nobody is preempted
+    assert rule_action(PreemptRule((1, 0, 0, 0, 0), 5.0), layout, obs, masks).tolist() == [2, 2, 0, 2, 1]
+
+
+def test_a_layout_needs_an_env_with_job_slots_and_preemption():
+    with pytest.raises(RuleError, match="-v2 env with job slots"):
+        RuleLayout(LeverCodec(3, 1, 2, False, True), ObservationBuilder(3, 1, version=2).names)
+
+
+@pytest.fixture(scope="module")
+def env():
+    cfg = load_train_config(CONFIG)
+    made = gym.make(cfg.env_id, **env_kwargs_of(cfg)[0]).unwrapped
+    yield made
+    made.close()
+
+
+def test_the_rule_in_the_env_and_as_a_scheduler_is_the_same_run(env):
+    layout = RuleLayout(env.codec, env.builder.names)
+    played = rollout(env, lambda e, obs: rule_action(SRPT, layout, obs, e.action_masks()), 0)
+    simulated = evaluate_scheduler(rule_scheduler(SRPT, CONFIG), env, [0])[0]
+    assert played["preemptions"] > 0  # the rule acts on this window
+    for key in ("jct_mean_s", "preemptions", "jobs_finished"):
+        assert simulated[key] == played[key]
+
+
+def test_a_rule_that_never_preempts_is_its_guide(env):
+    layout = RuleLayout(env.codec, env.builder.names)
+    never = rollout(env, lambda e, obs: rule_action(PreemptRule((0.0,) * 5, -1.0), layout, obs, e.action_masks()), 1)
+    guide = rollout(env, lambda e, _obs: e.expert_action(), 1)
+    never.pop("sim_wall_s"), guide.pop("sim_wall_s")  # the one measured field
+    assert never == guide
+
+
+def test_the_cross_entropy_method_finds_a_known_optimum_and_repeats_itself():
+    target = np.array([0.5, -1.0, 2.0])
+    settings = SearchSettings(generations=30, population=20, elite=5, noise=0.01, init_std=2.0, seed=3)
+
+    def fitness(jobs):  # the episodes passed along are the generation's draw
+        assert all(episodes == jobs[0][1] for _, episodes in jobs)
+        return [-float(np.sum((theta - target) ** 2)) for theta, _ in jobs]
+
+    found, rows = cem(fitness, 3, settings, np.zeros(3), lambda rng: [int(rng.integers(100))])
+    assert np.abs(found - target).max() < 0.05
+    assert len(rows) == 30 and rows[-1]["mean_return"] > rows[0]["mean_return"]
+    again, _ = cem(fitness, 3, settings, np.zeros(3), lambda rng: [int(rng.integers(100))])
+    assert again.tolist() == found.tolist()
+
+
+@pytest.mark.slow
+def test_the_search_is_the_same_in_one_process_or_two_and_the_command_writes_its_files(tmp_path):
+    settings = SearchSettings(generations=2, population=2, elite=1, windows=1, workers=1, seed=5)
+    one, rows, _ = search(CONFIG, settings, "overload")
+    two, rows2, _ = search(CONFIG, SearchSettings(**{**settings.__dict__, "workers": 2}), "overload")
+    assert one == two and rows == rows2
+    out = tmp_path / "rule"
+    assert main(["search", "--config", CONFIG, "--scenario", "overload", "--out", str(out), "--generations", "2",
+                 "--population", "2", "--elite", "1", "--windows", "1", "--workers", "1", "--seed", "5"]) == 0
+    rule, config = load_rule(out / "rule.json")
+    assert rule == one and Path(config) == Path(CONFIG).resolve()
+    assert len((out / "search.csv").read_text().splitlines()) == 3
+    assert main(["evaluate", str(out / "rule.json"), "--scenarios", "overload", "--trace-seeds", "1",
+                 "--windows", "1", "--baselines", "lyra-backfill", "--json", str(tmp_path / "e.json")]) == 0
+    units = json.loads((tmp_path / "e.json").read_text())["units"]
+    assert sorted(row["policy"] for row in units) == ["lyra-backfill", "policy"]
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"format": "other"}, "format"),
+    ({"features": ["remaining_gap"]}, "features"),
+    ({"weights": [1, 2]}, "weights"),
+    ({"weights": [1, 2, 3, 4, float("nan")]}, "weights"),
+    ({"bias": "x"}, "bias"),
+    ({"bias": True}, "bias"),
+    ({"config": 3}, "config"),
+])
+def test_a_bad_rule_file_is_refused_naming_its_field(tmp_path, change, field):
+    path = tmp_path / "rule.json"
+    data = {**json.loads(rule_json(SRPT, CONFIG, SearchSettings())), **change}
+    path.write_text(json.dumps(data))
+    with pytest.raises(RuleError, match=rf"rule.json: {field}:"):
+        load_rule(path)
+
+
+def test_the_command_refuses_bad_input_in_one_line(tmp_path, capsys):
+    (tmp_path / "bad.json").write_text("{not json")
+    assert main(["evaluate", str(tmp_path / "bad.json"), "--scenarios", "overload"]) == 2
+    assert main(["search", "--config", CONFIG, "--out", str(tmp_path / "o"), "--elite", "20"]) == 2
+    assert main(["search", "--config", CONFIG, "--out", str(tmp_path / "o"), "--scenario", "history"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0].startswith("error: ") and "not JSON" in lines[0]
+    assert lines[1] == "error: --elite: must be <= --population (12), got 20"
+    assert lines[2].startswith("error: --scenario: 'history' is not one of the config's scenarios")
+    assert len(FEATURES) == 5
