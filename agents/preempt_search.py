@@ -3,6 +3,7 @@
     python -m lyra_agents.preempt_search search --config agents/configs/cluster-v2-preempt-search.yaml --out DIR
     python -m lyra_agents.preempt_search evaluate DIR/rule.json --scenarios overload --trace-seeds 9 --windows 3 \
         --baselines lyra,lyra-backfill,pollux+loan --json FILE
+    lyra-gym compare --policies lyra-backfill,rule:DIR --trace traces/default.csv   # any scheduler command
 
 **The policy** reads the observation and the masks only. Every dimension takes the guide's own
 (neutral) value, except one: among the running job slots where PREEMPT is valid, the one of highest
@@ -36,6 +37,7 @@ import csv
 import io
 import json
 import math
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +47,7 @@ import numpy as np
 
 FEATURES = ("remaining_gap", "attained_service", "preempt_cost", "preemptions", "workers")
 RULE_FORMAT = "lyra-gym preempt rule 1"
+RULE_FILE = "rule.json"
 #: the observation features a rule reads per job slot
 _SLOT_FEATURES = ("present", "queued", "remaining_est", "attained_service", "preempt_cost", "preemptions", "workers")
 
@@ -248,15 +251,19 @@ def search(config_path: str, settings: SearchSettings, scenario: str | None = No
 
 
 # ------------------------------------------------------------------------------------------- rule files
-def rule_json(rule: PreemptRule, config_path: str, settings: SearchSettings) -> str:
+def rule_json(rule: PreemptRule, config_path: str, settings: SearchSettings, folder: Path) -> str:
+    """The rule file's text; ``config`` is kept relative to ``folder`` (where the file goes), so a
+    folder moved with the repository still finds it."""
+    config = os.path.relpath(Path(config_path).resolve(), Path(folder).resolve())
     return json.dumps({"format": RULE_FORMAT, "features": list(FEATURES), "weights": list(rule.weights),
-                       "bias": rule.bias, "config": str(Path(config_path).resolve()),
-                       "search": settings.__dict__}, indent=2) + "\n"
+                       "bias": rule.bias, "config": Path(config).as_posix(), "search": settings.__dict__},
+                      indent=2) + "\n"
 
 
 def load_rule(path: str | Path) -> tuple[PreemptRule, str]:
-    """(rule, its training config's path) from a file :func:`rule_json` wrote; :class:`RuleError`
-    naming the file and field otherwise (plain JSON: nothing is unpickled)."""
+    """(rule, its training config's path, resolved from the file's folder) from a file
+    :func:`rule_json` wrote; :class:`RuleError` naming the file and field otherwise (plain JSON:
+    nothing is unpickled)."""
     try:
         data = json.loads(Path(path).read_text())
     except OSError as err:
@@ -275,7 +282,8 @@ def load_rule(path: str | Path) -> tuple[PreemptRule, str]:
         raise RuleError(f"{path}: bias: must be a finite number, got {bias!r}")
     if not isinstance(config, str):
         raise RuleError(f"{path}: config: must be the training config's path, got {config!r}")
-    return PreemptRule(tuple(float(v) for v in numbers), float(bias)), config  # type: ignore[arg-type]
+    return (PreemptRule(tuple(float(v) for v in numbers), float(bias)),  # type: ignore[arg-type]
+            str((Path(path).parent / config).resolve()))
 
 
 def _finite(value: Any) -> bool:
@@ -297,6 +305,21 @@ def rule_scheduler(rule: PreemptRule, config_path: str, name: str = "policy") ->
             return rule_action(rule, self.layout, obs, masks)
 
     return RuleScheduler(load_train_config(config_path).replace(observation_extras=False))
+
+
+def load_rule_scheduler(path: str, **params: Any) -> Any:
+    """The ``rule:PATH`` loader (entry-point group ``lyra_gym.scheduler_loaders``): a folder with a
+    ``rule.json`` (``pretrained/NAME``: a shipped one) or the file itself; ``name=`` for the results
+    (default ``rule:PATH``)."""
+    from lyra_agents.artifacts import shipped_agent
+
+    unknown = set(params) - {"name"}
+    if unknown:
+        raise TypeError(f"load_rule_scheduler: unknown parameter(s) {', '.join(sorted(unknown))}")
+    file = shipped_agent(path)
+    file = file / RULE_FILE if file.is_dir() else file
+    rule, config = load_rule(file)
+    return rule_scheduler(rule, config, name=params.get("name", f"rule:{path}"))
 
 
 # ---------------------------------------------------------------------------------------------- command
@@ -327,7 +350,7 @@ def _search_main(args: argparse.Namespace) -> int:
     rule, rows, _ = search(args.config, settings, args.scenario, report)
     args.out.mkdir(parents=True, exist_ok=True)
     _write_rows(args.out / "search.csv", rows)
-    atomic_write_text(args.out / "rule.json", rule_json(rule, args.config, settings))
+    atomic_write_text(args.out / RULE_FILE, rule_json(rule, args.config, settings, args.out))
     print(f"rule: weights {', '.join(f'{n}={w:.3f}' for n, w in zip(FEATURES, rule.weights))}, bias {rule.bias:.3f}")
     print(f"wrote {args.out / 'rule.json'} and {args.out / 'search.csv'}")
     return 0

@@ -22,6 +22,7 @@ from lyra_agents.preempt_search import (
     SearchSettings,
     cem,
     load_rule,
+    load_rule_scheduler,
     main,
     rule_action,
     rule_json,
@@ -138,7 +139,7 @@ def test_the_search_is_the_same_in_one_process_or_two_and_the_command_writes_its
 ])
 def test_a_bad_rule_file_is_refused_naming_its_field(tmp_path, change, field):
     path = tmp_path / "rule.json"
-    data = {**json.loads(rule_json(SRPT, CONFIG, SearchSettings())), **change}
+    data = {**json.loads(rule_json(SRPT, CONFIG, SearchSettings(), tmp_path)), **change}
     path.write_text(json.dumps(data))
     with pytest.raises(RuleError, match=rf"rule.json: {field}:"):
         load_rule(path)
@@ -148,9 +149,24 @@ def test_the_command_refuses_bad_input_in_one_line(tmp_path, capsys):
     (tmp_path / "bad.json").write_text("{not json")
     assert main(["evaluate", str(tmp_path / "bad.json"), "--scenarios", "overload"]) == 2
     assert main(["search", "--config", CONFIG, "--out", str(tmp_path / "o"), "--elite", "20"]) == 2
-    assert main(["search", "--config", CONFIG, "--out", str(tmp_path / "o"), "--scenario", "history"]) == 2
+    assert main(["search", "--config", CONFIG, "--out", str(tmp_path / "o"), "--scenario", "default"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[0].startswith("error: ") and "not JSON" in lines[0]
     assert lines[1] == "error: --elite: must be <= --population (12), got 20"
-    assert lines[2].startswith("error: --scenario: 'history' is not one of the config's scenarios")
+    assert lines[2].startswith("error: --scenario: 'default' is not one of the config's scenarios")
     assert len(FEATURES) == 5
+
+
+def test_rule_paths_load_as_schedulers_through_the_registry(tmp_path):
+    from lyra_gym.sim import scheduler as registry
+
+    folder = tmp_path / "rule"
+    folder.mkdir()
+    (folder / "rule.json").write_text(rule_json(SRPT, CONFIG, SearchSettings(), folder))
+    by_folder, by_file = registry.make(f"rule:{folder}"), load_rule_scheduler(str(folder / "rule.json"), name="x")
+    assert by_folder.name == f"rule:{folder}" and by_file.name == "x"
+    assert by_folder.layout.k == by_file.layout.k == 64
+    with pytest.raises(TypeError, match="unknown parameter"):
+        registry.make(f"rule:{folder}", deterministic=False)
+    with pytest.raises(RuleError, match="cannot read"):
+        registry.make(f"rule:{tmp_path / 'missing'}")
