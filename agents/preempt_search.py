@@ -311,15 +311,19 @@ def load_rule_scheduler(path: str, **params: Any) -> Any:
     """The ``rule:PATH`` loader (entry-point group ``lyra_gym.scheduler_loaders``): a folder with a
     ``rule.json`` (``pretrained/NAME``: a shipped one) or the file itself; ``name=`` for the results
     (default ``rule:PATH``)."""
-    from lyra_agents.artifacts import shipped_agent
-
     unknown = set(params) - {"name"}
     if unknown:
         raise TypeError(f"load_rule_scheduler: unknown parameter(s) {', '.join(sorted(unknown))}")
-    file = shipped_agent(path)
-    file = file / RULE_FILE if file.is_dir() else file
-    rule, config = load_rule(file)
+    rule, config = load_rule(rule_file(path))
     return rule_scheduler(rule, config, name=params.get("name", f"rule:{path}"))
+
+
+def rule_file(path: str | Path) -> Path:
+    """A rule folder's ``rule.json`` (``pretrained/NAME``: a shipped one), or the file given."""
+    from lyra_agents.artifacts import shipped_agent
+
+    file = shipped_agent(path)
+    return file / RULE_FILE if file.is_dir() else file
 
 
 # ---------------------------------------------------------------------------------------------- command
@@ -363,11 +367,11 @@ def _evaluate_main(args: argparse.Namespace) -> int:
     from lyra_agents.suite import get_suite
     from lyra_gym.outputs import atomic_write_text
 
-    rule, config = load_rule(args.rule)
+    rule, config = load_rule(rule_file(args.rule))
     cfg = load_train_config(config)
     paired.check_numbers(args.trace_seeds, 10_000, 0)
     protocol = paired.Protocol(tuple(range(args.trace_seeds)), args.windows)
-    suite = get_suite(cfg.suite)
+    suite = get_suite(args.suite or cfg.suite)
     names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
     references = paired.references_of(args.baselines)
     factories = {"policy": lambda: rule_scheduler(rule, config),
@@ -399,8 +403,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("noise", "init_std", "init_bias"):
         s.add_argument(f"--{name.replace('_', '-')}", dest=name, type=float, default=getattr(defaults, name))
     e = sub.add_parser("evaluate", help="paired evaluation of a rule on suite scenarios' test windows")
-    e.add_argument("rule", type=Path, help="a rule.json the search wrote")
+    e.add_argument("rule", type=Path, help="a rule.json the search wrote, or its folder")
     e.add_argument("--scenarios", required=True, help="comma-separated suite scenarios")
+    e.add_argument("--suite", help="the suite of the scenarios (default: the config's, v1; v1.1 prices preemption)")
     e.add_argument("--trace-seeds", type=int, default=9)
     e.add_argument("--windows", type=int, default=3)
     e.add_argument("--baselines", default="lyra,expert", help="references (as lyra_agents.evaluate's)")
