@@ -153,10 +153,10 @@ def _play(job: tuple[np.ndarray, Sequence[tuple[int, int, int]]]) -> tuple[float
 class SearchSettings:
     """The cross-entropy method's settings (module docstring); ``seed`` draws everything."""
 
-    generations: int = 8
+    generations: int = 10
     population: int = 12
     elite: int = 3
-    windows: int = 8
+    windows: int = 20
     noise: float = 0.05
     init_std: float = 1.0
     init_bias: float = -1.0
@@ -169,9 +169,11 @@ class SearchSettings:
                 raise RuleError(f"--{name}: must be >= 1, got {getattr(self, name)}")
         if self.elite > self.population:
             raise RuleError(f"--elite: must be <= --population ({self.population}), got {self.elite}")
+        if not math.isfinite(self.init_bias):
+            raise RuleError(f"--init-bias: must be finite, got {self.init_bias}")
         for name in ("noise", "init_std"):
             if not math.isfinite(getattr(self, name)) or getattr(self, name) < 0:
-                raise RuleError(f"--{name}: must be finite and >= 0, got {getattr(self, name)}")
+                raise RuleError(f"--{name.replace('_', '-')}: must be finite and >= 0, got {getattr(self, name)}")
 
 
 def cem(fitness: Any, dims: int, settings: SearchSettings, init_mean: np.ndarray, episodes_of: Any,
@@ -370,6 +372,10 @@ def _evaluate_main(args: argparse.Namespace) -> int:
     rule, config = load_rule(rule_file(args.rule))
     cfg = load_train_config(config)
     paired.check_numbers(args.trace_seeds, 10_000, 0)
+    if args.windows < 1:
+        raise RuleError(f"--windows: must be >= 1, got {args.windows}")
+    if args.json is not None and not args.json.parent.is_dir():
+        raise RuleError(f"--json: folder {args.json.parent} does not exist")
     protocol = paired.Protocol(tuple(range(args.trace_seeds)), args.windows)
     suite = get_suite(args.suite or cfg.suite)
     names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
@@ -414,9 +420,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command: 0; 2 with one line for a bad option, rule file or config; 130 when interrupted
+    (Ctrl-C, SIGTERM: nothing is written, the files are written whole at the end)."""
+    from lyra_gym.interrupts import sigterm_as_interrupt
+
     args = build_parser().parse_args(argv)
     try:
-        return _search_main(args) if args.command == "search" else _evaluate_main(args)
+        with sigterm_as_interrupt():
+            return _search_main(args) if args.command == "search" else _evaluate_main(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     except (RuleError, ValueError, OSError) as err:
         print(f"error: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
         return 2
