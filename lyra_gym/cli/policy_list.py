@@ -35,6 +35,7 @@ FORMS = (
     ("model:PATH", "loader", "a trained run of train.py (folder or model.zip); ?trust=1 for pickled files"),
     ("policy:MODULE:FACTORY", "loader", "a policy of observations (docs/writing-a-policy.md); also file.py:NAME"),
     ("rllib:PATH", "loader", "an RLlib checkpoint (needs the rllib extra)"),
+    ("rule:PATH", "loader", "a preemption rule of lyra_agents.preempt_search (folder or rule.json; plain JSON)"),
     ("MODULE:CLASS", "import", "a Scheduler class or factory imported by name (docs/writing-a-scheduler.md)"),
     ("random", "benchmark", "uniform over the valid values of every action dimension (the env's masks)"),
     ("small-first", "benchmark", "the fixed rule of lyra_agents.small_first on the env's action levels"),
