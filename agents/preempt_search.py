@@ -33,8 +33,6 @@ processes.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import math
 import os
@@ -329,24 +327,15 @@ def rule_file(path: str | Path) -> Path:
 
 
 # ---------------------------------------------------------------------------------------------- command
-def _write_rows(path: Path, rows: list[dict[str, float]]) -> None:
-    from lyra_gym.outputs import atomic_write_text
-
-    text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows({k: repr(v) if isinstance(v, float) else v for k, v in row.items()} for row in rows)
-    atomic_write_text(path, text.getvalue())
-
-
 def _search_main(args: argparse.Namespace) -> int:
-    from lyra_gym.outputs import atomic_write_text
+    from lyra_gym.outputs import atomic_write_csv, atomic_write_text
 
     settings = SearchSettings(args.generations, args.population, args.elite, args.windows, args.noise,
                               args.init_std, args.init_bias, args.workers, args.seed)
     settings.check()
     if args.out.exists() and any(args.out.iterdir()):
         raise RuleError(f"--out: {args.out} exists and is not empty")
+
     def report(row: dict[str, float]) -> None:
         print(f"generation {row['generation']}: mean's return {row['mean_return']:.2f} (guide "
               f"{row['guide_return']:.2f}), population "
@@ -355,7 +344,8 @@ def _search_main(args: argparse.Namespace) -> int:
 
     rule, rows, _ = search(args.config, settings, args.scenario, report)
     args.out.mkdir(parents=True, exist_ok=True)
-    _write_rows(args.out / "search.csv", rows)
+    atomic_write_csv(args.out / "search.csv", list(rows[0]),
+                     ({k: repr(v) if isinstance(v, float) else v for k, v in row.items()} for row in rows))
     atomic_write_text(args.out / RULE_FILE, rule_json(rule, args.config, settings, args.out))
     print(f"rule: weights {', '.join(f'{n}={w:.3f}' for n, w in zip(FEATURES, rule.weights))}, bias {rule.bias:.3f}")
     print(f"wrote {args.out / 'rule.json'} and {args.out / 'search.csv'}")
@@ -378,12 +368,14 @@ def _evaluate_main(args: argparse.Namespace) -> int:
         raise RuleError(f"--json: folder {args.json.parent} does not exist")
     protocol = paired.Protocol(tuple(range(args.trace_seeds)), args.windows)
     suite = get_suite(args.suite or cfg.suite)
-    names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
+    scenarios = [protocol.scenario(suite.get(n.strip())) for n in args.scenarios.split(",") if n.strip()]
+    if not scenarios:
+        raise RuleError("--scenarios: name at least one scenario of the suite")
     references = paired.references_of(args.baselines)
     factories = {"policy": lambda: rule_scheduler(rule, config),
                  **{r: paired.reference_factory(r, cfg) for r in references}}
     jct: dict[str, dict[Any, float]] = {label: {} for label in factories}
-    for scenario in (protocol.scenario(suite.get(n)) for n in names):
+    for scenario in scenarios:
         one = paired.run_units(factories, scenario)
         print("\n".join(paired.result_lines(scenario.name, len(one["policy"]),
                                             paired.compare(one, "policy", references))))
