@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
 import os
 import sys
 from dataclasses import dataclass
@@ -127,6 +128,13 @@ _SETTINGS: list[dict[str, Any]] = []
 
 
 def _set_up(settings: list[dict[str, Any]]) -> None:
+    """A worker's start: its env settings, and the signals left to the parent (Ctrl-C interrupts
+    the parent, which ends the pool; a forked worker must not inherit its SIGTERM-as-Ctrl-C)."""
+    import signal
+
+    if multiprocessing.parent_process() is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _ENVS.clear()
     _SETTINGS[:] = settings
 
@@ -200,12 +208,20 @@ def cem(fitness: Any, dims: int, settings: SearchSettings, init_mean: np.ndarray
     return mean, rows
 
 
+def search_slots(cfg: Any) -> list[dict[str, Any]]:
+    """``gymnasium.make`` keywords (``id`` included) of the envs a search plays: one per scenario of
+    ``cfg`` in its order, whatever its ``n_envs`` (``env_kwargs_of`` cycles the scenarios over it),
+    else the config's own env."""
+    from lyra_agents.vec_envs import env_kwargs_of
+
+    return [{"id": cfg.env_id, **kw} for kw in env_kwargs_of(cfg.replace(n_envs=max(1, len(cfg.scenarios))))]
+
+
 def search(config_path: str, settings: SearchSettings, scenario: str | None = None, report: Any = None
            ) -> tuple[PreemptRule, list[dict[str, float]], Any]:
     """The rule the search finds on ``config_path``'s env (``scenario``: only that one of its
     ``scenarios``), the per-generation rows, and the config."""
     from lyra_agents.config import load_train_config
-    from lyra_agents.vec_envs import env_kwargs_of
 
     settings.check()
     cfg = load_train_config(config_path)
@@ -215,9 +231,8 @@ def search(config_path: str, settings: SearchSettings, scenario: str | None = No
         if scenario not in cfg.scenarios:
             raise RuleError(f"--scenario: {scenario!r} is not one of the config's scenarios "
                             f"({', '.join(cfg.scenarios)})")
-        cfg = cfg.replace(scenarios=[scenario], n_envs=1)
-    slots = [{"id": cfg.env_id, **kw} for kw in {json.dumps(k, sort_keys=True, default=str): k
-                                                 for k in env_kwargs_of(cfg)}.values()]
+        cfg = cfg.replace(scenarios=[scenario])
+    slots = search_slots(cfg)
     trace_seeds = list(cfg.trace_seeds or [cfg.trace_seed])
 
     def episodes_of(rng: np.random.Generator) -> list[tuple[int, int, int]]:
@@ -238,8 +253,6 @@ def search(config_path: str, settings: SearchSettings, scenario: str | None = No
             report(row)
 
     if settings.workers > 1:
-        import multiprocessing
-
         with multiprocessing.get_context("fork").Pool(settings.workers, _set_up, (slots,)) as pool:
             mean, rows = cem(lambda jobs: played(pool.map(_play, jobs, chunksize=1)), len(init), settings, init,
                              episodes_of, counted)

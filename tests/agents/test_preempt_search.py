@@ -28,6 +28,7 @@ from lyra_agents.preempt_search import (
     rule_json,
     rule_scheduler,
     search,
+    search_slots,
 )
 from lyra_agents.vec_envs import env_kwargs_of
 from lyra_gym.envs.levers import PREEMPT, LeverCodec
@@ -93,6 +94,19 @@ def test_a_rule_that_never_preempts_is_its_guide(env):
     guide = rollout(env, lambda e, _obs: e.expert_action(), 1)
     never.pop("sim_wall_s"), guide.pop("sim_wall_s")  # the one measured field
     assert never == guide
+
+
+def test_a_search_plays_every_scenario_of_its_config_whatever_its_n_envs():
+    from lyra_agents.suite import get_suite
+
+    cfg = load_train_config(CONFIG).replace(n_envs=2)
+    slots = search_slots(cfg)
+    assert len(slots) == len(cfg.scenarios) >= 3
+    for slot, name in zip(slots, cfg.scenarios):
+        expected = {"id": cfg.env_id, **cfg.env_kwargs(), **get_suite(cfg.suite).get(name).env_kwargs(),
+                    "trace_seed": cfg.trace_seed}
+        assert slot == expected, name
+    assert search_slots(cfg.replace(scenarios=[])) == [{"id": cfg.env_id, **cfg.env_kwargs()}]
 
 
 def test_the_cross_entropy_method_finds_a_known_optimum_and_repeats_itself():
