@@ -373,22 +373,26 @@ def _main_protocol(args: argparse.Namespace) -> int:
         print(f"lyra_agents.evaluate: error: {lines[0]}", file=sys.stderr)
         return 2
     try:
-        _evaluate_protocol(args, scheduler, suite, scenarios, factories, references)
+        evaluate_protocol(scheduler, suite, scenarios, factories, references, path=args.path,
+                          statistic=args.statistic, reps=args.reps, seed=args.seed, json_file=args.json)
     except WriteError as err:
         print(f"lyra_agents.evaluate: error: {err}", file=sys.stderr)
         return 1
     return 0
 
 
-def _evaluate_protocol(args: argparse.Namespace, scheduler: AgentScheduler, suite: Any, scenarios: Sequence[Any],
-                       factories: Mapping[str, Callable[[], Any]], references: Sequence[str]) -> None:
-    """Header, simulations, one block of paired intervals per scenario, ``--json`` (atomically)."""
+def evaluate_protocol(scheduler: AgentScheduler, suite: Any, scenarios: Sequence[Any],
+                      factories: Mapping[str, Callable[[], Any]], references: Sequence[str], *, path: Any,
+                      statistic: str = "iqm", reps: int = 10_000, seed: int = 0, json_file: Any = None) -> None:
+    """Header, simulations, one block of paired intervals per scenario, ``json_file`` (atomically):
+    the paired protocol of ``--suite`` for ``factories["policy"]`` (``scheduler``, named ``path``)
+    against ``references``; also :mod:`lyra_agents.preempt_search`'s ``evaluate``."""
     from lyra_agents import paired
     from lyra_gym.progress import progress
 
     expert = paired.expert_name(scheduler.config)
-    print(f"suite {suite.version}; policy = {args.path}; expert = {expert}; {args.statistic.upper()} of the "
-          f"per-unit JCT ratio, 95 % bootstrap over units ({args.reps} samples, seed {args.seed})")
+    print(f"suite {suite.version}; policy = {path}; expert = {expert}; {statistic.upper()} of the "
+          f"per-unit JCT ratio, 95 % bootstrap over units ({reps} samples, seed {seed})")
     for scenario in scenarios:
         print(paired.scenario_header(scenario, scheduler.config.env_id))
     sims = sum(len(s.seeds()) * len(s.windows) for s in scenarios) * len(factories)
@@ -397,13 +401,13 @@ def _evaluate_protocol(args: argparse.Namespace, scheduler: AgentScheduler, suit
     with progress(sims, unit="sim") as bar:
         for scenario in scenarios:
             one = paired.run_units(factories, scenario, bar=bar)
-            pairs = paired.compare(one, "policy", references, args.statistic, args.reps, args.seed)
+            pairs = paired.compare(one, "policy", references, statistic, reps, seed)
             blocks.append(paired.result_lines(scenario.name, len(one["policy"]), pairs))
             for label in jct:
                 jct[label].update(one[label])
     print("\n".join(line for block in blocks for line in block))
-    if args.json:
-        with written(args.json) as tmp:
+    if json_file:
+        with written(json_file) as tmp:
             rows = recorded({"units": paired.unit_rows(jct)}, scheduler.config.env_id)
             tmp.write_text(json.dumps(rows, indent=2) + "\n")
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing
 import os
 import sys
@@ -170,16 +169,19 @@ class SearchSettings:
     seed: int = 0
 
     def check(self) -> None:
-        for name in ("generations", "population", "elite", "windows", "workers"):
-            if getattr(self, name) < 1:
-                raise RuleError(f"--{name}: must be >= 1, got {getattr(self, name)}")
+        """:class:`RuleError` naming the first bad setting (:func:`lyra_gym.errors.number_problem`)."""
+        from lyra_gym.errors import number_problem
+
+        rules: dict[str, dict[str, Any]] = {
+            **{name: {"integer": True, "lo": 1} for name in ("generations", "population", "elite", "windows",
+                                                           "workers")},
+            "noise": {"lo": 0}, "init_std": {"lo": 0}, "init_bias": {}}
+        for name, rule in rules.items():
+            problem = number_problem(getattr(self, name), **rule)
+            if problem:
+                raise RuleError(f"--{name.replace('_', '-')}: {problem}")
         if self.elite > self.population:
             raise RuleError(f"--elite: must be <= --population ({self.population}), got {self.elite}")
-        if not math.isfinite(self.init_bias):
-            raise RuleError(f"--init-bias: must be finite, got {self.init_bias}")
-        for name in ("noise", "init_std"):
-            if not math.isfinite(getattr(self, name)) or getattr(self, name) < 0:
-                raise RuleError(f"--{name.replace('_', '-')}: must be finite and >= 0, got {getattr(self, name)}")
 
 
 def cem(fitness: Any, dims: int, settings: SearchSettings, init_mean: np.ndarray, episodes_of: Any,
@@ -300,7 +302,9 @@ def load_rule(path: str | Path) -> tuple[PreemptRule, str]:
 
 
 def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    from lyra_gym.errors import number_problem
+
+    return number_problem(value) is None
 
 
 def rule_scheduler(rule: PreemptRule, config_path: str, name: str = "policy") -> Any:
@@ -341,13 +345,12 @@ def rule_file(path: str | Path) -> Path:
 
 # ---------------------------------------------------------------------------------------------- command
 def _search_main(args: argparse.Namespace) -> int:
-    from lyra_gym.outputs import atomic_write_csv, atomic_write_text
+    from lyra_gym.outputs import atomic_write_csv, atomic_write_text, check_out_folder
 
     settings = SearchSettings(args.generations, args.population, args.elite, args.windows, args.noise,
                               args.init_std, args.init_bias, args.workers, args.seed)
     settings.check()
-    if args.out.exists() and any(args.out.iterdir()):
-        raise RuleError(f"--out: {args.out} exists and is not empty")
+    check_out_folder(args.out, inputs={"--config": args.config})  # the output rule: new or empty, before any work
 
     def report(row: dict[str, float]) -> None:
         print(f"generation {row['generation']}: mean's return {row['mean_return']:.2f} (guide "
@@ -368,9 +371,8 @@ def _search_main(args: argparse.Namespace) -> int:
 def _evaluate_main(args: argparse.Namespace) -> int:
     from lyra_agents import paired
     from lyra_agents.config import load_train_config
-    from lyra_agents.evaluate import recorded
+    from lyra_agents.evaluate import evaluate_protocol
     from lyra_agents.suite import get_suite
-    from lyra_gym.outputs import atomic_write_text
 
     rule, config = load_rule(rule_file(args.rule))
     cfg = load_train_config(config)
@@ -385,19 +387,10 @@ def _evaluate_main(args: argparse.Namespace) -> int:
     if not scenarios:
         raise RuleError("--scenarios: name at least one scenario of the suite")
     references = paired.references_of(args.baselines)
-    factories = {"policy": lambda: rule_scheduler(rule, config),
+    scheduler = rule_scheduler(rule, config)
+    factories = {"policy": lambda: scheduler,
                  **{r: paired.reference_factory(r, cfg) for r in references}}
-    jct: dict[str, dict[Any, float]] = {label: {} for label in factories}
-    for scenario in scenarios:
-        one = paired.run_units(factories, scenario)
-        print("\n".join(paired.result_lines(scenario.name, len(one["policy"]),
-                                            paired.compare(one, "policy", references))))
-        for label in jct:
-            jct[label].update(one[label])
-    if args.json is not None:
-        rows = recorded({"units": paired.unit_rows(jct)}, cfg.env_id)
-        atomic_write_text(args.json, json.dumps(rows, indent=2) + "\n")
-        print(f"wrote {args.json}")
+    evaluate_protocol(scheduler, suite, scenarios, factories, references, path=args.rule, json_file=args.json)
     return 0
 
 
