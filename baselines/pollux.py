@@ -354,16 +354,16 @@ class PolluxScheduler(Scheduler):
             return [job.request.min_gpus for job, _, _ in pool.elastic]
         options = []
         for job, _, current in pool.elastic:
-            spec = job.request
-            lo = spec.min_gpus
-            hi = lo if levels.active and levels.level(job.id) == 0 else min(spec.max_gpus, lo + pool.spare)
+            request = job.request
+            lo = request.min_gpus
+            hi = lo if levels.active and levels.level(job.id) == 0 else min(request.max_gpus, lo + pool.spare)
             if self.assumed_efficiency:
-                s = self.speedups(view, spec.model, spec.num_gpus, lo, hi, pool.gpu_type, pool.gpus_per_server)
+                s = self.speedups(view, request.model, request.num_gpus, lo, hi, pool.gpu_type, pool.gpus_per_server)
             else:
                 fair = pool.fair_share()
                 s = self.job_speedups(view, job, lo, hi, pool.gpu_type, pool.gpus_per_server, fair)
             if current is not None and self.restart_penalty_s > 0:
-                age = view.now - spec.submit_time
+                age = view.now - request.submit_time
                 factor = restart_factor(age, self._reallocations.get(job.id, 0), self.restart_penalty_s)
                 unchanged = s[current - lo] if current <= hi else None
                 s = s * factor

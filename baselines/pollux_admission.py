@@ -25,8 +25,8 @@ Spanning = list[tuple[JobView, list[tuple[Pool, int]]]]
 
 def minimum(job: JobView) -> int:
     """GPUs a job needs to run: ``min_gpus`` if elastic, else ``num_gpus``."""
-    spec = job.request
-    return spec.min_gpus if spec.elastic else spec.num_gpus
+    request = job.request
+    return request.min_gpus if request.elastic else request.num_gpus
 
 
 def admission_order(view: ClusterView, dropped: Sequence[JobView], levels: Levels = NEUTRAL) -> list[JobView]:
@@ -61,13 +61,13 @@ def admit_running(view: ClusterView, allocations: Mapping[str, Mapping[int, int]
         pool = pool_of[next(iter(alloc))]
         if any(pool_of[sid] is not pool for sid in alloc):
             continue  # spans pools (a spanning job, or not made by this policy): left as it is
-        spec = job.request
-        if not spec.elastic:
+        request = job.request
+        if not request.elastic:
             pool.fixed.append(job)
         else:
             untouched = alloc is job.allocation
             count = job.workers if untouched else sum(alloc.values())
-            pool.spare += count - spec.min_gpus
+            pool.spare += count - request.min_gpus
             pool.elastic.append((job, count, count if untouched else None))
     return dropped
 
