@@ -12,7 +12,10 @@ features (:data:`FEATURES`; observation version 2, :mod:`lyra_gym.envs.observati
 
 - ``remaining_gap``: its ``remaining_est`` minus the least ``remaining_est`` of the queued slots
   (log-times: how many times longer it would run than the shortest waiting job);
-- ``attained_service``, ``preempt_cost``, ``preemptions``, ``workers``: the slot's own features.
+- ``attained_service``, ``preempt_cost``, ``preemptions``, ``workers``: the slot's own features;
+- optionally (``--features``), how contended the cluster is, the same for every slot:
+  ``queued_jobs`` (log of the queue's length) and ``queue_head_wait`` (log-time the longest-waiting
+  job has waited). With them the rule can hold back where queues are short.
 
 So ``w = (1, 0, 0, 0, 0)``, ``bias = -log-time ratio`` is "preempt the longest running job when a
 job that much shorter waits" (shortest remaining first, as SRPT); ``bias`` very negative is the
@@ -25,9 +28,12 @@ Lorincz, Neural Computation 2006) keeps a Gaussian over the six parameters. Each
 ``population`` of them, plays each on the same ``windows`` training episodes (common random
 numbers: the same reset seeds and traces, drawn anew each generation from the config's training
 ``trace_seeds`` and its ``scenarios``), and moves the mean and standard deviation to the best
-``elite`` of them (highest mean return), plus ``noise``. The rule written is the final mean. The env
+``elite`` of them (highest objective), plus ``noise``. The rule written is the final mean. The env
 is the config's (its ``reward``: the return it would train a network on), played in ``workers``
-processes.
+processes. The objective (``--objective``) is the mean return (``return``: long episodes and
+crowded scenarios weigh most) or the mean of each episode's return over the guide's on the same
+episode (``ratio``: the guide scores -1; every episode weighs alike, as in the paired evaluation's
+JCT ratios).
 """
 
 from __future__ import annotations
@@ -43,11 +49,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
-FEATURES = ("remaining_gap", "attained_service", "preempt_cost", "preemptions", "workers")
+#: the features a rule may weigh: per running slot, then the cluster's (module docstring)
+SLOT_FEATURES = ("remaining_gap", "attained_service", "preempt_cost", "preemptions", "workers")
+CLUSTER_FEATURES = ("queued_jobs", "queue_head_wait")
+FEATURES = (*SLOT_FEATURES, *CLUSTER_FEATURES)
+OBJECTIVES = ("return", "ratio")
 RULE_FORMAT = "lyra-gym preempt rule 1"
 RULE_FILE = "rule.json"
 #: the observation features a rule reads per job slot
-_SLOT_FEATURES = ("present", "queued", "remaining_est", "attained_service", "preempt_cost", "preemptions", "workers")
+_SLOT_COLUMNS = ("present", "queued", "remaining_est", "attained_service", "preempt_cost", "preemptions", "workers")
 
 
 class RuleError(ValueError):
@@ -56,17 +66,36 @@ class RuleError(ValueError):
 
 @dataclass(frozen=True)
 class PreemptRule:
-    """``weights`` (one per :data:`FEATURES`) and ``bias`` of the score (module docstring)."""
+    """``weights`` (one per feature of ``features``: :data:`SLOT_FEATURES`, then any of
+    :data:`CLUSTER_FEATURES` in their order) and ``bias`` of the score (module docstring)."""
 
     weights: tuple[float, ...]
     bias: float
+    features: tuple[str, ...] = SLOT_FEATURES
+
+    def __post_init__(self) -> None:
+        problem = features_problem(self.features)
+        if problem or len(self.weights) != len(self.features):
+            raise RuleError(f"features: {problem or f'{len(self.features)} features, {len(self.weights)} weights'}")
 
     @classmethod
-    def from_vector(cls, theta: Sequence[float] | np.ndarray) -> PreemptRule:
-        return cls(tuple(float(v) for v in theta[:-1]), float(theta[-1]))
+    def from_vector(cls, theta: Sequence[float] | np.ndarray, features: Sequence[str] = SLOT_FEATURES
+                    ) -> PreemptRule:
+        return cls(tuple(float(v) for v in theta[:-1]), float(theta[-1]), tuple(features))
 
     def vector(self) -> np.ndarray:
         return np.array([*self.weights, self.bias])
+
+
+def features_problem(features: Sequence[str]) -> str | None:
+    """Why ``features`` cannot be a rule's (None if it can): :data:`SLOT_FEATURES`, then a subset of
+    :data:`CLUSTER_FEATURES` in their order."""
+    extra = list(features)[len(SLOT_FEATURES):]
+    if list(features)[:len(SLOT_FEATURES)] != list(SLOT_FEATURES) or extra != [f for f in CLUSTER_FEATURES
+                                                                                if f in extra]:
+        return (f"must be {', '.join(SLOT_FEATURES)}, then any of {', '.join(CLUSTER_FEATURES)} in that order; "
+                f"got {', '.join(map(str, features)) or 'none'}")
+    return None
 
 
 class RuleLayout:
@@ -81,11 +110,12 @@ class RuleLayout:
         self.codec, self.k = codec, codec.k
         first = {name.split(".", 1)[1]: i for i, name in enumerate(names) if name.startswith("job[0].")}
         self.width = sum(1 for name in names if name.startswith("job[0]."))
-        self.columns = [first[f] for f in _SLOT_FEATURES]
+        self.columns = [first[f] for f in _SLOT_COLUMNS]
+        self.cluster = {f: list(names).index(f"cluster.{f}") for f in CLUSTER_FEATURES}
         self.starts = np.asarray(codec.offsets[:self.k], dtype=np.int64)  # each job dimension's first mask entry
 
     def slots(self, obs: np.ndarray) -> np.ndarray:
-        """(K, 7) array of :data:`_SLOT_FEATURES` per job slot."""
+        """(K, 7) array of :data:`_SLOT_COLUMNS` per job slot."""
         return np.asarray(obs[:self.k * self.width], dtype=np.float64).reshape(self.k, self.width)[:, self.columns]
 
 
@@ -102,6 +132,9 @@ def rule_action(rule: PreemptRule, layout: RuleLayout, obs: np.ndarray, masks: n
         return action
     phi = rows[preemptable, 2:].copy()  # remaining_est, attained_service, preempt_cost, preemptions, workers
     phi[:, 0] -= rows[waiting, 2].min()
+    if len(rule.features) > len(SLOT_FEATURES):  # the cluster's features, the same in every row
+        cluster = [float(obs[layout.cluster[f]]) for f in rule.features[len(SLOT_FEATURES):]]
+        phi = np.hstack([phi, np.tile(cluster, (len(phi), 1))])
     scores = phi @ np.asarray(rule.weights) + rule.bias
     best = int(np.argmax(scores))  # the first of equal scores
     if scores[best] > 0:
@@ -124,9 +157,10 @@ def episode_return(env: Any, rule: PreemptRule, layout: RuleLayout, reset_seed: 
 # ---------------------------------------------------------------------------------------------- search
 _ENVS: dict[tuple[int, int], Any] = {}  # per process: (scenario slot, trace seed) -> env
 _SETTINGS: list[dict[str, Any]] = []
+_FEATURES: list[str] = list(SLOT_FEATURES)  # the searched rule's features
 
 
-def _set_up(settings: list[dict[str, Any]]) -> None:
+def _set_up(settings: list[dict[str, Any]], features: Sequence[str] = SLOT_FEATURES) -> None:
     """A worker's start: its env settings, and the signals left to the parent (Ctrl-C interrupts
     the parent, which ends the pool; a forked worker must not inherit its SIGTERM-as-Ctrl-C)."""
     import signal
@@ -136,22 +170,33 @@ def _set_up(settings: list[dict[str, Any]]) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _ENVS.clear()
     _SETTINGS[:] = settings
+    _FEATURES[:] = features
 
 
-def _play(job: tuple[np.ndarray, Sequence[tuple[int, int, int]]]) -> tuple[float, int]:
-    """(mean return, env steps) of the rule ``theta`` over episodes ``(scenario slot, trace seed, reset seed)``."""
+def _play(job: tuple[np.ndarray, Sequence[tuple[int, int, int]]]) -> tuple[list[float], int]:
+    """(returns, env steps) of the rule ``theta`` over episodes ``(scenario slot, trace seed, reset seed)``."""
     import gymnasium as gym
 
     theta, episodes = job
     env: Any
-    rule, total, steps = PreemptRule.from_vector(theta), 0.0, 0
+    rule, returns, steps = PreemptRule.from_vector(theta, _FEATURES), [], 0
     for slot, trace_seed, reset_seed in episodes:
         env = _ENVS.get((slot, trace_seed))
         if env is None:
             env = _ENVS[slot, trace_seed] = gym.make(**{**_SETTINGS[slot], "trace_seed": trace_seed}).unwrapped
         ret, played = episode_return(env, rule, RuleLayout(env.codec, env.builder.names), reset_seed)
-        total, steps = total + ret, steps + played
-    return total / len(episodes), steps
+        returns.append(ret)
+        steps += played
+    return returns, steps
+
+
+def objective_values(results: Sequence[Sequence[float]], guide: Sequence[float], objective: str) -> list[float]:
+    """Each candidate's objective from its per-episode returns (module docstring): the mean return,
+    or the mean of return / |guide's return| (an episode where the guide's return is 0 counts its
+    return as it is)."""
+    if objective == "return":
+        return [sum(returns) / len(returns) for returns in results]
+    return [sum(r / abs(g) if g else r for r, g in zip(returns, guide)) / len(returns) for returns in results]
 
 
 @dataclass(frozen=True)
@@ -167,6 +212,7 @@ class SearchSettings:
     init_bias: float = -1.0
     workers: int = 2
     seed: int = 0
+    objective: str = "return"
 
     def check(self) -> None:
         """:class:`RuleError` naming the first bad setting (:func:`lyra_gym.errors.number_problem`)."""
@@ -180,16 +226,19 @@ class SearchSettings:
             problem = number_problem(getattr(self, name), **rule)
             if problem:
                 raise RuleError(f"--{name.replace('_', '-')}: {problem}")
+        if self.objective not in OBJECTIVES:
+            raise RuleError(f"--objective: must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
         if self.elite > self.population:
             raise RuleError(f"--elite: must be <= --population ({self.population}), got {self.elite}")
 
 
 def cem(fitness: Any, dims: int, settings: SearchSettings, init_mean: np.ndarray, episodes_of: Any,
-        report: Any = None) -> tuple[np.ndarray, list[dict[str, float]]]:
+        report: Any = None, names: Sequence[str] = SLOT_FEATURES) -> tuple[np.ndarray, list[dict[str, float]]]:
     """The cross-entropy method (module docstring) on ``fitness(list of (theta, episodes))`` ->
-    mean returns (the mean's and the guide's too: a rule that never preempts, on the same
-    episodes, for reference); ``episodes_of(rng)`` draws a generation's episodes; ``report(row)`` hears each
-    generation's row. (final mean, a row per generation)."""
+    objective values (the first two are the mean's and the guide's: a rule that never preempts, on the
+    same episodes, for reference); ``episodes_of(rng)`` draws a generation's episodes; ``report(row)``
+    hears each generation's row (``*_return``: the objective's values; ``mean_NAME``: the mean's
+    parameter of each of ``names``, then ``bias``). (final mean, a row per generation)."""
     rng = np.random.default_rng(settings.seed)
     guide = np.zeros(dims)
     guide[-1] = -1.0  # scores -1 everywhere: never preempts (the guide's own run)
@@ -203,7 +252,7 @@ def cem(fitness: Any, dims: int, settings: SearchSettings, init_mean: np.ndarray
         rows.append({"generation": generation, "mean_return": float(scores[0]), "guide_return": float(scores[1]),
                      "population_return": float(scores[2:].mean()),
                      "elite_return": float(np.sort(scores[2:])[-settings.elite:].mean()),
-                     **{f"mean_{n}": float(v) for n, v in zip((*FEATURES, "bias"), mean)}})
+                     **{f"mean_{n}": float(v) for n, v in zip((*names, "bias"), mean)}})
         if report is not None:
             report(rows[-1])
         mean, std = elite.mean(axis=0), elite.std(axis=0) + settings.noise
@@ -219,13 +268,16 @@ def search_slots(cfg: Any) -> list[dict[str, Any]]:
     return [{"id": cfg.env_id, **kw} for kw in env_kwargs_of(cfg.replace(n_envs=max(1, len(cfg.scenarios))))]
 
 
-def search(config_path: str, settings: SearchSettings, scenario: str | None = None, report: Any = None
-           ) -> tuple[PreemptRule, list[dict[str, float]], Any]:
-    """The rule the search finds on ``config_path``'s env (``scenario``: only that one of its
-    ``scenarios``), the per-generation rows, and the config."""
+def search(config_path: str, settings: SearchSettings, scenario: str | None = None, report: Any = None,
+           features: Sequence[str] = SLOT_FEATURES) -> tuple[PreemptRule, list[dict[str, float]], Any]:
+    """The rule over ``features`` the search finds on ``config_path``'s env (``scenario``: only that
+    one of its ``scenarios``), the per-generation rows, and the config."""
     from lyra_agents.config import load_train_config
 
     settings.check()
+    problem = features_problem(features)
+    if problem:
+        raise RuleError(f"--features: {problem}")
     cfg = load_train_config(config_path)
     if not cfg.env_id.endswith("Cluster-v2"):
         raise RuleError(f"env_id: a preemption rule needs LyraGym/Cluster-v2, got {cfg.env_id!r}")
@@ -241,13 +293,13 @@ def search(config_path: str, settings: SearchSettings, scenario: str | None = No
         return [(int(rng.integers(len(slots))), int(trace_seeds[rng.integers(len(trace_seeds))]),
                  int(rng.integers(2**31))) for _ in range(settings.windows)]
 
-    init = np.zeros(len(FEATURES) + 1)
+    init = np.zeros(len(features) + 1)
     init[-1] = settings.init_bias
     steps = [0]  # env steps so far (every candidate's episodes: what the search paid for)
 
-    def played(results: list[tuple[float, int]]) -> list[float]:
+    def played(results: list[tuple[list[float], int]]) -> list[float]:
         steps[0] += sum(n for _, n in results)
-        return [r for r, _ in results]
+        return objective_values([r for r, _ in results], results[1][0], settings.objective)  # [1]: the guide
 
     def counted(row: dict[str, float]) -> None:
         row["env_steps"] = steps[0]
@@ -255,14 +307,14 @@ def search(config_path: str, settings: SearchSettings, scenario: str | None = No
             report(row)
 
     if settings.workers > 1:
-        with multiprocessing.get_context("fork").Pool(settings.workers, _set_up, (slots,)) as pool:
+        with multiprocessing.get_context("fork").Pool(settings.workers, _set_up, (slots, features)) as pool:
             mean, rows = cem(lambda jobs: played(pool.map(_play, jobs, chunksize=1)), len(init), settings, init,
-                             episodes_of, counted)
+                             episodes_of, counted, features)
     else:
-        _set_up(slots)
+        _set_up(slots, features)
         mean, rows = cem(lambda jobs: played([_play(j) for j in jobs]), len(init), settings, init, episodes_of,
-                         counted)
-    return PreemptRule.from_vector(mean), rows, cfg
+                         counted, features)
+    return PreemptRule.from_vector(mean, features), rows, cfg
 
 
 # ------------------------------------------------------------------------------------------- rule files
@@ -270,7 +322,7 @@ def rule_json(rule: PreemptRule, config_path: str, settings: SearchSettings, fol
     """The rule file's text; ``config`` is kept relative to ``folder`` (where the file goes), so a
     folder moved with the repository still finds it."""
     config = os.path.relpath(Path(config_path).resolve(), Path(folder).resolve())
-    return json.dumps({"format": RULE_FORMAT, "features": list(FEATURES), "weights": list(rule.weights),
+    return json.dumps({"format": RULE_FORMAT, "features": list(rule.features), "weights": list(rule.weights),
                        "bias": rule.bias, "config": Path(config).as_posix(), "search": settings.__dict__},
                       indent=2) + "\n"
 
@@ -287,17 +339,20 @@ def load_rule(path: str | Path) -> tuple[PreemptRule, str]:
         raise RuleError(f"{path}: not JSON ({err})") from None
     if not isinstance(data, dict) or data.get("format") != RULE_FORMAT:
         raise RuleError(f"{path}: format: not a {RULE_FORMAT!r} file")
-    if data.get("features") != list(FEATURES):
-        raise RuleError(f"{path}: features: must be {list(FEATURES)}, got {data.get('features')!r}")
+    features = data.get("features")
+    problem = features_problem(features) if isinstance(features, list) and all(
+        isinstance(f, str) for f in features) else "must be a list of feature names"
+    if problem:
+        raise RuleError(f"{path}: features: {problem}")
     weights, bias, config = data.get("weights"), data.get("bias"), data.get("config")
     numbers = weights if isinstance(weights, list) else []
-    if len(numbers) != len(FEATURES) or not all(_finite(v) for v in numbers):
-        raise RuleError(f"{path}: weights: must be {len(FEATURES)} finite numbers, got {weights!r}")
+    if len(numbers) != len(features) or not all(_finite(v) for v in numbers):
+        raise RuleError(f"{path}: weights: must be {len(features)} finite numbers, got {weights!r}")
     if not _finite(bias):
         raise RuleError(f"{path}: bias: must be a finite number, got {bias!r}")
     if not isinstance(config, str):
         raise RuleError(f"{path}: config: must be the training config's path, got {config!r}")
-    return (PreemptRule(tuple(float(v) for v in numbers), float(bias)),  # type: ignore[arg-type]
+    return (PreemptRule(tuple(float(v) for v in numbers), float(bias), tuple(features)),  # type: ignore[arg-type]
             str((Path(path).parent / config).resolve()))
 
 
@@ -348,8 +403,12 @@ def _search_main(args: argparse.Namespace) -> int:
     from lyra_gym.outputs import atomic_write_csv, atomic_write_text, check_out_folder
 
     settings = SearchSettings(args.generations, args.population, args.elite, args.windows, args.noise,
-                              args.init_std, args.init_bias, args.workers, args.seed)
+                              args.init_std, args.init_bias, args.workers, args.seed, args.objective)
     settings.check()
+    features = [f.strip() for f in args.features.split(",") if f.strip()]
+    problem = features_problem(features)
+    if problem:
+        raise RuleError(f"--features: {problem}")
     check_out_folder(args.out, inputs={"--config": args.config})  # the output rule: new or empty, before any work
 
     def report(row: dict[str, float]) -> None:
@@ -358,12 +417,13 @@ def _search_main(args: argparse.Namespace) -> int:
               f"{row['population_return']:.2f}, elite {row['elite_return']:.2f}, {row['env_steps']:,} env steps",
               flush=True)
 
-    rule, rows, _ = search(args.config, settings, args.scenario, report)
+    rule, rows, _ = search(args.config, settings, args.scenario, report, features)
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write_csv(args.out / "search.csv", list(rows[0]),
                      ({k: repr(v) if isinstance(v, float) else v for k, v in row.items()} for row in rows))
     atomic_write_text(args.out / RULE_FILE, rule_json(rule, args.config, settings, args.out))
-    print(f"rule: weights {', '.join(f'{n}={w:.3f}' for n, w in zip(FEATURES, rule.weights))}, bias {rule.bias:.3f}")
+    print(f"rule: weights {', '.join(f'{n}={w:.3f}' for n, w in zip(rule.features, rule.weights))}, "
+          f"bias {rule.bias:.3f}")
     print(f"wrote {args.out / 'rule.json'} and {args.out / 'search.csv'}")
     return 0
 
@@ -406,6 +466,10 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument(f"--{name}", type=int, default=getattr(defaults, name))
     for name in ("noise", "init_std", "init_bias"):
         s.add_argument(f"--{name.replace('_', '-')}", dest=name, type=float, default=getattr(defaults, name))
+    s.add_argument("--objective", default=defaults.objective, help=f"one of {', '.join(OBJECTIVES)} (module docstring)")
+    s.add_argument("--features", default=",".join(SLOT_FEATURES),
+                   help=f"the rule's features: {', '.join(SLOT_FEATURES)} (the default), then any of "
+                        f"{', '.join(CLUSTER_FEATURES)}")
     e = sub.add_parser("evaluate", help="paired evaluation of a rule on suite scenarios' test windows")
     e.add_argument("rule", type=Path, help="a rule.json the search wrote, or its folder")
     e.add_argument("--scenarios", required=True, help="comma-separated suite scenarios")

@@ -15,7 +15,9 @@ import lyra_gym  # noqa: F401
 from lyra_agents.config import load_train_config
 from lyra_agents.evaluate import evaluate_scheduler, rollout
 from lyra_agents.preempt_search import (
+    CLUSTER_FEATURES,
     FEATURES,
+    SLOT_FEATURES,
     PreemptRule,
     RuleError,
     RuleLayout,
@@ -24,6 +26,7 @@ from lyra_agents.preempt_search import (
     load_rule,
     load_rule_scheduler,
     main,
+    objective_values,
     rule_action,
     rule_json,
     rule_scheduler,
@@ -64,6 +67,40 @@ def test_the_rule_preempts_the_best_scoring_running_job_only_when_its_score_is_p
     assert rule_action(PreemptRule((-1, 0, 0, 0, 0), 0.2), layout, obs, masks).tolist() == [2, 2, PREEMPT, 2, 1]
     codec, obs, masks = tiny([0.6, 0.3], [False, False])  # nobody waits: nobody is preempted
     assert rule_action(PreemptRule((1, 0, 0, 0, 0), 5.0), layout, obs, masks).tolist() == [2, 2, 0, 2, 1]
+
+
+def test_the_cluster_features_hold_the_rule_back_where_the_queue_is_short():
+    codec, obs, masks = tiny([0.2, 0.6, 0.3], [True, False, False])
+    names = ObservationBuilder(3, 1, version=2).names
+    layout = RuleLayout(codec, names)
+    # score = gap + 2 x queued_jobs - 1: the gap 0.4 needs queued_jobs > 0.3
+    rule = PreemptRule((1, 0, 0, 0, 0, 2), -1.0, (*SLOT_FEATURES, "queued_jobs"))
+    for queued_jobs, preempts in ((0.25, False), (0.35, True)):
+        obs[names.index("cluster.queued_jobs")] = queued_jobs
+        obs[names.index("cluster.queue_head_wait")] = 9.0  # not a feature of this rule
+        assert bool(rule_action(rule, layout, obs, masks)[1] == PREEMPT) is preempts, queued_jobs
+    # both cluster features; zero weights on them act as the slot-only rule, on random observations
+    rng, preempted = np.random.default_rng(0), 0
+    for _ in range(50):
+        for slot in range(3):
+            for feature in ("remaining_est", "attained_service", "preempt_cost", "preemptions", "workers"):
+                obs[names.index(f"job[{slot}].{feature}")] = rng.random()
+        obs[[names.index(f"cluster.{f}") for f in CLUSTER_FEATURES]] = rng.random(2)
+        theta = rng.normal(size=6)
+        slot_only = PreemptRule.from_vector(theta)
+        zeros = PreemptRule.from_vector([*theta[:5], 0.0, 0.0, theta[5]], FEATURES)
+        action = rule_action(slot_only, layout, obs, masks).tolist()
+        assert action == rule_action(zeros, layout, obs, masks).tolist()
+        preempted += PREEMPT in action
+    assert 0 < preempted < 50  # both cases met
+
+
+def test_the_ratio_objective_weighs_each_episode_by_the_guide_s_return():
+    guide = [-10.0, -2.0, 0.0]
+    results = [guide, [-8.0, -3.0, -1.0]]
+    assert objective_values(results, guide, "return") == [-4.0, -4.0]
+    # -10/10, -2/2, 0 (an episode the guide scores 0 counts as it is); then -0.8, -1.5, -1
+    assert objective_values(results, guide, "ratio") == pytest.approx([-2 / 3, -3.3 / 3])
 
 
 def test_a_layout_needs_an_env_with_job_slots_and_preemption():
@@ -145,6 +182,9 @@ def test_the_search_is_the_same_in_one_process_or_two_and_the_command_writes_its
 @pytest.mark.parametrize("change, field", [
     ({"format": "other"}, "format"),
     ({"features": ["remaining_gap"]}, "features"),
+    ({"features": [*SLOT_FEATURES, "queue_head_wait", "queued_jobs"]}, "features"),
+    ({"features": [*SLOT_FEATURES, "queued_jobs"]}, "weights"),  # 6 features, 5 weights
+    ({"features": "remaining_gap"}, "features"),
     ({"weights": [1, 2]}, "weights"),
     ({"weights": [1, 2, 3, 4, float("nan")]}, "weights"),
     ({"bias": "x"}, "bias"),
@@ -174,7 +214,21 @@ def test_the_command_refuses_bad_input_in_one_line(tmp_path, capsys):
     assert lines[2] == f"error: --json: folder {tmp_path / 'no'} does not exist"
     assert lines[3].startswith("error: unknown scenario 'nope' in suite v1")
     assert lines[4].startswith("error: --scenario: 'default' is not one of the config's scenarios")
-    assert len(FEATURES) == 5
+    assert main(["search", "--config", CONFIG, "--out", str(tmp_path / "o"), "--objective", "jct"]) == 2
+    assert main(["search", "--config", CONFIG, "--out", str(tmp_path / "o"), "--features", "queued_jobs"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == "error: --objective: must be one of return, ratio, got 'jct'"
+    assert lines[1].startswith("error: --features: must be remaining_gap, attained_service")
+
+
+def test_a_rule_file_keeps_its_features(tmp_path):
+    rule = PreemptRule((1, 0, 0, 0, 0, 0.5, -0.25), -0.2, FEATURES)
+    path = tmp_path / "rule.json"
+    path.write_text(rule_json(rule, CONFIG, SearchSettings(objective="ratio"), tmp_path))
+    assert load_rule(path)[0] == rule
+    assert json.loads(path.read_text())["search"]["objective"] == "ratio"
+    with pytest.raises(RuleError, match="features:"):
+        PreemptRule((1, 0, 0, 0, 0), 0.0, FEATURES)
 
 
 def test_rule_paths_load_as_schedulers_through_the_registry(tmp_path):
