@@ -340,8 +340,9 @@ def load_rule(path: str | Path) -> tuple[PreemptRule, str]:
     if not isinstance(data, dict) or data.get("format") != RULE_FORMAT:
         raise RuleError(f"{path}: format: not a {RULE_FORMAT!r} file")
     features = data.get("features")
-    problem = features_problem(features) if isinstance(features, list) and all(
-        isinstance(f, str) for f in features) else "must be a list of feature names"
+    if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
+        raise RuleError(f"{path}: features: must be a list of feature names, got {features!r}")
+    problem = features_problem(features)
     if problem:
         raise RuleError(f"{path}: features: {problem}")
     weights, bias, config = data.get("weights"), data.get("bias"), data.get("config")
