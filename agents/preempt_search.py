@@ -413,9 +413,9 @@ def _search_main(args: argparse.Namespace) -> int:
     check_out_folder(args.out, inputs={"--config": args.config})  # the output rule: new or empty, before any work
 
     def report(row: dict[str, float]) -> None:
-        print(f"generation {row['generation']}: mean's return {row['mean_return']:.2f} (guide "
-              f"{row['guide_return']:.2f}), population "
-              f"{row['population_return']:.2f}, elite {row['elite_return']:.2f}, {row['env_steps']:,} env steps",
+        print(f"generation {row['generation']}: mean's objective {row['mean_return']:.6g} (guide "
+              f"{row['guide_return']:.6g}), population "
+              f"{row['population_return']:.6g}, elite {row['elite_return']:.6g}, {row['env_steps']:,} env steps",
               flush=True)
 
     rule, rows, _ = search(args.config, settings, args.scenario, report, features)

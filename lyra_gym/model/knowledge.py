@@ -182,6 +182,8 @@ class HistoryKnowledge(Knowledge):
         self.prior_s = config.prior_s
         # key -> [sum of durations s, count]; keys (model, GPUs), (model,) and ()
         self._sums: dict[tuple, list[float]] = {}
+        # job index -> its E0 since the last completion heard (E0 changes only with the sums)
+        self._initial: dict[int, float] = {}
 
     def predicted_duration(self, model: str, num_gpus: int) -> float:
         """Seconds at the requested size predicted from the jobs finished so far."""
@@ -195,8 +197,11 @@ class HistoryKnowledge(Knowledge):
     def initial(self, job: Job) -> float:
         """The predicted duration times the job's reference rate: the same float for every job of
         one (model, GPUs, batch) at one moment, whatever their true durations."""
-        spec = job.spec
-        return self.predicted_duration(spec.model, spec.num_gpus) * job.reference_rate
+        start = self._initial.get(job.index)
+        if start is None:
+            spec = job.spec
+            start = self._initial[job.index] = self.predicted_duration(spec.model, spec.num_gpus) * job.reference_rate
+        return start
 
     def finished(self, job: Job) -> None:
         spec = job.spec
@@ -204,6 +209,7 @@ class HistoryKnowledge(Knowledge):
             entry = self._sums.setdefault(key, [0.0, 0])
             entry[0] += spec.duration
             entry[1] += 1
+        self._initial.clear()
         self.version += 1
 
 
