@@ -6,7 +6,9 @@ One row per (agent, reference), one column per scenario: the IQM of the per-unit
 JCT(agent) / JCT(reference) over the file's paired units (trace seed x test window) with its 95 %
 percentile-bootstrap interval (10,000 samples, seed 0; :func:`lyra_agents.paired.paired_interval`),
 and ``*`` where the interval excludes 1. Below 1: the agent's mean JCT is lower. Several files (one
-per trained seed) give one block of rows each, labelled by ``LABEL=FILE`` or the file's stem.
+per trained seed) give one block of rows each, labelled by ``LABEL=FILE`` or the file's stem; files
+of one label (an evaluation split over processes by scenario) make one block, a scenario in only one
+of them.
 """
 
 from __future__ import annotations
@@ -42,8 +44,21 @@ def cell(agent: dict[Any, float], reference: dict[Any, float]) -> str:
     return f"{point:.3f} [{low:.3f}, {high:.3f}]{mark}"
 
 
+def merged(files: Sequence[tuple[str, Path]]) -> list[tuple[str, dict[str, dict[str, dict[tuple[int, int], float]]]]]:
+    """``(label, units)`` per label, in first-seen order: the units of its files (:func:`read_units`);
+    ValueError for a scenario in two files of one label."""
+    out: dict[str, dict[str, dict[str, dict[tuple[int, int], float]]]] = {}
+    for label, path in files:
+        units = out.setdefault(label, {})
+        for scenario, policies in read_units(path).items():
+            if scenario in units:
+                raise ValueError(f"{path}: scenario {scenario!r} is in another file of label {label!r} too")
+            units[scenario] = policies
+    return list(out.items())
+
+
 def table(files: Sequence[tuple[str, Path]], agent: str, references: Sequence[str]) -> str:
-    data = [(label, read_units(path)) for label, path in files]
+    data = merged(files)
     scenarios = list(dict.fromkeys(s for _, units in data for s in units))
     lines = ["| agent | against | " + " | ".join(scenarios) + " |", "|---|---|" + "---|" * len(scenarios)]
     for label, units in data:

@@ -40,3 +40,13 @@ def test_unpaired_units_and_bad_files_are_one_line_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(bad)])
     assert "not an evaluate --suite --json file" in capsys.readouterr().err
+
+
+def test_files_of_one_label_make_one_block_and_may_not_share_a_scenario(tmp_path):
+    a = write(tmp_path / "a.json", units("policy", [90, 180, 270, 360]) + units("lyra", [100, 200, 300, 400]))
+    b = write(tmp_path / "b.json", units("policy", [50, 50, 50, 50], "overload") + units("lyra", [100] * 4, "overload"))
+    lines = table([("rule", a), ("rule", b)], "policy", ["lyra"]).splitlines()
+    assert lines[0] == "| agent | against | history | overload |"
+    assert lines[2] == "| rule | lyra | 0.900 [0.900, 0.900]* | 0.500 [0.500, 0.500]* |" and lines[3] == ""
+    with pytest.raises(ValueError, match="scenario 'history' is in another file of label 'rule'"):
+        table([("rule", a), ("rule", a)], "policy", ["lyra"])
