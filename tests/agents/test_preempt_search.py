@@ -244,3 +244,15 @@ def test_rule_paths_load_as_schedulers_through_the_registry(tmp_path):
         registry.make(f"rule:{folder}", deterministic=False)
     with pytest.raises(RuleError, match="cannot read"):
         registry.make(f"rule:{tmp_path / 'missing'}")
+
+
+def test_the_shipped_contention_rule_reproduces_its_committed_unit(tmp_path):
+    """``pretrained/preempt-rule-contention`` on paper-shape, trace seed 0, its first test window: the
+    JCT of the committed evaluation (docs/learned-preempt-rule-contention-part1.json), float for float."""
+    out = tmp_path / "e.json"
+    assert main(["evaluate", "pretrained/preempt-rule-contention", "--scenarios", "paper-shape", "--trace-seeds", "1",
+                 "--windows", "1", "--baselines", "lyra", "--json", str(out)]) == 0
+    committed = json.loads((ROOT / "docs" / "learned-preempt-rule-contention-part1.json").read_text())["units"]
+    for row in json.loads(out.read_text())["units"]:
+        match = [c for c in committed if all(c[k] == row[k] for k in ("policy", "scenario", "trace_seed", "window"))]
+        assert len(match) == 1 and match[0]["jct_mean_s"] == row["jct_mean_s"], row
