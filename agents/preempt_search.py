@@ -24,7 +24,7 @@ the learned networks misuse: they preempt without choosing whom); the five weigh
 learned.
 
 **The search** (cross-entropy method: Rubinstein and Kroese, 2004; with added noise as Szita and
-Lorincz, Neural Computation 2006) keeps a Gaussian over the six parameters. Each generation draws
+Lorincz, Neural Computation 2006) keeps a Gaussian over the weights and bias. Each generation draws
 ``population`` of them, plays each on the same ``windows`` training episodes (common random
 numbers: the same reset seeds and traces, drawn anew each generation from the config's training
 ``trace_seeds`` and its ``scenarios``), and moves the mean and standard deviation to the best
