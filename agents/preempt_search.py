@@ -434,14 +434,16 @@ def _evaluate_main(args: argparse.Namespace) -> int:
     from lyra_agents.config import load_train_config
     from lyra_agents.evaluate import evaluate_protocol
     from lyra_agents.suite import get_suite
+    from lyra_gym.outputs import check_out_file
 
     rule, config = load_rule(rule_file(args.rule))
     cfg = load_train_config(config)
     paired.check_numbers(args.trace_seeds, 10_000, 0)
     if args.windows < 1:
         raise RuleError(f"--windows: must be >= 1, got {args.windows}")
-    if args.json is not None and not args.json.parent.is_dir():
-        raise RuleError(f"--json: folder {args.json.parent} does not exist")
+    if args.json is not None:  # the output rule, as lyra_agents.evaluate's: an existing file needs --overwrite
+        check_out_file(args.json, args.overwrite, inputs={"rule": rule_file(args.rule), "config": config},
+                       what="--json")
     protocol = paired.Protocol(tuple(range(args.trace_seeds)), args.windows)
     suite = get_suite(args.suite or cfg.suite)
     scenarios = [protocol.scenario(suite.get(n.strip())) for n in args.scenarios.split(",") if n.strip()]
@@ -479,6 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--windows", type=int, default=3)
     e.add_argument("--baselines", default="lyra,expert", help="references (as lyra_agents.evaluate's)")
     e.add_argument("--json", type=Path, help="write the per-unit rows here (lyra_agents.evaluate's format)")
+    e.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     return parser
 
 

@@ -203,15 +203,18 @@ def test_the_command_refuses_bad_input_in_one_line(tmp_path, capsys):
     (tmp_path / "bad.json").write_text("{not json")
     assert main(["evaluate", str(tmp_path / "bad.json"), "--scenarios", "overload"]) == 2
     assert main(["search", "--config", CONFIG, "--out", str(tmp_path / "o"), "--elite", "20"]) == 2
+    (tmp_path / "e.json").write_text("{}")  # an existing file needs --overwrite (lyra_agents.evaluate's rule)
     assert main(["evaluate", str(ROOT / "agents" / "pretrained" / "preempt-rule-overload"), "--scenarios", "overload",
-                 "--json", str(tmp_path / "no" / "e.json")]) == 2
+                 "--json", str(tmp_path / "e.json")]) == 2
     assert main(["evaluate", str(ROOT / "agents" / "pretrained" / "preempt-rule-overload"),
                  "--scenarios", "overload,nope"]) == 2  # refused before overload is simulated
     assert main(["search", "--config", CONFIG, "--out", str(tmp_path / "o"), "--scenario", "default"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[0].startswith("error: ") and "not JSON" in lines[0]
     assert lines[1] == "error: --elite: must be <= --population (12), got 20"
-    assert lines[2] == f"error: --json: folder {tmp_path / 'no'} does not exist"
+    assert lines[2] == (f"error: --json {tmp_path / 'e.json'}: exists; pass --overwrite to replace it, "
+                        "or choose another file")
+    assert (tmp_path / "e.json").read_text() == "{}"
     assert lines[3].startswith("error: unknown scenario 'nope' in suite v1")
     assert lines[4].startswith("error: --scenario: 'default' is not one of the config's scenarios")
     assert main(["search", "--config", CONFIG, "--out", str(tmp_path / "o"), "--objective", "jct"]) == 2
