@@ -10,6 +10,8 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lyra_gym  # noqa: F401
 from lyra_agents.config import load_train_config
@@ -93,6 +95,46 @@ def test_the_cluster_features_hold_the_rule_back_where_the_queue_is_short():
         assert action == rule_action(zeros, layout, obs, masks).tolist()
         preempted += PREEMPT in action
     assert 0 < preempted < 50  # both cases met
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 3), st.integers(0, 3), st.data())
+def test_the_rule_equals_a_plain_loop_over_the_running_slots(queued, running, data):
+    """Random slots, features, weights and bias (K = 3): the rule's vectorised action agrees with a
+    plain per-slot loop: at most one change from the neutral action, PREEMPT on a best-scoring
+    running slot (to rounding), only when a job waits and that score is above 0."""
+    running = min(running, 3 - queued)
+    unit = st.floats(0.0, 1.0, allow_nan=False)
+    remaining = [data.draw(unit) for _ in range(queued + running)]
+    codec, obs, masks = tiny(remaining, [True] * queued + [False] * running)
+    names = ObservationBuilder(3, 1, version=2).names
+    own = ("attained_service", "preempt_cost", "preemptions", "workers")
+    for slot in range(queued + running):
+        for feature in own:
+            obs[names.index(f"job[{slot}].{feature}")] = data.draw(unit)
+    cluster = [data.draw(unit) for _ in CLUSTER_FEATURES]
+    obs[[names.index(f"cluster.{f}") for f in CLUSTER_FEATURES]] = cluster
+    features = data.draw(st.sampled_from([SLOT_FEATURES, (*SLOT_FEATURES, "queue_head_wait"), FEATURES]))
+    weight = st.floats(-3.0, 3.0, allow_nan=False)
+    rule = PreemptRule(tuple(data.draw(weight) for _ in features), data.draw(weight), features)
+    action = rule_action(rule, RuleLayout(codec, names), obs, masks).tolist()
+    neutral = codec.neutral(range(queued + running)).tolist()
+    changed = [i for i, (a, n) in enumerate(zip(action, neutral)) if a != n]
+    assert len(changed) <= 1 and all(action[i] == PREEMPT and queued <= i < queued + running for i in changed)
+    scores = {}  # the plain loop: each running slot's score
+    if queued:
+        shortest = min(float(obs[names.index(f"job[{s}].remaining_est")]) for s in range(queued))
+        for slot in range(queued, queued + running):
+            row = {"remaining_gap": float(obs[names.index(f"job[{slot}].remaining_est")]) - shortest,
+                   **{f: float(obs[names.index(f"job[{slot}].{f}")]) for f in own},
+                   **{f: float(np.float32(v)) for f, v in zip(CLUSTER_FEATURES, cluster)}}
+            scores[slot] = sum(w * row[f] for w, f in zip(rule.weights, features)) + rule.bias
+    top = max(scores.values(), default=-1.0)
+    eps = 1e-9  # the two sums may round apart; a score that close to 0 or to the top may go either way
+    if top > eps:
+        assert len(changed) == 1 and scores[changed[0]] >= top - eps
+    elif top < -eps:
+        assert changed == []
 
 
 def test_the_ratio_objective_weighs_each_episode_by_the_guide_s_return():
