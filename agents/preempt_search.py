@@ -406,10 +406,7 @@ def _search_main(args: argparse.Namespace) -> int:
     settings = SearchSettings(args.generations, args.population, args.elite, args.windows, args.noise,
                               args.init_std, args.init_bias, args.workers, args.seed, args.objective)
     settings.check()
-    features = [f.strip() for f in args.features.split(",") if f.strip()]
-    problem = features_problem(features)
-    if problem:
-        raise RuleError(f"--features: {problem}")
+    features = [f.strip() for f in args.features.split(",") if f.strip()]  # checked by search, before any work
     check_out_folder(args.out, inputs={"--config": args.config})  # the output rule: new or empty, before any work
 
     def report(row: dict[str, float]) -> None:
@@ -436,13 +433,14 @@ def _evaluate_main(args: argparse.Namespace) -> int:
     from lyra_agents.suite import get_suite
     from lyra_gym.outputs import check_out_file
 
-    rule, config = load_rule(rule_file(args.rule))
+    path = rule_file(args.rule)
+    rule, config = load_rule(path)
     cfg = load_train_config(config)
     paired.check_numbers(args.trace_seeds, 10_000, 0)
     if args.windows < 1:
         raise RuleError(f"--windows: must be >= 1, got {args.windows}")
     if args.json is not None:  # the output rule, as lyra_agents.evaluate's: an existing file needs --overwrite
-        check_out_file(args.json, args.overwrite, inputs={"rule": rule_file(args.rule), "config": config},
+        check_out_file(args.json, args.overwrite, inputs={"rule": path, "config": config},
                        what="--json")
     protocol = paired.Protocol(tuple(range(args.trace_seeds)), args.windows)
     suite = get_suite(args.suite or cfg.suite)
