@@ -37,7 +37,7 @@ from gymnasium import spaces
 from lyra_gym.sim.view import ClusterView, JobView
 
 __all__ = ["CLUSTER_EXTRAS", "LearnerExtras", "LearnerExtrasObservation", "MIN_GROUP", "SIZE_CLASSES",
-           "SLOT_FEATURES", "extras_size"]
+           "SLOT_FEATURES", "extras_size", "reference_extras"]
 
 SLOT_FEATURES = ("group_mean_duration", "group_survival", "group_mean_residual")
 #: requested GPUs, upper bounds of the size classes (the last is open)
@@ -114,61 +114,79 @@ class LearnerExtras:
         self._open: list[int] = []  # submitted, not yet seen finished
         self._groups: dict[tuple, _Group] = {}
         self._finished = 0
+        self._resolved: dict[tuple[str, int], _Group | None] = {}  # _group's answers since the last completion
         self._last_now = -math.inf
 
     def _catch_up(self, view: ClusterView, now: float) -> None:
-        """Read the completions up to ``now`` (jobs submitted by now, finished at or before now)."""
+        """Read the completions up to ``now`` (jobs submitted by now, finished at or before now):
+        the open jobs are walked only when the engine's count of finished jobs moved (a finished
+        job's ``finish_time`` is the engine's clock then, never after ``now``)."""
         if view is not self._view or now < self._last_now:
             self.reset()
             self._view = view
             self._jobs = list(view.all_jobs())
         self._last_now = now
         jobs = self._jobs
-        while self._next < len(jobs) and jobs[self._next].spec.submit_time <= now:
+        while self._next < len(jobs) and jobs[self._next].request.submit_time <= now:
             self._open.append(self._next)
             self._next += 1
+        if view.num_finished == self._finished:
+            return
         still = []
         for i in self._open:
             job = jobs[i]
             finish, duration = job.finish_time, job.completed_duration  # both None until it finishes
             if finish is not None and duration is not None and finish <= now:
-                spec = job.spec
-                for key in ((spec.model, spec.num_gpus), (spec.model,), ()):
+                request = job.request
+                for key in ((request.model, request.num_gpus), (request.model,), ()):
                     self._groups.setdefault(key, _Group()).add(duration)
                 self._finished += 1
             else:
                 still.append(i)
         self._open = still
+        self._resolved.clear()
 
     def _group(self, job: JobView) -> _Group | None:
-        spec = job.spec
-        for key in ((spec.model, spec.num_gpus), (spec.model,), ()):
-            group = self._groups.get(key)
-            if group is not None and (len(group.durations) >= MIN_GROUP or key == ()):
-                return group
-        return None
+        """The finished jobs whose durations ``job``'s slot features read (module docstring), kept
+        per (model, requested GPUs) until the next completion."""
+        request = job.request
+        key = (request.model, request.num_gpus)
+        resolved = self._resolved
+        if key in resolved:
+            return resolved[key]
+        group = None
+        for k in (key, key[:1], ()):
+            found = self._groups.get(k)
+            if found is not None and (len(found.durations) >= MIN_GROUP or k == ()):
+                group = found
+                break
+        resolved[key] = group
+        return group
 
     def compute(self, view: ClusterView, slots: Sequence[JobView]) -> np.ndarray:
         """The extras at ``view`` for the env's job ``slots`` (at most ``k``), float32."""
         self._catch_up(view, view.now)
         out = np.zeros(self.size, dtype=np.float32)
         width = len(SLOT_FEATURES)
-        for row, job in enumerate(slots[: self.k]):
+        rows: list[float] = []
+        for job in slots[: self.k]:
             group = self._group(job)
             if group is None:
+                rows += (0.0, 0.0, 0.0)
                 continue
             total = job.total_work
             done_s = (total - job.remaining_work) / total * job.spec.duration if total > 0 else 0.0
-            out[row * width:(row + 1) * width] = group.features(done_s)
+            rows += group.features(done_s)
+        out[:len(rows)] = rows
         base = self.k * width
         out[base] = math.log1p(self._finished) / _COUNT_CAP
         counts = np.zeros(8)
         gpus = np.zeros(4)
         for job in view.queued_jobs():
-            spec = job.spec
-            size = _size_class(spec.num_gpus)
-            counts[4 * int(bool(spec.elastic)) + size] += 1
-            gpus[size] += spec.num_gpus
+            request = job.request
+            size = _size_class(request.num_gpus)
+            counts[4 * int(bool(request.elastic)) + size] += 1
+            gpus[size] += request.num_gpus
         out[base + 1:base + 9] = np.log1p(counts) / _COUNT_CAP
         out[base + 9:base + 13] = np.log1p(gpus) / math.log1p(10_000.0)
         np.clip(out, 0.0, 1.0, out=out)
@@ -177,6 +195,45 @@ class LearnerExtras:
     def extend(self, obs: np.ndarray, view: ClusterView, slots: Sequence[JobView]) -> np.ndarray:
         """``obs`` with the extras appended (a new float32 array)."""
         return np.concatenate([obs, self.compute(view, slots)]).astype(np.float32, copy=False)
+
+
+def reference_extras(view: ClusterView, slots: Sequence[JobView], k: int) -> np.ndarray:
+    """:meth:`LearnerExtras.compute` from scratch, the plain reading of the module docstring (no
+    state, no caches): the same float32 array (tests compare the two along whole episodes). Sums
+    run from the longest duration down, as the fast path's suffix sums do."""
+    now = view.now
+    finished = [job for job in view.all_jobs() if job.finish_time is not None and job.finish_time <= now]
+
+    def durations(match) -> list[float]:
+        return sorted(job.completed_duration for job in finished if match(job.request))
+
+    out = np.zeros(extras_size(k), dtype=np.float32)
+    width = len(SLOT_FEATURES)
+    for row, job in enumerate(slots[:k]):
+        model, gpus = job.request.model, job.request.num_gpus
+        history = durations(lambda r: r.model == model and r.num_gpus == gpus)
+        if len(history) < MIN_GROUP:
+            history = durations(lambda r: r.model == model)
+        if len(history) < MIN_GROUP:
+            history = durations(lambda r: True)
+        if not history:
+            continue
+        total = job.total_work
+        done_s = (total - job.remaining_work) / total * job.spec.duration if total > 0 else 0.0
+        longer = [d for d in history if d > done_s]
+        mean = sum(reversed(history), 0.0) / len(history)
+        residual = sum(reversed(longer), 0.0) / len(longer) - done_s if longer else 0.0
+        out[row * width:(row + 1) * width] = (_hours(mean), len(longer) / len(history), _hours(residual))
+    base = k * width
+    out[base] = math.log1p(len(finished)) / _COUNT_CAP
+    counts, gpus_queued = np.zeros(8), np.zeros(4)
+    for job in view.queued_jobs():
+        size = _size_class(job.request.num_gpus)
+        counts[4 * int(bool(job.request.elastic)) + size] += 1
+        gpus_queued[size] += job.request.num_gpus
+    out[base + 1:base + 9] = np.log1p(counts) / _COUNT_CAP
+    out[base + 9:base + 13] = np.log1p(gpus_queued) / math.log1p(10_000.0)
+    return np.clip(out, 0.0, 1.0)
 
 
 class LearnerExtrasObservation(gym.ObservationWrapper):

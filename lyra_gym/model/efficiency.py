@@ -88,6 +88,8 @@ class EfficiencyError(LyraGymError):
 
 
 def _finite(value: object, name: str) -> float:
+    if type(value) is float and -math.inf < value < math.inf:  # the common case, before the ABC check
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise EfficiencyError(f"{name}: expected a number, got {shown(value)}")
     number = float(value)

@@ -166,16 +166,19 @@ class Job:
         ``total_work`` (what a knowledge model may show of the work done: :mod:`lyra_gym.model.knowledge`)."""
         if not self.workers:
             return self.work_done
-        busy = now - max(self.last_update, self.overhead_until)
+        last, begin = self.last_update, self.overhead_until
+        busy = now - (begin if begin > last else last)  # max(last_update, overhead_until), to the bit
         return self.work_done + self.rate * busy if busy > 0 else self.work_done
 
     def remaining_work(self, now: float) -> float:
         """Samples left at ``now`` (without mutating the record)."""
         if not self.workers:
             return self.total_work - self.work_done
-        busy = now - max(self.last_update, self.overhead_until)
+        last, begin = self.last_update, self.overhead_until
+        busy = now - (begin if begin > last else last)
         done = self.work_done + self.rate * busy if busy > 0 else self.work_done
-        return max(0.0, self.total_work - done)
+        left = self.total_work - done
+        return left if left > 0.0 else 0.0  # max(0.0, left), to the bit
 
     def completion_time(self) -> float:
         """When the job finishes at its current rate (call right after ``advance``)."""

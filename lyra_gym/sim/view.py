@@ -65,6 +65,8 @@ class EngineState(Protocol):
     @property
     def running(self) -> Collection[int]: ...  # running job indices, start order
     @property
+    def finished(self) -> int: ...  # jobs finished so far
+    @property
     def demand(self) -> DemandCurve: ...
     @property
     def demand_now(self) -> int: ...  # inference servers needed now
@@ -461,6 +463,11 @@ class ClusterView:
     @property
     def num_running(self) -> int:
         return len(self._engine.running)
+
+    @property
+    def num_finished(self) -> int:
+        """Jobs finished so far (each at or before :attr:`now`)."""
+        return self._engine.finished
 
     def longest_wait_s(self) -> float:
         """Seconds the longest-waiting queued job has waited (the queue's largest ``waiting_s``; 0: none)."""

@@ -64,7 +64,7 @@ def test_engine_has_every_member_of_the_views_engine_protocol():
 
     engine = build_engine(generate_trace("small-1d", 0)[:5], make("fifo"), SimConfig(), seed=0)
     members = [name for name in vars(EngineState) if not name.startswith("_")]
-    assert len(members) == 23  # 21 + knowledge (issue 26) + journal (the change feed, issue 24)
+    assert len(members) == 24  # 21 + knowledge (issue 26) + journal (the change feed, issue 24) + finished
     for name in members:
         assert hasattr(engine, name), name
 
