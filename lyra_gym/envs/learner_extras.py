@@ -202,10 +202,12 @@ def reference_extras(view: ClusterView, slots: Sequence[JobView], k: int) -> np.
     state, no caches): the same float32 array (tests compare the two along whole episodes). Sums
     run from the longest duration down, as the fast path's suffix sums do."""
     now = view.now
-    finished = [job for job in view.all_jobs() if job.finish_time is not None and job.finish_time <= now]
+    finished = [(job.request, duration) for job in view.all_jobs()  # (request, true duration s)
+                if job.finish_time is not None and job.finish_time <= now
+                and (duration := job.completed_duration) is not None]
 
     def durations(match) -> list[float]:
-        return sorted(job.completed_duration for job in finished if match(job.request))
+        return sorted(duration for request, duration in finished if match(request))
 
     out = np.zeros(extras_size(k), dtype=np.float32)
     width = len(SLOT_FEATURES)

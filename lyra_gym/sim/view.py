@@ -456,18 +456,10 @@ class ClusterView:
         """Every job of the run (submitted or not, finished too), by trace index."""
         return (job.view for job in self._engine.jobs)
 
-    @property
-    def num_queued(self) -> int:
-        return len(self._engine.queue)
-
-    @property
-    def num_running(self) -> int:
-        return len(self._engine.running)
-
-    @property
-    def num_finished(self) -> int:
-        """Jobs finished so far (each at or before :attr:`now`)."""
-        return self._engine.finished
+    num_queued: int = property(lambda self: len(self._engine.queue))  # type: ignore[assignment]
+    num_running: int = property(lambda self: len(self._engine.running))  # type: ignore[assignment]
+    #: Jobs finished so far (each at or before ``now``).
+    num_finished: int = property(lambda self: self._engine.finished)  # type: ignore[assignment]
 
     def longest_wait_s(self) -> float:
         """Seconds the longest-waiting queued job has waited (the queue's largest ``waiting_s``; 0: none)."""
