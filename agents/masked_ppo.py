@@ -53,7 +53,7 @@ from torch import nn
 
 from lyra_agents import vine
 from lyra_agents.config import TrainConfig
-from lyra_agents.members import GroupSpec, LocalMembers, ProcessMembers, make_member
+from lyra_agents.members import GroupSpec, LocalMembers, ProcessMembers, make_group
 from lyra_agents.spaces import model_spaces, observation_widths
 from lyra_agents.trajectory import RESET_SEED_STRIDE, Trajectory, action_masks, expert_action
 from lyra_gym.envs.observation import observation_layout
@@ -231,8 +231,7 @@ class MaskedPPO:
         """The ``group_size`` envs of ``slot`` on ``trace_seed`` (built once, then reused)."""
         key = (slot, trace_seed)
         if key not in self._envs:
-            self._envs[key] = [make_member(self.cfg, {**kwargs, "trace_seed": trace_seed})
-                               for _ in range(self.cfg.group_size)]
+            self._envs[key] = make_group(self.cfg, {**kwargs, "trace_seed": trace_seed})
         return self._envs[key]
 
     def episode_cap_s(self) -> float:

@@ -42,14 +42,23 @@ from lyra_agents.trajectory import action_masks
 from lyra_gym.envs.learner_extras import LearnerExtrasObservation
 
 
-def make_member(cfg: TrainConfig, kwargs: dict[str, Any]) -> gym.Env:
-    """One training env: learner extras as configured, ``bc_expert`` as its ``expert_action``."""
-    env: gym.Env = gym.make(cfg.env_id, **kwargs)
+def make_member(cfg: TrainConfig, kwargs: dict[str, Any], sibling: gym.Env | None = None) -> gym.Env:
+    """One training env: learner extras as configured, ``bc_expert`` as its ``expert_action``.
+    ``sibling``: a member of the same group (same keywords) built already; the new one is its
+    fork, so the two share the trace, its windows and the warm start of each reset on one seed
+    (:meth:`lyra_gym.envs.episode.EpisodeSource.start`), not built or simulated twice."""
+    env: gym.Env = gym.make(cfg.env_id, **kwargs) if sibling is None else sibling.unwrapped.fork()  # type: ignore[attr-defined]
     if cfg.observation_extras:
         env = LearnerExtrasObservation(env)
     if cfg.bc_expert != "heuristic":
         env = ExpertRule(env, cfg.bc_expert)
     return env
+
+
+def make_group(cfg: TrainConfig, kwargs: dict[str, Any]) -> list[gym.Env]:
+    """The ``group_size`` members of one group: the first built, the others its forks (:func:`make_member`)."""
+    first = make_member(cfg, kwargs)
+    return [first] + [make_member(cfg, kwargs, first) for _ in range(cfg.group_size - 1)]
 
 
 class GroupSpec(NamedTuple):
@@ -148,7 +157,9 @@ def _serve(conn: Any, cfg: TrainConfig) -> None:
     def env_of(spec: GroupSpec, member: int) -> gym.Env:
         key = (spec.slot, spec.trace_seed, member)
         if key not in built:
-            built[key] = make_member(cfg, {**spec.kwargs, "trace_seed": spec.trace_seed})
+            sibling = next((env for (slot, seed, _), env in built.items()
+                            if slot == spec.slot and seed == spec.trace_seed), None)
+            built[key] = make_member(cfg, {**spec.kwargs, "trace_seed": spec.trace_seed}, sibling)
         return built[key]
 
     envs = _Envs(env_of)

@@ -12,6 +12,7 @@ only in how an action becomes the plans an episode runs.
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import replace
 from typing import Any, Mapping
@@ -19,6 +20,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from lyra_gym.envs.rewards import RewardSpec, jobs_in_system, span_reward
+from lyra_gym.envs.snapshot import shared_memo
 from lyra_gym.envs.windows import Window, WindowSampler
 from lyra_gym.model.config import SimConfig, config_from_dict, load_config
 from lyra_gym.model.demand import number_problem
@@ -101,6 +103,7 @@ class EpisodeSource:
         self.reward_scale_s = float(reward_scale_s)
         self.span_reward = span_reward(reward, self.reward_scale_s)
         self.reward_weights = self.span_reward.weights
+        self._fresh: tuple[Window, Episode, tuple] | None = None  # the last start: window, episode, its mark
 
     def parse_options(self, options: Mapping[str, Any] | None) -> tuple[str, int]:
         """(split, test window index) from reset's ``options``; ``ValueError`` naming the key."""
@@ -127,11 +130,20 @@ class EpisodeSource:
         return split, int(window)
 
     def start(self, rng: np.random.Generator, split: str, window: int) -> Episode:
-        """A new episode on test window ``window``, or (``split`` "train") a train window drawn by ``rng``."""
+        """A new episode on test window ``window``, or (``split`` "train") a train window drawn by ``rng``.
+
+        The last episode started is kept while it is unplayed: a start on the same window (the
+        envs that share this source, e.g. a group's forks, reset with one seed) copies it instead
+        of simulating the warm start again (the same state: :meth:`Episode.mark` unmoved)."""
         chosen = self.windows.test(window) if split == "test" else self.windows.train(rng)
+        fresh = self._fresh
+        if fresh is not None and fresh[0] == chosen and fresh[1].mark() == fresh[2]:
+            return copy.deepcopy(fresh[1], shared_memo(self))
         heuristic = registry.make(self.heuristic_name)
         engine = build_engine(chosen.jobs(self.trace), heuristic, self.sim_config, chosen.seed, self.profiles)
-        return Episode(self, engine, heuristic, chosen)
+        episode = Episode(self, engine, heuristic, chosen)
+        self._fresh = (chosen, episode, episode.mark())
+        return episode
 
 
 class Episode:
@@ -158,6 +170,12 @@ class Episode:
         while not self.done and engine.now < start:
             engine.submit(heuristic.decide(engine.view))
             self.done = not engine.next_decision()
+
+    def mark(self) -> tuple[float, int, int, int, bool]:
+        """What playing the episode moves (simulated time, the engine's change count, plans, steps,
+        a placement recorder): equal to its mark at the start while nothing was played."""
+        engine = self.engine
+        return engine.now, engine.state_version, self.plans, self.steps, self.recorder is None
 
     def run(self, plan: Plan) -> float:
         """Submit ``plan`` and run to the next decision point; the reward of the span."""

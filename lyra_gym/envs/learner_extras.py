@@ -67,20 +67,26 @@ def _hours(seconds: float) -> float:
 
 
 class _Group:
-    """The finished durations of one group: sorted, with suffix sums once asked."""
+    """The finished durations of one group: sorted, with suffix sums once asked, and each
+    ``done_s``'s features kept until the next duration (a queued job's ``done_s`` stays put)."""
 
-    __slots__ = ("durations", "_suffix")
+    __slots__ = ("durations", "_suffix", "_seen")
 
     def __init__(self) -> None:
         self.durations: list[float] = []
         self._suffix: list[float] | None = None
+        self._seen: dict[float, tuple[float, float, float]] = {}
 
     def add(self, duration: float) -> None:
         bisect.insort(self.durations, duration)
         self._suffix = None
+        self._seen.clear()
 
     def features(self, done_s: float) -> tuple[float, float, float]:
         """(mean, share longer than ``done_s``, mean residual beyond ``done_s``), scaled."""
+        seen = self._seen.get(done_s)
+        if seen is not None:
+            return seen
         durations = self.durations
         n = len(durations)
         if self._suffix is None:
@@ -91,7 +97,10 @@ class _Group:
         first = bisect.bisect_right(durations, done_s)
         longer = n - first
         residual = (self._suffix[first] / longer - done_s) if longer else 0.0
-        return _hours(self._suffix[0] / n), longer / n, _hours(residual)
+        if len(self._seen) >= 4096:  # (a long run between completions: start again)
+            self._seen.clear()
+        seen = self._seen[done_s] = (_hours(self._suffix[0] / n), longer / n, _hours(residual))
+        return seen
 
 
 class LearnerExtras:

@@ -9,7 +9,7 @@ import torch
 
 from lyra_agents.config import TrainConfig
 from lyra_agents.masked_ppo import MaskedPPO
-from lyra_agents.members import GroupSpec, LocalMembers, ProcessMembers
+from lyra_agents.members import GroupSpec, LocalMembers, ProcessMembers, make_member
 
 
 def tiny(**changes) -> TrainConfig:
@@ -48,6 +48,24 @@ def test_rounds_in_worker_processes_equal_the_rounds_here_bit_for_bit():
     assert steps > 0
     assert weights_here.keys() == weights_there.keys()
     assert all(torch.equal(weights_here[k], weights_there[k]) for k in weights_here)
+
+
+def test_a_group_of_forks_plays_as_members_built_alone(monkeypatch):
+    """``make_group`` (one member built, the others its forks: one trace, one warm start per
+    reset) gives the same round and weights, bit for bit, as every member built and warmed alone."""
+    from lyra_agents import masked_ppo
+
+    cfg = tiny(vec_env="dummy", warmup_s=3600.0, group_size=3)
+    forks, weights_forks = run(cfg)
+    monkeypatch.setattr(masked_ppo, "make_group",
+                        lambda cfg, kwargs: [make_member(cfg, kwargs) for _ in range(cfg.group_size)])
+    alone, weights_alone = run(cfg)
+    flat = [(a, b) for g, h in zip(forks, alone) for a, b in zip(g, h)]
+    assert len(flat) == 6 and sum(len(a.actions) for a, _ in flat) > 0
+    for a, b in flat:
+        assert a.end_s == b.end_s and a.metrics == b.metrics and a.rewards == b.rewards and a.logp == b.logp
+        assert all(np.array_equal(x, y) for x, y in zip(a.obs, b.obs))
+    assert all(torch.equal(weights_forks[k], weights_alone[k]) for k in weights_forks)
 
 
 @pytest.fixture

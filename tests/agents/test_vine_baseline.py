@@ -12,7 +12,8 @@ import torch
 from lyra_agents import vine
 from lyra_agents.config import TrainConfig, TrainConfigError
 from lyra_agents.fork_probe import rest_of_episode
-from lyra_agents.masked_ppo import MaskedPolicy, MaskedPPO, make_member
+from lyra_agents.masked_ppo import MaskedPolicy, MaskedPPO
+from lyra_agents.members import make_member
 from lyra_agents.trajectory import action_masks
 
 
