@@ -2,6 +2,7 @@
 
     python benchmarks/training_throughput.py --out docs/training-throughput.csv
     python benchmarks/training_throughput.py --label old --append docs/training-throughput.csv  # in an old checkout
+    python benchmarks/training_throughput.py --from-run RUN --label ... --append docs/training-throughput.csv
 
 Rows (CSV: label, what, config, env_id, steps, cpu_s, steps_per_cpu_s, wall_s, steps_per_wall_s):
 
@@ -11,7 +12,10 @@ Rows (CSV: label, what, config, env_id, steps, cpu_s, steps_per_cpu_s, wall_s, s
   (``maskable_ppo``: SB3's ``learn`` of ``n_envs x n_steps``; ``masked_ppo``: one round of every
   group; ``2 env processes``: the same with ``vec_env: subproc``, the envs in worker processes,
   their CPU time counted too), env steps per CPU second and per wall second, everything in the
-  round counted.
+  round counted;
+- ``train.py run``: a whole masked-PPO run (``--from-run RUN``, its folder's ``progress.csv``):
+  env steps over the process time of its resets, steps, policy and updates (the env workers'
+  included; imitation and evaluations not counted), and over its wall time.
 
 Process time first: on a shared machine the wall clock counts other processes; the wall clock is
 what env processes buy (two cores working at once), so those rows give both. A config or env
@@ -134,6 +138,25 @@ def measure(label: str, env_steps: int) -> list[dict[str, Any]]:
     return rows
 
 
+def run_row(label: str, run: Path) -> dict[str, Any]:
+    """The row of a whole ``train.py`` run of masked PPO (its folder's ``progress.csv``, last row
+    with counters): env steps, process time (resets, env steps, policy, update: the workers'
+    included) and wall time (steps over ``time/fps``, which train.py counts from the first round)."""
+    import yaml
+
+    rows = [r for r in csv.DictReader((run / "progress.csv").open(newline="")) if r.get("time/total_timesteps")]
+    if not rows:
+        raise ValueError(f"{run / 'progress.csv'}: no row with time/total_timesteps (not a masked PPO run?)")
+    last, cfg = rows[-1], yaml.safe_load((run / "config.yaml").read_text())
+    steps = int(last["time/total_timesteps"])
+    cpu = sum(float(last[f"time/{part}_cpu_s"]) for part in ("reset", "env", "policy", "update"))
+    wall = steps / float(last["time/fps"])
+    processes = ", 2 env processes" if cfg.get("vec_env") == "subproc" else ""
+    return dict(label=label, what=f"train.py run{processes}", config=str(cfg.get("name", run.name)),
+                env_id=cfg.get("env_id", ""), steps=steps, cpu_s=round(cpu, 1), steps_per_cpu_s=round(steps / cpu),
+                wall_s=round(wall, 1), steps_per_wall_s=round(steps / wall))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--label", default="new", help="the row label (e.g. a commit)")
@@ -142,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     out.add_argument("--out", type=Path, help="write the CSV here (replacing it)")
     out.add_argument("--append", type=Path, help="append rows to this CSV (header if new)")
     parser.add_argument("--table", type=Path, help="print the Markdown table of this CSV and exit")
+    parser.add_argument("--from-run", type=Path, metavar="RUN",
+                        help="instead of measuring: the row of a finished masked-PPO train.py run folder")
     args = parser.parse_args(argv)
     if args.table:
         rows = list(csv.DictReader(args.table.open()))
@@ -152,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {r['label']} | {r['what']} | {r['env_id']} | {r['steps']} | {r['cpu_s']} | "
                   f"{int(r['steps_per_cpu_s']):,} | {wall} |")
         return 0
-    rows = measure(args.label, args.env_steps)
+    rows = [run_row(args.label, args.from_run)] if args.from_run else measure(args.label, args.env_steps)
     path = args.out or args.append
     for r in rows:
         print(r)
