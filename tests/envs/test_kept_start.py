@@ -17,7 +17,7 @@ KWARGS = dict(window_s=6 * 3600.0, warmup_s=3 * 3600.0, num_job_slots=10, num_se
 
 
 def _play(env, seed: int, steps: int = 25) -> list:
-    """(obs, reward, flags) of a reset on ``seed`` and ``steps`` steps of neutral-or-random actions."""
+    """(obs, reward, flags, time) of a reset on ``seed`` and ``steps`` random valid steps."""
     obs, info = env.reset(seed=seed)
     seen = [(obs.copy(), info["time_s"])]
     rng = np.random.default_rng(seed)
@@ -37,17 +37,21 @@ def _same(a: list, b: list) -> bool:
 
 
 @pytest.mark.parametrize("env_id", ["LyraGym/Cluster-v1", "LyraGym/Cluster-v2"])
-def test_a_kept_start_plays_as_a_fresh_one(env_id):
+def test_a_kept_start_plays_as_a_fresh_one(env_id, monkeypatch):
+    built = []  # the engines built: one per warm start simulated
+    build = episode_module.build_engine
+    monkeypatch.setattr(episode_module, "build_engine", lambda *a, **k: built.append(1) or build(*a, **k))
     fresh = _play(gym.make(env_id, **KWARGS).unwrapped, 3)
     env = gym.make(env_id, **KWARGS).unwrapped
     env.reset(seed=3)  # unplayed: the next reset on seed 3 copies it
-    assert _same(_play(env, 3), fresh)
-    twin = env.fork()  # shares the source, whose last start (seed 3) was played just now
-    assert _same(_play(twin, 3), fresh)
+    assert len(built) == 2
+    assert _same(_play(env, 3), fresh) and len(built) == 2
+    twin = env.fork()  # shares the source: env played a copy, the kept start is still unplayed
+    assert _same(_play(twin, 3), fresh) and len(built) == 2
     group = [gym.make(env_id, **KWARGS).unwrapped]
     group += [group[0].fork() for _ in range(3)]
     starts = [member.reset(seed=3)[0] for member in group]  # one warm start simulated, three copies
-    assert all(np.array_equal(s, fresh[0][0]) for s in starts)
+    assert len(built) == 3 and all(np.array_equal(s, fresh[0][0]) for s in starts)
     assert all(_same(_play(member, 3), fresh) for member in group)
 
 
@@ -56,7 +60,7 @@ def test_a_played_start_is_never_copied(monkeypatch):
     where the first episode stopped: caught."""
     fresh = _play(gym.make("LyraGym/Cluster-v1", **KWARGS).unwrapped, 4)
     env = gym.make("LyraGym/Cluster-v1", **KWARGS).unwrapped
-    _play(env, 4)
+    _play(env, 4)  # its first start, built and played: never copied
     assert _same(_play(env, 4), fresh)
     monkeypatch.setattr(episode_module.Episode, "mark", lambda self: 0)
     _play(env, 4)
