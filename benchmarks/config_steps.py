@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from lyra_gym.outputs import atomic_write_text
+from lyra_gym.outputs import atomic_write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ("label", "config", "env_id", "envs", "policy", "steps", "cpu_s", "steps_per_cpu_s")
@@ -109,11 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         print(table(rows))
         return 0
     kept = list(csv.DictReader(path.open(newline=""))) if args.append and path.exists() else []
-    text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(kept + rows)
-    atomic_write_text(path, text.getvalue())
+    atomic_write_csv(path, COLUMNS, kept + rows)
     return 0
 
 

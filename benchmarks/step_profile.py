@@ -17,14 +17,13 @@ from __future__ import annotations
 import argparse
 import cProfile
 import csv
-import io
 import pstats
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from lyra_gym.outputs import atomic_write_text
+from lyra_gym.outputs import atomic_write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ("part", "function", "share", "calls_per_step", "steps")
@@ -108,11 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None:
         print(table(rows))
         return 0
-    text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    atomic_write_text(args.out, text.getvalue())
+    atomic_write_csv(args.out, COLUMNS, rows)
     return 0
 
 

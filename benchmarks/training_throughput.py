@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
 import sys
 import time
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from lyra_gym.outputs import atomic_write_text
+from lyra_gym.outputs import atomic_write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {  # what: the shipped generalist's env settings under each guided id and both algorithms
@@ -183,11 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         print(r)
     if path is not None:
         kept = list(csv.DictReader(path.open(newline=""))) if args.append and path.exists() else []
-        text = io.StringIO()
-        writer = csv.DictWriter(text, fieldnames=COLUMNS, restval="", lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(kept + rows)  # older rows have no wall-clock columns: left empty
-        atomic_write_text(path, text.getvalue())
+        atomic_write_csv(path, COLUMNS, kept + rows)  # a row without wall-clock columns: left empty
     return 0
 
 
