@@ -1,11 +1,10 @@
 """Every knob of a training run in one dataclass, loaded from YAML and overridable as ``key=value``.
 
-Precedence, lowest first: the dataclass defaults, a YAML file
-(``agents/configs/<env>.yaml``), the ``--quick`` overlay
-(``agents/configs/quick.yaml``, a partial file), then command-line
-``--set key=value`` overrides. Unknown keys are errors that name the key, the
-file, and the closest known key. A run writes its resolved config as
-``config.yaml``; :func:`load_train_config` reads it back unchanged.
+Precedence, lowest first: the dataclass defaults, a YAML file (``agents/configs/<env>.yaml``),
+the ``--quick`` overlay (``agents/configs/quick.yaml``, a partial file), then command-line
+``--set key=value`` overrides. Unknown keys are errors that name the key, the file, and the
+closest known key. A run writes its resolved config as ``config.yaml``; :func:`load_train_config`
+reads it back unchanged.
 
 Paths (:data:`PATH_FIELDS`): one read from a YAML file is relative to that file's folder
 (:mod:`lyra_gym.model.paths`, with the working directory and then the shipped ``traces/`` as
@@ -14,8 +13,7 @@ fallbacks for older files); one given by ``--set`` is relative to the working di
 data file by its shipped name (``traces/contended.yaml``). ``runs_dir`` is an output folder:
 relative to the working directory, wherever it is written.
 
-Frequencies (``eval_freq``, ``checkpoint_freq``) count environment steps over
-all vector envs together, like ``total_timesteps``.
+Frequencies (``eval_freq``, ``checkpoint_freq``) count env steps over all vector envs, like ``total_timesteps``.
 """
 
 from __future__ import annotations
@@ -49,7 +47,7 @@ QUICK_OVERLAY = CONFIG_DIR / "quick.yaml"
 ALGOS = ("maskable_ppo", "ppo", "masked_ppo")
 BASELINES = ("group", "value", "vine")
 VINE_ROLLOUTS, VINE_BRANCHES = ("guide", "policy"), ("draw", "dimension")
-VEC_ENVS, EXTRACTORS = ("auto", "dummy", "subproc"), ("mlp", "deepsets")
+VEC_ENVS, EXTRACTORS = ("auto", "dummy", "subproc"), ("mlp", "deepsets", "slots")
 ACTIVATIONS = ("tanh", "relu")
 LR_SCHEDULES = ("constant", "linear")
 JOB_LEVEL_ENV_IDS = ("LyraGym/Cluster-v1", "LyraGym/Elastic-v1")  # envs whose actions set job levels
@@ -57,9 +55,8 @@ DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]+)?|mps")
 MAX_NAME_LENGTH = 100
 #: Most environment steps of a run (10 billion: months at the measured 200-400 steps/s).
 MAX_TOTAL_TIMESTEPS = 10**10
-#: Most hidden layers in ``net_arch``, and the widest layer of ``net_arch`` and the deep-sets
-#: encoder (``deepsets_hidden``, ``deepsets_slot_dim``), units: a wider one is a typo that
-#: would fail inside torch (out of memory).
+#: Most hidden layers in ``net_arch``, and the widest layer of ``net_arch`` and the deep-sets encoder
+#: (``deepsets_hidden``, ``deepsets_slot_dim``), units: a wider one is a typo that would fail inside torch (memory).
 MAX_NET_LAYERS = 16
 MAX_NET_WIDTH = 8192
 #: Most vector envs (each may be a worker process).
@@ -160,8 +157,8 @@ class TrainConfig:
     # --- network
     net_arch: list[int] = field(default_factory=lambda: [256, 256])  # policy and value MLPs
     activation: str = "tanh"
-    extractor: str = "mlp"                # mlp (flatten) | deepsets (agents/extractors.py)
-    deepsets_hidden: int = 64             # width of the per-slot encoder phi
+    extractor: str = "mlp"                # mlp | deepsets (SB3: extractors.py) | slots (masked_ppo: slot_policy.py)
+    deepsets_hidden: int = 64             # width of the per-slot encoder phi (slots: of the shared slot head)
     deepsets_slot_dim: int = 16           # per-slot codes appended in slot order (0 = invariant only)
     # --- logging, evaluation, checkpoints
     eval_freq: int = 100_000              # env steps between evaluations on test windows (0 = only at the end)
@@ -470,6 +467,11 @@ def _check_masked_ppo(cfg: TrainConfig) -> str | None:
         return f"group_size: baseline {cfg.baseline!r} needs at least 2, got {cfg.group_size} (or baseline: value)"
     if any(seed < 0 for seed in cfg.trace_seeds):
         return f"trace_seeds: must be seeds >= 0, got {shown(cfg.trace_seeds)}"
+    extractor_algo = {"slots": "masked_ppo", "deepsets": "maskable_ppo or ppo"}.get(cfg.extractor)
+    if extractor_algo and (cfg.algo == "masked_ppo") != (cfg.extractor == "slots"):
+        return f"extractor: {cfg.extractor} is for algo {extractor_algo}, got {cfg.algo}"
+    if cfg.extractor == "slots" and not cfg.env_id.split("/")[-1].startswith(("Cluster-", "Elastic-")):
+        return f"extractor: slots scores job slots: a Cluster or Elastic env, not {cfg.env_id}"
     return None
 
 

@@ -53,75 +53,14 @@ from torch import nn
 
 from lyra_agents import vine
 from lyra_agents.config import TrainConfig
+from lyra_agents.masked_policy import MaskedPolicy
 from lyra_agents.members import GroupSpec, LocalMembers, ProcessMembers, make_group
+from lyra_agents.slot_policy import build_policy
 from lyra_agents.spaces import model_spaces, observation_widths
 from lyra_agents.trajectory import RESET_SEED_STRIDE, Trajectory, action_masks, expert_action
 from lyra_gym.envs.observation import observation_layout
 
 POLICY_MEMBER, OPTIMIZER_MEMBER, DATA_MEMBER = "policy.pth", "policy.optimizer.pth", "data"
-
-
-# ---------------------------------------------------------------------- the network
-class MaskedPolicy(nn.Module):
-    """An MLP policy over a MultiDiscrete action space with masks, and an MLP value head.
-
-    :param obs_size: observation length.
-    :param nvec: levels of each action dimension.
-    :param net_arch: hidden widths (both heads).
-    :param activation: ``tanh`` or ``relu``.
-    """
-
-    def __init__(self, obs_size: int, nvec: np.ndarray, net_arch: list[int], activation: str) -> None:
-        super().__init__()
-        act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
-
-        def mlp(out: int) -> nn.Sequential:
-            layers: list[nn.Module] = []
-            width = obs_size
-            for hidden in net_arch:
-                layers += [nn.Linear(width, hidden), act()]
-                width = hidden
-            return nn.Sequential(*layers, nn.Linear(width, out))
-
-        nvec = np.asarray(nvec, dtype=np.int64)
-        self.pi, self.vf = mlp(int(nvec.sum())), mlp(1)
-        # index[d, l]: the flat logit of level l of dimension d, or the extra column sum(nvec) (padding)
-        levels, total = int(nvec.max()), int(nvec.sum())
-        starts = np.concatenate([[0], np.cumsum(nvec)[:-1]])
-        index = np.full((len(nvec), levels), total, dtype=np.int64)
-        for d, (start, n) in enumerate(zip(starts, nvec)):
-            index[d, :n] = np.arange(start, start + n)
-        self.index: torch.Tensor
-        self.real: torch.Tensor
-        self.register_buffer("index", torch.as_tensor(index), persistent=False)
-        self.register_buffer("real", torch.as_tensor(index < total), persistent=False)
-
-    def log_probs(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
-        """Per-dimension log-probabilities ``[batch, dims, levels]``; -inf where masked or padding.
-        ``masks``: ``[batch, sum(nvec)]`` booleans (the env's ``action_masks()``). A dimension with
-        no valid value (never from these envs) is treated as all valid."""
-        logits = self.pi(obs)
-        pad = logits.new_zeros(logits.shape[0], 1)
-        padded = torch.cat([logits, pad], dim=1)[:, self.index]                    # [B, D, L]
-        valid = torch.cat([masks, masks.new_zeros(masks.shape[0], 1)], dim=1)[:, self.index]
-        valid = valid | (self.real & ~valid.any(dim=2, keepdim=True))
-        return torch.log_softmax(padded.masked_fill(~valid, -torch.inf), dim=2)
-
-    def value(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.vf(obs).squeeze(1)
-
-    @staticmethod
-    def chosen(logp: torch.Tensor, actions: torch.Tensor, dims: torch.Tensor | None = None) -> torch.Tensor:
-        """Summed log-probability of ``actions`` ``[batch, dims]`` (-inf if any value is masked);
-        ``dims`` (``[batch, dims]``, 0 or 1): only the dimensions it marks."""
-        picked = logp.gather(2, actions.unsqueeze(2)).squeeze(2)
-        return (picked if dims is None else picked * dims).sum(dim=1)
-
-    @staticmethod
-    def entropy(logp: torch.Tensor) -> torch.Tensor:
-        """Summed entropy over dimensions; masked values (p = 0, log p = -inf) count 0."""
-        finite_logp = logp.masked_fill(~torch.isfinite(logp), 0.0)  # no -inf anywhere in the gradient
-        return -(logp.exp() * finite_logp).sum(dim=(1, 2))
 
 
 # ---------------------------------------------------------------------- observation statistics
@@ -174,8 +113,7 @@ class MaskedPPO:
         self.nvec = np.asarray(self.action_space.nvec)  # type: ignore[attr-defined]
         with torch.random.fork_rng(devices=[]):  # initial weights from the seed, global generator untouched
             torch.manual_seed(cfg.seed)
-            self.policy = MaskedPolicy(self.observation_space.shape[0], self.nvec, list(cfg.net_arch),
-                                       cfg.activation).to(self.device)
+            self.policy = build_policy(cfg, self.observation_space.shape[0], self.nvec).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.learning_rate, eps=1e-5)
         self.generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
         self.rng = np.random.default_rng(cfg.seed)
