@@ -32,7 +32,7 @@ import gymnasium as gym
 import yaml
 
 import lyra_gym
-from lyra_agents.experts import EXPERTS, NEEDS_JOB_LEVELS
+from lyra_agents.experts import EXPERTS, NEEDS_JOB_LEVELS, RULE_ENV_IDS
 from lyra_agents.suite import get_suite
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.errors import LyraGymError
@@ -50,7 +50,6 @@ VINE_ROLLOUTS, VINE_BRANCHES = ("guide", "policy"), ("draw", "dimension")
 VEC_ENVS, EXTRACTORS = ("auto", "dummy", "subproc"), ("mlp", "deepsets", "slots")
 ACTIVATIONS = ("tanh", "relu")
 LR_SCHEDULES = ("constant", "linear")
-JOB_LEVEL_ENV_IDS = ("LyraGym/Cluster-v1", "LyraGym/Elastic-v1")  # envs whose actions set job levels
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]+)?|mps")
 MAX_NAME_LENGTH = 100
 #: Most environment steps of a run (10 billion: months at the measured 200-400 steps/s).
@@ -433,9 +432,10 @@ def _check_env_id(cfg: TrainConfig) -> str | None:
 def _check_expert(cfg: TrainConfig) -> str | None:
     if cfg.bc_expert not in EXPERTS:
         return f"bc_expert: must be one of {', '.join(EXPERTS)}, got {shown(cfg.bc_expert)}"
-    if cfg.bc_expert in NEEDS_JOB_LEVELS and cfg.env_id not in JOB_LEVEL_ENV_IDS:
-        return (f"bc_expert: {shown(cfg.bc_expert)} sets job levels, which {cfg.env_id} has not "
-                f"(use {' or '.join(JOB_LEVEL_ENV_IDS)})")
+    if cfg.env_id not in RULE_ENV_IDS.get(cfg.bc_expert, (cfg.env_id,)):
+        why = "sets job levels, which {} has not" if cfg.bc_expert in NEEDS_JOB_LEVELS else "does not act in {}"
+        ids = " or ".join(RULE_ENV_IDS[cfg.bc_expert])
+        return f"bc_expert: {shown(cfg.bc_expert)} {why.format(cfg.env_id)} (use {ids})"
     return None
 
 

@@ -9,17 +9,26 @@
   suite v1's ``history`` scenario, where it alone gives JCT/lyra IQM 0.81 (``docs/benchmark.md``):
   under duration predictions lyra's shortest-first line lets large jobs pass small ones.
 
+- ``srpt_x5`` (``-v2`` envs with job slots: ``LyraGym/Cluster-v2``, ``LyraGym/Elastic-v2``): the
+  guide's own action, except that when a job waits, the running job with the longest estimated
+  remaining time is preempted if the shortest queued estimate is about 5x shorter (shortest
+  remaining processing time first, as a threshold). It is the hand rule of
+  ``docs/preempt-rules/hand-srpt-x5`` (:mod:`lyra_agents.preempt_search`'s form: weight 1 on the
+  log-time gap, bias -0.16; an assumption, not tuned). An imitation start that preempts.
+
 :class:`ExpertRule` is a wrapper whose ``expert_action()`` is the named rule: SB3's
 ``env_method("expert_action")`` finds it before the env's own, in a subprocess too.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
 
+from lyra_agents.preempt_rule import PreemptRule, RuleLayout, rule_action
 from lyra_gym.model.jobs import JobState
 
 GPU_SCALE = 64  # requested GPUs are compared as num_gpus / 64, the observation's scale (float32)
@@ -50,14 +59,34 @@ def random_masked_action(rng: np.random.Generator, nvec: np.ndarray, masks: np.n
     return action
 
 
+#: The hand SRPT rule's score: weight 1 on the gap of log-times (``log1p(minutes) / 10``, the
+#: observation's scale) between a running job's remaining estimate and the shortest queued one,
+#: bias -0.16: preempt when that gap exceeds 0.16, i.e. log1p-minutes about 5x apart (an assumption).
+SRPT_X5_WEIGHTS, SRPT_X5_BIAS = (1.0, 0.0, 0.0, 0.0, 0.0), -0.16
+_RULE_LAYOUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # an env's codec -> its RuleLayout
+
+
+def srpt_x5_action(env: Any) -> np.ndarray:
+    """The guide's action with the hand SRPT preemption (module docstring). ``env``: an unwrapped
+    ``-v2`` LyraGym env with job slots (its ``codec``, ``builder`` and current ``obs``)."""
+    layout = _RULE_LAYOUTS.get(env.codec)
+    if layout is None:
+        layout = _RULE_LAYOUTS[env.codec] = RuleLayout(env.codec, env.builder.names)
+    rule = PreemptRule(SRPT_X5_WEIGHTS, SRPT_X5_BIAS)
+    return rule_action(rule, layout, np.asarray(env.obs), np.asarray(env.action_masks()))
+
+
 #: Rule name -> action of an unwrapped env (``heuristic`` is the env's own method, not listed).
-RULES: dict[str, Callable[[Any], np.ndarray]] = {"small_first": small_first_action}
+RULES: dict[str, Callable[[Any], np.ndarray]] = {"small_first": small_first_action, "srpt_x5": srpt_x5_action}
 #: The small-first rule's policy name in ``python -m lyra_agents.benchmark`` (:mod:`lyra_agents.small_first`).
 SMALL_FIRST = "small-first"
 #: Every ``bc_expert`` value.
 EXPERTS = ("heuristic", *RULES)
 #: Rules that set job levels: only for envs whose actions have them.
 NEEDS_JOB_LEVELS = frozenset({"small_first"})
+#: The envs each rule can act in (a rule not listed: any).
+RULE_ENV_IDS = {"small_first": ("LyraGym/Cluster-v1", "LyraGym/Elastic-v1"),
+                "srpt_x5": ("LyraGym/Cluster-v2", "LyraGym/Elastic-v2")}
 
 
 class ExpertRule(gym.Wrapper):
@@ -67,14 +96,14 @@ class ExpertRule(gym.Wrapper):
         super().__init__(env)
         if name not in RULES:
             raise ValueError(f"bc_expert: must be one of {', '.join(EXPERTS)}, got {name!r}")
-        if name in NEEDS_JOB_LEVELS and not getattr(env.unwrapped, "controls_jobs", False):
-            raise ValueError(f"bc_expert: {name!r} sets job levels; {env.spec.id if env.spec else env} has none "
-                             "(use LyraGym/Cluster-v1 or LyraGym/Elastic-v1)")
+        env_id = env.spec.id if env.spec else type(env.unwrapped).__name__
+        if name in RULE_ENV_IDS and env_id not in RULE_ENV_IDS[name]:
+            raise ValueError(f"bc_expert: {name!r} acts in {' or '.join(RULE_ENV_IDS[name])}, not {env_id}")
         self.rule = name
 
     def expert_action(self) -> np.ndarray:
         return RULES[self.rule](self.env.unwrapped)
 
 
-__all__ = ["EXPERTS", "SMALL_FIRST", "ExpertRule", "NEEDS_JOB_LEVELS", "RULES", "random_masked_action",
-           "small_first_action"]
+__all__ = ["EXPERTS", "SMALL_FIRST", "ExpertRule", "NEEDS_JOB_LEVELS", "RULES", "RULE_ENV_IDS",
+           "random_masked_action", "small_first_action", "srpt_x5_action"]

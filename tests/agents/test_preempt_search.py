@@ -16,20 +16,22 @@ from hypothesis import strategies as st
 import lyra_gym  # noqa: F401
 from lyra_agents.config import load_train_config
 from lyra_agents.evaluate import evaluate_scheduler, rollout
-from lyra_agents.preempt_search import (
+from lyra_agents.preempt_rule import (
     CLUSTER_FEATURES,
     FEATURES,
     SLOT_FEATURES,
     PreemptRule,
     RuleError,
     RuleLayout,
+    rule_action,
+)
+from lyra_agents.preempt_search import (
     SearchSettings,
     cem,
     load_rule,
     load_rule_scheduler,
     main,
     objective_values,
-    rule_action,
     rule_json,
     rule_scheduler,
     search,
