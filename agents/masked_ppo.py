@@ -8,6 +8,8 @@ What differs from SB3's MaskablePPO (``algo: maskable_ppo``), and why:
 - **The objective itself.** The ``jct`` reward is -(jobs in system x seconds)/``reward_scale_s``,
   so with ``gamma = 1`` an episode's return is exactly -(total JCT)/scale. Returns here are
   undiscounted sums of the raw rewards (``gamma`` and ``gae_lambda`` are not used).
+- **The network** (:mod:`lyra_agents.masked_policy`): an MLP from the whole observation to every
+  dimension, or (``extractor: slots``, :mod:`lyra_agents.slot_policy`) one head shared by the job slots.
 - **Grouped rollouts, input-dependent baseline** (Mao et al., "Variance Reduction for Reinforcement
   Learning in Input-Driven Environments", ICLR'19; Decima, SIGCOMM'19). Arrivals dominate a
   return. The ``group_size`` members of a group reset with one seed, so they play the same train
