@@ -49,7 +49,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from lyra_agents.preempt_rule import (
+from lyra_agents.preempt_rule import (  # the rule's names (agents/preempt_rule.py)
     CLUSTER_FEATURES,
     SLOT_FEATURES,
     PreemptRule,
@@ -58,6 +58,7 @@ from lyra_agents.preempt_rule import (
     features_problem,
     rule_action,
 )
+from lyra_agents.preempt_rule import FEATURES as FEATURES  # re-exported: where it was before 0.3.0's move
 
 OBJECTIVES = ("return", "ratio")
 RULE_FORMAT = "lyra-gym preempt rule 1"
