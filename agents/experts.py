@@ -96,9 +96,12 @@ class ExpertRule(gym.Wrapper):
         super().__init__(env)
         if name not in RULES:
             raise ValueError(f"bc_expert: must be one of {', '.join(EXPERTS)}, got {name!r}")
-        env_id = env.spec.id if env.spec else type(env.unwrapped).__name__
-        if name in RULE_ENV_IDS and env_id not in RULE_ENV_IDS[name]:
-            raise ValueError(f"bc_expert: {name!r} acts in {' or '.join(RULE_ENV_IDS[name])}, not {env_id}")
+        spec = env.spec or env.unwrapped.spec  # None for an env built from its class: then its attributes decide
+        controls_jobs = getattr(env.unwrapped, "controls_jobs", False)
+        if (spec is not None and spec.id not in RULE_ENV_IDS.get(name, (spec.id,))) or (
+                name in RULE_ENV_IDS and not controls_jobs):
+            where = spec.id if spec is not None else type(env.unwrapped).__name__
+            raise ValueError(f"bc_expert: {name!r} acts in {' or '.join(RULE_ENV_IDS[name])}, not {where}")
         self.rule = name
 
     def expert_action(self) -> np.ndarray:

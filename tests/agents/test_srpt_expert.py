@@ -71,3 +71,11 @@ def test_srpt_x5_needs_a_v2_env_with_job_slots():
     with pytest.raises(TrainConfigError, match="bc_expert: 'srpt_x5' does not act in LyraGym/Cluster-v1 "
                                                r"\(use LyraGym/Cluster-v2 or LyraGym/Elastic-v2\)"):
         TrainConfig(env_id="LyraGym/Cluster-v1", bc_expert="srpt_x5")
+
+
+def test_the_wrapper_refuses_srpt_x5_on_an_env_without_preempt():
+    import gymnasium as gym
+
+    with pytest.raises(ValueError, match="bc_expert: 'srpt_x5' acts in LyraGym/Cluster-v2 or LyraGym/Elastic-v2, "
+                                         "not LyraGym/Loaning-v2"):
+        ExpertRule(gym.make("LyraGym/Loaning-v2"), "srpt_x5")
