@@ -470,8 +470,8 @@ def _check_masked_ppo(cfg: TrainConfig) -> str | None:
     extractor_algo = {"slots": "masked_ppo", "deepsets": "maskable_ppo or ppo"}.get(cfg.extractor)
     if extractor_algo and (cfg.algo == "masked_ppo") != (cfg.extractor == "slots"):
         return f"extractor: {cfg.extractor} is for algo {extractor_algo}, got {cfg.algo}"
-    if cfg.extractor == "slots" and not cfg.env_id.split("/")[-1].startswith(("Cluster-", "Elastic-")):
-        return f"extractor: slots scores job slots: a Cluster or Elastic env, not {cfg.env_id}"
+    if cfg.extractor == "slots" and cfg.env_id not in ("LyraGym/Cluster-v2", "LyraGym/Elastic-v2"):
+        return f"extractor: slots reads -v2 job slots (LyraGym/Cluster-v2 or Elastic-v2), not {cfg.env_id}"
     return None
 
 

@@ -1,15 +1,15 @@
 """A masked policy whose job-slot logits come from one network shared by every slot (``extractor:
 slots`` with ``algo: masked_ppo``; issue 38).
 
-:class:`~lyra_agents.masked_ppo.MaskedPolicy` maps the whole observation to every dimension's
+:class:`~lyra_agents.masked_policy.MaskedPolicy` maps the whole observation to every dimension's
 logits with one MLP: what it learns about slot 3 teaches it nothing about slot 40. The levers the
-heuristics use are rules over a job's own features compared with the rest of the cluster (Tiresias
-and SRPT: preempt the job that has run longest when a much shorter one waits), so here every job
-slot's levels are scored by the same small MLP ``head`` from
+heuristics use are rules over a job's own features compared with the rest of the cluster (SRPT
+preempts the job with the most remaining work when a much shorter one waits; Tiresias ranks jobs
+by attained service), so here every job slot's levels are scored by the same small MLP ``head`` from
 
 - the slot's own row of the observation (and its learner-extras row, when the env has them);
-- summaries of the other slots, split by what the masks say a slot is (queued: a level above hold
-  and no PREEMPT is valid; running: PREEMPT is valid): the mean and the least value of each job
+- summaries of the other slots, split by what the ``-v2`` masks say a slot is (running: PREEMPT is
+  valid; queued: the neutral level is and PREEMPT is not; empty: neither): the mean and the least value of each job
   column over the queued slots, the mean over the running slots, and the share of slots of each
   kind (all 0 when there is none of a kind);
 - the context: the cluster block, the loaned-server rows and the learner extras' cluster entries.
@@ -48,7 +48,7 @@ def _mlp(width: int, hidden: list[int], out: int, act: type[nn.Module]) -> nn.Se
 
 
 class SlotLayout:
-    """Where each part of the flat observation lies (index tensors), from the env's block sizes.
+    """Where each part of the flat observation lies (index arrays), from the env's block sizes.
 
     :param k: job slots; ``job_width``: a job row's width; ``cluster_width``: the cluster block's;
     ``server_rows`` x ``server_width``: the loaned-server block; ``extra_slot_width``: the learner
@@ -89,8 +89,8 @@ class SlotPolicy(MaskedPolicy):
         act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
         nvec = np.asarray(nvec, dtype=np.int64)
         k = layout.k
-        if len(nvec) < k or len(set(nvec[:k].tolist())) != 1:
-            raise ValueError(f"extractor slots: the first {k} action dimensions must be job slots of one size")
+        if len(nvec) < k or set(nvec[:k].tolist()) != {PREEMPT + 1}:
+            raise ValueError(f"extractor slots: the first {k} action dimensions must be -v2 job slots")
         self.layout, self.levels = layout, int(nvec[0])
         self.head = _mlp(layout.slot_input, slot_hidden, self.levels, act)
         rest = int(nvec[k:].sum())
@@ -107,7 +107,7 @@ class SlotPolicy(MaskedPolicy):
     def _kinds(self, masks: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(queued, running) ``[batch, K]`` floats (1/0) from the job slots' masks."""
         slot_masks = masks[:, :self.layout.k * self.levels].reshape(len(masks), self.layout.k, self.levels)
-        running = slot_masks[:, :, PREEMPT] if self.levels > PREEMPT else torch.zeros_like(slot_masks[:, :, 0])
+        running = slot_masks[:, :, PREEMPT]
         queued = slot_masks[:, :, NEUTRAL_JOB_LEVEL] & ~running
         return queued.float(), running.float()
 

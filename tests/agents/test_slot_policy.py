@@ -80,8 +80,9 @@ def test_configs_name_the_extractor_that_does_not_fit():
         tiny(algo="maskable_ppo")
     with pytest.raises(TrainConfigError, match="extractor: deepsets is for algo maskable_ppo or ppo, got masked_ppo"):
         tiny(extractor="deepsets")
-    with pytest.raises(TrainConfigError, match="a Cluster or Elastic env, not LyraGym/Loaning-v1"):
-        tiny(env_id="LyraGym/Loaning-v1")
+    for env_id in ("LyraGym/Loaning-v2", "LyraGym/Cluster-v1"):
+        with pytest.raises(TrainConfigError, match=f"extractor: slots reads -v2 job slots .*, not {env_id}"):
+            tiny(env_id=env_id)
     assert tiny(env_id="LyraGym/Elastic-v2").extractor == "slots"
 
 
