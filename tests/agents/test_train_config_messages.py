@@ -40,7 +40,7 @@ CHECKS = [
     ({"target_kl": 0}, "target_kl: must be > 0 or null, got 0"),
     ({"algo": "dqn"}, "algo: must be one of maskable_ppo, ppo, masked_ppo, got 'dqn'"),
     ({"vec_env": "x"}, "vec_env: must be one of auto, dummy, subproc, got 'x'"),
-    ({"extractor": "x"}, "extractor: must be one of mlp, deepsets, got 'x'"),
+    ({"extractor": "x"}, "extractor: must be one of mlp, deepsets, slots, got 'x'"),
     ({"activation": "x"}, "activation: must be one of tanh, relu, got 'x'"),
     ({"lr_schedule": "x"}, "lr_schedule: must be one of constant, linear, got 'x'"),
     ({"heuristic": "model:x"}, "heuristic: must be a registered heuristic name, got 'model:x'"),
