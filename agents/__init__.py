@@ -6,8 +6,10 @@
   network), :mod:`lyra_agents.extractors` (a DeepSets encoder of the job slots),
   :mod:`lyra_agents.callbacks`, :mod:`lyra_agents.imitation` and :mod:`lyra_agents.experts`
   (the behaviour-cloning warm start), :mod:`lyra_agents.masked_ppo` (masked PPO in one file,
-  ``algo: masked_ppo``), :mod:`lyra_agents.rllib_backend` (RLlib PPO), :mod:`lyra_agents.learning_curve`
-  (a run's held-out evaluation as a figure).
+  ``algo: masked_ppo``; its networks :mod:`lyra_agents.masked_policy` and :mod:`lyra_agents.slot_policy`,
+  its vine :mod:`lyra_agents.vine`), :mod:`lyra_agents.preempt_rule` and :mod:`lyra_agents.preempt_search`
+  (a linear preemption rule and its policy search), :mod:`lyra_agents.rllib_backend` (RLlib PPO),
+  :mod:`lyra_agents.learning_curve` (a run's held-out evaluation as a figure).
 - A run's files: :mod:`lyra_agents.artifacts` (names and paths), :mod:`lyra_agents.normalizer_stats`
   (observation statistics as ``.npz``), :mod:`lyra_agents.model_files` (the limits and checks on
   saved files, trust), :mod:`lyra_agents.model_loading`, :mod:`lyra_agents.export`,
