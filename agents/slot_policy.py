@@ -133,10 +133,11 @@ class SlotPolicy(MaskedPolicy):
         k, width = self.layout.k, self.layout.job_width
         out = []
         for row_obs, row_masks in zip(obs, masks):
-            queued, running = self._kinds(row_masks[None])
             jobs = [row_obs[self.rows[j, :width]] for j in range(k)]
-            q = [jobs[j] for j in range(k) if queued[0, j]]
-            r = [jobs[j] for j in range(k) if running[0, j]]
+            running = [bool(row_masks[j * self.levels + PREEMPT]) for j in range(k)]
+            queued = [bool(row_masks[j * self.levels + NEUTRAL_JOB_LEVEL]) and not running[j] for j in range(k)]
+            q = [jobs[j] for j in range(k) if queued[j]]
+            r = [jobs[j] for j in range(k) if running[j]]
             zero = torch.zeros(width, dtype=obs.dtype)
             q_mean = torch.stack(q).mean(0) if q else zero
             q_min = torch.stack(q).min(0).values if q else zero
