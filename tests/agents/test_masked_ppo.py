@@ -7,12 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from lyra_agents.artifacts import save_model, save_stats
 from lyra_agents.config import TrainConfig, TrainConfigError
-from lyra_agents.evaluate import evaluate_model, evaluate_scheduler
-from lyra_agents.factory import make_eval_env
 from lyra_agents.masked_ppo import MaskedPolicy, MaskedPPO, Trajectory, expert_action, group_baseline
-from lyra_agents.policy_scheduler import PolicyScheduler, load_policy_scheduler
+from lyra_agents.policy_scheduler import PolicyScheduler
+from masked_model_files import assert_runs_as_a_scheduler
 
 
 def tiny(**changes) -> TrainConfig:
@@ -105,19 +103,10 @@ def test_saved_model_runs_as_a_scheduler_with_the_env_episode(tmp_path):
     cfg = tiny()
     model = MaskedPPO(cfg)
     model.learn(60)
-    save_stats(model.get_vec_normalize_env(), tmp_path / "vecnormalize.npz")
-    save_model(model, tmp_path / "model.zip")
-    (tmp_path / "config.yaml").write_text(cfg.to_yaml())
-    model.close()
-    env = make_eval_env(cfg)
-    in_env = evaluate_model(model, env, [0], model.get_vec_normalize_env())[0]
-    loaded = load_policy_scheduler(tmp_path)
+    loaded = assert_runs_as_a_scheduler(model, cfg, tmp_path)
     assert isinstance(loaded, PolicyScheduler)
     assert all(torch.equal(a, b) for a, b in zip(loaded.model.policy.state_dict().values(),
                                                    model.policy.state_dict().values()))
-    in_engine = evaluate_scheduler(loaded, env, [0])[0]
-    for key in ("jct_mean_s", "queue_mean_s", "preemptions", "makespan_s"):
-        assert in_env[key] == in_engine[key], key
 
 
 def test_config_keys_are_checked_and_expert_sets_guide_and_bc_expert():

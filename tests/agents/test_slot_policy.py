@@ -8,14 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from lyra_agents.artifacts import save_model, save_stats
 from lyra_agents.config import TrainConfig, TrainConfigError
-from lyra_agents.evaluate import evaluate_model, evaluate_scheduler
-from lyra_agents.factory import make_eval_env
 from lyra_agents.masked_ppo import MaskedPPO
-from lyra_agents.policy_scheduler import load_policy_scheduler
 from lyra_agents.slot_policy import SlotPolicy
 from lyra_agents.trajectory import action_masks
+from masked_model_files import assert_runs_as_a_scheduler
 
 
 def tiny(**changes) -> TrainConfig:
@@ -93,14 +90,5 @@ def test_a_trained_slot_policy_saves_loads_and_runs_as_a_scheduler(tmp_path):
     model.behaviour_clone()
     model.learn(60)
     assert any(not torch.equal(before[k], v) for k, v in model.policy.state_dict().items())
-    save_stats(model.get_vec_normalize_env(), tmp_path / "vecnormalize.npz")
-    save_model(model, tmp_path / "model.zip")
-    (tmp_path / "config.yaml").write_text(cfg.to_yaml())
-    model.close()
-    env = make_eval_env(cfg)
-    in_env = evaluate_model(model, env, [0], model.get_vec_normalize_env())[0]
-    loaded = load_policy_scheduler(tmp_path)
+    loaded = assert_runs_as_a_scheduler(model, cfg, tmp_path)
     assert isinstance(loaded.model.policy, SlotPolicy)
-    in_engine = evaluate_scheduler(loaded, env, [0])[0]
-    for key in ("jct_mean_s", "queue_mean_s", "preemptions", "makespan_s"):
-        assert in_env[key] == in_engine[key], key
