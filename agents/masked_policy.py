@@ -20,6 +20,16 @@ def padding_index(nvec: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.as_tensor(index), torch.as_tensor(index < total)
 
 
+def mlp(width: int, hidden: list[int], out: int, activation: str) -> nn.Sequential:
+    """``width`` inputs, a ``tanh`` or ``relu`` layer per ``hidden`` width, ``out`` linear outputs."""
+    act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
+    layers: list[nn.Module] = []
+    for size in hidden:
+        layers += [nn.Linear(width, size), act()]
+        width = size
+    return nn.Sequential(*layers, nn.Linear(width, out))
+
+
 class MaskedPolicy(nn.Module):
     """An MLP policy over a MultiDiscrete action space with masks, and an MLP value head.
     (:class:`lyra_agents.slot_policy.SlotPolicy` is the other network: ``extractor: slots``;
@@ -36,18 +46,9 @@ class MaskedPolicy(nn.Module):
 
     def __init__(self, obs_size: int, nvec: np.ndarray, net_arch: list[int], activation: str) -> None:
         super().__init__()
-        act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
-
-        def mlp(out: int) -> nn.Sequential:
-            layers: list[nn.Module] = []
-            width = obs_size
-            for hidden in net_arch:
-                layers += [nn.Linear(width, hidden), act()]
-                width = hidden
-            return nn.Sequential(*layers, nn.Linear(width, out))
-
         nvec = np.asarray(nvec, dtype=np.int64)
-        self.pi, self.vf = mlp(int(nvec.sum())), mlp(1)
+        self.pi = mlp(obs_size, net_arch, int(nvec.sum()), activation)
+        self.vf = mlp(obs_size, net_arch, 1, activation)
         index, real = padding_index(nvec)
         self.register_buffer("index", index, persistent=False)
         self.register_buffer("real", real, persistent=False)

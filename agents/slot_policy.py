@@ -31,20 +31,12 @@ import torch
 from torch import nn
 
 from lyra_agents.config import TrainConfig
-from lyra_agents.masked_policy import MaskedPolicy, padding_index
+from lyra_agents.masked_policy import MaskedPolicy, mlp, padding_index
 from lyra_gym.envs.levers import PREEMPT
 from lyra_gym.sim.scheduler import NEUTRAL_JOB_LEVEL
 
 #: summaries of the other slots per job column: queued mean, queued least, running mean
 POOLS = 3
-
-
-def _mlp(width: int, hidden: list[int], out: int, act: type[nn.Module]) -> nn.Sequential:
-    layers: list[nn.Module] = []
-    for size in hidden:
-        layers += [nn.Linear(width, size), act()]
-        width = size
-    return nn.Sequential(*layers, nn.Linear(width, out))
 
 
 class SlotLayout:
@@ -86,16 +78,15 @@ class SlotPolicy(MaskedPolicy):
     def __init__(self, layout: SlotLayout, nvec: np.ndarray, net_arch: list[int], slot_hidden: list[int],
                  activation: str) -> None:
         nn.Module.__init__(self)  # not MaskedPolicy's: no whole-observation policy MLP here
-        act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
         nvec = np.asarray(nvec, dtype=np.int64)
         k = layout.k
         if len(nvec) < k or set(nvec[:k].tolist()) != {PREEMPT + 1}:
             raise ValueError(f"extractor slots: the first {k} action dimensions must be -v2 job slots")
         self.layout, self.levels = layout, int(nvec[0])
-        self.head = _mlp(layout.slot_input, slot_hidden, self.levels, act)
+        self.head = mlp(layout.slot_input, slot_hidden, self.levels, activation)
         rest = int(nvec[k:].sum())
-        self.rest = _mlp(layout.context_width, net_arch, rest, act) if rest else None
-        self.vf = _mlp(layout.size, net_arch, 1, act)
+        self.rest = mlp(layout.context_width, net_arch, rest, activation) if rest else None
+        self.vf = mlp(layout.size, net_arch, 1, activation)
         index, real = padding_index(nvec)
         self.rows: torch.Tensor
         self.context: torch.Tensor
