@@ -63,6 +63,7 @@ def random_masked_action(rng: np.random.Generator, nvec: np.ndarray, masks: np.n
 #: observation's scale) between a running job's remaining estimate and the shortest queued one,
 #: bias -0.16: preempt when that gap exceeds 0.16, i.e. log1p-minutes about 5x apart (an assumption).
 SRPT_X5_WEIGHTS, SRPT_X5_BIAS = (1.0, 0.0, 0.0, 0.0, 0.0), -0.16
+_SRPT_X5 = PreemptRule(SRPT_X5_WEIGHTS, SRPT_X5_BIAS)
 _RULE_LAYOUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # an env's codec -> its RuleLayout
 
 
@@ -72,8 +73,7 @@ def srpt_x5_action(env: Any) -> np.ndarray:
     layout = _RULE_LAYOUTS.get(env.codec)
     if layout is None:
         layout = _RULE_LAYOUTS[env.codec] = RuleLayout(env.codec, env.builder.names)
-    rule = PreemptRule(SRPT_X5_WEIGHTS, SRPT_X5_BIAS)
-    return rule_action(rule, layout, np.asarray(env.obs), np.asarray(env.action_masks()))
+    return rule_action(_SRPT_X5, layout, np.asarray(env.obs), np.asarray(env.action_masks()))
 
 
 #: Rule name -> action of an unwrapped env (``heuristic`` is the env's own method, not listed).
