@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from lyra_agents.config import TrainConfig, is_path_value
 from lyra_agents.model_files import untrusted_error
+from lyra_agents.shipped import PRETRAINED_DIR as PRETRAINED_DIR  # re-exported: where it was before 0.3.0
+from lyra_agents.shipped import shipped_agent
 from lyra_gym.outputs import atomic_path
 
 if TYPE_CHECKING:
@@ -60,19 +62,6 @@ def new_run_dir(cfg: TrainConfig) -> Path:
 
 
 _CHECKPOINT = re.compile(r"^(?P<prefix>.+)_(?P<steps>\d+)_steps\.zip$")
-
-
-#: The shipped reference agents (package data: installed with the wheel, beside this module).
-PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
-
-
-def shipped_agent(path: str | os.PathLike) -> Path:
-    """``pretrained/NAME`` names a shipped agent (:data:`PRETRAINED_DIR`) unless a file or folder of
-    that name exists where the command runs; any other path is returned as given."""
-    path = Path(path)
-    if not path.exists() and len(path.parts) == 2 and path.parts[0] == "pretrained":
-        return PRETRAINED_DIR / path.parts[1]
-    return path
 
 
 def find_artifacts(path: str | os.PathLike) -> Artifacts:

@@ -32,7 +32,7 @@ import gymnasium as gym
 import yaml
 
 import lyra_gym
-from lyra_agents.experts import EXPERTS, NEEDS_JOB_LEVELS, RULE_ENV_IDS
+from lyra_agents.experts import expert_problem
 from lyra_agents.suite import get_suite
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.errors import LyraGymError
@@ -152,7 +152,8 @@ class TrainConfig:
     bc_batch_size: int = 256
     bc_learning_rate: float = 1e-3
     bc_smoothing: float = 0.0             # masked_ppo: label smoothing over each dimension's valid values
-    bc_expert: str = "heuristic"          # whose actions: heuristic (the env's own) | small_first (agents/experts.py)
+    bc_expert: str = "heuristic"          # whose actions: heuristic (the env's own) | small_first | srpt_x5 | rule
+    bc_rule: str | None = None            # bc_expert rule: a preemption rule's folder or rule.json (agents/experts.py)
     # --- network
     net_arch: list[int] = field(default_factory=lambda: [256, 256])  # policy and value MLPs
     activation: str = "tanh"
@@ -228,7 +229,7 @@ class TrainConfig:
 
 # ---------------------------------------------------------------------- helpers
 #: The fields that hold input file paths (``trace`` only when it is not a preset name).
-PATH_FIELDS = ("trace", "sim_config", "profiles", "suite")
+PATH_FIELDS = ("trace", "sim_config", "profiles", "suite", "bc_rule")
 _NAMED_SUITES = ("v0", "v1", "v1.1")  # suite names that are not paths (lyra_agents.suite.SUITE_FILES and v0)
 _NULL_WORDS = ("null", "none", "~")
 
@@ -430,13 +431,7 @@ def _check_env_id(cfg: TrainConfig) -> str | None:
 
 
 def _check_expert(cfg: TrainConfig) -> str | None:
-    if cfg.bc_expert not in EXPERTS:
-        return f"bc_expert: must be one of {', '.join(EXPERTS)}, got {shown(cfg.bc_expert)}"
-    if cfg.env_id not in RULE_ENV_IDS.get(cfg.bc_expert, (cfg.env_id,)):
-        why = "sets job levels, which {} has not" if cfg.bc_expert in NEEDS_JOB_LEVELS else "does not act in {}"
-        ids = " or ".join(RULE_ENV_IDS[cfg.bc_expert])
-        return f"bc_expert: {shown(cfg.bc_expert)} {why.format(cfg.env_id)} (use {ids})"
-    return None
+    return expert_problem(cfg.bc_expert, cfg.bc_rule, cfg.env_id)
 
 
 def _check_scenarios(cfg: TrainConfig) -> str | None:

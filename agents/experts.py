@@ -15,6 +15,10 @@
   remaining processing time first, as a threshold). It is the hand rule of
   ``docs/preempt-rules/hand-srpt-x5`` (:mod:`lyra_agents.preempt_search`'s form: weight 1 on the
   log-time gap, bias -0.16; an assumption, not tuned). An imitation start that preempts.
+- ``rule`` (the same envs): the preemption rule in the file ``bc_rule`` names (a folder with a
+  ``rule.json``, ``pretrained/NAME`` for a shipped one, as ``preempt_search`` writes them): the
+  guide's own action, except the rule's preemption. The rule acts on the training env's guide (its
+  ``heuristic``), which should be the guide it was searched on (its file's ``config``).
 
 :class:`ExpertRule` is a wrapper whose ``expert_action()`` is the named rule: SB3's
 ``env_method("expert_action")`` finds it before the env's own, in a subprocess too.
@@ -22,13 +26,14 @@
 
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
 
-from lyra_agents.preempt_rule import PreemptRule, RuleLayout, rule_action
+from lyra_agents.preempt_rule import PreemptRule, RuleError, RuleLayout, load_rule, rule_action, rule_file
 from lyra_gym.model.jobs import JobState
 
 GPU_SCALE = 64  # requested GPUs are compared as num_gpus / 64, the observation's scale (float32)
@@ -67,35 +72,62 @@ _SRPT_X5 = PreemptRule(SRPT_X5_WEIGHTS, SRPT_X5_BIAS)
 _RULE_LAYOUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # an env's codec -> its RuleLayout
 
 
-def srpt_x5_action(env: Any) -> np.ndarray:
-    """The guide's action with the hand SRPT preemption (module docstring). ``env``: an unwrapped
-    ``-v2`` LyraGym env with job slots (its ``codec``, ``builder`` and current ``obs``)."""
+def preempt_rule_action(rule: PreemptRule, env: Any) -> np.ndarray:
+    """The guide's action with ``rule``'s preemption. ``env``: an unwrapped ``-v2`` LyraGym env with
+    job slots (its ``codec``, ``builder`` and current ``obs``)."""
     layout = _RULE_LAYOUTS.get(env.codec)
     if layout is None:
         layout = _RULE_LAYOUTS[env.codec] = RuleLayout(env.codec, env.builder.names)
-    return rule_action(_SRPT_X5, layout, np.asarray(env.obs), np.asarray(env.action_masks()))
+    return rule_action(rule, layout, np.asarray(env.obs), np.asarray(env.action_masks()))
+
+
+def srpt_x5_action(env: Any) -> np.ndarray:
+    """The guide's action with the hand SRPT preemption (module docstring)."""
+    return preempt_rule_action(_SRPT_X5, env)
 
 
 #: Rule name -> action of an unwrapped env (``heuristic`` is the env's own method, not listed).
 RULES: dict[str, Callable[[Any], np.ndarray]] = {"small_first": small_first_action, "srpt_x5": srpt_x5_action}
 #: The small-first rule's policy name in ``python -m lyra_agents.benchmark`` (:mod:`lyra_agents.small_first`).
 SMALL_FIRST = "small-first"
-#: Every ``bc_expert`` value.
-EXPERTS = ("heuristic", *RULES)
+#: Every ``bc_expert`` value (``rule``: the file ``bc_rule`` names).
+EXPERTS = ("heuristic", *RULES, "rule")
 #: Rules that set job levels: only for envs whose actions have them.
 NEEDS_JOB_LEVELS = frozenset({"small_first"})
 #: The envs each rule can act in (a rule not listed: any).
 RULE_ENV_IDS = {"small_first": ("LyraGym/Cluster-v1", "LyraGym/Elastic-v1"),
-                "srpt_x5": ("LyraGym/Cluster-v2", "LyraGym/Elastic-v2")}
+                "srpt_x5": ("LyraGym/Cluster-v2", "LyraGym/Elastic-v2"),
+                "rule": ("LyraGym/Cluster-v2", "LyraGym/Elastic-v2")}
+
+
+def expert_problem(bc_expert: str, bc_rule: str | None, env_id: str) -> str | None:
+    """Why ``bc_expert`` (with ``bc_rule``) cannot imitate in ``env_id`` (None if it can); a
+    ``bc_rule`` file is read and checked (:func:`~lyra_agents.preempt_rule.load_rule`)."""
+    if bc_expert not in EXPERTS:
+        return f"bc_expert: must be one of {', '.join(EXPERTS)}, got {bc_expert!r}"
+    if env_id not in RULE_ENV_IDS.get(bc_expert, (env_id,)):
+        why = "sets job levels, which {} has not" if bc_expert in NEEDS_JOB_LEVELS else "does not act in {}"
+        return f"bc_expert: {bc_expert!r} {why.format(env_id)} (use {' or '.join(RULE_ENV_IDS[bc_expert])})"
+    if (bc_expert == "rule") != (bc_rule is not None):
+        return ("bc_expert: 'rule' needs bc_rule: (a preemption rule's folder or rule.json)" if bc_rule is None
+                else f"bc_rule: only with bc_expert: rule (bc_expert is {bc_expert!r})")
+    if bc_rule is not None:
+        try:
+            load_rule(rule_file(bc_rule))
+        except RuleError as err:
+            return f"bc_rule: {err}"
+    return None
 
 
 class ExpertRule(gym.Wrapper):
-    """``env`` with ``expert_action()`` given by the rule ``name`` of :data:`RULES`."""
+    """``env`` with ``expert_action()`` given by the rule ``name`` of :data:`RULES`, or for
+    ``name="rule"`` by the preemption rule in the file ``rule`` (``bc_rule``)."""
 
-    def __init__(self, env: gym.Env, name: str) -> None:
+    def __init__(self, env: gym.Env, name: str, rule: str | None = None) -> None:
         super().__init__(env)
-        if name not in RULES:
-            raise ValueError(f"bc_expert: must be one of {', '.join(EXPERTS)}, got {name!r}")
+        if name not in EXPERTS or name == "heuristic" or (name == "rule") != (rule is not None):
+            raise ValueError(f"bc_expert: must be one of {', '.join(EXPERTS[1:])} (rule with a rule file), "
+                             f"got {name!r}")
         spec = env.spec or env.unwrapped.spec  # None for an env built from its class: then its attributes decide
         controls_jobs = getattr(env.unwrapped, "controls_jobs", False)
         if (spec is not None and spec.id not in RULE_ENV_IDS.get(name, (spec.id,))) or (
@@ -103,10 +135,11 @@ class ExpertRule(gym.Wrapper):
             where = spec.id if spec is not None else type(env.unwrapped).__name__
             raise ValueError(f"bc_expert: {name!r} acts in {' or '.join(RULE_ENV_IDS[name])}, not {where}")
         self.rule = name
+        self.act = RULES[name] if rule is None else functools.partial(preempt_rule_action, load_rule(rule_file(rule))[0])
 
     def expert_action(self) -> np.ndarray:
-        return RULES[self.rule](self.env.unwrapped)
+        return self.act(self.env.unwrapped)
 
 
-__all__ = ["EXPERTS", "SMALL_FIRST", "ExpertRule", "NEEDS_JOB_LEVELS", "RULES", "RULE_ENV_IDS",
-           "random_masked_action", "small_first_action", "srpt_x5_action"]
+__all__ = ["EXPERTS", "SMALL_FIRST", "ExpertRule", "NEEDS_JOB_LEVELS", "RULES", "RULE_ENV_IDS", "expert_problem",
+           "preempt_rule_action", "random_masked_action", "small_first_action", "srpt_x5_action"]

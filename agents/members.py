@@ -51,7 +51,7 @@ def make_member(cfg: TrainConfig, kwargs: dict[str, Any], sibling: gym.Env | Non
     if cfg.observation_extras:
         env = LearnerExtrasObservation(env)
     if cfg.bc_expert != "heuristic":
-        env = ExpertRule(env, cfg.bc_expert)
+        env = ExpertRule(env, cfg.bc_expert, cfg.bc_rule)
     return env
 
 

@@ -193,10 +193,14 @@ def run_units(schedulers: Mapping[str, Callable[[], Any]], scenario: Any, bar: A
 
 def expert_name(config: Any) -> str:
     """The scheduler name of a run's imitation expert: its ``bc_expert`` rule as a benchmark
-    policy (``small-first``), or its guided heuristic (``lyra``) for ``heuristic``."""
+    policy (``small-first``; ``rule:PATH`` for a ``bc_rule`` file), or its guided heuristic
+    (``lyra``) for ``heuristic``."""
     from lyra_agents.experts import SMALL_FIRST
 
-    return SMALL_FIRST if getattr(config, "bc_expert", "heuristic") == "small_first" else config.heuristic
+    expert = getattr(config, "bc_expert", "heuristic")
+    if expert == "rule":
+        return f"rule:{config.bc_rule}"
+    return SMALL_FIRST if expert == "small_first" else config.heuristic
 
 
 def reference_factory(name: str, agent_config: Any) -> Callable[[], Any]:
@@ -216,7 +220,10 @@ def reference_factory(name: str, agent_config: Any) -> Callable[[], Any]:
         from lyra_agents.policy_scheduler import load_policy_scheduler
         loaded = load_policy_scheduler(name[len("model:"):], name=name)
         return lambda: loaded
-    raise ValueError(f"unknown reference {name!r} (known: expert, {SMALL_FIRST}, model:PATH, "
+    if name.startswith("rule:"):  # through the registry's loader (entry point): no import cycle
+        rule = registry.make(name)
+        return lambda: rule
+    raise ValueError(f"unknown reference {name!r} (known: expert, {SMALL_FIRST}, model:PATH, rule:PATH, "
                      f"{', '.join(registry.available())})")
 
 

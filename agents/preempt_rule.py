@@ -1,13 +1,17 @@
-"""A linear preemption rule on top of a ``-v2`` guide, and the action it takes (the policy of
-:mod:`lyra_agents.preempt_search`, whose docstring describes its form and features; the hand SRPT
-expert of :mod:`lyra_agents.experts` is one such rule)."""
+"""A linear preemption rule on top of a ``-v2`` guide, the action it takes, and its file (the policy
+of :mod:`lyra_agents.preempt_search`, whose docstring describes its form and features; the imitation
+experts ``srpt_x5`` and ``rule`` of :mod:`lyra_agents.experts` are such rules)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+
+from lyra_agents.shipped import shipped_agent
 
 #: the features a rule may weigh: per running slot, then the cluster's (module docstring)
 SLOT_FEATURES = ("remaining_gap", "attained_service", "preempt_cost", "preemptions", "workers")
@@ -15,7 +19,8 @@ CLUSTER_FEATURES = ("queued_jobs", "queue_head_wait")
 FEATURES = (*SLOT_FEATURES, *CLUSTER_FEATURES)
 #: the observation features a rule reads per job slot
 _SLOT_COLUMNS = ("present", "queued", "remaining_est", "attained_service", "preempt_cost", "preemptions", "workers")
-
+RULE_FORMAT = "lyra-gym preempt rule 1"
+RULE_FILE = "rule.json"  # in a rule folder
 
 
 class RuleError(ValueError):
@@ -98,3 +103,46 @@ def rule_action(rule: PreemptRule, layout: RuleLayout, obs: np.ndarray, masks: n
     if scores[best] > 0:
         action[preemptable[best]] = PREEMPT
     return action
+
+
+# ------------------------------------------------------------------------------------------- rule files
+def load_rule(path: str | Path) -> tuple[PreemptRule, str]:
+    """(rule, its training config's path, resolved from the file's folder) from a file
+    :func:`rule_json` wrote; :class:`RuleError` naming the file and field otherwise (plain JSON:
+    nothing is unpickled)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as err:
+        raise RuleError(f"{path}: cannot read ({err.strerror or err})") from None
+    except ValueError as err:
+        raise RuleError(f"{path}: not JSON ({err})") from None
+    if not isinstance(data, dict) or data.get("format") != RULE_FORMAT:
+        raise RuleError(f"{path}: format: not a {RULE_FORMAT!r} file")
+    features = data.get("features")
+    if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
+        raise RuleError(f"{path}: features: must be a list of feature names, got {features!r}")
+    problem = features_problem(features)
+    if problem:
+        raise RuleError(f"{path}: features: {problem}")
+    weights, bias, config = data.get("weights"), data.get("bias"), data.get("config")
+    numbers = weights if isinstance(weights, list) else []
+    if len(numbers) != len(features) or not all(_finite(v) for v in numbers):
+        raise RuleError(f"{path}: weights: must be {len(features)} finite numbers, got {weights!r}")
+    if not _finite(bias):
+        raise RuleError(f"{path}: bias: must be a finite number, got {bias!r}")
+    if not isinstance(config, str):
+        raise RuleError(f"{path}: config: must be the training config's path, got {config!r}")
+    return (PreemptRule(tuple(float(v) for v in numbers), float(bias), tuple(features)),  # type: ignore[arg-type]
+            str((Path(path).parent / config).resolve()))
+
+
+def _finite(value: Any) -> bool:
+    from lyra_gym.errors import number_problem
+
+    return number_problem(value) is None
+
+
+def rule_file(path: str | Path) -> Path:
+    """A rule folder's ``rule.json`` (``pretrained/NAME``: a shipped one), or the file given."""
+    file = shipped_agent(path)
+    return file / RULE_FILE if file.is_dir() else file

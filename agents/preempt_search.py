@@ -51,18 +51,20 @@ import numpy as np
 
 from lyra_agents.preempt_rule import (  # the rule's names (agents/preempt_rule.py)
     CLUSTER_FEATURES,
+    RULE_FILE,
+    RULE_FORMAT,
     SLOT_FEATURES,
     PreemptRule,
     RuleError,
     RuleLayout,
     features_problem,
+    load_rule,
     rule_action,
+    rule_file,
 )
 from lyra_agents.preempt_rule import FEATURES as FEATURES  # re-exported: where it was before 0.3.0's move
 
 OBJECTIVES = ("return", "ratio")
-RULE_FORMAT = "lyra-gym preempt rule 1"
-RULE_FILE = "rule.json"
 def episode_return(env: Any, rule: PreemptRule, layout: RuleLayout, reset_seed: int) -> tuple[float, int]:
     """(return, steps) of one episode of ``env`` (a bare ``-v2`` env) from ``reset_seed`` under ``rule``."""
     obs, _ = env.reset(seed=reset_seed)
@@ -248,42 +250,6 @@ def rule_json(rule: PreemptRule, config_path: str, settings: SearchSettings, fol
                       indent=2) + "\n"
 
 
-def load_rule(path: str | Path) -> tuple[PreemptRule, str]:
-    """(rule, its training config's path, resolved from the file's folder) from a file
-    :func:`rule_json` wrote; :class:`RuleError` naming the file and field otherwise (plain JSON:
-    nothing is unpickled)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as err:
-        raise RuleError(f"{path}: cannot read ({err.strerror or err})") from None
-    except ValueError as err:
-        raise RuleError(f"{path}: not JSON ({err})") from None
-    if not isinstance(data, dict) or data.get("format") != RULE_FORMAT:
-        raise RuleError(f"{path}: format: not a {RULE_FORMAT!r} file")
-    features = data.get("features")
-    if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
-        raise RuleError(f"{path}: features: must be a list of feature names, got {features!r}")
-    problem = features_problem(features)
-    if problem:
-        raise RuleError(f"{path}: features: {problem}")
-    weights, bias, config = data.get("weights"), data.get("bias"), data.get("config")
-    numbers = weights if isinstance(weights, list) else []
-    if len(numbers) != len(features) or not all(_finite(v) for v in numbers):
-        raise RuleError(f"{path}: weights: must be {len(features)} finite numbers, got {weights!r}")
-    if not _finite(bias):
-        raise RuleError(f"{path}: bias: must be a finite number, got {bias!r}")
-    if not isinstance(config, str):
-        raise RuleError(f"{path}: config: must be the training config's path, got {config!r}")
-    return (PreemptRule(tuple(float(v) for v in numbers), float(bias), tuple(features)),  # type: ignore[arg-type]
-            str((Path(path).parent / config).resolve()))
-
-
-def _finite(value: Any) -> bool:
-    from lyra_gym.errors import number_problem
-
-    return number_problem(value) is None
-
-
 def rule_scheduler(rule: PreemptRule, config_path: str, name: str = "policy") -> Any:
     """The rule as a scheduler for :func:`lyra_gym.run.simulate.simulate` (``paired.run_units``):
     the observation and masks the env gives, the rule's action, the guide's plan."""
@@ -310,14 +276,6 @@ def load_rule_scheduler(path: str, **params: Any) -> Any:
         raise TypeError(f"load_rule_scheduler: unknown parameter(s) {', '.join(sorted(unknown))}")
     rule, config = load_rule(rule_file(path))
     return rule_scheduler(rule, config, name=params.get("name", f"rule:{path}"))
-
-
-def rule_file(path: str | Path) -> Path:
-    """A rule folder's ``rule.json`` (``pretrained/NAME``: a shipped one), or the file given."""
-    from lyra_agents.artifacts import shipped_agent
-
-    file = shipped_agent(path)
-    return file / RULE_FILE if file.is_dir() else file
 
 
 # ---------------------------------------------------------------------------------------------- command

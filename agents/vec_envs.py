@@ -41,15 +41,16 @@ from lyra_gym.envs.learner_extras import LearnerExtrasObservation
 from lyra_gym.envs.observation import observation_layout
 
 
-def make_env(env_id: str, env_kwargs: dict[str, Any], extras: bool = False, expert: str = "heuristic") -> gym.Env:
+def make_env(env_id: str, env_kwargs: dict[str, Any], extras: bool = False, expert: str = "heuristic",
+             rule: str | None = None) -> gym.Env:
     """One env in a ``Monitor`` (episode returns and lengths for SB3's rollout/ scalars); with
     ``extras``, its observation extended by :class:`LearnerExtrasObservation`; with an ``expert``
-    rule, in :class:`~lyra_agents.experts.ExpertRule`."""
+    rule (``rule``: the ``bc_rule`` file of ``expert="rule"``), in :class:`~lyra_agents.experts.ExpertRule`."""
     env: gym.Env = gym.make(env_id, **env_kwargs)
     if extras:
         env = LearnerExtrasObservation(env)
     if expert != "heuristic":
-        env = ExpertRule(env, expert)
+        env = ExpertRule(env, expert, rule)
     return Monitor(env)
 
 
@@ -84,7 +85,7 @@ def choose_vec_env(cfg: TrainConfig) -> type[DummyVecEnv] | type[SubprocVecEnv]:
 def make_vec_env(cfg: TrainConfig) -> VecEnv:
     """``n_envs`` seeded copies (reset seeds ``seed + i``), not yet normalised."""
     extras, expert = cfg.observation_extras, cfg.bc_expert
-    thunks: list[Callable[[], gym.Env]] = [functools.partial(make_env, cfg.env_id, kwargs, extras, expert)
+    thunks: list[Callable[[], gym.Env]] = [functools.partial(make_env, cfg.env_id, kwargs, extras, expert, cfg.bc_rule)
                                            for kwargs in env_kwargs_of(cfg)]
     venv = choose_vec_env(cfg)(thunks)
     venv.seed(cfg.seed)
