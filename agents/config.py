@@ -159,6 +159,7 @@ class TrainConfig:
     activation: str = "tanh"
     extractor: str = "mlp"                # mlp | deepsets (SB3: extractors.py) | slots (masked_ppo: slot_policy.py)
     deepsets_hidden: int = 64             # width of the per-slot encoder phi (slots: of the shared slot head)
+    slot_compare: bool = False            # slots: PREEMPT logits against the best other running slot's
     deepsets_slot_dim: int = 16           # per-slot codes appended in slot order (0 = invariant only)
     # --- logging, evaluation, checkpoints
     eval_freq: int = 100_000              # env steps between evaluations on test windows (0 = only at the end)
@@ -467,6 +468,8 @@ def _check_masked_ppo(cfg: TrainConfig) -> str | None:
         return f"extractor: {cfg.extractor} is for algo {extractor_algo}, got {cfg.algo}"
     if cfg.extractor == "slots" and cfg.env_id not in ("LyraGym/Cluster-v2", "LyraGym/Elastic-v2"):
         return f"extractor: slots reads -v2 job slots (LyraGym/Cluster-v2 or Elastic-v2), not {cfg.env_id}"
+    if cfg.slot_compare and cfg.extractor != "slots":
+        return f"slot_compare: compares job slots of extractor: slots, got extractor: {cfg.extractor}"
     return None
 
 

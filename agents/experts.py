@@ -135,7 +135,8 @@ class ExpertRule(gym.Wrapper):
             where = spec.id if spec is not None else type(env.unwrapped).__name__
             raise ValueError(f"bc_expert: {name!r} acts in {' or '.join(RULE_ENV_IDS[name])}, not {where}")
         self.rule = name
-        self.act = RULES[name] if rule is None else functools.partial(preempt_rule_action, load_rule(rule_file(rule))[0])
+        self.act = (RULES[name] if rule is None
+                    else functools.partial(preempt_rule_action, load_rule(rule_file(rule))[0]))
 
     def expert_action(self) -> np.ndarray:
         return self.act(self.env.unwrapped)

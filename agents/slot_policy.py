@@ -20,6 +20,15 @@ Every decision about any slot trains the same weights, and the policy class hold
 levels come from an MLP over the context; the value head is the same MLP over the whole
 observation as :class:`MaskedPolicy`'s.
 
+**Choosing whom** (``slot_compare: true``). Each slot's head sees pooled means, not the other
+running slots one by one, so it cannot say "preempt only the best candidate": a rule that
+preempts the running job of highest score (:mod:`lyra_agents.preempt_rule`) is out of its reach
+whenever several score above its threshold. With the comparison, a running slot's PREEMPT logit
+is lowered by ``g * (m - d)``, where ``d`` is its own preference (PREEMPT logit minus neutral
+logit), ``m`` the highest preference of the running slots (its own included: ``m - d >= 0``) and
+``g = exp(log_g)`` one learned scale (starting at 1). As ``g`` grows only the best candidate keeps
+its preference.
+
 :meth:`SlotPolicy.logits_reference` computes the logits slot by slot in plain loops: the
 vectorised :meth:`SlotPolicy.logits` must equal it (``tests/agents/test_slot_policy.py``).
 """
@@ -73,10 +82,12 @@ class SlotPolicy(MaskedPolicy):
     :param net_arch: hidden widths of the value head and of the rest's MLP.
     :param slot_hidden: hidden widths of the shared slot head.
     :param activation: ``tanh`` or ``relu``.
+    :param compare: lower a running slot's PREEMPT logit below the best other running slot's
+        (module docstring, "Choosing whom").
     """
 
     def __init__(self, layout: SlotLayout, nvec: np.ndarray, net_arch: list[int], slot_hidden: list[int],
-                 activation: str) -> None:
+                 activation: str, compare: bool = False) -> None:
         nn.Module.__init__(self)  # not MaskedPolicy's: no whole-observation policy MLP here
         nvec = np.asarray(nvec, dtype=np.int64)
         k = layout.k
@@ -87,6 +98,7 @@ class SlotPolicy(MaskedPolicy):
         rest = int(nvec[k:].sum())
         self.rest = mlp(layout.context_width, net_arch, rest, activation) if rest else None
         self.vf = mlp(layout.size, net_arch, 1, activation)
+        self.log_g = nn.Parameter(torch.zeros(())) if compare else None  # the comparison's scale, log
         index, real = padding_index(nvec)
         self.rows: torch.Tensor
         self.context: torch.Tensor
@@ -116,8 +128,20 @@ class SlotPolicy(MaskedPolicy):
         q_min = torch.where(n_queued > 0, q_min, torch.zeros_like(q_min))
         shared = torch.cat([q_mean, q_min, r_mean, n_queued / k, n_running / k, context], dim=1)
         slot_in = torch.cat([rows, shared[:, None, :].expand(batch, k, shared.shape[1])], dim=2)
-        out = self.head(slot_in).reshape(batch, k * self.levels)
+        out = self.head(slot_in)                                            # [B, K, levels]
+        if self.log_g is not None:
+            out = self._compared(out, running)
+        out = out.reshape(batch, k * self.levels)
         return out if self.rest is None else torch.cat([out, self.rest(context)], dim=1)
+
+    def _compared(self, out: torch.Tensor, running: torch.Tensor) -> torch.Tensor:
+        """``out`` ([B, K, levels]) with each running slot's PREEMPT logit lowered by
+        ``g * (m - d)`` (module docstring, "Choosing whom")."""
+        d = out[:, :, PREEMPT] - out[:, :, NEUTRAL_JOB_LEVEL]
+        best = d.masked_fill(running == 0, -torch.inf).amax(1, keepdim=True)  # -inf where none runs
+        shortfall = torch.where(running > 0, best - d, torch.zeros_like(d))   # >= 0
+        preempt = out[:, :, PREEMPT] - self.log_g.exp() * shortfall
+        return torch.cat([out[:, :, :PREEMPT], preempt[:, :, None], out[:, :, PREEMPT + 1:]], dim=2)
 
     def logits_reference(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
         """:meth:`logits` in plain loops, one observation and one slot at a time (for the tests)."""
@@ -137,6 +161,14 @@ class SlotPolicy(MaskedPolicy):
             context = row_obs[self.context]
             shared = torch.cat([q_mean, q_min, r_mean, counts, context])
             slots = [self.head(torch.cat([row_obs[self.rows[j]], shared])) for j in range(k)]
+            if self.log_g is not None:  # each running slot against the best running slot
+                prefer = [float(s[PREEMPT] - s[NEUTRAL_JOB_LEVEL]) for s in slots]
+                best = max((prefer[j] for j in range(k) if running[j]), default=None)
+                for j in range(k):
+                    if running[j]:
+                        lowered = slots[j].clone()
+                        lowered[PREEMPT] = lowered[PREEMPT] - self.log_g.exp() * (best - prefer[j])
+                        slots[j] = lowered
             rest = [self.rest(context)] if self.rest is not None else []
             out.append(torch.cat(slots + rest))
         return torch.stack(out)
@@ -160,10 +192,10 @@ def slot_layout(cfg: TrainConfig) -> SlotLayout:
 
 def build_policy(cfg: TrainConfig, obs_size: int, nvec: np.ndarray) -> MaskedPolicy:
     """``cfg``'s network: :class:`SlotPolicy` with ``extractor: slots`` (its shared head one hidden
-    layer of ``deepsets_hidden`` units), else the whole-observation :class:`MaskedPolicy`."""
+    layer of ``deepsets_hidden`` units; ``slot_compare``), else the whole-observation :class:`MaskedPolicy`."""
     if cfg.extractor != "slots":
         return MaskedPolicy(obs_size, nvec, list(cfg.net_arch), cfg.activation)
     layout = slot_layout(cfg)
     if layout.size != obs_size:
         raise ValueError(f"extractor slots: the layout covers {layout.size} observation entries, not {obs_size}")
-    return SlotPolicy(layout, nvec, list(cfg.net_arch), [cfg.deepsets_hidden], cfg.activation)
+    return SlotPolicy(layout, nvec, list(cfg.net_arch), [cfg.deepsets_hidden], cfg.activation, cfg.slot_compare)

@@ -41,10 +41,13 @@ def observed(model: MaskedPPO, steps: int, seed: int = 0) -> tuple[torch.Tensor,
     return torch.as_tensor(model.stats.normalize_obs(np.stack(rows))), torch.as_tensor(np.stack(masks))
 
 
-@pytest.mark.parametrize("extras", [False, True])
-def test_vectorised_logits_equal_the_slot_by_slot_reference_on_real_observations(extras):
-    model = MaskedPPO(tiny(observation_extras=extras))
+@pytest.mark.parametrize("extras, compare", [(False, False), (True, False), (True, True)])
+def test_vectorised_logits_equal_the_slot_by_slot_reference_on_real_observations(extras, compare):
+    model = MaskedPPO(tiny(observation_extras=extras, slot_compare=compare))
     assert isinstance(model.policy, SlotPolicy)
+    if compare:
+        with torch.no_grad():
+            model.policy.log_g.fill_(1.5)  # g ~ 4.5: the comparison moves logits visibly
     obs, masks = observed(model, 40)
     queued_and_running = masks[:, :8 * 6].reshape(-1, 8, 6)[:, :, 5].any(1) & masks[:, :8 * 6].reshape(-1, 8, 6)[
         :, :, 1].any(1)
@@ -56,8 +59,9 @@ def test_vectorised_logits_equal_the_slot_by_slot_reference_on_real_observations
     model.close()
 
 
-def test_permuting_the_job_slots_permutes_their_logits_and_leaves_the_rest():
-    model = MaskedPPO(tiny())
+@pytest.mark.parametrize("compare", [False, True])
+def test_permuting_the_job_slots_permutes_their_logits_and_leaves_the_rest(compare):
+    model = MaskedPPO(tiny(slot_compare=compare))
     obs, masks = observed(model, 12, seed=2)
     k, levels, width = 8, 6, model.policy.layout.job_width
     perm = torch.as_tensor(np.random.default_rng(0).permutation(k))
@@ -70,6 +74,28 @@ def test_permuting_the_job_slots_permutes_their_logits_and_leaves_the_rest():
     torch.testing.assert_close(moved[:, :k * levels], slots, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(moved[:, k * levels:], base[:, k * levels:])
     model.close()
+
+
+def test_the_comparison_keeps_the_best_candidate_and_lowers_the_others_by_hand():
+    """Three running slots with PREEMPT - neutral preferences 2, 0.5, 2 and one queued slot, g = 2:
+    the two tied best keep theirs; the middle one loses 2 * (2 - 0.5) = 3; the queued one nothing."""
+    policy = SlotPolicy.__new__(SlotPolicy)
+    torch.nn.Module.__init__(policy)
+    policy.log_g = torch.nn.Parameter(torch.tensor(np.log(2.0), dtype=torch.float32))
+    out = torch.zeros(1, 4, 6)
+    out[0, :, 5] = torch.tensor([2.0, 0.5, 2.0, 7.0])  # PREEMPT logits; the neutral level's (2) are 0
+    running = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
+    got = policy._compared(out, running)
+    torch.testing.assert_close(got[0, :, 5], torch.tensor([2.0, 0.5 - 3.0, 2.0, 7.0]))
+    torch.testing.assert_close(got[0, :, :5], out[0, :, :5])
+    alone = policy._compared(out[:, :1], running[:, :1])  # one running slot: nothing to compare with
+    torch.testing.assert_close(alone, out[:, :1])
+
+
+def test_slot_compare_needs_the_slot_head():
+    with pytest.raises(TrainConfigError,
+                       match="slot_compare: compares job slots of extractor: slots, got extractor: mlp"):
+        tiny(extractor="mlp", slot_compare=True)
 
 
 def test_configs_name_the_extractor_that_does_not_fit():
