@@ -110,7 +110,7 @@ def test_configs_name_the_extractor_that_does_not_fit():
 
 
 def test_a_trained_slot_policy_saves_loads_and_runs_as_a_scheduler(tmp_path):
-    cfg = tiny(bc_steps=32, bc_epochs=1)
+    cfg = tiny(bc_steps=32, bc_epochs=1, slot_compare=True)  # the comparison's scale is saved and loaded too
     model = MaskedPPO(cfg)
     before = {k: v.clone() for k, v in model.policy.state_dict().items()}
     model.behaviour_clone()
@@ -118,3 +118,4 @@ def test_a_trained_slot_policy_saves_loads_and_runs_as_a_scheduler(tmp_path):
     assert any(not torch.equal(before[k], v) for k, v in model.policy.state_dict().items())
     loaded = assert_runs_as_a_scheduler(model, cfg, tmp_path)
     assert isinstance(loaded.model.policy, SlotPolicy)
+    assert float(loaded.model.policy.log_g) == float(model.policy.log_g) != 0.0  # trained, then loaded
