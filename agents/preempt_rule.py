@@ -108,8 +108,8 @@ def rule_action(rule: PreemptRule, layout: RuleLayout, obs: np.ndarray, masks: n
 # ------------------------------------------------------------------------------------------- rule files
 def load_rule(path: str | Path) -> tuple[PreemptRule, str]:
     """(rule, its training config's path, resolved from the file's folder) from a file
-    :func:`rule_json` wrote; :class:`RuleError` naming the file and field otherwise (plain JSON:
-    nothing is unpickled)."""
+    :func:`lyra_agents.preempt_search.rule_json` wrote; :class:`RuleError` naming the file and field
+    otherwise (plain JSON: nothing is unpickled)."""
     try:
         data = json.loads(Path(path).read_text())
     except OSError as err:

@@ -79,6 +79,8 @@ def test_the_rule_expert_preempts_what_a_plain_reading_of_the_observation_says(e
     (dict(bc_rule=None), r"bc_expert: 'rule' needs bc_rule: \(a preemption rule's folder or rule.json\)"),
     (dict(bc_expert="srpt_x5"), "bc_rule: only with bc_expert: rule \\(bc_expert is 'srpt_x5'\\)"),
     (dict(bc_rule="no/such/rule"), "bc_rule: no/such/rule: cannot read"),
+    (dict(bc_rule=""), "bc_rule: must be the path of a rule folder or rule.json, got ''"),
+    (dict(bc_rule=5), "bc_rule: must be the path of a rule folder or rule.json, got 5"),
     (dict(env_id="LyraGym/Cluster-v1"), "bc_expert: 'rule' does not act in LyraGym/Cluster-v1"),
 ])
 def test_config_refusals_name_the_field(changes, message):
