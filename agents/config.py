@@ -10,8 +10,8 @@ Paths (:data:`PATH_FIELDS`): one read from a YAML file is relative to that file'
 (:mod:`lyra_gym.model.paths`, with the working directory and then the shipped ``traces/`` as
 fallbacks for older files); one given by ``--set`` is relative to the working directory.
 :meth:`TrainConfig.to_yaml` writes each so that it resolves from any file: absolute, or a shipped
-data file by its shipped name (``traces/contended.yaml``). ``runs_dir`` is an output folder:
-relative to the working directory, wherever it is written.
+data file by its shipped name (``traces/contended.yaml``; ``bc_rule``: ``pretrained/NAME``, read
+so too). ``runs_dir`` is an output folder: relative to the working directory, wherever it is written.
 
 Frequencies (``eval_freq``, ``checkpoint_freq``) count env steps over all vector envs, like ``total_timesteps``.
 """
@@ -33,6 +33,7 @@ import yaml
 
 import lyra_gym
 from lyra_agents.experts import expert_problem
+from lyra_agents.shipped import agent_path_beside, portable_agent_path
 from lyra_agents.suite import get_suite
 from lyra_gym.envs import ALLOC_ENV_ID
 from lyra_gym.errors import LyraGymError
@@ -211,8 +212,8 @@ class TrainConfig:
     def to_yaml(self) -> str:
         """The config as a file records it: every path of :data:`PATH_FIELDS` (and ``resume_from``)
         :func:`~lyra_gym.model.paths.portable`, so it resolves from wherever the file is read."""
-        paths = {key: portable(value) for key in (*PATH_FIELDS, "resume_from")
-                 if is_path_value(key, value := getattr(self, key))}
+        paths = {key: (portable_agent_path if key == "bc_rule" else portable)(value)
+                 for key in (*PATH_FIELDS, "resume_from") if is_path_value(key, value := getattr(self, key))}
         return yaml.safe_dump({**self.to_dict(), **paths}, sort_keys=False)
 
     def replace(self, **changes: Any) -> "TrainConfig":
@@ -244,7 +245,8 @@ def is_path_value(key: str, value: Any) -> bool:
 def _paths_beside(data: Mapping[str, Any], folder: Path) -> dict[str, Any]:
     """``data`` (a YAML file's keys) with each path of :data:`PATH_FIELDS` resolved beside the
     file (:func:`lyra_gym.model.paths.resolve_beside`)."""
-    return {**data, **{key: resolve_beside(data[key], folder) for key in PATH_FIELDS
+    beside = {"bc_rule": agent_path_beside}  # pretrained/NAME stays a shipped agent's name
+    return {**data, **{key: beside.get(key, resolve_beside)(data[key], folder) for key in PATH_FIELDS
                        if key in data and is_path_value(key, data[key])}}
 
 

@@ -14,7 +14,7 @@ from lyra_agents import paired
 from lyra_agents.config import TrainConfig, TrainConfigError, load_train_config
 from lyra_agents.experts import ExpertRule
 from lyra_agents.members import make_member
-from lyra_agents.preempt_rule import load_rule
+from lyra_agents.preempt_rule import load_rule, rule_file
 from lyra_agents.trajectory import expert_action
 from lyra_gym.envs.levers import PREEMPT
 
@@ -96,13 +96,24 @@ def test_a_rule_file_that_is_not_a_rule_is_refused_naming_file_and_field(tmp_pat
         overload_config(bc_rule=str(tmp_path))
 
 
-def test_the_shipped_config_resolves_its_rule_beside_it_and_records_it_portably(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # elsewhere: the YAML's relative path still finds the rule
+def test_a_shipped_rule_stays_a_shipped_name_and_other_paths_resolve_beside_the_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # elsewhere: the shipped config's rule is still found, by its name
     cfg = load_train_config(ROOT / "agents/configs/cluster-v2-slots-rule.yaml")
-    assert Path(cfg.bc_rule) == CONTENTION and cfg.bc_expert == "rule" and cfg.heuristic == "lyra-backfill"
+    assert cfg.bc_rule == "pretrained/preempt-rule-contention" and rule_file(cfg.bc_rule) == CONTENTION / "rule.json"
     again = TrainConfig().updated(yaml.safe_load(cfg.to_yaml()))  # as a run folder's config.yaml records it
-    assert Path(again.bc_rule) == CONTENTION
-    assert paired.expert_name(again) == f"rule:{again.bc_rule}"
+    assert again.bc_rule == cfg.bc_rule and paired.expert_name(again) == "rule:pretrained/preempt-rule-contention"
+    # a rule of one's own, beside the config file: resolved there, recorded absolute
+    (tmp_path / "rules" / "mine").mkdir(parents=True)
+    (tmp_path / "rules" / "mine" / "rule.json").write_text((CONTENTION / "rule.json").read_text())
+    (tmp_path / "configs").mkdir()
+    text = (ROOT / "agents/configs/cluster-v2-slots-rule.yaml").read_text()
+    (tmp_path / "configs" / "c.yaml").write_text(text.replace("bc_rule: pretrained/preempt-rule-contention",
+                                                              "bc_rule: ../rules/mine"))
+    own = load_train_config(tmp_path / "configs" / "c.yaml")
+    assert Path(own.bc_rule) == tmp_path / "rules" / "mine"
+    assert yaml.safe_load(own.to_yaml())["bc_rule"] == str(tmp_path / "rules" / "mine")
+    # an absolute path into the shipped agents is recorded by its shipped name
+    assert yaml.safe_load(own.replace(bc_rule=str(CONTENTION)).to_yaml())["bc_rule"] == cfg.bc_rule
 
 
 def test_the_paired_evaluation_builds_the_rule_as_the_expert_reference():
