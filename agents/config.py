@@ -160,7 +160,7 @@ class TrainConfig:
     activation: str = "tanh"
     extractor: str = "mlp"                # mlp | deepsets (SB3: extractors.py) | slots (masked_ppo: slot_policy.py)
     deepsets_hidden: int = 64             # width of the per-slot encoder phi (slots: of the shared slot head)
-    slot_compare: bool = False            # slots: PREEMPT logits against the best other running slot's
+    slot_compare: bool = False            # slots: PREEMPT logits against the best running slot's
     deepsets_slot_dim: int = 16           # per-slot codes appended in slot order (0 = invariant only)
     # --- logging, evaluation, checkpoints
     eval_freq: int = 100_000              # env steps between evaluations on test windows (0 = only at the end)

@@ -82,8 +82,8 @@ class SlotPolicy(MaskedPolicy):
     :param net_arch: hidden widths of the value head and of the rest's MLP.
     :param slot_hidden: hidden widths of the shared slot head.
     :param activation: ``tanh`` or ``relu``.
-    :param compare: lower a running slot's PREEMPT logit below the best other running slot's
-        (module docstring, "Choosing whom").
+    :param compare: lower each running slot's PREEMPT logit by its shortfall from the best running
+        slot's preference (module docstring, "Choosing whom").
     """
 
     def __init__(self, layout: SlotLayout, nvec: np.ndarray, net_arch: list[int], slot_hidden: list[int],
@@ -130,18 +130,9 @@ class SlotPolicy(MaskedPolicy):
         slot_in = torch.cat([rows, shared[:, None, :].expand(batch, k, shared.shape[1])], dim=2)
         out = self.head(slot_in)                                            # [B, K, levels]
         if self.log_g is not None:
-            out = self._compared(out, running)
+            out = compared(out, running, self.log_g.exp())
         out = out.reshape(batch, k * self.levels)
         return out if self.rest is None else torch.cat([out, self.rest(context)], dim=1)
-
-    def _compared(self, out: torch.Tensor, running: torch.Tensor) -> torch.Tensor:
-        """``out`` ([B, K, levels]) with each running slot's PREEMPT logit lowered by
-        ``g * (m - d)`` (module docstring, "Choosing whom")."""
-        d = out[:, :, PREEMPT] - out[:, :, NEUTRAL_JOB_LEVEL]
-        best = d.masked_fill(running == 0, -torch.inf).amax(1, keepdim=True)  # -inf where none runs
-        shortfall = torch.where(running > 0, best - d, torch.zeros_like(d))   # >= 0
-        preempt = out[:, :, PREEMPT] - self.log_g.exp() * shortfall
-        return torch.cat([out[:, :, :PREEMPT], preempt[:, :, None], out[:, :, PREEMPT + 1:]], dim=2)
 
     def logits_reference(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
         """:meth:`logits` in plain loops, one observation and one slot at a time (for the tests)."""
@@ -163,7 +154,7 @@ class SlotPolicy(MaskedPolicy):
             slots = [self.head(torch.cat([row_obs[self.rows[j]], shared])) for j in range(k)]
             if self.log_g is not None:  # each running slot against the best running slot
                 prefer = [float(s[PREEMPT] - s[NEUTRAL_JOB_LEVEL]) for s in slots]
-                best = max((prefer[j] for j in range(k) if running[j]), default=None)
+                best = max((prefer[j] for j in range(k) if running[j]), default=0.0)
                 for j in range(k):
                     if running[j]:
                         lowered = slots[j].clone()
@@ -175,6 +166,16 @@ class SlotPolicy(MaskedPolicy):
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.vf(obs).squeeze(1)
+
+
+def compared(out: torch.Tensor, running: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """``out`` ([B, K, levels] job-slot logits) with each running slot's (``running`` [B, K], 1/0)
+    PREEMPT logit lowered by ``g * (m - d)`` (module docstring, "Choosing whom")."""
+    d = out[:, :, PREEMPT] - out[:, :, NEUTRAL_JOB_LEVEL]
+    best = d.masked_fill(running == 0, -torch.inf).amax(1, keepdim=True)  # -inf where none runs
+    shortfall = torch.where(running > 0, best - d, torch.zeros_like(d))   # >= 0
+    preempt = out[:, :, PREEMPT] - g * shortfall
+    return torch.cat([out[:, :, :PREEMPT], preempt[:, :, None], out[:, :, PREEMPT + 1:]], dim=2)
 
 
 def slot_layout(cfg: TrainConfig) -> SlotLayout:

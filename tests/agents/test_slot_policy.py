@@ -10,7 +10,7 @@ import torch
 
 from lyra_agents.config import TrainConfig, TrainConfigError
 from lyra_agents.masked_ppo import MaskedPPO
-from lyra_agents.slot_policy import SlotPolicy
+from lyra_agents.slot_policy import SlotPolicy, compared
 from lyra_agents.trajectory import action_masks
 from masked_model_files import assert_runs_as_a_scheduler
 
@@ -79,16 +79,14 @@ def test_permuting_the_job_slots_permutes_their_logits_and_leaves_the_rest(compa
 def test_the_comparison_keeps_the_best_candidate_and_lowers_the_others_by_hand():
     """Three running slots with PREEMPT - neutral preferences 2, 0.5, 2 and one queued slot, g = 2:
     the two tied best keep theirs; the middle one loses 2 * (2 - 0.5) = 3; the queued one nothing."""
-    policy = SlotPolicy.__new__(SlotPolicy)
-    torch.nn.Module.__init__(policy)
-    policy.log_g = torch.nn.Parameter(torch.tensor(np.log(2.0), dtype=torch.float32))
+    g = torch.tensor(2.0)
     out = torch.zeros(1, 4, 6)
     out[0, :, 5] = torch.tensor([2.0, 0.5, 2.0, 7.0])  # PREEMPT logits; the neutral level's (2) are 0
     running = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
-    got = policy._compared(out, running)
+    got = compared(out, running, g)
     torch.testing.assert_close(got[0, :, 5], torch.tensor([2.0, 0.5 - 3.0, 2.0, 7.0]))
     torch.testing.assert_close(got[0, :, :5], out[0, :, :5])
-    alone = policy._compared(out[:, :1], running[:, :1])  # one running slot: nothing to compare with
+    alone = compared(out[:, :1], running[:, :1], g)  # one running slot: nothing to compare with
     torch.testing.assert_close(alone, out[:, :1])
 
 
