@@ -127,9 +127,11 @@ class ExpertRule(gym.Wrapper):
 
     def __init__(self, env: gym.Env, name: str, rule: str | None = None) -> None:
         super().__init__(env)
-        if name not in EXPERTS or name == "heuristic" or (name == "rule") != (rule is not None):
-            raise ValueError(f"bc_expert: must be one of {', '.join(EXPERTS[1:])} (rule with a rule file), "
-                             f"got {name!r}")
+        if name not in EXPERTS or name == "heuristic":
+            raise ValueError(f"bc_expert: must be one of {', '.join(EXPERTS[1:])}, got {name!r}")
+        if (name == "rule") != (rule is not None):
+            raise ValueError("bc_expert: 'rule' needs a rule file (bc_rule)" if rule is None
+                             else f"bc_rule: only with bc_expert: rule (bc_expert is {name!r})")
         spec = env.spec or env.unwrapped.spec  # None for an env built from its class: then its attributes decide
         controls_jobs = getattr(env.unwrapped, "controls_jobs", False)
         if (spec is not None and spec.id not in RULE_ENV_IDS.get(name, (spec.id,))) or (

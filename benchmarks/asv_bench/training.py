@@ -46,7 +46,7 @@ def config_envs(name: str) -> list:
     cfg = train_config(name)
     kwargs = env_kwargs_of(cfg)
     distinct = [k for i, k in enumerate(kwargs) if k not in kwargs[:i]]
-    return [make_env(cfg.env_id, k, cfg.observation_extras, cfg.bc_expert) for k in distinct]
+    return [make_env(cfg.env_id, k, cfg.observation_extras, cfg.bc_expert, cfg.bc_rule) for k in distinct]
 
 
 def choose(env, policy: str, rng: np.random.Generator):

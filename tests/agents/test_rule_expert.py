@@ -88,6 +88,13 @@ def test_config_refusals_name_the_field(changes, message):
         overload_config(**changes)
 
 
+def test_the_wrapper_refuses_rule_without_its_file():
+    import gymnasium as gym
+
+    with pytest.raises(ValueError, match=r"bc_expert: 'rule' needs a rule file \(bc_rule\)"):
+        ExpertRule(gym.make("LyraGym/Cluster-v2"), "rule")
+
+
 def test_a_rule_file_that_is_not_a_rule_is_refused_naming_file_and_field(tmp_path):
     bad = tmp_path / "rule.json"
     bad.write_text('{"format": "lyra-gym preempt rule 1", "features": ["remaining_gap"], "weights": [1], '
