@@ -111,13 +111,14 @@ def expert_problem(bc_expert: str, bc_rule: str | None, env_id: str) -> str | No
     if (bc_expert == "rule") != (bc_rule is not None):
         return ("bc_expert: 'rule' needs bc_rule: (a preemption rule's folder or rule.json)" if bc_rule is None
                 else f"bc_rule: only with bc_expert: rule (bc_expert is {bc_expert!r})")
-    if bc_rule is not None and (not isinstance(bc_rule, str) or not bc_rule.strip()):
+    if bc_rule is None:
+        return None
+    if not isinstance(bc_rule, str) or not bc_rule.strip():
         return f"bc_rule: must be the path of a rule folder or rule.json, got {bc_rule!r}"
-    if bc_rule is not None:
-        try:
-            load_rule(rule_file(bc_rule))
-        except RuleError as err:
-            return f"bc_rule: {err}"
+    try:
+        load_rule(rule_file(bc_rule))
+    except RuleError as err:
+        return f"bc_rule: {err}"
     return None
 
 

@@ -65,6 +65,8 @@ from lyra_agents.preempt_rule import (  # the rule's names (agents/preempt_rule.
 from lyra_agents.preempt_rule import FEATURES as FEATURES  # re-exported: where it was before 0.3.0's move
 
 OBJECTIVES = ("return", "ratio")
+
+
 def episode_return(env: Any, rule: PreemptRule, layout: RuleLayout, reset_seed: int) -> tuple[float, int]:
     """(return, steps) of one episode of ``env`` (a bare ``-v2`` env) from ``reset_seed`` under ``rule``."""
     obs, _ = env.reset(seed=reset_seed)

@@ -84,8 +84,8 @@ def choose_vec_env(cfg: TrainConfig) -> type[DummyVecEnv] | type[SubprocVecEnv]:
 
 def make_vec_env(cfg: TrainConfig) -> VecEnv:
     """``n_envs`` seeded copies (reset seeds ``seed + i``), not yet normalised."""
-    extras, expert = cfg.observation_extras, cfg.bc_expert
-    thunks: list[Callable[[], gym.Env]] = [functools.partial(make_env, cfg.env_id, kwargs, extras, expert, cfg.bc_rule)
+    extras, expert, rule = cfg.observation_extras, cfg.bc_expert, cfg.bc_rule
+    thunks: list[Callable[[], gym.Env]] = [functools.partial(make_env, cfg.env_id, kwargs, extras, expert, rule)
                                            for kwargs in env_kwargs_of(cfg)]
     venv = choose_vec_env(cfg)(thunks)
     venv.seed(cfg.seed)

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import yaml
 
+from expert_episodes import assert_expert_is_plain
 from lyra_agents import paired
 from lyra_agents.config import TrainConfig, TrainConfigError, load_train_config
 from lyra_agents.experts import ExpertRule
 from lyra_agents.members import make_member
 from lyra_agents.preempt_rule import load_rule, rule_file
-from lyra_agents.trajectory import expert_action
 from lyra_gym.envs.levers import PREEMPT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,20 +59,7 @@ def test_the_rule_expert_preempts_what_a_plain_reading_of_the_observation_says(e
     env = make_member(cfg, cfg.env_kwargs())
     assert isinstance(env, ExpertRule)
     env.reset(seed=0)
-    preempted = steps = 0
-    while True:
-        action = expert_action(env)
-        expected = env.unwrapped.codec.neutral(env.unwrapped.slots)
-        slot = plain_rule(env, rule.weights, rule.bias)
-        if slot is not None:
-            expected[slot] = PREEMPT
-        np.testing.assert_array_equal(action, expected)
-        preempted += slot is not None
-        steps += 1
-        _, _, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            break
-    assert 0 < preempted < steps  # it preempts on this overloaded window, and not at every step
+    assert_expert_is_plain(env, lambda e: plain_rule(e, rule.weights, rule.bias))
 
 
 @pytest.mark.parametrize("changes, message", [

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from expert_episodes import assert_expert_is_plain
 from lyra_agents.config import TrainConfig, TrainConfigError
 from lyra_agents.experts import SRPT_X5_BIAS, SRPT_X5_WEIGHTS, ExpertRule
 from lyra_agents.members import make_member
 from lyra_agents.preempt_search import load_rule
-from lyra_agents.trajectory import expert_action
 from lyra_gym.envs.levers import PREEMPT
 from lyra_gym.envs.observation import log_time
 
@@ -43,21 +43,7 @@ def test_srpt_x5_preempts_what_a_plain_reading_of_the_observation_says_at_every_
     env = make_member(cfg, cfg.env_kwargs())
     assert isinstance(env, ExpertRule)
     env.reset(seed=0)
-    preempted = steps = 0
-    while True:
-        action = expert_action(env)
-        neutral = env.unwrapped.codec.neutral(env.unwrapped.slots)
-        slot = plain_srpt(env)
-        expected = neutral.copy()
-        if slot is not None:
-            expected[slot] = PREEMPT
-        np.testing.assert_array_equal(action, expected)
-        preempted += slot is not None
-        steps += 1
-        _, _, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            break
-    assert 0 < preempted < steps  # it preempts on this overloaded window, and not at every step
+    assert_expert_is_plain(env, plain_srpt)
 
 
 def test_the_constants_are_the_committed_hand_rule_and_about_5x():
