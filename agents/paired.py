@@ -19,7 +19,7 @@ its config's ``bc_expert`` rule, ``small-first``, or its guided heuristic for ``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from lyra_agents.bench_stats import iqm
 
 #: A unit: (scenario, trace seed, test window index).
 Unit = tuple[str, int, int]
+K = TypeVar("K", bound=tuple)  # a unit's key: a Unit, or (trace seed, window) within one scenario
 STATISTICS = ("iqm", "mean")
 #: The reference name that means "the agent's imitation expert".
 EXPERT = "expert"
@@ -101,7 +102,7 @@ def statistic_of(name: str) -> Callable[[np.ndarray], np.ndarray]:
     raise ValueError(f"statistic: must be one of {', '.join(STATISTICS)}, got {name!r}")
 
 
-def unit_ratios(agent: Mapping[Unit, float], reference: Mapping[Unit, float]) -> np.ndarray:
+def unit_ratios(agent: Mapping[K, float], reference: Mapping[K, float]) -> np.ndarray:
     """``agent[u] / reference[u]`` for every unit, in ``agent``'s order; ``ValueError`` when the two
     were not run on the same units or a JCT is not a positive finite number."""
     if set(agent) != set(reference):
@@ -241,6 +242,25 @@ def unit_rows(jct: Mapping[str, Mapping[Unit, float]]) -> list[dict[str, Any]]:
     """Per-unit rows ``{"policy", "scenario", "trace_seed", "window", "jct_mean_s"}`` (``--json``)."""
     return [{"policy": label, "scenario": u[0], "trace_seed": u[1], "window": u[2], "jct_mean_s": value}
             for label, units in jct.items() for u, value in units.items()]
+
+
+def read_units(path: Any) -> dict[str, dict[str, dict[tuple[int, int], float]]]:
+    """``{scenario: {policy: {(trace_seed, window): mean JCT s}}}`` of an ``evaluate --suite --json``
+    file (:func:`unit_rows` under ``"units"``); ValueError naming the file and the row otherwise."""
+    import json
+    from pathlib import Path
+
+    data = json.loads(Path(path).read_text())
+    if not isinstance(data, dict) or not isinstance(data.get("units"), list):
+        raise ValueError(f"{path}: not an evaluate --suite --json file (no 'units' list)")
+    out: dict[str, dict[str, dict[tuple[int, int], float]]] = {}
+    for i, row in enumerate(data["units"]):
+        try:
+            key = (int(row["trace_seed"]), int(row["window"]))
+            out.setdefault(str(row["scenario"]), {}).setdefault(str(row["policy"]), {})[key] = float(row["jct_mean_s"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{path}: units[{i}]: {err!r}") from None
+    return out
 
 
 # ---------------------------------------------------------------------- the command's mode

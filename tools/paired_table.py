@@ -14,27 +14,11 @@ of them.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from lyra_agents.paired import paired_interval, unit_ratios
-
-
-def read_units(path: Path) -> dict[str, dict[str, dict[tuple[int, int], float]]]:
-    """``{scenario: {policy: {(trace_seed, window): mean JCT s}}}`` of one evaluate JSON file."""
-    data = json.loads(path.read_text())
-    if not isinstance(data, dict) or not isinstance(data.get("units"), list):
-        raise ValueError(f"{path}: not an evaluate --suite --json file (no 'units' list)")
-    out: dict[str, dict[str, dict[tuple[int, int], float]]] = {}
-    for i, row in enumerate(data["units"]):
-        try:
-            key = (int(row["trace_seed"]), int(row["window"]))
-            out.setdefault(str(row["scenario"]), {}).setdefault(str(row["policy"]), {})[key] = float(row["jct_mean_s"])
-        except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"{path}: units[{i}]: {err!r}") from None
-    return out
+from lyra_agents.paired import paired_interval, read_units, unit_ratios
 
 
 def cell(agent: dict[Any, float], reference: dict[Any, float]) -> str:

@@ -37,16 +37,16 @@ def test_every_generated_table_in_the_readme_and_docs_matches_its_csv():
 
 def _readme_with_an_edited_cell() -> tuple[str, str]:
     original = (ROOT / "README.md").read_text(encoding="utf-8")
-    cell = "| cluster-generalist | 0.985 [0.955, 0.999] | 0.886 [0.797, 0.966] |"
+    cell = "better on `overload` 0.957, `contended-warm` 0.981 (against the best)"
     assert original.count(cell) == 1
-    return original, original.replace(cell, cell.replace("0.886", "0.876"))
+    return original, original.replace(cell, cell.replace("0.957", "0.967"))
 
 
 def test_an_edited_cell_fails_the_check_at_its_block_and_write_restores_it():
     original, edited = _readme_with_an_edited_cell()
     new, differ = docs_numbers.regenerate(edited, "README.md", cached_run)
-    assert [b.command.split()[1] for b in differ] == ["tools/bench_table.py"]
-    assert edited.split("\n")[differ[0].line - 1].startswith("<!-- numbers: python tools/bench_table.py")
+    assert [b.command.split()[1] for b in differ] == ["tools/learning_status.py"]
+    assert edited.split("\n")[differ[0].line - 1].startswith("<!-- numbers: python tools/learning_status.py")
     assert new == original
     _same, none = docs_numbers.regenerate(original, "README.md", cached_run)
     assert none == []
@@ -58,9 +58,9 @@ def test_the_check_command_exits_1_naming_the_page_and_the_cell(tmp_path, capsys
     page.write_text(edited, encoding="utf-8")
     assert docs_numbers.main(["--check", str(page)]) == 1
     out = capsys.readouterr()
-    assert f"{page}:" in out.out and "differs from `python tools/bench_table.py" in out.out
-    assert "page:      | cluster-generalist | 0.985 [0.955, 0.999] | 0.876" in out.out
-    assert "generated: | cluster-generalist | 0.985 [0.955, 0.999] | 0.886" in out.out
+    assert f"{page}:" in out.out and "differs from `python tools/learning_status.py" in out.out
+    assert "better on `overload` 0.967" in out.out.split("page:", 1)[1].split("generated:")[0]
+    assert "better on `overload` 0.957" in out.out.split("generated:", 1)[1]
     assert docs_numbers.main(["--write", str(page)]) == 0
     assert page.read_text(encoding="utf-8") == original
     assert docs_numbers.main(["--check", str(page)]) == 0
