@@ -31,12 +31,16 @@ change in job-hours over the decisions that changed it, and the share of decisio
 Env: ``--config`` (a ``train.py`` config: its ``env_id`` and env keywords; ``--scenario`` one of its
 ``scenarios``, merged as ``train.py`` merges them), or ``--env`` alone (the env's defaults);
 ``--env`` with ``--config`` replaces the config's env id (e.g. a ``-v2`` id with the same settings).
+``--rule PATH`` makes a preemption rule the expert instead (a ``preempt_search`` rule file or folder,
+``pretrained/NAME`` for a shipped one; ``-v2`` envs with job slots, the rule on top of the guide, as
+``bc_expert: rule`` imitates it): its episode, and the rule again after each alternative.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import math
 import sys
 from dataclasses import asdict, dataclass
@@ -48,7 +52,8 @@ import numpy as np
 
 import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
 from lyra_agents.config import TrainConfigError, load_train_config
-from lyra_agents.experts import random_masked_action
+from lyra_agents.experts import preempt_rule_action, random_masked_action
+from lyra_agents.preempt_rule import RuleError, load_rule, rule_file
 from lyra_agents.suite import get_suite
 from lyra_gym.envs.cluster_env_v2 import LeverClusterEnv
 from lyra_gym.envs.levers import PREEMPT
@@ -58,6 +63,8 @@ KINDS = ("random", "level", "neutral", "preempt")
 #: CSV columns, in order (:class:`Fork`'s fields)
 COLUMNS = ("state", "episode_seed", "step", "time_s", "kind", "dimension", "choice", "delta_return",
            "delta_job_hours", "steps_after")
+#: the expert's action in an env now (default: the env's own ``expert_action()``)
+Expert = Callable[[Any], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -119,12 +126,25 @@ def make_env(env_id: str, kwargs: dict[str, Any]) -> Any:
     return env
 
 
-def expert_rewards(env: Any, seed: int) -> list[float]:
+def own_expert(env: Any) -> np.ndarray:
+    """The env's own expert: its guide's neutral action."""
+    return env.expert_action()
+
+
+def rule_expert(path: str) -> Expert:
+    """The expert of the preemption rule in ``path`` (``--rule``), for an unwrapped ``-v2`` env with job slots."""
+    try:
+        return functools.partial(preempt_rule_action, load_rule(rule_file(path))[0])
+    except RuleError as err:
+        raise ProbeError(f"--rule: {err}") from None
+
+
+def expert_rewards(env: Any, seed: int, expert: Expert = own_expert) -> list[float]:
     """The expert's rewards over the episode of reset seed ``seed``."""
     env.reset(seed=seed)
     rewards: list[float] = []
     while not (env.done or env.episode.truncated):
-        rewards.append(float(env.step(env.expert_action())[1]))
+        rewards.append(float(env.step(expert(env))[1]))
     return rewards
 
 
@@ -159,9 +179,11 @@ def move_one(action: np.ndarray, valid: list[np.ndarray], rng: np.random.Generat
     return moved, d
 
 
-def alternative(env: Any, kind: str, rng: np.random.Generator) -> tuple[np.ndarray, int, int]:
-    """(action, dimension moved or -1, 1 if some dimension has a choice) of ``kind`` now."""
-    expert = np.asarray(env.expert_action(), dtype=np.int64)
+def alternative(env: Any, kind: str, rng: np.random.Generator, own: Expert = own_expert
+                ) -> tuple[np.ndarray, int, int]:
+    """(action, dimension moved or -1, 1 if some dimension has a choice) of ``kind`` now, around
+    the action of expert ``own``."""
+    expert = np.asarray(own(env), dtype=np.int64)
     nvec = np.asarray(env.action_space.nvec, dtype=np.int64)
     masks = env.action_masks()
     valid = valid_values(nvec, masks)
@@ -190,14 +212,15 @@ def job_hours_per_unit(env: Any) -> float:
     return env.reward_scale_s / 3600.0 if weights == {"jct": 1.0} else math.nan
 
 
-def probe(env: Any, states: int, seed: int, kinds: Sequence[str]) -> list[Fork]:
-    """The forks of ``states`` decision states (module docstring), each alternative of ``kinds``."""
+def probe(env: Any, states: int, seed: int, kinds: Sequence[str], expert: Expert = own_expert) -> list[Fork]:
+    """The forks of ``states`` decision states (module docstring), each alternative of ``kinds``
+    around ``expert``'s episode, ``expert`` to the end after each."""
     rng = np.random.default_rng(seed)
     hours = job_hours_per_unit(env)
     forks: list[Fork] = []
     episode_seed, state, empty = seed, 0, 0
     while state < states:
-        rewards = expert_rewards(env, episode_seed)
+        rewards = expert_rewards(env, episode_seed, expert)
         empty = 0 if rewards else empty + 1
         if empty >= 100:
             raise ProbeError(f"--seed: 100 episodes in a row (seeds to {episode_seed}) had no decision to make")
@@ -209,15 +232,21 @@ def probe(env: Any, states: int, seed: int, kinds: Sequence[str]) -> list[Fork]:
                 expert_return = sum(rewards[step:], 0.0)  # summed in the order the fork's return is
                 for kind in kinds:
                     fork = env.fork()
-                    action, dimension, choice = alternative(fork, kind, rng)
-                    total, steps = rest_of_episode(fork, action)
+                    action, dimension, choice = alternative(fork, kind, rng, expert)
+                    then = None if expert is own_expert else functools.partial(_acting_in, fork, expert)
+                    total, steps = rest_of_episode(fork, action, then)
                     delta = total - expert_return
                     forks.append(Fork(state, episode_seed, step, float(env.engine.now), kind, dimension, choice,
                                       delta, delta * hours, steps))
                 state += 1
-            env.step(env.expert_action())
+            env.step(expert(env))
         episode_seed += 1
     return forks
+
+
+def _acting_in(env: Any, expert: Expert, _obs: np.ndarray) -> np.ndarray:
+    """``expert``'s action in ``env`` (:func:`rest_of_episode`'s ``then``: the observation unused)."""
+    return expert(env)
 
 
 def summary(forks: Sequence[Fork], kinds: Sequence[str]) -> list[str]:
@@ -292,6 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="reset seed of the first episode and the draws")
     parser.add_argument("--kinds", default="random,level", help=f"alternatives per state, comma-separated, "
                         f"repeats allowed ({', '.join(KINDS)}; default random,level)")
+    parser.add_argument("--rule", metavar="PATH", help="the expert is this preemption rule (a preempt_search rule "
+                        "file or folder; pretrained/NAME), not the guide's neutral action (-v2 envs with job slots)")
     parser.add_argument("--out", type=Path, help="CSV file: one row per fork")
     parser.add_argument("--summarize", nargs="+", metavar="[LABEL=]CSV",
                         help="print the Markdown summary of probe CSVs written by --out, and run nothing")
@@ -321,11 +352,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ProbeError(f"--out: folder {shown(str(args.out.parent))} does not exist")
         env_id, kwargs = env_settings(args.config, args.env, args.scenario)
         env = make_env(env_id, kwargs)
-        forks = probe(env, args.states, args.seed, kinds)
+        expert: Expert = own_expert
+        if args.rule is not None:
+            if not isinstance(env, LeverClusterEnv) or not env.codec.controls_jobs:
+                raise ProbeError(f"--rule: a preemption rule acts in -v2 envs with job slots, not {shown(env_id)}")
+            expert = rule_expert(args.rule)
+        forks = probe(env, args.states, args.seed, kinds, expert)
     except (ProbeError, TrainConfigError, LyraGymError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"fork probe: {env_id}, {args.states} states from seed {args.seed}, kinds {','.join(kinds)}")
+    around = f", around the rule {args.rule}" if args.rule else ""
+    print(f"fork probe: {env_id}, {args.states} states from seed {args.seed}, kinds {','.join(kinds)}{around}")
     print("\n".join(summary(forks, kinds)))
     if args.out is not None:
         write_csv(args.out, forks)

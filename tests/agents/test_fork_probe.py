@@ -170,3 +170,56 @@ def test_preempt_sets_one_preemptable_running_jobs_slot_to_preempt(config, env):
     env.reset(seed=3)
     with pytest.raises(fork_probe.ProbeError, match="--kinds: preempt needs an env with preemption"):
         alternative(env, "preempt", np.random.default_rng(0))
+
+
+def test_around_a_rule_the_rule_plays_the_episode_and_the_rest_after_each_fork(config):
+    """``--rule``: the expert is the preemption rule on top of the guide. Its own action changes
+    nothing (so each fork is finished by the rule, not the guide, which preempts less), and a
+    fork's delta is what a replay from reset with the rule everywhere but that step gives."""
+    env_id, kwargs = env_settings(str(config), "LyraGym/Cluster-v2", None)
+    v2 = make_env(env_id, {**kwargs, "heuristic": "lyra-backfill"})  # the rule's guide
+    rule = fork_probe.rule_expert("pretrained/preempt-rule-contention")
+    v2.reset(seed=4)
+    differs, step = [], 0  # the steps where the rule is not the guide
+    while not (v2.done or v2.episode.truncated):
+        action = rule(v2)
+        if not np.array_equal(action, v2.expert_action()):
+            differs.append(step)
+        v2.step(action)
+        step += 1
+    forks = probe(v2, 20, 4, ["neutral", "preempt"], rule)
+    assert all(f.delta_return == 0.0 for f in forks if f.kind == "neutral")
+    # a fork before the rule's last own choice: finished by the guide, its neutral delta would not be 0
+    assert differs and min(f.step for f in forks) < differs[-1]
+    first = next(f for f in forks if f.kind == "preempt" and f.choice)
+
+    def replay(step: int | None, action=None) -> float:
+        v2.reset(seed=first.episode_seed)
+        total, t = 0.0, 0
+        while not (v2.done or v2.episode.truncated):
+            total += v2.step(action if t == step else rule(v2))[1]
+            t += 1
+        return total
+
+    v2.reset(seed=first.episode_seed)
+    for _ in range(first.step):
+        v2.step(rule(v2))
+    preempt = alternative(v2, "preempt", np.random.default_rng(0), rule)[0]
+    assert not np.array_equal(preempt, rule(v2))
+    fork = v2.fork()
+    changed = fork_probe.rest_of_episode(fork, preempt, lambda _obs: rule(fork))[0]
+    rest = replay(None)
+    v2.reset(seed=first.episode_seed)
+    before = sum(v2.step(rule(v2))[1] for _ in range(first.step))
+    assert changed - (rest - before) == pytest.approx(replay(first.step, preempt) - rest, abs=1e-9)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--rule", "pretrained/preempt-rule-contention"], "--rule: a preemption rule acts in -v2 envs with job slots"),
+    (["--env", "LyraGym/Cluster-v2", "--rule", "/no/such/rule.json"], "--rule: /no/such/rule.json"),
+])
+def test_a_rule_needs_a_v2_env_with_job_slots_and_a_readable_file(config, argv, message, capsys):
+    base = [] if "--env" in argv else ["--config", str(config)]
+    assert fork_probe.main([*base, "--states", "1", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and "Traceback" not in err
