@@ -233,8 +233,7 @@ def probe(env: Any, states: int, seed: int, kinds: Sequence[str], expert: Expert
                 for kind in kinds:
                     fork = env.fork()
                     action, dimension, choice = alternative(fork, kind, rng, expert)
-                    then = None if expert is own_expert else functools.partial(_acting_in, fork, expert)
-                    total, steps = rest_of_episode(fork, action, then)
+                    total, steps = rest_of_episode(fork, action, functools.partial(_acting_in, fork, expert))
                     delta = total - expert_return
                     forks.append(Fork(state, episode_seed, step, float(env.engine.now), kind, dimension, choice,
                                       delta, delta * hours, steps))
