@@ -44,6 +44,8 @@ AGENTS = (
      (("learned-cluster-v2-slots-rule-seed3.json", "imitation-start"),
       ("learned-cluster-v2-slots-rule-start-all-part1.json", "policy"),
       ("learned-cluster-v2-slots-rule-start-all-part2.json", "policy"))),
+    ("`model:pretrained/cluster-v2-slots-rule-9` (the same, imitating on nine scenarios)",
+     tuple((f"learned-cluster-v2-slots-rule-9-part{i}.json", "policy") for i in (1, 2, 3))),
 )
 ENV_STEP_TARGET, TRAIN_TARGET, MILLION_TARGET_S, NO_EFFECT_TARGET, HALF_WIDTH_TARGET = 2000, 1000, 1800.0, 0.25, 0.02
 
