@@ -100,6 +100,13 @@ RULE_ENV_IDS = {"small_first": ("LyraGym/Cluster-v1", "LyraGym/Elastic-v1"),
                 "rule": ("LyraGym/Cluster-v2", "LyraGym/Elastic-v2")}
 
 
+def rule_file_action(path: str) -> Callable[[Any], np.ndarray]:
+    """The expert of the preemption rule in the file ``path`` (a rule folder or ``rule.json``;
+    ``pretrained/NAME``): an unwrapped ``-v2`` env with job slots -> its action
+    (:func:`preempt_rule_action`); :class:`~lyra_agents.preempt_rule.RuleError` for a bad file."""
+    return functools.partial(preempt_rule_action, load_rule(rule_file(path))[0])
+
+
 def expert_problem(bc_expert: str, bc_rule: str | None, env_id: str) -> str | None:
     """Why ``bc_expert`` (with ``bc_rule``) cannot imitate in ``env_id`` (None if it can); a
     ``bc_rule`` file is read and checked (:func:`~lyra_agents.preempt_rule.load_rule`)."""
@@ -140,12 +147,11 @@ class ExpertRule(gym.Wrapper):
             where = spec.id if spec is not None else type(env.unwrapped).__name__
             raise ValueError(f"bc_expert: {name!r} acts in {' or '.join(RULE_ENV_IDS[name])}, not {where}")
         self.rule = name
-        self.act = (RULES[name] if rule is None
-                    else functools.partial(preempt_rule_action, load_rule(rule_file(rule))[0]))
+        self.act = RULES[name] if rule is None else rule_file_action(rule)
 
     def expert_action(self) -> np.ndarray:
         return self.act(self.env.unwrapped)
 
 
 __all__ = ["EXPERTS", "SMALL_FIRST", "ExpertRule", "NEEDS_JOB_LEVELS", "RULES", "RULE_ENV_IDS", "expert_problem",
-           "preempt_rule_action", "random_masked_action", "small_first_action", "srpt_x5_action"]
+           "preempt_rule_action", "random_masked_action", "rule_file_action", "small_first_action", "srpt_x5_action"]

@@ -52,8 +52,8 @@ import numpy as np
 
 import lyra_gym  # noqa: F401  (registers the LyraGym/ ids)
 from lyra_agents.config import TrainConfigError, load_train_config
-from lyra_agents.experts import preempt_rule_action, random_masked_action
-from lyra_agents.preempt_rule import RuleError, load_rule, rule_file
+from lyra_agents.experts import random_masked_action, rule_file_action
+from lyra_agents.preempt_rule import RuleError
 from lyra_agents.suite import get_suite
 from lyra_gym.envs.cluster_env_v2 import LeverClusterEnv
 from lyra_gym.envs.levers import PREEMPT
@@ -134,7 +134,7 @@ def own_expert(env: Any) -> np.ndarray:
 def rule_expert(path: str) -> Expert:
     """The expert of the preemption rule in ``path`` (``--rule``), for an unwrapped ``-v2`` env with job slots."""
     try:
-        return functools.partial(preempt_rule_action, load_rule(rule_file(path))[0])
+        return rule_file_action(path)
     except RuleError as err:
         raise ProbeError(f"--rule: {err}") from None
 

@@ -27,6 +27,8 @@ from lyra_agents.bench_stats import iqm
 
 #: A unit: (scenario, trace seed, test window index).
 Unit = tuple[str, int, int]
+#: An evaluate --json file's mean JCTs: {scenario: {policy: {(trace seed, window): mean JCT s}}}.
+SuiteUnits = dict[str, dict[str, dict[tuple[int, int], float]]]
 K = TypeVar("K", bound=tuple)  # a unit's key: a Unit, or (trace seed, window) within one scenario
 STATISTICS = ("iqm", "mean")
 #: The reference name that means "the agent's imitation expert".
@@ -244,7 +246,7 @@ def unit_rows(jct: Mapping[str, Mapping[Unit, float]]) -> list[dict[str, Any]]:
             for label, units in jct.items() for u, value in units.items()]
 
 
-def read_units(path: Any) -> dict[str, dict[str, dict[tuple[int, int], float]]]:
+def read_units(path: Any) -> SuiteUnits:
     """``{scenario: {policy: {(trace_seed, window): mean JCT s}}}`` of an ``evaluate --suite --json``
     file (:func:`unit_rows` under ``"units"``); ValueError naming the file and the row otherwise."""
     import json
@@ -253,7 +255,7 @@ def read_units(path: Any) -> dict[str, dict[str, dict[tuple[int, int], float]]]:
     data = json.loads(Path(path).read_text())
     if not isinstance(data, dict) or not isinstance(data.get("units"), list):
         raise ValueError(f"{path}: not an evaluate --suite --json file (no 'units' list)")
-    out: dict[str, dict[str, dict[tuple[int, int], float]]] = {}
+    out: SuiteUnits = {}
     for i, row in enumerate(data["units"]):
         try:
             key = (int(row["trace_seed"]), int(row["window"]))

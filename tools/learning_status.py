@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lyra_agents.fork_probe import read_csv as read_forks
-from lyra_agents.paired import paired_interval, read_units, unit_ratios
+from lyra_agents.paired import SuiteUnits, paired_interval, read_units, unit_ratios
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -49,10 +49,9 @@ AGENTS = (
 )
 ENV_STEP_TARGET, TRAIN_TARGET, MILLION_TARGET_S, NO_EFFECT_TARGET, HALF_WIDTH_TARGET = 2000, 1000, 1800.0, 0.25, 0.02
 
-Units = dict[str, dict[str, dict[tuple[int, int], float]]]
 
-
-def interval(sources: Sequence[tuple[Units, str]], scenario: str, reference: str) -> tuple[float, float, float] | None:
+def interval(sources: Sequence[tuple[SuiteUnits, str]], scenario: str,
+             reference: str) -> tuple[float, float, float] | None:
     """(IQM, low, high) of agent / ``reference`` in ``scenario`` from the first source with both."""
     for units, agent in sources:
         policies = units.get(scenario, {})
@@ -61,7 +60,7 @@ def interval(sources: Sequence[tuple[Units, str]], scenario: str, reference: str
     return None
 
 
-def agent_row(label: str, sources: Sequence[tuple[Units, str]]) -> tuple[str, list[str], list[str], int]:
+def agent_row(label: str, sources: Sequence[tuple[SuiteUnits, str]]) -> tuple[str, list[str], list[str], int]:
     """(label, "scenario point" where better than every heuristic, where worse than lyra, scenarios)."""
     scenarios = list(dict.fromkeys(s for units, _ in sources for s in units))
     better, worse = [], []

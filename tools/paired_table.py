@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from lyra_agents.paired import paired_interval, read_units, unit_ratios
+from lyra_agents.paired import SuiteUnits, paired_interval, read_units, unit_ratios
 
 
 def cell(agent: dict[Any, float], reference: dict[Any, float]) -> str:
@@ -28,10 +28,10 @@ def cell(agent: dict[Any, float], reference: dict[Any, float]) -> str:
     return f"{point:.3f} [{low:.3f}, {high:.3f}]{mark}"
 
 
-def merged(files: Sequence[tuple[str, Path]]) -> list[tuple[str, dict[str, dict[str, dict[tuple[int, int], float]]]]]:
+def merged(files: Sequence[tuple[str, Path]]) -> list[tuple[str, SuiteUnits]]:
     """``(label, units)`` per label, in first-seen order: the units of its files (:func:`read_units`);
     ValueError for a scenario in two files of one label."""
-    out: dict[str, dict[str, dict[str, dict[tuple[int, int], float]]]] = {}
+    out: dict[str, SuiteUnits] = {}
     for label, path in files:
         units = out.setdefault(label, {})
         for scenario, policies in read_units(path).items():
