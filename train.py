@@ -376,9 +376,10 @@ def _train_masked(args: argparse.Namespace, cfg: Any, eval_env: Any, threads: in
                 for key, value in row.items():
                     model.logger.record(f"bc/{key}", value)
                 model.logger.dump(epoch)
-            print(f"behaviour cloning of {cfg.bc_expert}: {int(history[-1]['steps'])} expert steps, {cfg.bc_epochs} "
-                  f"epochs in {time.perf_counter() - t0:.0f} s; agreement {history[-1]['agreement']:.3f}, "
-                  f"nll {history[-1]['nll']:.3f}")
+            dagger = f" ({cfg.dagger_rounds} DAgger rounds)" if cfg.dagger_rounds else ""
+            print(f"behaviour cloning of {cfg.bc_expert}: {int(history[-1]['steps'])} expert steps{dagger}, "
+                  f"{cfg.bc_epochs} epochs in {time.perf_counter() - t0:.0f} s; "
+                  f"agreement {history[-1]['agreement']:.3f}, nll {history[-1]['nll']:.3f}")
         evaluator = TestWindowEvalCallback(eval_env, cfg.eval_windows, cfg.eval_freq, at_start=True)
         callbacks = [ConfigTextCallback(cfg.to_yaml(), cfg.to_dict(), {**made_by, "env_id": cfg.env_id}),
                      ClusterMetricsCallback(), evaluator]

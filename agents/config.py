@@ -155,6 +155,7 @@ class TrainConfig:
     bc_smoothing: float = 0.0             # masked_ppo: label smoothing over each dimension's valid values
     bc_expert: str = "heuristic"          # whose actions: heuristic (the env's own) | small_first | srpt_x5 | rule
     bc_rule: str | None = None            # bc_expert rule: a preemption rule's folder or rule.json (agents/experts.py)
+    dagger_rounds: int = 0                # masked_ppo: DAgger rounds after cloning (clone drives, expert labels)
     # --- network
     net_arch: list[int] = field(default_factory=lambda: [256, 256])  # policy and value MLPs
     activation: str = "tanh"
@@ -318,10 +319,6 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (str, int, float)) and not isinstance(value, bool)
 
 
-def _to_bool(value: Any) -> Any:
-    return value if isinstance(value, bool) else _INVALID
-
-
 def _to_int(value: Any) -> Any:
     """A whole number (``3.0``, ``"1e3"`` included), not a bool, not text with a leading zero
     (``010``: octal 8 in YAML 1.1)."""
@@ -351,7 +348,8 @@ def _unconvertible(value: Any) -> Any:
 
 #: Field type -> converter of a parsed value (``_INVALID``, TypeError or ValueError: the wrong type).
 _CONVERTERS: dict[Any, Callable[[Any], Any]] = {
-    bool: _to_bool, int: _to_int, float: _to_float, list: _to_int_list, list[str]: _to_str_list, str: str}
+    bool: lambda v: v if isinstance(v, bool) else _INVALID, int: _to_int, float: _to_float, list: _to_int_list,
+    list[str]: _to_str_list, str: str}
 
 
 # ---------------------------------------------------------------------- validation rules
@@ -472,6 +470,9 @@ def _check_masked_ppo(cfg: TrainConfig) -> str | None:
         return f"extractor: slots reads -v2 job slots (LyraGym/Cluster-v2 or Elastic-v2), not {cfg.env_id}"
     if cfg.slot_compare and cfg.extractor != "slots":
         return f"slot_compare: compares job slots of extractor: slots, got extractor: {cfg.extractor}"
+    if cfg.dagger_rounds and (cfg.algo != "masked_ppo" or not cfg.bc_steps):
+        return (f"dagger_rounds: follow behaviour cloning (bc_steps > 0) of algo masked_ppo, got algo "
+                f"{cfg.algo}, bc_steps {cfg.bc_steps}")
     return None
 
 
@@ -512,7 +513,7 @@ _RULES: tuple[_Rule, ...] = (
             "worker_levels", "bc_epochs", "bc_batch_size", "group_size", "vine_states"), lambda v: v < 1, ">= 1"),
     _bound(("max_steps",), lambda v: v is not None and v < 1, ">= 1 (or null: the env's default)"),
     _bound(("num_server_slots", "eval_freq", "checkpoint_freq", "torch_threads", "deepsets_slot_dim",
-            "bc_steps"), lambda v: v < 0, ">= 0"),
+            "bc_steps", "dagger_rounds"), lambda v: v < 0, ">= 0"),
     _bound(("total_timesteps",), lambda v: v > MAX_TOTAL_TIMESTEPS, "<= 1e10 (MAX_TOTAL_TIMESTEPS)"),
     _bound(("n_envs",), lambda v: v > MAX_N_ENVS, f"<= {MAX_N_ENVS} (MAX_N_ENVS)"),
     _bound(("deepsets_hidden", "deepsets_slot_dim"), lambda v: v > MAX_NET_WIDTH,

@@ -254,33 +254,65 @@ class MaskedPPO:
         while its most likely action stays the expert's; with eps = 0 a perfect clone samples the
         expert every time, every member of a group then runs the same episode and every grouped
         advantage is 0).
-        Per epoch: mean negative log-likelihood and the share of steps whose most likely valid
-        action is the expert's."""
+        Then ``dagger_rounds`` rounds of DAgger (Ross, Gordon and Bagnell, AISTATS 2011): the clone
+        drives (its most likely valid action) for about ``bc_steps`` more steps on fresh windows, the
+        expert labels every state it visits, and ``bc_epochs`` more on all states so far, so the
+        clone also learns what the expert does where its own mistakes lead. The observation
+        statistics stay those of the expert's states.
+        Per epoch: mean negative log-likelihood, the share of steps whose most likely valid
+        action is the expert's, the steps fitted and the round (0: the expert's own states)."""
+        resets = [self.cfg.seed + slot for slot in range(len(self.slot_kwargs()))]
+        raw, masks, actions = self.labelled_states(resets, drive=None)
+        self.stats.update(raw)
+        history = []
+        for round_ in range(self.cfg.dagger_rounds + 1):
+            if round_:
+                more = self.labelled_states(resets, drive=self.clone_action)
+                raw, masks, actions = (np.concatenate(pair) for pair in zip((raw, masks, actions), more))
+            history += [{**row, "round": float(round_)} for row in self.fit_clone(raw, masks, actions)]
+        return history
+
+    def clone_action(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """The policy's most likely valid action for one raw observation."""
+        normed = torch.as_tensor(self.stats.normalize_obs(obs[None].astype(np.float32)), device=self.device)
+        with torch.no_grad():
+            actions, _ = self.act(normed, torch.as_tensor(masks[None], device=self.device), deterministic=True)
+        return actions[0].cpu().numpy()
+
+    def labelled_states(self, resets: list[int], drive: Callable[[np.ndarray, np.ndarray], np.ndarray] | None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """About ``bc_steps`` states (slot i: scenario i on the config's trace seed, reset seeds from
+        ``resets[i]`` on, advanced in place) with the expert's action at each: raw observations,
+        masks, actions. The expert plays (``drive`` None) or ``drive(raw_obs, masks)`` does."""
         cfg = self.cfg
         raws, masks_all, actions_all = [], [], []
-        for slot, kwargs in enumerate(self.slot_kwargs()):  # slot i: scenario i on the config's trace seed
+        quota = -(-cfg.bc_steps // cfg.n_envs)
+        for slot, kwargs in enumerate(self.slot_kwargs()):
             env = self.group_members(slot, cfg.trace_seed, kwargs)[0]
-            reset = cfg.seed + slot
-            quota = -(-cfg.bc_steps // cfg.n_envs)
-            obs, _ = env.reset(seed=reset)
+            obs, _ = env.reset(seed=resets[slot])
             for _ in range(quota):
                 if env.unwrapped.done:  # type: ignore[attr-defined]
-                    reset += RESET_SEED_STRIDE
-                    obs, _ = env.reset(seed=reset)
+                    resets[slot] += RESET_SEED_STRIDE
+                    obs, _ = env.reset(seed=resets[slot])
                     continue
-                action = expert_action(env)
+                expert, masks = expert_action(env), action_masks(env)
                 raws.append(obs)
-                masks_all.append(action_masks(env))
-                actions_all.append(action)
-                obs, _, terminated, truncated, _ = env.step(action)
+                masks_all.append(masks)
+                actions_all.append(expert)
+                obs, _, terminated, truncated, _ = env.step(expert if drive is None else drive(obs, masks))
                 if terminated or truncated:
-                    reset += RESET_SEED_STRIDE
-                    obs, _ = env.reset(seed=reset)
-        raw = np.stack(raws).astype(np.float32)
-        self.stats.update(raw)
+                    resets[slot] += RESET_SEED_STRIDE
+                    obs, _ = env.reset(seed=resets[slot])
+            resets[slot] += RESET_SEED_STRIDE  # the next round starts on a fresh window
+        return (np.stack(raws).astype(np.float32), np.stack(masks_all),
+                np.stack(actions_all).astype(np.int64))
+
+    def fit_clone(self, raw: np.ndarray, masks: np.ndarray, actions: np.ndarray) -> list[dict[str, float]]:
+        """``bc_epochs`` of the (smoothed) cross-entropy of :meth:`behaviour_clone` on these states."""
+        cfg = self.cfg
         obs_t = torch.as_tensor(self.stats.normalize_obs(raw), device=self.device)
-        masks_t = torch.as_tensor(np.stack(masks_all), device=self.device)
-        act_t = torch.as_tensor(np.stack(actions_all).astype(np.int64), device=self.device)
+        masks_t = torch.as_tensor(masks, device=self.device)
+        act_t = torch.as_tensor(actions, device=self.device)
         optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.bc_learning_rate)
         history = []
         for _ in range(cfg.bc_epochs):

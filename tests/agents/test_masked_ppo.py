@@ -10,6 +10,7 @@ import torch
 from lyra_agents.config import TrainConfig, TrainConfigError
 from lyra_agents.masked_ppo import MaskedPolicy, MaskedPPO, Trajectory, expert_action, group_baseline
 from lyra_agents.policy_scheduler import PolicyScheduler
+from lyra_agents.trajectory import action_masks
 from masked_model_files import assert_runs_as_a_scheduler
 
 
@@ -160,3 +161,69 @@ def test_bc_smoothing_keeps_the_sampled_policy_off_the_expert_while_its_argmax_s
     assert min(sharp_probs) > max(soft_probs)  # the whole expert action is sampled less often with eps
     with pytest.raises(TrainConfigError, match="bc_smoothing"):
         tiny(bc_smoothing=1.0).validate()
+
+
+def test_dagger_labels_the_states_the_driver_visits_with_the_experts_actions():
+    """A DAgger round's states are those the driving policy reaches (here: every dimension's first
+    valid value), each labelled with what the expert would do there (checked by replaying the drive)."""
+    model = MaskedPPO(tiny(bc_steps=40, n_envs=1))
+
+    def first_valid(obs, masks):
+        return np.array([int(np.argmax(part)) for part in np.split(masks, np.cumsum(model.nvec)[:-1])])
+
+    resets = [17]
+    raw, masks, labels = model.labelled_states(resets, drive=first_valid)
+    assert len(raw) == 40 and resets[0] > 17  # the next round starts on a fresh window
+    env = model.group_members(0, model.cfg.trace_seed, model.slot_kwargs()[0])[0]
+    obs, _ = env.reset(seed=17)
+    drove_elsewhere = False
+    for row in range(len(raw)):
+        assert np.array_equal(obs.astype(np.float32), raw[row]) and np.array_equal(action_masks(env), masks[row])
+        assert np.array_equal(expert_action(env), labels[row])
+        action = first_valid(obs, masks[row])
+        drove_elsewhere |= not np.array_equal(action, labels[row])
+        obs, _, terminated, truncated, _ = env.step(action)
+        assert not (terminated or truncated)
+    assert drove_elsewhere  # the driver left the expert's path, so these are states the expert never shows
+    expert_raw, _, _ = model.labelled_states([17], drive=None)
+    assert not np.array_equal(expert_raw, raw)
+    model.close()
+
+
+def test_dagger_rounds_refit_on_all_states_so_far_and_keep_round_zero_as_plain_cloning():
+    def clone(rounds):
+        model = MaskedPPO(tiny(bc_steps=32, bc_epochs=2, n_envs=1, dagger_rounds=rounds))
+        history = model.behaviour_clone()
+        weights = model.policy.state_dict()["pi.0.weight"].clone()
+        model.close()
+        return history, weights
+
+    plain, plain_weights = clone(0)
+    dagger, dagger_weights = clone(2)
+    assert [row["round"] for row in dagger] == [0.0, 0.0, 1.0, 1.0, 2.0, 2.0]
+    assert [row["steps"] for row in dagger] == [32.0, 32.0, 64.0, 64.0, 96.0, 96.0]
+    assert dagger[:2] == plain  # round 0 is behaviour cloning as before
+    assert not torch.equal(plain_weights, dagger_weights)
+    assert torch.equal(clone(2)[1], dagger_weights)  # same seed, same weights
+    with pytest.raises(TrainConfigError, match="dagger_rounds: follow behaviour cloning"):
+        tiny(dagger_rounds=1)
+    with pytest.raises(TrainConfigError, match="dagger_rounds: must be >= 0"):
+        tiny(bc_steps=8, dagger_rounds=-1)
+
+
+def test_train_py_runs_dagger_rounds_and_logs_each_round(tmp_path, capsys):
+    import csv
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("train_script", root / "train.py")
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    assert train.main(["--config", str(root / "agents" / "configs" / "quick-mppo.yaml"), "--no-compare", "--set",
+                       f"runs_dir={tmp_path}", "bc_steps=24", "bc_epochs=1", "dagger_rounds=2",
+                       "total_timesteps=8", "n_envs=1"]) == 0
+    assert "behaviour cloning of heuristic: 72 expert steps (2 DAgger rounds)" in capsys.readouterr().out
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    rows = [row for row in csv.DictReader((run / "progress.csv").open()) if row.get("bc/round")]
+    assert [(float(r["bc/round"]), float(r["bc/steps"])) for r in rows] == [(0.0, 24.0), (1.0, 48.0), (2.0, 72.0)]
