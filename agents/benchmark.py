@@ -86,7 +86,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import re
 import subprocess
 import sys
@@ -117,6 +116,7 @@ from lyra_agents.bench_stats import headroom_closed, iqm, iqm_ci, stratified_boo
 from lyra_agents.experts import SMALL_FIRST, random_masked_action
 from lyra_agents.headroom import BOUND, ORACLE, headroom, headroom_table, isolated_jct, row_kind
 from lyra_agents.scenarios import Scenario
+from lyra_agents.shipped import shipped_agent
 from lyra_agents.suite import Suite, SuiteError, get_suite
 
 __all__ = ["AGGREGATE_COLUMNS", "COLUMNS", "METRICS", "WINDOW_COLUMNS", "add_scores", "aggregate", "few_units_warning",
@@ -203,7 +203,7 @@ def load_model_scheduler(path: str, name: str) -> Scheduler:
         base, _ = split_trust_option(path)
     except ValueError as err:
         raise BenchmarkError(f"model {path!r}: {err}") from None
-    if not os.path.exists(base):
+    if not shipped_agent(base).exists():  # pretrained/NAME: a shipped agent
         raise BenchmarkError(f"model path {base!r} not found")
     try:
         return load_policy_scheduler(path, name=name)

@@ -144,3 +144,13 @@ def test_bad_names_are_one_line_errors_with_exit_2(tmp_path, capsys, args, named
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and named in err and err.startswith("lyra_agents.benchmark: error:")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_shipped_agent_loads_by_its_pretrained_name_from_any_folder(tmp_path, monkeypatch):
+    """``model:pretrained/NAME`` is a shipped agent wherever the command runs (as in ``compare``);
+    a name no agent has stays a one-line error."""
+    monkeypatch.chdir(tmp_path)
+    scheduler = benchmark.load_model_scheduler("pretrained/cluster-v2-slots-rule-9", "net")
+    assert scheduler.name == "net"
+    with pytest.raises(benchmark.BenchmarkError, match="'pretrained/no-such-agent' not found"):
+        benchmark.load_model_scheduler("pretrained/no-such-agent", "net")
