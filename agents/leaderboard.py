@@ -40,7 +40,9 @@ import yaml
 from lyra_agents.bench_output import METRICS, SCORE, add_scores, aggregate
 from lyra_agents.bench_stats import iqm
 from lyra_agents.headroom import BOUND, REFERENCE_KINDS
+from lyra_agents.shipped import shipped_agent
 from lyra_gym.errors import LyraGymError
+from lyra_gym.outputs import atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -169,7 +171,9 @@ def _policy(submission: dict[str, Any], runs: Sequence[str]) -> Any:
     for run, spec in specs.items():
         spec = str(spec)
         if spec.startswith("model:"):
-            path = str((ROOT / spec[len("model:"):]).resolve()) + ("?trust=1" if submission["trust"] else "")
+            given = spec[len("model:"):]  # pretrained/NAME: a shipped agent; else from the checkout's root
+            found = shipped_agent(given) if shipped_agent(given) != Path(given) else ROOT / given
+            path = str(found.resolve()) + ("?trust=1" if submission["trust"] else "")
             made.append((run, benchmark.always(benchmark.load_model_scheduler(path, submission["name"]))))
         else:
             made.append((run, benchmark.resolve_policies([spec], [], 0)[-1].runs[0][1]))
@@ -199,6 +203,8 @@ def _entries(suite: str) -> list[tuple[str, str, list[dict[str, Any]]]]:
         sub = read_submission(path)
         rows = read_csv(sub["csv"])
         if rows and rows[0].get("suite") == suite:
+            if problems := check_rows(rows, sub["name"])[:1]:  # a submission with no rows of its name
+                raise SubmissionError(f"{path}: {problems[0]}")
             mine = [r for r in rows if r["policy"] == sub["name"] and r["kind"] == "window"]
             out.append((sub["name"], "agent", mine))
     return out
@@ -282,8 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "render":
-            text = render()
-            Path(args.out).write_text(text)
+            atomic_write_text(args.out, render())
             print(f"wrote {args.out}")
             return 0
         if args.sample < 1 or args.seed < 0 or not args.rtol >= 0:

@@ -84,3 +84,21 @@ def test_render_has_a_table_per_suite_with_heuristics_agents_and_the_bound():
 
 def test_the_committed_page_is_the_rendered_one():
     assert (leaderboard.DOCS / "leaderboard.md").read_text() == leaderboard.render()
+
+
+def test_render_refuses_a_submission_whose_name_has_no_rows_with_one_line(tmp_path, monkeypatch, capsys):
+    """A submission naming a policy its CSV does not hold (``model:NAME`` where the benchmark wrote
+    ``model:pretrained/NAME``) is an error naming the file, and the page is left as it was."""
+    subs = tmp_path / "submissions"
+    subs.mkdir()
+    _copy(subs)
+    (subs / "bench.csv").rename(tmp_path / "bench.csv")
+    (subs / "sub.yaml").write_text((subs / "sub.yaml").read_text().replace("name: cluster-generalist", "name: other")
+                                   .replace("csv: bench.csv", "csv: ../bench.csv"))
+    monkeypatch.setattr(leaderboard, "SUBMISSIONS", subs)
+    page = tmp_path / "page.md"
+    page.write_text("before\n")
+    assert leaderboard.main(["render", "--out", str(page)]) == 2
+    err = capsys.readouterr().err
+    assert "sub.yaml: no window rows of policy 'other'" in err and len(err.splitlines()) == 1
+    assert page.read_text() == "before\n"
