@@ -107,6 +107,14 @@ def rule_file_action(path: str) -> Callable[[Any], np.ndarray]:
     return functools.partial(preempt_rule_action, load_rule(rule_file(path))[0])
 
 
+def _rule_pairing_problem(bc_expert: str, bc_rule: str | None) -> str | None:
+    """Why ``bc_expert`` and ``bc_rule`` do not go together: a rule file with ``rule`` only."""
+    if (bc_expert == "rule") == (bc_rule is not None):
+        return None
+    return ("bc_expert: 'rule' needs bc_rule: (a preemption rule's folder or rule.json)" if bc_rule is None
+            else f"bc_rule: only with bc_expert: rule (bc_expert is {bc_expert!r})")
+
+
 def expert_problem(bc_expert: str, bc_rule: str | None, env_id: str) -> str | None:
     """Why ``bc_expert`` (with ``bc_rule``) cannot imitate in ``env_id`` (None if it can); a
     ``bc_rule`` file is read and checked (:func:`~lyra_agents.preempt_rule.load_rule`)."""
@@ -115,9 +123,8 @@ def expert_problem(bc_expert: str, bc_rule: str | None, env_id: str) -> str | No
     if env_id not in RULE_ENV_IDS.get(bc_expert, (env_id,)):
         why = "sets job levels, which {} has not" if bc_expert in NEEDS_JOB_LEVELS else "does not act in {}"
         return f"bc_expert: {bc_expert!r} {why.format(env_id)} (use {' or '.join(RULE_ENV_IDS[bc_expert])})"
-    if (bc_expert == "rule") != (bc_rule is not None):
-        return ("bc_expert: 'rule' needs bc_rule: (a preemption rule's folder or rule.json)" if bc_rule is None
-                else f"bc_rule: only with bc_expert: rule (bc_expert is {bc_expert!r})")
+    if problem := _rule_pairing_problem(bc_expert, bc_rule):
+        return problem
     if bc_rule is None:
         return None
     if not isinstance(bc_rule, str) or not bc_rule.strip():
@@ -137,9 +144,8 @@ class ExpertRule(gym.Wrapper):
         super().__init__(env)
         if name not in EXPERTS or name == "heuristic":
             raise ValueError(f"bc_expert: must be one of {', '.join(EXPERTS[1:])}, got {name!r}")
-        if (name == "rule") != (rule is not None):
-            raise ValueError("bc_expert: 'rule' needs a rule file (bc_rule)" if rule is None
-                             else f"bc_rule: only with bc_expert: rule (bc_expert is {name!r})")
+        if problem := _rule_pairing_problem(name, rule):
+            raise ValueError(problem)
         spec = env.spec or env.unwrapped.spec  # None for an env built from its class: then its attributes decide
         controls_jobs = getattr(env.unwrapped, "controls_jobs", False)
         if (spec is not None and spec.id not in RULE_ENV_IDS.get(name, (spec.id,))) or (

@@ -78,7 +78,7 @@ def test_config_refusals_name_the_field(changes, message):
 def test_the_wrapper_refuses_rule_without_its_file():
     import gymnasium as gym
 
-    with pytest.raises(ValueError, match=r"bc_expert: 'rule' needs a rule file \(bc_rule\)"):
+    with pytest.raises(ValueError, match=r"bc_expert: 'rule' needs bc_rule: \(a preemption rule's folder"):
         ExpertRule(gym.make("LyraGym/Cluster-v2"), "rule")
 
 
