@@ -40,12 +40,10 @@ AGENTS = (
     ("`rule:pretrained/preempt-rule-contention` (policy search, 6 parameters)",
      (("learned-preempt-rule-contention-part1.json", "policy"),
       ("learned-preempt-rule-contention-part2.json", "policy"))),
-    ("`model:pretrained/cluster-v2-slots-rule` (network, imitation of that rule)",
-     (("learned-cluster-v2-slots-rule-seed3.json", "imitation-start"),
-      ("learned-cluster-v2-slots-rule-start-all-part1.json", "policy"),
-      ("learned-cluster-v2-slots-rule-start-all-part2.json", "policy"))),
-    ("`model:pretrained/cluster-v2-slots-rule-9` (the same, imitating on nine scenarios)",
+    ("`model:pretrained/cluster-v2-slots-rule-9` (network, imitation of that rule on nine scenarios)",
      tuple((f"learned-cluster-v2-slots-rule-9-part{i}.json", "policy") for i in (1, 2, 3))),
+    ("`model:pretrained/cluster-v2-slots-rule-9-dagger` (the same, with two DAgger rounds)",
+     tuple((f"learned-cluster-v2-slots-rule-9-dagger-part{i}.json", "policy") for i in (1, 2, 3, 4))),
 )
 ENV_STEP_TARGET, TRAIN_TARGET, MILLION_TARGET_S, NO_EFFECT_TARGET, HALF_WIDTH_TARGET = 2000, 1000, 1800.0, 0.25, 0.02
 
