@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import pickle
 import sys
@@ -370,12 +371,18 @@ def _train_masked(args: argparse.Namespace, cfg: Any, eval_env: Any, threads: in
         print(f"run {run_dir}  env {cfg.env_id}  algo masked_ppo  {cfg.n_envs} groups x {cfg.group_size}  "
               f"device {model.device}  torch threads {threads}  steps 0 -> {cfg.total_timesteps}")
         if cfg.bc_steps:
-            t0 = time.perf_counter()
-            history = model.behaviour_clone()
-            for epoch, row in enumerate(history):
-                for key, value in row.items():
-                    model.logger.record(f"bc/{key}", value)
-                model.logger.dump(epoch)
+            t0, epochs = time.perf_counter(), itertools.count()
+
+            def report(rows: list[dict[str, float]]) -> None:  # logged and printed as each round ends
+                for row in rows:
+                    for key, value in row.items():
+                        model.logger.record(f"bc/{key}", value)
+                    model.logger.dump(next(epochs))
+                if cfg.dagger_rounds:
+                    print(f"  round {int(rows[-1]['round'])}: {int(rows[-1]['steps'])} states, agreement "
+                          f"{rows[-1]['agreement']:.3f} ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+            history = model.behaviour_clone(report)
             dagger = f" ({cfg.dagger_rounds} DAgger rounds)" if cfg.dagger_rounds else ""
             print(f"behaviour cloning of {cfg.bc_expert}: {int(history[-1]['steps'])} expert steps{dagger}, "
                   f"{cfg.bc_epochs} epochs in {time.perf_counter() - t0:.0f} s; "

@@ -246,7 +246,8 @@ class MaskedPPO:
         return actions.cpu().numpy(), logp.cpu().numpy(), normed
 
     # ----------------------------------------------------------- imitation warm start
-    def behaviour_clone(self) -> list[dict[str, float]]:
+    def behaviour_clone(self, report: Callable[[list[dict[str, float]]], None] | None = None
+                        ) -> list[dict[str, float]]:
         """Collect about ``bc_steps`` expert steps (one member per group, whole episodes cut at the
         count), then ``bc_epochs`` of cross-entropy on the expert's actions under the masks
         (``bc_smoothing`` = eps: the target puts 1 - eps on the expert's value and eps spread evenly
@@ -260,7 +261,8 @@ class MaskedPPO:
         clone also learns what the expert does where its own mistakes lead. The observation
         statistics stay those of the expert's states.
         Per epoch: mean negative log-likelihood, the share of steps whose most likely valid
-        action is the expert's, the steps fitted and the round (0: the expert's own states)."""
+        action is the expert's, the steps fitted and the round (0: the expert's own states);
+        ``report`` is given each round's epochs as the round ends."""
         resets = [self.cfg.seed + slot for slot in range(len(self.slot_kwargs()))]
         raw, masks, actions = self.labelled_states(resets, drive=None)
         self.stats.update(raw)
@@ -269,7 +271,10 @@ class MaskedPPO:
             if round_:
                 more = self.labelled_states(resets, drive=self.clone_action)
                 raw, masks, actions = (np.concatenate(pair) for pair in zip((raw, masks, actions), more))
-            history += [{**row, "round": float(round_)} for row in self.fit_clone(raw, masks, actions)]
+            rows = [{**row, "round": float(round_)} for row in self.fit_clone(raw, masks, actions)]
+            history += rows
+            if report is not None:
+                report(rows)
         return history
 
     def clone_action(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:

@@ -223,7 +223,9 @@ def test_train_py_runs_dagger_rounds_and_logs_each_round(tmp_path, capsys):
     assert train.main(["--config", str(root / "agents" / "configs" / "quick-mppo.yaml"), "--no-compare", "--set",
                        f"runs_dir={tmp_path}", "bc_steps=24", "bc_epochs=1", "dagger_rounds=2",
                        "total_timesteps=8", "n_envs=1"]) == 0
-    assert "behaviour cloning of heuristic: 72 expert steps (2 DAgger rounds)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "behaviour cloning of heuristic: 72 expert steps (2 DAgger rounds)" in out
+    assert "  round 1: 48 states, agreement " in out  # each round reported as it ends
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     rows = [row for row in csv.DictReader((run / "progress.csv").open()) if row.get("bc/round")]
     assert [(float(r["bc/round"]), float(r["bc/steps"])) for r in rows] == [(0.0, 24.0), (1.0, 48.0), (2.0, 72.0)]
