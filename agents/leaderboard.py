@@ -40,7 +40,7 @@ import yaml
 from lyra_agents.bench_output import METRICS, SCORE, add_scores, aggregate
 from lyra_agents.bench_stats import iqm
 from lyra_agents.headroom import BOUND, REFERENCE_KINDS
-from lyra_agents.shipped import shipped_agent
+from lyra_agents.shipped import agent_path_beside, shipped_agent
 from lyra_gym.errors import LyraGymError
 from lyra_gym.outputs import atomic_write_text
 
@@ -171,8 +171,7 @@ def _policy(submission: dict[str, Any], runs: Sequence[str]) -> Any:
     for run, spec in specs.items():
         spec = str(spec)
         if spec.startswith("model:"):
-            given = spec[len("model:"):]  # pretrained/NAME: a shipped agent; else from the checkout's root
-            found = shipped_agent(given) if shipped_agent(given) != Path(given) else ROOT / given
+            found = shipped_agent(agent_path_beside(spec[len("model:"):], ROOT))  # pretrained/NAME: shipped
             path = str(found.resolve()) + ("?trust=1" if submission["trust"] else "")
             made.append((run, benchmark.always(benchmark.load_model_scheduler(path, submission["name"]))))
         else:
@@ -203,9 +202,9 @@ def _entries(suite: str) -> list[tuple[str, str, list[dict[str, Any]]]]:
         sub = read_submission(path)
         rows = read_csv(sub["csv"])
         if rows and rows[0].get("suite") == suite:
-            if problems := check_rows(rows, sub["name"])[:1]:  # a submission with no rows of its name
-                raise SubmissionError(f"{path}: {problems[0]}")
             mine = [r for r in rows if r["policy"] == sub["name"] and r["kind"] == "window"]
+            if not mine:
+                raise SubmissionError(f"{path}: no window rows of policy {sub['name']!r}")
             out.append((sub["name"], "agent", mine))
     return out
 
