@@ -269,20 +269,14 @@ class MaskedPPO:
         history = []
         for round_ in range(self.cfg.dagger_rounds + 1):
             if round_:
-                more = self.labelled_states(resets, drive=self.clone_action)
+                more = self.labelled_states(resets, drive=lambda obs, masks: self.predict(  # the clone's argmax
+                    self.stats.normalize_obs(obs.astype(np.float32)), action_masks=masks)[0])
                 raw, masks, actions = (np.concatenate(pair) for pair in zip((raw, masks, actions), more))
             rows = [{**row, "round": float(round_)} for row in self.fit_clone(raw, masks, actions)]
             history += rows
             if report is not None:
                 report(rows)
         return history
-
-    def clone_action(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """The policy's most likely valid action for one raw observation."""
-        normed = torch.as_tensor(self.stats.normalize_obs(obs[None].astype(np.float32)), device=self.device)
-        with torch.no_grad():
-            actions, _ = self.act(normed, torch.as_tensor(masks[None], device=self.device), deterministic=True)
-        return actions[0].cpu().numpy()
 
     def labelled_states(self, resets: list[int], drive: Callable[[np.ndarray, np.ndarray], np.ndarray] | None
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
