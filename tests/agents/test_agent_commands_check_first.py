@@ -7,7 +7,6 @@ that fail, so a check made only after the work shows up at once."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import zipfile
@@ -20,19 +19,13 @@ from lyra_agents import benchmark, evaluate
 from lyra_agents import export as export_module
 from lyra_agents.config import TrainConfig, TrainConfigError, resolve_config
 from lyra_agents.factory import OPTIMIZER_MEMBER, build_training_envs, make_model, save_normalizer_stats
+from train_script import load_train_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "agents" / "pretrained" / "alloc-contended"
 
 
-def _load_train():
-    spec = importlib.util.spec_from_file_location("train_script", ROOT / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-train = _load_train()
+train = load_train_script()
 
 # the smallest run that trains: K = 6 job slots, one env, 64 steps per update
 TINY = dict(window_s=6 * 3600.0, num_job_slots=6, num_server_slots=3, n_envs=1, vec_env="dummy", n_steps=64,

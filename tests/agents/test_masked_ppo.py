@@ -213,16 +213,13 @@ def test_dagger_rounds_refit_on_all_states_so_far_and_keep_round_zero_as_plain_c
 
 def test_train_py_runs_dagger_rounds_and_logs_each_round(tmp_path, capsys):
     import csv
-    import importlib.util
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("train_script", root / "train.py")
-    train = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(train)
-    assert train.main(["--config", str(root / "agents" / "configs" / "quick-mppo.yaml"), "--no-compare", "--set",
-                       f"runs_dir={tmp_path}", "bc_steps=24", "bc_epochs=1", "dagger_rounds=2",
-                       "total_timesteps=8", "n_envs=1"]) == 0
+    from train_script import TRAIN, load_train_script
+
+    config = TRAIN.parent / "agents" / "configs" / "quick-mppo.yaml"
+    assert load_train_script().main(["--config", str(config), "--no-compare", "--set", f"runs_dir={tmp_path}",
+                                     "bc_steps=24", "bc_epochs=1", "dagger_rounds=2", "total_timesteps=8",
+                                     "n_envs=1"]) == 0
     out = capsys.readouterr().out
     assert "behaviour cloning of heuristic: 72 expert steps (2 DAgger rounds)" in out
     assert "  round 1: 48 states, agreement " in out  # each round reported as it ends

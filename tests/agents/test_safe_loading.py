@@ -11,7 +11,7 @@ payload runs only when the files are trusted (``?trust=1``,
 from __future__ import annotations
 
 import base64
-import importlib.util
+from train_script import load_train_script
 import json
 import os
 import pickle
@@ -301,10 +301,7 @@ def test_statistics_npz_holds_no_objects(trained):
 
 # ---------------------------------------------------------------------- train.py --resume
 def _train_module():
-    spec = importlib.util.spec_from_file_location("train_script_safe", ROOT / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_train_script("train_script_safe")
 
 
 @pytest.mark.parametrize("trusted", [False, True])

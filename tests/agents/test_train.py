@@ -4,7 +4,7 @@ and the saved model run as a scheduler through ``lyra-gym compare`` (all loaded 
 
 from __future__ import annotations
 
-import importlib.util
+from train_script import load_train_script
 import json
 import subprocess
 import sys
@@ -132,9 +132,6 @@ def test_checkpoint_statistics_npz_equal_the_pickled_ones(quick_run):
 
 def test_unknown_set_key_exits_with_a_clear_error(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    spec = importlib.util.spec_from_file_location("train_script", TRAIN)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.main(["--quick", "--set", "lerning_rate=1"]) == 2
+    assert load_train_script().main(["--quick", "--set", "lerning_rate=1"]) == 2
     assert "unknown key 'lerning_rate'; did you mean 'learning_rate'" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
